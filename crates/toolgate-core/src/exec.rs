@@ -1,0 +1,701 @@
+//! The process executor: the only place in toolgate that starts processes.
+//!
+//! - No shell: the program is resolved to an absolute path here and started with `posix_spawn`
+//!   (std's fast path; no `pre_exec` closure, so a large parent such as Node is never forked).
+//! - Exactly the given environment: the child's environment is cleared and filled from the
+//!   request; nothing is inherited.
+//! - Its own process group, so a timeout or an abort can kill the whole tree: TERM, a short
+//!   grace, then KILL to the group. When the direct child exits on its own, whatever it left
+//!   running in its group is killed too, so a background grandchild cannot hold the pipes open.
+//! - The child's exit is watched through a pidfd, which lets us signal the group *before* the
+//!   child is reaped: while the leader is an unreaped zombie its pid (the group id) cannot be
+//!   reused, so `killpg` can never hit an unrelated group.
+//! - stdout and stderr are drained concurrently; past the cap the rest is read and discarded
+//!   (the child never blocks on a full pipe) and `truncated` is set.
+//! - stdin is written concurrently with the reads, so a child that never reads its input cannot
+//!   deadlock the call.
+
+use std::ffi::{OsStr, OsString};
+use std::io;
+use std::os::fd::{FromRawFd, OwnedFd};
+use std::os::unix::ffi::OsStrExt;
+use std::os::unix::process::{CommandExt, ExitStatusExt};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, ExitStatus, Stdio};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use bytes::BufMut;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::unix::pipe;
+use tokio::sync::Notify;
+
+use crate::error::{Error, Result};
+
+/// Default per-stream output cap: 1 MiB.
+pub const DEFAULT_MAX_OUTPUT_BYTES: usize = 1024 * 1024;
+/// Time between TERM and KILL when a run is stopped.
+const TERM_GRACE: Duration = Duration::from_millis(300);
+/// How long the pipes may stay open after the process group was killed. Only processes that
+/// left the group (setsid) can hold them that long; their output is then abandoned.
+const DRAIN_GRACE: Duration = Duration::from_millis(300);
+const READ_CHUNK: usize = 64 * 1024;
+
+/// What to run and under which limits.
+#[derive(Debug, Clone)]
+pub struct ExecRequest {
+    /// An absolute path, a path relative to `cwd` (contains a `/`), or a bare name looked up on
+    /// the `PATH` of `env` (or, when `env` has none, the `PATH` of this process).
+    pub program: OsString,
+    pub args: Vec<OsString>,
+    pub cwd: PathBuf,
+    /// The complete environment of the child.
+    pub env: Vec<(OsString, OsString)>,
+    pub stdin: Option<Vec<u8>>,
+    pub timeout: Option<Duration>,
+    /// Cap for each of stdout and stderr.
+    pub max_output_bytes: usize,
+}
+
+impl ExecRequest {
+    /// A request with no arguments, an empty environment, no stdin, no timeout and the
+    /// default output cap.
+    pub fn new(program: impl Into<OsString>, cwd: impl Into<PathBuf>) -> Self {
+        Self {
+            program: program.into(),
+            args: Vec::new(),
+            cwd: cwd.into(),
+            env: Vec::new(),
+            stdin: None,
+            timeout: None,
+            max_output_bytes: DEFAULT_MAX_OUTPUT_BYTES,
+        }
+    }
+
+    pub fn args<I, S>(mut self, args: I) -> Self
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<OsString>,
+    {
+        self.args = args.into_iter().map(Into::into).collect();
+        self
+    }
+
+    pub fn env<I, K, V>(mut self, env: I) -> Self
+    where
+        I: IntoIterator<Item = (K, V)>,
+        K: Into<OsString>,
+        V: Into<OsString>,
+    {
+        self.env = env.into_iter().map(|(k, v)| (k.into(), v.into())).collect();
+        self
+    }
+
+    pub fn stdin(mut self, bytes: impl Into<Vec<u8>>) -> Self {
+        self.stdin = Some(bytes.into());
+        self
+    }
+
+    pub fn timeout(mut self, timeout: Duration) -> Self {
+        self.timeout = Some(timeout);
+        self
+    }
+
+    pub fn max_output_bytes(mut self, cap: usize) -> Self {
+        self.max_output_bytes = cap;
+        self
+    }
+}
+
+/// What a finished run produced. Exit codes, signals, timeouts and aborts are data.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ExecOutput {
+    /// The exit code, or `None` when the process was ended by a signal.
+    pub exit_code: Option<i32>,
+    /// The terminating signal's name (`SIGKILL`), when there was one.
+    pub signal: Option<String>,
+    pub stdout: Vec<u8>,
+    pub stderr: Vec<u8>,
+    pub stdout_truncated: bool,
+    pub stderr_truncated: bool,
+    pub timed_out: bool,
+    pub aborted: bool,
+    pub duration: Duration,
+}
+
+impl ExecOutput {
+    /// Whether either stream was cut at the cap.
+    pub fn truncated(&self) -> bool {
+        self.stdout_truncated || self.stderr_truncated
+    }
+
+    /// Exit code 0, not stopped.
+    pub fn success(&self) -> bool {
+        self.exit_code == Some(0) && !self.timed_out && !self.aborted
+    }
+}
+
+/// Stops a running process from any thread; cloning it is cheap.
+#[derive(Debug, Clone, Default)]
+pub struct AbortHandle {
+    notify: Arc<Notify>,
+}
+
+impl AbortHandle {
+    /// Kills the process group (TERM, grace, KILL). Calling it before the run is awaited, or
+    /// more than once, is fine.
+    pub fn abort(&self) {
+        // notify_one keeps a permit when nobody waits yet, so an early abort is not lost.
+        self.notify.notify_one();
+    }
+}
+
+/// A started process whose result has not been collected yet.
+#[derive(Debug)]
+pub struct RunningProcess {
+    child: Child,
+    pipes: Option<Pipes>,
+    started: Instant,
+    timeout: Option<Duration>,
+    max_output_bytes: usize,
+    abort: AbortHandle,
+}
+
+/// Our ends of the child's standard streams, handed to the runtime when the wait starts.
+#[derive(Debug)]
+struct Pipes {
+    stdin: Option<(OwnedFd, Vec<u8>)>,
+    stdout: OwnedFd,
+    stderr: OwnedFd,
+}
+
+/// Starts `request`. Only a failure to start is an error: `BINARY_NOT_FOUND` when the program
+/// cannot be found, `SPAWN_FAILED` for a bad working directory or a file that cannot be executed.
+pub fn spawn(request: ExecRequest) -> Result<RunningProcess> {
+    spawn_with_abort(request, AbortHandle::default())
+}
+
+/// Like [`spawn`], with an abort handle made beforehand, so a caller can hand out a way to stop
+/// the process before it has started (an abort that comes first kills it as soon as it runs).
+pub fn spawn_with_abort(request: ExecRequest, abort: AbortHandle) -> Result<RunningProcess> {
+    let started = Instant::now();
+    check_cwd(&request)?;
+    let program = resolve_program(&request.program, &request.cwd, &request.env)?;
+    let mut command = Command::new(&program);
+    command
+        .args(&request.args)
+        .current_dir(&request.cwd)
+        .env_clear()
+        .envs(request.env.iter().map(|(k, v)| (k, v)))
+        .process_group(0)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .stdin(if request.stdin.is_some() {
+            Stdio::piped()
+        } else {
+            Stdio::null()
+        });
+    let mut child = command
+        .spawn()
+        .map_err(|err| spawn_error(&program, &request.cwd, err))?;
+    let stdin = child
+        .stdin
+        .take()
+        .map(OwnedFd::from)
+        .zip(request.stdin.clone());
+    let stdout = OwnedFd::from(child.stdout.take().expect("stdout is piped"));
+    let stderr = OwnedFd::from(child.stderr.take().expect("stderr is piped"));
+    Ok(RunningProcess {
+        child,
+        pipes: Some(Pipes {
+            stdin,
+            stdout,
+            stderr,
+        }),
+        started,
+        timeout: request.timeout,
+        max_output_bytes: request.max_output_bytes,
+        abort,
+    })
+}
+
+/// Starts `request` and waits for it. Must be called inside a Tokio runtime with I/O and time
+/// enabled.
+pub async fn run(request: ExecRequest) -> Result<ExecOutput> {
+    spawn(request)?.wait().await
+}
+
+/// Why the wait for the child ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Ending {
+    Exited,
+    TimedOut,
+    Aborted,
+}
+
+impl RunningProcess {
+    /// The child's process id (also its process group id).
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
+    /// A handle that stops this process from elsewhere.
+    pub fn abort_handle(&self) -> AbortHandle {
+        self.abort.clone()
+    }
+
+    /// Waits for the process to end, enforcing the timeout and reacting to aborts, and collects
+    /// its output. Must be called inside a Tokio runtime with I/O and time enabled.
+    ///
+    /// Everything happens in this one task (pipes, exit, timer, abort), so a short-lived
+    /// process costs no wake-ups of other runtime threads.
+    pub async fn wait(mut self) -> Result<ExecOutput> {
+        let pid = self.child.id() as libc::pid_t;
+        let pipes = self.pipes.take().expect("a process is waited for once");
+        let mut io = Io::new(pipes, self.max_output_bytes)?;
+        let mut exit = ExitWatch::new(pid)?;
+        let deadline = self
+            .timeout
+            .map(|t| tokio::time::Instant::from_std(self.started + t));
+        let abort = Arc::clone(&self.abort.notify);
+
+        let ending = io
+            .pump_until(async {
+                tokio::select! {
+                    result = exit.wait() => result.map(|()| Ending::Exited),
+                    () = sleep_until_optional(deadline) => Ok(Ending::TimedOut),
+                    () = abort.notified() => Ok(Ending::Aborted),
+                }
+            })
+            .await
+            .map_err(|err| reap_error(pid, err))?;
+
+        if ending != Ending::Exited {
+            signal_group(pid, libc::SIGTERM);
+            let _ = io
+                .pump_until(tokio::time::timeout(TERM_GRACE, exit.wait()))
+                .await;
+        }
+        // The leader is a zombie or still running, so the group id is still ours: sweep the group.
+        signal_group(pid, libc::SIGKILL);
+        if !exit.exited {
+            io.pump_until(exit.wait())
+                .await
+                .map_err(|err| reap_error(pid, err))?;
+        }
+        let status = self.child.wait().map_err(|err| reap_error(pid, err))?;
+        io.close_stdin();
+        io.drain_until(tokio::time::Instant::now() + DRAIN_GRACE)
+            .await;
+
+        let (exit_code, signal) = describe_status(status);
+        Ok(ExecOutput {
+            exit_code,
+            signal,
+            stdout_truncated: io.stdout.truncated,
+            stderr_truncated: io.stderr.truncated,
+            stdout: io.stdout.buffer,
+            stderr: io.stderr.buffer,
+            timed_out: ending == Ending::TimedOut,
+            aborted: ending == Ending::Aborted,
+            duration: self.started.elapsed(),
+        })
+    }
+}
+
+impl Drop for RunningProcess {
+    /// A run that is dropped without being awaited must not leave its processes behind.
+    fn drop(&mut self) {
+        if let Ok(None) = self.child.try_wait() {
+            signal_group(self.child.id() as libc::pid_t, libc::SIGKILL);
+            let _ = self.child.wait();
+        }
+    }
+}
+
+async fn sleep_until_optional(deadline: Option<tokio::time::Instant>) {
+    match deadline {
+        Some(deadline) => tokio::time::sleep_until(deadline).await,
+        None => std::future::pending().await,
+    }
+}
+
+fn signal_group(pgid: libc::pid_t, signal: libc::c_int) {
+    // SAFETY: killpg has no memory-safety preconditions; ESRCH (group gone) is expected.
+    unsafe {
+        libc::killpg(pgid, signal);
+    }
+}
+
+/// The child's pipes, pumped from the waiting task: stdin is written and both outputs are
+/// read whenever they are ready.
+struct Io {
+    stdout: Capture,
+    stderr: Capture,
+    stdin: Option<Feed>,
+}
+
+impl Io {
+    fn new(pipes: Pipes, cap: usize) -> Result<Self> {
+        Ok(Self {
+            stdout: Capture::new(pipes.stdout, cap)?,
+            stderr: Capture::new(pipes.stderr, cap)?,
+            stdin: pipes
+                .stdin
+                .map(|(fd, bytes)| Feed::new(fd, bytes))
+                .transpose()?,
+        })
+    }
+
+    fn idle(&self) -> bool {
+        self.stdout.done && self.stderr.done && self.stdin.is_none()
+    }
+
+    /// Moves data on whichever pipe is ready first.
+    async fn step(&mut self) {
+        tokio::select! {
+            () = self.stdout.read_some(), if !self.stdout.done => {}
+            () = self.stderr.read_some(), if !self.stderr.done => {}
+            finished = feed_some(&mut self.stdin), if self.stdin.is_some() => {
+                if finished {
+                    self.stdin = None; // closes the pipe: the child sees end of input
+                }
+            }
+        }
+    }
+
+    /// Keeps the pipes moving until `stop` completes.
+    async fn pump_until<F: std::future::Future>(&mut self, stop: F) -> F::Output {
+        tokio::pin!(stop);
+        loop {
+            if self.idle() {
+                return stop.await;
+            }
+            tokio::select! {
+                biased;
+                output = &mut stop => return output,
+                () = self.step() => {}
+            }
+        }
+    }
+
+    fn close_stdin(&mut self) {
+        self.stdin = None;
+    }
+
+    /// Reads the outputs to their end, or until `deadline` when something outside the process
+    /// group still holds them open.
+    async fn drain_until(&mut self, deadline: tokio::time::Instant) {
+        while !self.idle() {
+            tokio::select! {
+                () = tokio::time::sleep_until(deadline) => return,
+                () = self.step() => {}
+            }
+        }
+    }
+}
+
+/// One output stream, kept up to a cap; what comes after the cap is read and discarded.
+struct Capture {
+    receiver: pipe::Receiver,
+    buffer: Vec<u8>,
+    cap: usize,
+    truncated: bool,
+    done: bool,
+    discard: Vec<u8>,
+}
+
+impl Capture {
+    fn new(fd: OwnedFd, cap: usize) -> Result<Self> {
+        let receiver = pipe::Receiver::from_owned_fd(fd)
+            .map_err(|err| Error::io("reading the output of", "child process", err))?;
+        Ok(Self {
+            receiver,
+            buffer: Vec::new(),
+            cap,
+            truncated: false,
+            done: false,
+            discard: Vec::new(),
+        })
+    }
+
+    /// Reads once. Cancel-safe: nothing is recorded unless the read completed.
+    async fn read_some(&mut self) {
+        let room = self.cap - self.buffer.len();
+        let result = if room > 0 {
+            self.buffer.reserve(room.min(READ_CHUNK));
+            let mut limited = (&mut self.buffer).limit(room);
+            self.receiver.read_buf(&mut limited).await
+        } else {
+            if self.discard.is_empty() {
+                self.discard = vec![0; READ_CHUNK];
+            }
+            match self.receiver.read(&mut self.discard).await {
+                Ok(n) if n > 0 => {
+                    self.truncated = true;
+                    Ok(n)
+                }
+                other => other,
+            }
+        };
+        match result {
+            Ok(0) => self.done = true,
+            Ok(_) => {}
+            Err(err) if err.kind() == io::ErrorKind::Interrupted => {}
+            Err(_) => self.done = true,
+        }
+    }
+}
+
+/// Input for the child, written as the pipe accepts it.
+struct Feed {
+    sender: pipe::Sender,
+    bytes: Vec<u8>,
+    written: usize,
+}
+
+impl Feed {
+    fn new(fd: OwnedFd, bytes: Vec<u8>) -> Result<Self> {
+        let sender = pipe::Sender::from_owned_fd(fd)
+            .map_err(|err| Error::io("writing the input of", "child process", err))?;
+        Ok(Self {
+            sender,
+            bytes,
+            written: 0,
+        })
+    }
+}
+
+/// Writes once; returns true when the input is complete or the child stopped reading (EPIPE is
+/// the child's business, not an error). Cancel-safe.
+async fn feed_some(feed: &mut Option<Feed>) -> bool {
+    let Some(feed) = feed else { return true };
+    if feed.written == feed.bytes.len() {
+        return true;
+    }
+    match feed.sender.write(&feed.bytes[feed.written..]).await {
+        Ok(n) => {
+            feed.written += n;
+            feed.written == feed.bytes.len()
+        }
+        Err(err) if err.kind() == io::ErrorKind::Interrupted => false,
+        Err(_) => true,
+    }
+}
+
+/// Waits for the child to exit without reaping it.
+struct ExitWatch {
+    pid: libc::pid_t,
+    pidfd: Option<tokio::io::unix::AsyncFd<OwnedFd>>,
+    exited: bool,
+}
+
+impl ExitWatch {
+    fn new(pid: libc::pid_t) -> Result<Self> {
+        // SAFETY: pidfd_open takes a pid and flags and returns a new fd or -1.
+        let raw = unsafe { libc::syscall(libc::SYS_pidfd_open, pid, 0) };
+        let pidfd = if raw >= 0 {
+            // SAFETY: the syscall returned a fresh fd that nobody else owns.
+            let fd = unsafe { OwnedFd::from_raw_fd(raw as i32) };
+            // SAFETY: the AsyncFd owns the OwnedFd, so the fd stays open and the same for the
+            // AsyncFd's whole life.
+            let registered = unsafe {
+                tokio::io::unix::AsyncFd::register_with_interest(fd, tokio::io::Interest::READABLE)
+            };
+            Some(registered.map_err(|err| reap_error(pid, err.into_parts().1))?)
+        } else {
+            None // kernels before 5.3: fall back to a blocking waitid on the blocking pool
+        };
+        Ok(Self {
+            pid,
+            pidfd,
+            exited: false,
+        })
+    }
+
+    async fn wait(&mut self) -> io::Result<()> {
+        if self.exited {
+            return Ok(());
+        }
+        match &self.pidfd {
+            Some(pidfd) => {
+                let guard = pidfd.readable().await?;
+                drop(guard);
+            }
+            None => {
+                let pid = self.pid;
+                tokio::task::spawn_blocking(move || wait_without_reaping(pid))
+                    .await
+                    .map_err(io::Error::other)??;
+            }
+        }
+        self.exited = true;
+        Ok(())
+    }
+}
+
+fn wait_without_reaping(pid: libc::pid_t) -> io::Result<()> {
+    loop {
+        // SAFETY: waitid writes into the zeroed siginfo we own.
+        let mut info: libc::siginfo_t = unsafe { std::mem::zeroed() };
+        let rc = unsafe {
+            libc::waitid(
+                libc::P_PID,
+                pid as libc::id_t,
+                &mut info,
+                libc::WEXITED | libc::WNOWAIT,
+            )
+        };
+        if rc == 0 {
+            return Ok(());
+        }
+        let err = io::Error::last_os_error();
+        if err.kind() != io::ErrorKind::Interrupted {
+            return Err(err);
+        }
+    }
+}
+
+fn reap_error(pid: libc::pid_t, err: io::Error) -> Error {
+    Error::Io {
+        action: "waiting for process",
+        path: PathBuf::from(format!("pid {pid}")),
+        source: err,
+    }
+}
+
+fn describe_status(status: ExitStatus) -> (Option<i32>, Option<String>) {
+    match (status.code(), status.signal()) {
+        (Some(code), _) => (Some(code), None),
+        (None, Some(signal)) => (None, Some(signal_name(signal))),
+        (None, None) => (None, None),
+    }
+}
+
+/// The conventional name of a signal number (`9` → `SIGKILL`).
+pub fn signal_name(signal: i32) -> String {
+    let name = match signal {
+        libc::SIGHUP => "SIGHUP",
+        libc::SIGINT => "SIGINT",
+        libc::SIGQUIT => "SIGQUIT",
+        libc::SIGILL => "SIGILL",
+        libc::SIGTRAP => "SIGTRAP",
+        libc::SIGABRT => "SIGABRT",
+        libc::SIGBUS => "SIGBUS",
+        libc::SIGFPE => "SIGFPE",
+        libc::SIGKILL => "SIGKILL",
+        libc::SIGUSR1 => "SIGUSR1",
+        libc::SIGSEGV => "SIGSEGV",
+        libc::SIGUSR2 => "SIGUSR2",
+        libc::SIGPIPE => "SIGPIPE",
+        libc::SIGALRM => "SIGALRM",
+        libc::SIGTERM => "SIGTERM",
+        libc::SIGCHLD => "SIGCHLD",
+        libc::SIGCONT => "SIGCONT",
+        libc::SIGSTOP => "SIGSTOP",
+        libc::SIGTSTP => "SIGTSTP",
+        libc::SIGTTIN => "SIGTTIN",
+        libc::SIGTTOU => "SIGTTOU",
+        libc::SIGXCPU => "SIGXCPU",
+        libc::SIGXFSZ => "SIGXFSZ",
+        libc::SIGSYS => "SIGSYS",
+        other => return format!("SIG{other}"),
+    };
+    name.to_string()
+}
+
+fn check_cwd(request: &ExecRequest) -> Result<()> {
+    match std::fs::metadata(&request.cwd) {
+        Ok(meta) if meta.is_dir() => Ok(()),
+        Ok(_) => Err(Error::SpawnFailed {
+            program: request.program.to_string_lossy().into_owned(),
+            cwd: request.cwd.display().to_string(),
+            reason: "the working directory is not a directory".into(),
+        }),
+        Err(err) => Err(Error::SpawnFailed {
+            program: request.program.to_string_lossy().into_owned(),
+            cwd: request.cwd.display().to_string(),
+            reason: format!(
+                "the working directory cannot be used ({err}); give an existing directory"
+            ),
+        }),
+    }
+}
+
+/// Finds the program the way `execvp` would, but here and now, so the child is always started
+/// from an absolute path and a missing program is reported with what was searched.
+pub fn resolve_program(
+    program: &OsStr,
+    cwd: &Path,
+    env: &[(OsString, OsString)],
+) -> Result<PathBuf> {
+    let text = program.to_string_lossy();
+    if program.is_empty() || program.as_bytes().contains(&0) {
+        return Err(Error::BinaryNotFound {
+            program: text.replace('\0', "\\0"),
+            searched: " (the name is empty or contains a NUL byte)".into(),
+        });
+    }
+    if program.as_bytes().contains(&b'/') {
+        let path = cwd.join(program);
+        return if path.exists() {
+            Ok(path)
+        } else {
+            Err(Error::BinaryNotFound {
+                program: text.into_owned(),
+                searched: format!(" (looked for '{}')", path.display()),
+            })
+        };
+    }
+    let path_var = env
+        .iter()
+        .find(|(key, _)| key == "PATH")
+        .map(|(_, value)| value.clone())
+        .or_else(|| std::env::var_os("PATH"))
+        .unwrap_or_default();
+    for dir in std::env::split_paths(&path_var) {
+        let dir = if dir.as_os_str().is_empty() {
+            cwd.to_path_buf()
+        } else {
+            cwd.join(dir)
+        };
+        let candidate = dir.join(program);
+        if is_executable_file(&candidate) {
+            return Ok(candidate);
+        }
+    }
+    Err(Error::BinaryNotFound {
+        program: text.into_owned(),
+        searched: format!(" on PATH '{}'", path_var.to_string_lossy()),
+    })
+}
+
+fn is_executable_file(path: &Path) -> bool {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::metadata(path)
+        .map(|meta| meta.is_file() && meta.permissions().mode() & 0o111 != 0)
+        .unwrap_or(false)
+}
+
+fn spawn_error(program: &Path, cwd: &Path, err: io::Error) -> Error {
+    let reason = match err.raw_os_error() {
+        Some(libc::ENOENT) => {
+            return Error::BinaryNotFound {
+                program: program.display().to_string(),
+                searched: format!(" (started from '{}')", cwd.display()),
+            }
+        }
+        Some(libc::EACCES) => "permission denied; is the file executable (chmod +x)?".to_string(),
+        Some(libc::ENOEXEC) => "the file is not in an executable format".to_string(),
+        Some(libc::EISDIR) => "it is a directory".to_string(),
+        _ => err.to_string(),
+    };
+    Error::SpawnFailed {
+        program: program.display().to_string(),
+        cwd: cwd.display().to_string(),
+        reason,
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,9 @@
+/** A CLI command, loaded only when it is run so that `toolgate --help` stays fast. */
+export interface CliCommand {
+  name: string;
+  usage: string;
+  summary: string;
+  load: () => Promise<{ run: (argv: readonly string[]) => Promise<number> }>;
+}
+
+export const COMMANDS: readonly CliCommand[] = [];

@@ -1,0 +1,43 @@
+import { ToolgateError } from '../errors.js';
+import { VERSION } from '../package-root.js';
+import { COMMANDS } from './commands.js';
+
+const USAGE = `toolgate ${VERSION} — load, gate and run tools safely for AI SDK agents
+
+Usage: toolgate <command> [options]
+
+Commands:
+${COMMANDS.map((command) => `  ${command.usage.padEnd(34)} ${command.summary}`).join('\n')}
+
+Options:
+  -h, --help       Show this help (or a command's help: toolgate <command> --help)
+  -v, --version    Print the version
+`;
+
+/** Runs the CLI with `argv` (without node and script) and returns the exit code. */
+export async function runCli(argv: readonly string[]): Promise<number> {
+  const [first, ...rest] = argv;
+  if (first === undefined || first === '-h' || first === '--help' || first === 'help') {
+    process.stdout.write(USAGE);
+    return first === undefined ? 1 : 0;
+  }
+  if (first === '-v' || first === '--version') {
+    process.stdout.write(`${VERSION}\n`);
+    return 0;
+  }
+  const command = COMMANDS.find((candidate) => candidate.name === first);
+  if (!command) {
+    process.stderr.write(`toolgate: unknown command '${first}'. Run 'toolgate --help' for the list.\n`);
+    return 2;
+  }
+  try {
+    const module = await command.load();
+    return await module.run(rest);
+  } catch (error) {
+    if (error instanceof ToolgateError) {
+      process.stderr.write(`toolgate ${command.name}: ${error.code}: ${error.message}\n`);
+      return 1;
+    }
+    throw error;
+  }
+}
