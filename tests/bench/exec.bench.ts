@@ -102,3 +102,5 @@ export async function benchPathValidator(): Promise<void> {
     rmSync(root, { recursive: true, force: true });
   }
 }
+
+export const benchmarks = { exec: benchExec, path: benchPathValidator };
