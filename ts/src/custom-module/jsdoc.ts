@@ -34,8 +34,21 @@ const KEYWORDS_BEFORE_EXPRESSION = new Set([
   'yield', 'await', 'extends',
 ]);
 
-const IDENTIFIER_START = /[A-Za-z_$\u0080-\uffff#]/;
-const IDENTIFIER_PART = /[\w$\u0080-\uffff]/;
+// Character classes by code, not by regex: the scanner looks at every character of the file.
+function isIdentifierPart(code: number): boolean {
+  return (
+    (code >= 97 && code <= 122) || // a-z
+    (code >= 65 && code <= 90) || // A-Z
+    (code >= 48 && code <= 57) || // 0-9
+    code === 95 || // _
+    code === 36 || // $
+    code >= 128
+  );
+}
+
+function isIdentifierStart(code: number): boolean {
+  return isIdentifierPart(code) && !(code >= 48 && code <= 57);
+}
 
 /** Splits `source` into significant tokens, attaching each JSDoc comment to the token after it. */
 export function tokenize(source: string): Token[] {
@@ -115,16 +128,16 @@ export function tokenize(source: string): Token[] {
         i += 1;
       }
       i += 1;
-      while (i < source.length && IDENTIFIER_PART.test(source[i] as string)) i += 1;
+      while (i < source.length && isIdentifierPart(source.charCodeAt(i))) i += 1;
       push('regex', source.slice(start, i));
-    } else if (IDENTIFIER_START.test(c)) {
+    } else if (isIdentifierStart(source.charCodeAt(i)) || c === '#') {
       const start = i;
       i += 1;
-      while (i < source.length && IDENTIFIER_PART.test(source[i] as string)) i += 1;
+      while (i < source.length && isIdentifierPart(source.charCodeAt(i))) i += 1;
       push('word', source.slice(start, i));
     } else if (c >= '0' && c <= '9') {
       const start = i;
-      while (i < source.length && /[\w.]/.test(source[i] as string)) i += 1;
+      while (i < source.length && (isIdentifierPart(source.charCodeAt(i)) || source[i] === '.')) i += 1;
       push('number', source.slice(start, i));
     } else if (c === '(' || c === '[' || c === '{') {
       push('punct', c);
