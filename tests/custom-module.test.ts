@@ -1,5 +1,6 @@
 import { mkdirSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
+import { pathToFileURL } from 'node:url';
 import { generateText, stepCountIs } from 'ai';
 import { MockLanguageModelV3 } from 'ai/test';
 import { afterEach, describe, expect, it } from 'vitest';
@@ -242,6 +243,13 @@ describe('malformed tool objects', () => {
     ]);
   });
 
+  it('reports the problem of a listed function whose schema is not zod', async () => {
+    const error = await failure(loadCustomTools(fixture('bad-schemas.ts'), { tools: ['fine', 'shape'] }));
+    expect(error.message).toBe(
+      `tools module ${fixture('bad-schemas.ts')}: 'shapeSchema' is a plain object of zod schemas (a zod shape), not a zod schema; wrap it in z.object({ ... })`,
+    );
+  });
+
   it('reports the problem of a listed tool object that has no name', async () => {
     const error = await failure(loadCustomTools(fixture('bad-tool-objects.ts'), { tools: ['unnamed'] }));
     expect(error.message).toBe(`tools module ${fixture('bad-tool-objects.ts')}: export 'unnamed' (a tool object) has no name; add name: 'unnamed'`);
@@ -267,6 +275,14 @@ describe('modules that do not load', () => {
         '    |              ^\n' +
         'fix the syntax error and load the module again',
     );
+  });
+
+  it('names the file as given when it is reached through a symlink', async () => {
+    const dir = tempDir();
+    symlinkSync(fixture('broken/syntax-error.ts'), join(dir, 'tools.ts'));
+    const error = await failure(loadCustomTools(join(dir, 'tools.ts')));
+    expect(error.message).toMatch(new RegExp(`^syntax error in ${join(dir, 'tools.ts')}:5:14: Unexpected token\n`));
+    expect(error.message).not.toContain('imported by');
   });
 
   it('reports a syntax error in JavaScript with file, line and column', async () => {
@@ -501,7 +517,7 @@ describe('the quickstart example', () => {
 });
 
 describe('a module written by the user at run time', () => {
-  it('loads a fresh TypeScript file with type-only syntax', async () => {
+  it('loads a fresh TypeScript file with type-only syntax and import.meta', async () => {
     const dir = tempDir();
     mkdirSync(join(dir, 'nested'));
     writeFileSync(
@@ -516,12 +532,22 @@ describe('a module written by the user at run time', () => {
         '  return { max: Math.max(...values) + Unit.None };',
         '}',
         'export const largestSchema = z.object({ values: z.array(z.number()) });',
+        '/** Where this module lives. */',
+        'export const whereAmI = () => ({ url: import.meta.url, dirname: import.meta.dirname });',
+        'export const whereAmISchema = z.object({});',
       ].join('\n'),
     );
     // The fresh file lives outside the repository: zod must still resolve, so link node_modules.
     symlinkSync(resolve(import.meta.dirname, '../node_modules'), join(dir, 'node_modules'));
     const tools = await loadCustomTools('nested/tools.ts', { baseDir: dir });
-    expect(tools.map((tool) => [tool.name, tool.description])).toEqual([['largest', 'Finds the largest value.']]);
+    expect(tools.map((tool) => [tool.name, tool.description])).toEqual([
+      ['largest', 'Finds the largest value.'],
+      ['whereAmI', 'Where this module lives.'],
+    ]);
     expect(await run(byName(tools, 'largest'), { values: [3, 9, 4] })).toEqual({ max: 9 });
+    expect(await run(byName(tools, 'whereAmI'), {})).toEqual({
+      url: pathToFileURL(join(dir, 'nested/tools.ts')).href,
+      dirname: join(dir, 'nested'),
+    });
   });
 });

@@ -2,7 +2,7 @@
  * Imports a tools module at run time: TypeScript without a build step, and plain JavaScript
  * (ESM or CommonJS), through jiti. Every failure becomes a `ToolgateError` that names the file.
  */
-import { existsSync, lstatSync, mkdirSync, readFileSync, statSync } from 'node:fs';
+import { existsSync, lstatSync, mkdirSync, readFileSync, realpathSync, statSync } from 'node:fs';
 import { homedir } from 'node:os';
 import { dirname, extname, join, resolve } from 'node:path';
 import type { Jiti } from 'jiti';
@@ -102,7 +102,7 @@ function loadError(path: string, error: unknown): ToolgateError {
   if (parse) {
     const [, reason, file, line, column] = parse as unknown as [string, string, string, string, string];
     const place = `${file}:${line}:${Number(column) + 1}`;
-    const imported = resolve(file) === path ? '' : ` (imported by tools module ${path})`;
+    const imported = sameFile(file, path) ? '' : ` (imported by tools module ${path})`;
     return new ToolgateError(
       'MODULE_INVALID',
       `syntax error in ${place}${imported}: ${reason.trim()}\n${codeFrame(file, Number(line), Number(column))}` +
@@ -117,6 +117,14 @@ function loadError(path: string, error: unknown): ToolgateError {
     `tools module ${path} threw while loading: ${firstLine}${at ? ` (at ${at})` : ''}`,
     { cause: error },
   );
+}
+
+function sameFile(a: string, b: string): boolean {
+  try {
+    return realpathSync(a) === realpathSync(b);
+  } catch {
+    return resolve(a) === resolve(b);
+  }
 }
 
 /** `file:line:column` of the first stack frame inside the module's directory, if any. */
