@@ -15,3 +15,5 @@ export type { ApprovalConfig, ApprovalDecision, ApprovalInfo } from './approval.
 export { named, toToolSet } from './named-tool.js';
 export type { NamedTool } from './named-tool.js';
 export { VERSION } from './package-root.js';
+export { loadCustomTools } from './custom-module.js';
+export type { LoadCustomToolsOptions, LoadCustomToolsResult } from './custom-module.js';
