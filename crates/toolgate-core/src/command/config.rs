@@ -37,6 +37,37 @@ impl Approval {
     }
 }
 
+impl std::str::FromStr for Approval {
+    type Err = Error;
+
+    /// Parses the exact spelling (`preApproved`, `ask`, `blocked`).
+    fn from_str(text: &str) -> Result<Self> {
+        match text {
+            "preApproved" => Ok(Approval::PreApproved),
+            "ask" => Ok(Approval::Ask),
+            "blocked" => Ok(Approval::Blocked),
+            other => Err(Error::ConfigInvalid(format!(
+                "approval '{other}' is not one of preApproved, ask, blocked"
+            ))),
+        }
+    }
+}
+
+impl std::str::FromStr for OutputAction {
+    type Err = Error;
+
+    /// Parses `block` or `redact`.
+    fn from_str(text: &str) -> Result<Self> {
+        match text {
+            "block" => Ok(OutputAction::Block),
+            "redact" => Ok(OutputAction::Redact),
+            other => Err(Error::ConfigInvalid(format!(
+                "deny_output action '{other}' is not one of block, redact"
+            ))),
+        }
+    }
+}
+
 /// The `cli_execute` block: run allowlisted binaries with argv arrays, never through a shell.
 #[derive(Debug, Clone, Default, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
@@ -241,6 +272,24 @@ mod tests {
         )
         .unwrap_err();
         assert!(err.to_string().contains("hide"), "{err}");
+    }
+
+    #[test]
+    fn approvals_and_actions_parse_from_their_exact_spelling() {
+        assert_eq!(
+            "preApproved".parse::<Approval>().unwrap(),
+            Approval::PreApproved
+        );
+        assert_eq!("blocked".parse::<Approval>().unwrap(), Approval::Blocked);
+        assert_eq!(
+            "Ask".parse::<Approval>().unwrap_err().code(),
+            "CONFIG_INVALID"
+        );
+        assert_eq!(
+            "redact".parse::<OutputAction>().unwrap(),
+            OutputAction::Redact
+        );
+        assert!("hide".parse::<OutputAction>().is_err());
     }
 
     #[test]
