@@ -15,3 +15,11 @@ export type { ApprovalConfig, ApprovalDecision, ApprovalInfo } from './approval.
 export { named, toToolSet } from './named-tool.js';
 export type { NamedTool } from './named-tool.js';
 export { VERSION } from './package-root.js';
+export { cliExecuteTool } from './tools/cli-execute.js';
+export type { BinaryAvailability, CliExecuteGuardrails, CliExecuteInput, CliExecuteOptions, CliExecuteTool } from './tools/cli-execute.js';
+export { readShellConfig, shellToolset } from './tools/shell.js';
+export type { ShellInput, ShellRule, ShellToolsetOptions } from './tools/shell.js';
+export { explainCommand } from './tools/explain-command.js';
+export type { CommandExplanation, CommandLayer } from './tools/explain-command.js';
+export { splitCommand } from './tools/split-command.js';
+export type { CommandResult } from './tools/run-command.js';

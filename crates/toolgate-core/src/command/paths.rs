@@ -14,7 +14,9 @@
 //! A candidate is path-like when it starts with `/`, `~` or `.`, or contains a `/`; URLs
 //! (`scheme://…`) are not paths. Each path-like candidate is resolved against the work
 //! directory with every symlink followed ([`PathValidator`]) and must land inside it or inside a
-//! read root. `~` is the real home directory for this check (from `$HOME` and from the password
+//! read root. A bare word (`main`, `leak`) is a path too when a symlink of that name exists in
+//! the work directory: a checked-out repository can hold `leak -> /etc/shadow`, and `cat leak`
+//! must not read it. `~` is the real home directory for this check (from `$HOME` and from the password
 //! database; the candidate must be allowed under each), and `~user` that user's home.
 
 use std::ffi::CStr;
@@ -80,9 +82,18 @@ impl Confinement {
     /// Refuses `arg` with `PATH_OUTSIDE_ROOT` when one of its path-like candidates lands outside
     /// the work directory and every read root.
     pub fn check_argument(&self, index: usize, arg: &str) -> Result<()> {
-        for candidate in path_candidates(arg) {
+        let candidates = candidates_of(arg);
+        for candidate in candidates.path_like {
             for absolute in self.absolute_forms(candidate) {
                 self.check_path(index, arg, candidate, &absolute)?;
+            }
+        }
+        for word in candidates.bare {
+            let absolute = self.work.root().join(word);
+            let is_symlink = std::fs::symlink_metadata(&absolute)
+                .is_ok_and(|meta| meta.file_type().is_symlink());
+            if is_symlink {
+                self.check_path(index, arg, word, &absolute)?;
             }
         }
         Ok(())
@@ -146,8 +157,22 @@ impl Confinement {
     }
 }
 
-/// The pieces of `arg` that must be confined, deduplicated, in order.
+/// The pieces of an argument: the path-like ones, always confined, and the bare words, confined
+/// when a symlink of that name exists in the work directory.
+#[derive(Debug, Default)]
+pub(crate) struct Candidates<'a> {
+    pub path_like: Vec<&'a str>,
+    pub bare: Vec<&'a str>,
+}
+
+/// The path-like pieces of `arg`, deduplicated, in order.
+#[cfg(test)]
 pub(crate) fn path_candidates(arg: &str) -> Vec<&str> {
+    candidates_of(arg).path_like
+}
+
+/// The pieces of `arg` that could name a file, deduplicated, in order.
+pub(crate) fn candidates_of(arg: &str) -> Candidates<'_> {
     let mut bases = vec![arg];
     for (at, _) in arg.match_indices('=') {
         bases.push(&arg[at + 1..]);
@@ -166,7 +191,7 @@ pub(crate) fn path_candidates(arg: &str) -> Vec<&str> {
         }
     }
 
-    let mut candidates: Vec<&str> = Vec::new();
+    let mut candidates = Candidates::default();
     for base in bases {
         let (pieces, has_url) = list_pieces(base);
         // A base with a URL inside (`--url=https://x/../..`) is not one path; its pieces are
@@ -218,11 +243,19 @@ fn list_pieces(base: &str) -> (Vec<&str>, bool) {
     (pieces, has_url)
 }
 
-/// Adds `candidate`, and what follows a leading `@`, when path-like and not yet present.
-fn add_candidate<'a>(candidates: &mut Vec<&'a str>, candidate: &'a str) {
+/// Adds `candidate`, and what follows a leading `@`, unless empty, a URL or already present.
+fn add_candidate<'a>(candidates: &mut Candidates<'a>, candidate: &'a str) {
     for form in [candidate, candidate.strip_prefix('@').unwrap_or("")] {
-        if !form.is_empty() && !is_url(form) && is_path_like(form) && !candidates.contains(&form) {
-            candidates.push(form);
+        if form.is_empty() || is_url(form) {
+            continue;
+        }
+        let list = if is_path_like(form) {
+            &mut candidates.path_like
+        } else {
+            &mut candidates.bare
+        };
+        if !list.contains(&form) {
+            list.push(form);
         }
     }
 }
@@ -405,6 +438,21 @@ mod tests {
             refused(&c, "~/.ssh/id_rsa");
             refused(&c, "~");
             refused(&c, "--key=~/.aws/credentials");
+        }
+    }
+
+    #[test]
+    fn bare_words_naming_a_symlink_out_are_refused() {
+        let f = fixture();
+        symlink(f.outside.join("secret"), f.work.join("leak")).unwrap();
+        symlink(f.work.join("src"), f.work.join("main")).unwrap();
+        let c = Confinement::new(&f.work, &[]).unwrap();
+        for arg in ["leak", "--file=leak", "-fleak", "@leak", "a,leak", "x:leak"] {
+            refused(&c, arg);
+        }
+        for arg in ["main", "--branch=main", "nothing-here", "origin"] {
+            c.check_argument(0, arg)
+                .unwrap_or_else(|err| panic!("{arg}: {err}"));
         }
     }
 
