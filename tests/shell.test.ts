@@ -1,4 +1,4 @@
-import { existsSync, readdirSync, readFileSync, readlinkSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, readFileSync, readlinkSync, symlinkSync, unlinkSync } from 'node:fs';
 import { join } from 'node:path';
 import { generateText } from 'ai';
 import { MockLanguageModelV3 } from 'ai/test';
@@ -125,6 +125,26 @@ describe('shell attack corpus', () => {
     expect(explainCommand({ cwd: fx.work, rules: RULES, default: 'ask' }, command).refusal?.code).toBe(code);
     for (const dir of [fx.work, fx.outside, fx.sibling]) expect(existsSync(join(dir, 'pwned')), dir).toBe(false);
     expect(existsSync(join(fx.outside, 'created-through-dangling-link'))).toBe(false);
+  });
+
+  it('refuses a program on PATH that was swapped for a shell after it was first used', async () => {
+    const bin = join(fx.base, 'bin');
+    mkdirSync(bin);
+    symlinkSync('/bin/true', join(bin, 'mytool'));
+    const saved = process.env.PATH;
+    process.env.PATH = `${bin}:${saved}`;
+    let tool;
+    try {
+      tool = shell({ default: 'preApproved' });
+    } finally {
+      process.env.PATH = saved;
+    }
+    expect((await run('mytool', tool)).exitCode).toBe(0);
+    unlinkSync(join(bin, 'mytool'));
+    symlinkSync('/bin/bash', join(bin, 'mytool'));
+    const error = await refusalOf(() => run('mytool -c "touch pwned"', tool));
+    expect(error.code).toBe('SHELL_NOT_ALLOWED');
+    expect(existsSync(join(fx.work, 'pwned'))).toBe(false);
   });
 
   it('says that no shell is used and to run one command', async () => {

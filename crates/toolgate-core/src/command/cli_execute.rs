@@ -4,7 +4,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use super::config::CliExecuteConfig;
-use super::engine::{check_not_trampoline, Engine, Program};
+use super::engine::{check_not_trampoline, identity, Engine, FileId, Program};
 use super::guardrails::{compile, CommandGuardrails, OutputGuardrails};
 use super::prepared::PreparedCommand;
 use super::trampoline::refusal_reason;
@@ -28,6 +28,8 @@ pub struct BinaryAvailability {
 pub struct CliExecute {
     engine: Engine,
     binaries: Vec<BinaryAvailability>,
+    /// (device, inode) of each found binary's real file, to notice a swap cheaply.
+    identities: Vec<Option<FileId>>,
     commands: CommandGuardrails,
     output: Arc<OutputGuardrails>,
 }
@@ -69,9 +71,14 @@ impl CliExecute {
                 engine.search_path()
             )));
         }
+        let identities = binaries
+            .iter()
+            .map(|binary| binary.real_path.as_deref().and_then(identity))
+            .collect();
         Ok(Self {
             engine,
             binaries,
+            identities,
             commands,
             output: Arc::new(output),
         })
@@ -105,11 +112,12 @@ impl CliExecute {
         args: &[String],
         stdin: Option<Vec<u8>>,
     ) -> std::result::Result<PreparedCommand, Refusal> {
-        let entry = self
+        let position = self
             .binaries
             .iter()
-            .find(|entry| entry.name == binary)
+            .position(|entry| entry.name == binary)
             .ok_or_else(|| Refusal::new(Layer::Allowlist, self.not_allowed(binary)))?;
+        let entry = &self.binaries[position];
         let path = entry.path.as_ref().ok_or_else(|| {
             Refusal::new(
                 Layer::Program,
@@ -122,24 +130,27 @@ impl CliExecute {
                 },
             )
         })?;
-        // The file behind the path may have been replaced since construction: look again.
-        let real = std::fs::canonicalize(path).map_err(|err| {
-            Refusal::new(
-                Layer::Program,
-                Error::BinaryNotFound {
-                    program: binary.to_string(),
-                    searched: format!(" ('{}' is gone: {err})", path.display()),
-                },
+        // The file behind the path may have been replaced since construction (a symlink
+        // re-pointed at a shell): when it is no longer the same file, judge it again.
+        if identity(path) != self.identities[position] {
+            let real = std::fs::canonicalize(path).map_err(|err| {
+                Refusal::new(
+                    Layer::Program,
+                    Error::BinaryNotFound {
+                        program: binary.to_string(),
+                        searched: format!(" ('{}' is gone: {err})", path.display()),
+                    },
+                )
+            })?;
+            check_not_trampoline(
+                binary,
+                Some(&Program {
+                    path: path.clone(),
+                    real,
+                }),
             )
-        })?;
-        check_not_trampoline(
-            binary,
-            Some(&Program {
-                path: path.clone(),
-                real,
-            }),
-        )
-        .map_err(|error| Refusal::new(Layer::ShellOrTrampoline, error))?;
+            .map_err(|error| Refusal::new(Layer::ShellOrTrampoline, error))?;
+        }
         self.engine.check_arguments(args)?;
         self.commands
             .check(binary, args)

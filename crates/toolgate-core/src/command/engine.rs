@@ -2,8 +2,10 @@
 //! trampoline check, argument text checks, path confinement, the child's environment and the
 //! limits. Everything here is built once per tool.
 
+use std::collections::HashMap;
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
+use std::sync::Mutex;
 use std::time::Duration;
 
 use super::arguments::check_argument_text;
@@ -123,6 +125,48 @@ impl Engine {
         request.stdin = stdin;
         request
     }
+}
+
+/// Programs found by name, remembered like a shell's command hash: a name is looked up on PATH
+/// once, and again only when the file it led to is gone or is no longer the same file (checked
+/// with one `stat` per use). Names with a `/` are not remembered.
+#[derive(Debug, Default)]
+pub(crate) struct ProgramCache {
+    found: Mutex<HashMap<String, (Program, Option<FileId>)>>,
+}
+
+/// (device, inode): which file a path leads to.
+pub(crate) type FileId = (u64, u64);
+
+impl ProgramCache {
+    pub fn resolve(&self, engine: &Engine, name: &str) -> Result<Program> {
+        if name.contains('/') {
+            return engine.resolve_program(name);
+        }
+        let remembered = self
+            .found
+            .lock()
+            .ok()
+            .and_then(|found| found.get(name).cloned());
+        if let Some((program, id)) = remembered {
+            if id.is_some() && identity(&program.path) == id {
+                return Ok(program);
+            }
+        }
+        let program = engine.resolve_program(name)?;
+        if let Ok(mut found) = self.found.lock() {
+            found.insert(name.to_string(), (program.clone(), identity(&program.real)));
+        }
+        Ok(program)
+    }
+}
+
+/// The (device, inode) of the file `path` leads to, symlinks followed.
+pub(crate) fn identity(path: &Path) -> Option<FileId> {
+    use std::os::unix::fs::MetadataExt;
+    std::fs::metadata(path)
+        .ok()
+        .map(|meta| (meta.dev(), meta.ino()))
 }
 
 /// Refuses a shell or trampoline, recognised by the name asked for and by the real basename of

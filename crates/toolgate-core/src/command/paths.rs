@@ -89,17 +89,17 @@ impl Confinement {
             }
         }
         for word in candidates.bare {
-            let absolute = self.work.root().join(word);
-            let is_symlink = std::fs::symlink_metadata(&absolute)
+            let is_symlink = std::fs::symlink_metadata(self.work.root().join(word))
                 .is_ok_and(|meta| meta.file_type().is_symlink());
             if is_symlink {
-                self.check_path(index, arg, word, &absolute)?;
+                self.check_path(index, arg, word, Path::new(word))?;
             }
         }
         Ok(())
     }
 
-    /// The candidate as absolute paths: one per meaning of a leading `~`, else one.
+    /// The candidate as paths: one per meaning of a leading `~` (absolute), else the candidate
+    /// as written (relative ones are taken from the work directory).
     fn absolute_forms(&self, candidate: &str) -> Vec<PathBuf> {
         if let Some(rest) = candidate.strip_prefix('~') {
             let (user, tail) = match rest.find('/') {
@@ -114,11 +114,12 @@ impl Confinement {
             }
             // An unknown user: no program can expand it, so it is the literal name it reads as.
         }
-        vec![self.work.root().join(candidate)]
+        vec![PathBuf::from(candidate)]
     }
 
-    fn check_path(&self, index: usize, arg: &str, candidate: &str, absolute: &Path) -> Result<()> {
-        let outside = match self.work.resolve(absolute) {
+    /// Checks one path; a relative `path` is taken from the work directory.
+    fn check_path(&self, index: usize, arg: &str, candidate: &str, path: &Path) -> Result<()> {
+        let outside = match self.work.resolve(path) {
             Ok(_) => return Ok(()),
             Err(Error::PathOutsideRoot { detail, .. }) => detail,
             Err(err) => {
@@ -128,10 +129,11 @@ impl Confinement {
                 )))
             }
         };
+        let absolute = self.work.root().join(path);
         if self
             .read_roots
             .iter()
-            .any(|root| root.resolve(absolute).is_ok())
+            .any(|root| root.resolve(&absolute).is_ok())
         {
             return Ok(());
         }

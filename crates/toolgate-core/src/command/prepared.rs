@@ -8,17 +8,31 @@ use super::guardrails::OutputGuardrails;
 use crate::error::Result;
 use crate::exec::{self, AbortHandle, ExecRequest, RunningProcess};
 
+/// How much more than the cap is captured when output guardrails exist, so that a secret
+/// straddling the cap is still seen whole by them before the output is cut to the cap.
+const GUARDRAIL_MARGIN: usize = 64 * 1024;
+
 /// A checked command. Nothing has started yet; [`spawn`](Self::spawn) starts it.
 #[derive(Debug)]
 pub struct PreparedCommand {
     request: ExecRequest,
     output: Option<Arc<OutputGuardrails>>,
+    /// The cap the caller sees (the request may capture a margin more for the guardrails).
+    cap: usize,
 }
 
 impl PreparedCommand {
-    pub(crate) fn new(request: ExecRequest, output: Option<Arc<OutputGuardrails>>) -> Self {
+    pub(crate) fn new(mut request: ExecRequest, output: Option<Arc<OutputGuardrails>>) -> Self {
         let output = output.filter(|guardrails| !guardrails.is_empty());
-        Self { request, output }
+        let cap = request.max_output_bytes;
+        if output.is_some() {
+            request.max_output_bytes = cap.saturating_add(GUARDRAIL_MARGIN);
+        }
+        Self {
+            request,
+            output,
+            cap,
+        }
     }
 
     /// What will be run: the absolute program, argv, cwd, the exact environment and limits.
@@ -31,6 +45,7 @@ impl PreparedCommand {
         Ok(RunningCommand {
             process: exec::spawn_with_abort(self.request, abort)?,
             output: self.output,
+            cap: self.cap,
         })
     }
 
@@ -45,6 +60,7 @@ impl PreparedCommand {
 pub struct RunningCommand {
     process: RunningProcess,
     output: Option<Arc<OutputGuardrails>>,
+    cap: usize,
 }
 
 impl RunningCommand {
@@ -58,11 +74,17 @@ impl RunningCommand {
     /// is data in the result.
     pub async fn wait(self) -> Result<CommandOutput> {
         let out = self.process.wait().await?;
-        let truncated = out.truncated();
-        let (stdout, stderr) = match &self.output {
+        let mut truncated = out.truncated();
+        let (mut stdout, mut stderr) = match &self.output {
             Some(guardrails) => guardrails.apply(out.stdout, out.stderr)?,
             None => (out.stdout, out.stderr),
         };
+        for stream in [&mut stdout, &mut stderr] {
+            if stream.len() > self.cap {
+                stream.truncate(self.cap);
+                truncated = true;
+            }
+        }
         Ok(CommandOutput {
             stdout: String::from_utf8_lossy(&stdout).into_owned(),
             stderr: String::from_utf8_lossy(&stderr).into_owned(),

@@ -5,7 +5,7 @@
 use std::path::{Path, PathBuf};
 
 use super::config::{Approval, ShellConfig};
-use super::engine::{check_not_trampoline, Engine};
+use super::engine::{check_not_trampoline, Engine, ProgramCache};
 use super::prepared::PreparedCommand;
 use super::rules::{DecisionSource, ProgramKey, RuleDecision, RuleSet};
 use super::split::split_command;
@@ -19,6 +19,7 @@ use crate::Result;
 pub struct ShellToolset {
     engine: Engine,
     rules: RuleSet,
+    programs: ProgramCache,
 }
 
 /// Everything decided about one command: how it was split, which program it runs, which rule
@@ -93,7 +94,11 @@ impl ShellToolset {
             config.max_output_bytes,
         )?;
         let rules = RuleSet::new(&config.rules, config.default, &engine)?;
-        Ok(Self { engine, rules })
+        Ok(Self {
+            engine,
+            rules,
+            programs: ProgramCache::default(),
+        })
     }
 
     /// The canonical work directory.
@@ -140,7 +145,7 @@ impl ShellToolset {
                 ),
             ));
         };
-        let program = self.engine.resolve_program(program_text);
+        let program = self.programs.resolve(&self.engine, program_text);
         out.program = program.as_ref().ok().map(|program| program.path.clone());
         check_not_trampoline(program_text, program.as_ref().ok())
             .map_err(|error| Refusal::new(Layer::ShellOrTrampoline, error))?;

@@ -338,3 +338,68 @@ async fn a_preapproved_shell_command_runs_without_a_shell() {
         .unwrap();
     assert_eq!(out.stdout, "a b|c|d|$HOME|");
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn output_guardrails_see_a_secret_that_straddles_the_cap() {
+    let w = work();
+    let secret = "sk-abcdefghijklmnopqrstuvwxyz";
+    std::fs::write(
+        w.path.join("out.txt"),
+        format!("{}{secret} tail", "x".repeat(990)),
+    )
+    .unwrap();
+    let config = |action| CliExecuteConfig {
+        allowed_binaries: args(&["cat"]),
+        max_output_bytes: Some(1000),
+        guardrails: Guardrails {
+            deny_commands: vec![],
+            deny_output: vec![DenyOutput {
+                pattern: "sk-[a-z]{20,}".into(),
+                action,
+            }],
+        },
+        ..Default::default()
+    };
+    let redacting = CliExecute::new(&w.path, &config(OutputAction::Redact)).unwrap();
+    let out = redacting
+        .prepare("cat", &args(&["out.txt"]), None)
+        .unwrap()
+        .run()
+        .await
+        .unwrap();
+    assert_eq!(out.stdout.len(), 1000);
+    assert!(out.truncated);
+    assert!(!out.stdout.contains("sk-abcdefg"), "{}", &out.stdout[980..]);
+    assert!(out.stdout.ends_with("[REDACTED]"), "{}", &out.stdout[980..]);
+    let blocking = CliExecute::new(&w.path, &config(OutputAction::Block)).unwrap();
+    let err = blocking
+        .prepare("cat", &args(&["out.txt"]), None)
+        .unwrap()
+        .run()
+        .await
+        .unwrap_err();
+    assert_eq!(err.code(), "OUTPUT_BLOCKED");
+}
+
+#[test]
+fn a_remembered_program_is_judged_again_when_its_file_changes() {
+    let w = work();
+    let bin = w.path.join("bin");
+    std::fs::create_dir(&bin).unwrap();
+    let tools = shell(&w, &[], Some(Approval::PreApproved));
+    symlink("/bin/true", w.path.join("tool")).unwrap();
+    assert!(tools.explain("./tool").refusal.is_none());
+    // names with a slash are resolved every time
+    std::fs::remove_file(w.path.join("tool")).unwrap();
+    symlink("/bin/bash", w.path.join("tool")).unwrap();
+    assert_eq!(
+        tools.explain("./tool").refusal.unwrap().error.code(),
+        "SHELL_NOT_ALLOWED"
+    );
+    // a bare name is remembered (the swap of a remembered file is tested in tests/shell.test.ts)
+    let cache = engine::ProgramCache::default();
+    let engine = engine::Engine::new(&w.path, &[], &[], None, None).unwrap();
+    let first = cache.resolve(&engine, "ls").unwrap();
+    assert_eq!(cache.resolve(&engine, "ls").unwrap(), first);
+    assert!(cache.resolve(&engine, "no-such-program-xyz").is_err());
+}
