@@ -3,11 +3,13 @@
 //! - [`exec`] starts processes without a shell, with an exact environment, output caps and
 //!   timeouts that kill the whole process group.
 //! - [`PathValidator`] confines paths to a root, symlinks included.
+//! - [`command`] decides what `cli_execute` and the shell toolset may run, and prepares it.
 //!
 //! The Node binding (`toolgate-node`) only converts types; every decision is made here.
 
 #![warn(missing_debug_implementations)]
 
+pub mod command;
 pub mod error;
 pub mod exec;
 mod path;

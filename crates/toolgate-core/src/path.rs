@@ -137,16 +137,17 @@ impl Resolved {
 /// Resolves `path` against `base` the way the kernel would, except that missing components are
 /// kept as written instead of failing.
 fn resolve_beneath(base: &Path, path: &Path) -> std::result::Result<Resolved, String> {
-    let mut resolved = PathBuf::from("/");
     let mut last_symlink = None;
     let mut hops = 0usize;
-    // Components still to walk, in reverse so that pushing a symlink's target is cheap.
-    let start = if path.is_absolute() {
-        path.to_path_buf()
+    // A relative path starts at `base`, which is canonical (no symlinks, exists), so its own
+    // components need no inspection: only what lies below it is walked.
+    let mut resolved = if path.is_absolute() {
+        PathBuf::from("/")
     } else {
-        base.join(path)
+        base.to_path_buf()
     };
-    let mut pending: Vec<std::ffi::OsString> = components_of(&start);
+    // Components still to walk, in reverse so that pushing a symlink's target is cheap.
+    let mut pending: Vec<std::ffi::OsString> = components_of(path);
     pending.reverse();
     // Once a component is missing, nothing below it can exist or be a symlink.
     let mut missing_depth: Option<usize> = None;

@@ -6,4 +6,11 @@ export interface CliCommand {
   load: () => Promise<{ run: (argv: readonly string[]) => Promise<number> }>;
 }
 
-export const COMMANDS: readonly CliCommand[] = [];
+export const COMMANDS: readonly CliCommand[] = [
+  {
+    name: 'check',
+    usage: 'check --rules <file> <command>',
+    summary: 'Explain how shell rules decide a command (decision, rule, refusing layer)',
+    load: () => import('./check.js'),
+  },
+];

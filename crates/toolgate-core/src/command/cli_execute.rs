@@ -1,0 +1,211 @@
+//! `cli_execute`: allowlisted binaries run with an argv array, never through a shell.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use super::config::CliExecuteConfig;
+use super::engine::{check_not_trampoline, identity, Engine, FileId, Program};
+use super::guardrails::{compile, CommandGuardrails, OutputGuardrails};
+use super::prepared::PreparedCommand;
+use super::trampoline::refusal_reason;
+use super::{Layer, Refusal};
+use crate::error::{Error, Result};
+
+/// Whether an allowlisted binary was found when the tool was built.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BinaryAvailability {
+    /// The name as allowlisted.
+    pub name: String,
+    /// Where it was found on PATH, or `None`.
+    pub path: Option<PathBuf>,
+    /// The file that path really is (symlinks resolved).
+    pub real_path: Option<PathBuf>,
+}
+
+/// The `cli_execute` policy of one tool: built once (binaries resolved, regexes compiled), then
+/// used for every call.
+#[derive(Debug)]
+pub struct CliExecute {
+    engine: Engine,
+    binaries: Vec<BinaryAvailability>,
+    /// (device, inode) of each found binary's real file, to notice a swap cheaply.
+    identities: Vec<Option<FileId>>,
+    commands: CommandGuardrails,
+    output: Arc<OutputGuardrails>,
+}
+
+impl CliExecute {
+    /// Builds the policy for `work_dir` (an existing directory: the child's cwd and HOME).
+    /// `config.read_roots` are taken as given: absolute, or relative to `work_dir`.
+    ///
+    /// `CONFIG_INVALID` when the allowlist is empty, names a shell or trampoline (also one
+    /// reached through a symlink), or names a path; when none of the binaries is found; and for
+    /// invalid regexes, timeouts, caps, read roots or passthrough names.
+    pub fn new(work_dir: &Path, config: &CliExecuteConfig) -> Result<Self> {
+        let engine = Engine::new(
+            work_dir,
+            &config.read_roots,
+            &config.env_passthrough,
+            config.timeout,
+            config.max_output_bytes,
+        )?;
+        let (commands, output) = compile(&config.guardrails)?;
+        if config.allowed_binaries.is_empty() {
+            return Err(Error::ConfigInvalid(
+                "allowed_binaries is empty; list the programs the model may run, such as [git, jq]"
+                    .into(),
+            ));
+        }
+        let mut binaries: Vec<BinaryAvailability> = Vec::new();
+        for name in &config.allowed_binaries {
+            if binaries.iter().any(|known| &known.name == name) {
+                continue;
+            }
+            binaries.push(availability_of(&engine, name)?);
+        }
+        if binaries.iter().all(|binary| binary.path.is_none()) {
+            let names: Vec<&str> = binaries.iter().map(|binary| binary.name.as_str()).collect();
+            return Err(Error::ConfigInvalid(format!(
+                "none of allowed_binaries ({}) was found on PATH '{}'; install one or change allowed_binaries",
+                names.join(", "),
+                engine.search_path()
+            )));
+        }
+        let identities = binaries
+            .iter()
+            .map(|binary| binary.real_path.as_deref().and_then(identity))
+            .collect();
+        Ok(Self {
+            engine,
+            binaries,
+            identities,
+            commands,
+            output: Arc::new(output),
+        })
+    }
+
+    /// Every allowlisted binary, found or not, in allowlist order.
+    pub fn availability(&self) -> &[BinaryAvailability] {
+        &self.binaries
+    }
+
+    /// The names of the binaries that were found: what the model may ask for.
+    pub fn available(&self) -> impl Iterator<Item = &str> {
+        self.binaries
+            .iter()
+            .filter(|binary| binary.path.is_some())
+            .map(|binary| binary.name.as_str())
+    }
+
+    /// The canonical work directory.
+    pub fn work_dir(&self) -> &Path {
+        self.engine.work_dir()
+    }
+
+    /// Checks a call and returns the command to run, or the refusal with the layer that
+    /// refused it: `BINARY_NOT_ALLOWED`, `BINARY_NOT_FOUND`, `SHELL_NOT_ALLOWED` (the binary was
+    /// replaced by a shell since the tool was built), `ARGUMENT_REJECTED`, `PATH_OUTSIDE_ROOT`,
+    /// `GUARDRAIL_BLOCKED`.
+    pub fn check(
+        &self,
+        binary: &str,
+        args: &[String],
+        stdin: Option<Vec<u8>>,
+    ) -> std::result::Result<PreparedCommand, Refusal> {
+        let position = self
+            .binaries
+            .iter()
+            .position(|entry| entry.name == binary)
+            .ok_or_else(|| Refusal::new(Layer::Allowlist, self.not_allowed(binary)))?;
+        let entry = &self.binaries[position];
+        let path = entry.path.as_ref().ok_or_else(|| {
+            Refusal::new(
+                Layer::Program,
+                Error::BinaryNotFound {
+                    program: binary.to_string(),
+                    searched: format!(
+                        " on PATH '{}' when the tool was built",
+                        self.engine.search_path()
+                    ),
+                },
+            )
+        })?;
+        // The file behind the path may have been replaced since construction (a symlink
+        // re-pointed at a shell): when it is no longer the same file, judge it again.
+        if identity(path) != self.identities[position] {
+            let real = std::fs::canonicalize(path).map_err(|err| {
+                Refusal::new(
+                    Layer::Program,
+                    Error::BinaryNotFound {
+                        program: binary.to_string(),
+                        searched: format!(" ('{}' is gone: {err})", path.display()),
+                    },
+                )
+            })?;
+            check_not_trampoline(
+                binary,
+                Some(&Program {
+                    path: path.clone(),
+                    real,
+                }),
+            )
+            .map_err(|error| Refusal::new(Layer::ShellOrTrampoline, error))?;
+        }
+        self.engine.check_arguments(args)?;
+        self.commands
+            .check(binary, args)
+            .map_err(|error| Refusal::new(Layer::Guardrails, error))?;
+        Ok(PreparedCommand::new(
+            self.engine.request(path, args, stdin),
+            Some(Arc::clone(&self.output)),
+        ))
+    }
+
+    /// [`check`](Self::check) for callers that only need the error.
+    pub fn prepare(
+        &self,
+        binary: &str,
+        args: &[String],
+        stdin: Option<Vec<u8>>,
+    ) -> Result<PreparedCommand> {
+        self.check(binary, args, stdin)
+            .map_err(|refusal| refusal.error)
+    }
+
+    fn not_allowed(&self, binary: &str) -> Error {
+        let allowed: Vec<&str> = self.available().collect();
+        let mut allowed = allowed.join(", ");
+        if let Some(reason) = refusal_reason(binary) {
+            allowed.push_str(&format!(" ('{binary}' never will be: {reason})"));
+        }
+        Error::BinaryNotAllowed {
+            binary: binary.to_string(),
+            allowed,
+        }
+    }
+}
+
+/// Resolves one allowlisted name, refusing shells and trampolines under any name.
+fn availability_of(engine: &Engine, name: &str) -> Result<BinaryAvailability> {
+    if name.is_empty() || name.contains('/') || name.contains('\0') {
+        return Err(Error::ConfigInvalid(format!(
+            "allowed_binaries entry '{}' is not a program name; give bare names such as 'git' (they are looked up on PATH)",
+            name.escape_debug()
+        )));
+    }
+    let program = engine.resolve_program(name).ok();
+    check_not_trampoline(name, program.as_ref()).map_err(|err| {
+        Error::ConfigInvalid(format!(
+            "allowed_binaries cannot contain '{name}': {}; remove it",
+            match &err {
+                Error::ShellNotAllowed { reason, .. } => reason.clone(),
+                other => other.to_string(),
+            }
+        ))
+    })?;
+    Ok(BinaryAvailability {
+        name: name.to_string(),
+        path: program.as_ref().map(|program| program.path.clone()),
+        real_path: program.map(|program| program.real),
+    })
+}

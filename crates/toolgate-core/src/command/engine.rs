@@ -1,0 +1,191 @@
+//! The engine `cli_execute` and the shell toolset share: program resolution, the shell and
+//! trampoline check, argument text checks, path confinement, the child's environment and the
+//! limits. Everything here is built once per tool.
+
+use std::collections::HashMap;
+use std::ffi::OsString;
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+use std::time::Duration;
+
+use super::arguments::check_argument_text;
+use super::environment::{child_environment, lookup};
+use super::paths::Confinement;
+use super::trampoline::refusal_reason;
+use super::{Layer, Refusal};
+use crate::error::{Error, Result};
+use crate::exec::{self, ExecRequest, DEFAULT_MAX_OUTPUT_BYTES};
+
+/// Default timeout of a command: 120 seconds.
+pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(120);
+
+/// The shared policy and limits of one tool.
+#[derive(Debug, Clone)]
+pub(crate) struct Engine {
+    confinement: Confinement,
+    env: Vec<(OsString, OsString)>,
+    timeout: Duration,
+    max_output_bytes: usize,
+}
+
+/// A program found for a name: the path it is started from, and the file that path really is
+/// (every symlink resolved), whose basename the shell and trampoline check looks at.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Program {
+    pub path: PathBuf,
+    pub real: PathBuf,
+}
+
+impl Engine {
+    /// Builds the engine for `work_dir`. `read_roots` are absolute or relative to `work_dir`;
+    /// `timeout` is in seconds.
+    pub fn new(
+        work_dir: &Path,
+        read_roots: &[PathBuf],
+        env_passthrough: &[String],
+        timeout: Option<f64>,
+        max_output_bytes: Option<u64>,
+    ) -> Result<Self> {
+        let confinement = Confinement::new(work_dir, read_roots)?;
+        let env = child_environment(confinement.work_dir(), env_passthrough)?;
+        let timeout = match timeout {
+            None => DEFAULT_TIMEOUT,
+            Some(seconds) => Duration::try_from_secs_f64(seconds)
+                .ok()
+                .filter(|duration| !duration.is_zero())
+                .ok_or_else(|| {
+                    Error::ConfigInvalid(format!(
+                        "timeout is {seconds}; give a number of seconds greater than 0"
+                    ))
+                })?,
+        };
+        let max_output_bytes = match max_output_bytes {
+            None => DEFAULT_MAX_OUTPUT_BYTES,
+            Some(0) => {
+                return Err(Error::ConfigInvalid(
+                    "max_output_bytes is 0; give a number of bytes greater than 0".into(),
+                ))
+            }
+            Some(bytes) => usize::try_from(bytes).unwrap_or(usize::MAX),
+        };
+        Ok(Self {
+            confinement,
+            env,
+            timeout,
+            max_output_bytes,
+        })
+    }
+
+    /// The canonical work directory (the child's cwd and HOME).
+    pub fn work_dir(&self) -> &Path {
+        self.confinement.work_dir()
+    }
+
+    /// The PATH the child gets, which is also where programs are looked up.
+    pub fn search_path(&self) -> String {
+        lookup(&self.env, "PATH")
+            .map(|path| path.to_string_lossy().into_owned())
+            .unwrap_or_default()
+    }
+
+    /// Finds `name` the way the child's PATH would: a bare name on PATH, a name with a `/`
+    /// relative to the work directory.
+    pub fn resolve_program(&self, name: &str) -> Result<Program> {
+        let path = exec::resolve_program(name.as_ref(), self.work_dir(), &self.env)?;
+        let real = std::fs::canonicalize(&path).map_err(|err| Error::BinaryNotFound {
+            program: name.to_string(),
+            searched: format!(" ('{}' cannot be resolved: {err})", path.display()),
+        })?;
+        Ok(Program { path, real })
+    }
+
+    /// Refuses argument text (`$(`, backticks, CR, LF, NUL, `file:` URLs), then path-like
+    /// arguments outside the work directory and the read roots.
+    pub fn check_arguments(&self, args: &[String]) -> std::result::Result<(), Refusal> {
+        for (index, arg) in args.iter().enumerate() {
+            check_argument_text(index, arg)
+                .map_err(|error| Refusal::new(Layer::Arguments, error))?;
+        }
+        for (index, arg) in args.iter().enumerate() {
+            self.confinement
+                .check_argument(index, arg)
+                .map_err(|error| Refusal::new(Layer::Paths, error))?;
+        }
+        Ok(())
+    }
+
+    /// The request for an already checked command: no shell, cwd and HOME = the work
+    /// directory, the reduced environment, the timeout and the output cap.
+    pub fn request(&self, program: &Path, args: &[String], stdin: Option<Vec<u8>>) -> ExecRequest {
+        let mut request = ExecRequest::new(program.as_os_str(), self.work_dir())
+            .args(args)
+            .timeout(self.timeout)
+            .max_output_bytes(self.max_output_bytes);
+        request.env = self.env.clone();
+        request.stdin = stdin;
+        request
+    }
+}
+
+/// Programs found by name, remembered like a shell's command hash: a name is looked up on PATH
+/// once, and again only when the file it led to is gone or is no longer the same file (checked
+/// with one `stat` per use). Names with a `/` are not remembered.
+#[derive(Debug, Default)]
+pub(crate) struct ProgramCache {
+    found: Mutex<HashMap<String, (Program, Option<FileId>)>>,
+}
+
+/// (device, inode): which file a path leads to.
+pub(crate) type FileId = (u64, u64);
+
+impl ProgramCache {
+    pub fn resolve(&self, engine: &Engine, name: &str) -> Result<Program> {
+        if name.contains('/') {
+            return engine.resolve_program(name);
+        }
+        let remembered = self
+            .found
+            .lock()
+            .ok()
+            .and_then(|found| found.get(name).cloned());
+        if let Some((program, id)) = remembered {
+            if id.is_some() && identity(&program.path) == id {
+                return Ok(program);
+            }
+        }
+        let program = engine.resolve_program(name)?;
+        if let Ok(mut found) = self.found.lock() {
+            found.insert(name.to_string(), (program.clone(), identity(&program.real)));
+        }
+        Ok(program)
+    }
+}
+
+/// The (device, inode) of the file `path` leads to, symlinks followed.
+pub(crate) fn identity(path: &Path) -> Option<FileId> {
+    use std::os::unix::fs::MetadataExt;
+    std::fs::metadata(path)
+        .ok()
+        .map(|meta| (meta.dev(), meta.ino()))
+}
+
+/// Refuses a shell or trampoline, recognised by the name asked for and by the real basename of
+/// the program it resolves to.
+pub(crate) fn check_not_trampoline(asked: &str, program: Option<&Program>) -> Result<()> {
+    if let Some(reason) = refusal_reason(asked) {
+        return Err(Error::ShellNotAllowed {
+            binary: asked.to_string(),
+            reason: reason.to_string(),
+        });
+    }
+    if let Some(program) = program {
+        let real = program.real.to_string_lossy();
+        if let Some(reason) = refusal_reason(&real) {
+            return Err(Error::ShellNotAllowed {
+                binary: asked.to_string(),
+                reason: format!("it resolves to '{real}'; {reason}"),
+            });
+        }
+    }
+    Ok(())
+}

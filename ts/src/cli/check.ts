@@ -1,0 +1,118 @@
+import { parseArgs } from 'node:util';
+import { ToolgateError } from '../errors.js';
+import { type CommandExplanation, explainCommand } from '../tools/explain-command.js';
+import { readShellConfig } from '../tools/shell.js';
+
+const HELP = `Usage: toolgate check --rules <file> [--cwd <dir>] [--json] <command>
+
+Explains how shell rules decide a command, without running it: the decision, the rule that
+matched and, for refusals, the layer that refused.
+
+  --rules <file>   A YAML shell block (rules, default, ...) or a worker file with toolsets.shell
+  --cwd <dir>      The work directory the command would run in (default: the current directory)
+  --json           Print the explanation as JSON
+  -h, --help       Show this help
+
+Quote the command as one argument: toolgate check --rules rules.yaml "git push origin main".
+Several arguments are taken as the words of one command.
+
+Exit status: 0 when the command would run (preApproved or ask), 1 when it is blocked or refused,
+2 for a usage or configuration error.
+`;
+
+/** `toolgate check`: explains a shell rules decision. */
+export async function run(argv: readonly string[]): Promise<number> {
+  // Options come first; from the first other word on, everything is the command (so that
+  // `toolgate check --rules r.yaml git commit -m x` works without quoting).
+  const split = commandStart(argv);
+  let parsed;
+  try {
+    parsed = parseArgs({
+      args: argv.slice(0, split.options),
+      allowPositionals: false,
+      options: {
+        rules: { type: 'string' },
+        cwd: { type: 'string' },
+        json: { type: 'boolean', default: false },
+        help: { type: 'boolean', short: 'h', default: false },
+      },
+    });
+  } catch (error) {
+    process.stderr.write(`toolgate check: ${(error as Error).message}\n\n${HELP}`);
+    return 2;
+  }
+  const { values } = parsed;
+  const positionals = argv.slice(split.command);
+  if (values.help) {
+    process.stdout.write(HELP);
+    return 0;
+  }
+  if (values.rules === undefined || positionals.length === 0) {
+    process.stderr.write(`toolgate check: ${values.rules === undefined ? '--rules <file> is required' : 'give the command to check'}\n\n${HELP}`);
+    return 2;
+  }
+  const command = positionals.length === 1 ? (positionals[0] ?? '') : positionals.map(quoteWord).join(' ');
+
+  let explanation: CommandExplanation;
+  try {
+    const options = readShellConfig(values.rules);
+    explanation = explainCommand({ ...options, cwd: values.cwd ?? process.cwd() }, command);
+  } catch (error) {
+    if (!(error instanceof ToolgateError)) throw error;
+    process.stderr.write(`toolgate check: ${error.code}: ${error.message}\n`);
+    return 2;
+  }
+  process.stdout.write(values.json ? `${JSON.stringify(explanation, null, 2)}\n` : formatExplanation(explanation));
+  return explanation.decision === 'preApproved' || explanation.decision === 'ask' ? 0 : 1;
+}
+
+/** Where the options end and the command's words begin (after a `--`, if there is one). */
+function commandStart(argv: readonly string[]): { options: number; command: number } {
+  for (let index = 0; index < argv.length; index++) {
+    const arg = argv[index] ?? '';
+    if (arg === '--') return { options: index, command: index + 1 };
+    if (arg === '--rules' || arg === '--cwd') {
+      index++;
+      continue;
+    }
+    if (!arg.startsWith('-')) return { options: index, command: index };
+  }
+  return { options: argv.length, command: argv.length };
+}
+
+/** The explanation as aligned lines for a terminal. */
+export function formatExplanation(explanation: CommandExplanation): string {
+  const lines: [string, string][] = [['command', explanation.command]];
+  if (explanation.argv.length > 0) lines.push(['argv', JSON.stringify(explanation.argv)]);
+  if (explanation.program) lines.push(['program', explanation.program]);
+  lines.push(['decision', explanation.decision]);
+  lines.push(['rule', describeRule(explanation)]);
+  if (explanation.refusal) {
+    const { layer, code, message } = explanation.refusal;
+    lines.push(['refused by', `${layer} (${code})`], ['message', message]);
+  }
+  return lines.map(([label, value]) => `${label.padEnd(11)} ${value}\n`).join('');
+}
+
+function describeRule(explanation: CommandExplanation): string {
+  switch (explanation.source) {
+    case 'rule': {
+      const rule = explanation.rule;
+      return rule ? `rules[${rule.index}] ${JSON.stringify(rule.pattern)} -> ${rule.approval}` : 'a rule';
+    }
+    case 'default':
+      return 'no rule matched; the default applies';
+    case 'no-default':
+      return 'no rule matched and there is no default, so it is blocked';
+    default:
+      return explanation.argv.length === 0
+        ? 'not reached (the command could not be split)'
+        : 'not reached (refused before the rules were consulted)';
+  }
+}
+
+/** Quotes a word for a POSIX command line when it needs it. */
+function quoteWord(word: string): string {
+  if (word !== '' && /^[A-Za-z0-9_@%+=:,./~-]+$/.test(word)) return word;
+  return `'${word.replaceAll("'", `'\\''`)}'`;
+}
