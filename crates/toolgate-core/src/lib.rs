@@ -3,15 +3,19 @@
 //! - [`exec`] starts processes without a shell, with an exact environment, output caps and
 //!   timeouts that kill the whole process group.
 //! - [`PathValidator`] confines paths to a root, symlinks included.
+//! - [`fs`] holds the file tools (read, write, edit, patch, glob, grep, tree) built on it.
 //!
 //! The Node binding (`toolgate-node`) only converts types; every decision is made here.
 
 #![warn(missing_debug_implementations)]
 
+pub mod approval_config;
 pub mod error;
 pub mod exec;
+pub mod fs;
 mod path;
 
 pub use error::{Error, Result};
 pub use exec::{AbortHandle, ExecOutput, ExecRequest, RunningProcess};
 pub use path::PathValidator;
+pub use approval_config::{ApprovalConfig, ApprovalDecision};
