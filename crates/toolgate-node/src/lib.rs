@@ -3,6 +3,7 @@
 
 mod error;
 mod exec;
+mod fs;
 mod path;
 
 /// The runtime that runs every process's pipes, exit watch and timer. Processes are also
