@@ -15,3 +15,9 @@ export type { ApprovalConfig, ApprovalDecision, ApprovalInfo } from './approval.
 export { named, toToolSet } from './named-tool.js';
 export type { NamedTool } from './named-tool.js';
 export { VERSION } from './package-root.js';
+export { codeAgentTools, CODE_AGENT_DEFAULT_APPROVAL, CODE_AGENT_GROUPS } from './tools/code-agent.js';
+export type { CodeAgentGroup, CodeAgentOptions } from './tools/code-agent.js';
+export { filesystemToolset, FILESYSTEM_DEFAULT_APPROVAL } from './tools/filesystem.js';
+export type { FilesystemOptions } from './tools/filesystem.js';
+export { FileTools } from './tools/file-tools.js';
+export type * from './tools/file-tools.js';

@@ -25,18 +25,12 @@ pub struct ReadOptions {
     pub line_numbers: Option<bool>,
 }
 
-#[napi(string_enum = "lowercase")]
-pub enum ReadKind {
-    Text,
-    Directory,
-    Binary,
-}
-
 #[napi(object)]
 pub struct ReadResult {
     /// Path relative to the root (symlinks resolved).
     pub path: String,
-    pub kind: ReadKind,
+    #[napi(ts_type = "'text' | 'directory' | 'binary'")]
+    pub kind: String,
     /// Lines, listing or binary note; ends with a `[truncated: ...]` line when cut.
     pub text: String,
     pub truncated: bool,
@@ -50,11 +44,7 @@ impl From<fs::ReadOutput> for ReadResult {
     fn from(out: fs::ReadOutput) -> Self {
         Self {
             path: out.path,
-            kind: match out.kind {
-                fs::ReadKind::Text => ReadKind::Text,
-                fs::ReadKind::Directory => ReadKind::Directory,
-                fs::ReadKind::Binary => ReadKind::Binary,
-            },
+            kind: out.kind.as_str().to_string(),
             text: out.text,
             truncated: out.truncated,
             next_offset: out.next_offset.map(|n| n as f64),
@@ -63,16 +53,11 @@ impl From<fs::ReadOutput> for ReadResult {
     }
 }
 
-#[napi(string_enum = "lowercase")]
-pub enum WriteAction {
-    Created,
-    Updated,
-}
-
 #[napi(object)]
 pub struct WriteResult {
     pub path: String,
-    pub action: WriteAction,
+    #[napi(ts_type = "'created' | 'updated'")]
+    pub action: String,
     pub bytes: f64,
 }
 
@@ -80,10 +65,7 @@ impl From<fs::WriteOutput> for WriteResult {
     fn from(out: fs::WriteOutput) -> Self {
         Self {
             path: out.path,
-            action: match out.action {
-                fs::WriteAction::Created => WriteAction::Created,
-                fs::WriteAction::Updated => WriteAction::Updated,
-            },
+            action: out.action.as_str().to_string(),
             bytes: out.bytes as f64,
         }
     }
@@ -115,17 +97,10 @@ impl From<fs::EditOutput> for EditResult {
     }
 }
 
-#[napi(string_enum = "lowercase")]
-pub enum PatchAction {
-    Add,
-    Update,
-    Delete,
-    Move,
-}
-
 #[napi(object)]
 pub struct PatchOperation {
-    pub action: PatchAction,
+    #[napi(ts_type = "'add' | 'update' | 'delete' | 'move'")]
+    pub action: String,
     pub path: String,
     /// Whole new content (`add`, `update`, optional for `move`).
     pub content: Option<String>,
@@ -133,19 +108,28 @@ pub struct PatchOperation {
     pub new_path: Option<String>,
 }
 
-impl From<PatchOperation> for fs::PatchOperation {
-    fn from(op: PatchOperation) -> Self {
-        Self {
-            action: match op.action {
-                PatchAction::Add => fs::PatchAction::Add,
-                PatchAction::Update => fs::PatchAction::Update,
-                PatchAction::Delete => fs::PatchAction::Delete,
-                PatchAction::Move => fs::PatchAction::Move,
-            },
+impl TryFrom<PatchOperation> for fs::PatchOperation {
+    type Error = toolgate_core::Error;
+
+    fn try_from(op: PatchOperation) -> toolgate_core::Result<Self> {
+        let action = match op.action.as_str() {
+            "add" => fs::PatchAction::Add,
+            "update" => fs::PatchAction::Update,
+            "delete" => fs::PatchAction::Delete,
+            "move" => fs::PatchAction::Move,
+            other => {
+                return Err(toolgate_core::Error::InvalidInput(format!(
+                    "action '{other}' of '{}' is unknown; use add, update, delete or move",
+                    op.path
+                )))
+            }
+        };
+        Ok(Self {
+            action,
             path: op.path,
             content: op.content,
             new_path: op.new_path,
-        }
+        })
     }
 }
 
@@ -253,37 +237,19 @@ impl From<fs::TreeOutput> for TreeResult {
     }
 }
 
-#[napi(string_enum = "lowercase")]
-pub enum EntryType {
-    File,
-    Directory,
-    Symlink,
-    Other,
-}
-
-impl From<fs::EntryType> for EntryType {
-    fn from(kind: fs::EntryType) -> Self {
-        match kind {
-            fs::EntryType::File => EntryType::File,
-            fs::EntryType::Directory => EntryType::Directory,
-            fs::EntryType::Symlink => EntryType::Symlink,
-            fs::EntryType::Other => EntryType::Other,
-        }
-    }
-}
-
 #[napi(object)]
 pub struct ExistsResult {
     pub exists: bool,
     /// Set when something exists.
-    pub r#type: Option<EntryType>,
+    #[napi(ts_type = "'file' | 'directory' | 'symlink' | 'other'")]
+    pub r#type: Option<String>,
 }
 
 impl From<Option<fs::EntryType>> for ExistsResult {
     fn from(kind: Option<fs::EntryType>) -> Self {
         Self {
             exists: kind.is_some(),
-            r#type: kind.map(EntryType::from),
+            r#type: kind.map(|kind| kind.as_str().to_string()),
         }
     }
 }
@@ -291,7 +257,8 @@ impl From<Option<fs::EntryType>> for ExistsResult {
 #[napi(object)]
 pub struct FileInfoResult {
     pub path: String,
-    pub r#type: EntryType,
+    #[napi(ts_type = "'file' | 'directory' | 'symlink' | 'other'")]
+    pub r#type: String,
     pub size: f64,
     /// Milliseconds since the Unix epoch.
     pub modified_ms: Option<f64>,
@@ -306,7 +273,7 @@ impl From<fs::FileInfo> for FileInfoResult {
     fn from(info: fs::FileInfo) -> Self {
         Self {
             path: info.path,
-            r#type: info.entry_type.into(),
+            r#type: info.entry_type.as_str().to_string(),
             size: info.size as f64,
             modified_ms: info.modified_ms,
             created_ms: info.created_ms,
@@ -403,7 +370,10 @@ file_task!(EditTask, EditOptions, fs::EditOutput, EditResult, |v, options, _canc
 });
 
 file_task!(PatchTask, Vec<PatchOperation>, fs::PatchOutput, PatchResult, |v, operations, _cancel| {
-    let operations: Vec<fs::PatchOperation> = operations.into_iter().map(Into::into).collect();
+    let operations = operations
+        .into_iter()
+        .map(fs::PatchOperation::try_from)
+        .collect::<toolgate_core::Result<Vec<_>>>()?;
     fs::patch(v, &operations)
 });
 

@@ -86,7 +86,8 @@ pub fn human_size(bytes: u64) -> String {
     }
     let mut value = bytes as f64 / 1024.0;
     let mut unit = 0;
-    while value >= 1024.0 && unit + 1 < UNITS.len() {
+    // 1023.96 KiB would print as "1024.0 KiB": move up a unit before rounding gets there.
+    while value >= 1023.95 && unit + 1 < UNITS.len() {
         value /= 1024.0;
         unit += 1;
     }
@@ -138,6 +139,7 @@ mod tests {
         assert_eq!(human_size(1536), "1.5 KiB");
         assert_eq!(human_size(5 * 1024 * 1024), "5.0 MiB");
         assert_eq!(human_size(1 << 30), "1.0 GiB");
+        assert_eq!(human_size((1 << 30) - 100), "1.0 GiB");
         assert_eq!(plural(1, "line", "lines"), "1 line");
         assert_eq!(plural(3, "line", "lines"), "3 lines");
     }
