@@ -1,4 +1,4 @@
-import { existsSync, lstatSync, readFileSync } from 'node:fs';
+import { existsSync, lstatSync, readFileSync, symlinkSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { approvalOf, filesystemToolset, type NamedTool } from '../ts/src/index.js';
@@ -103,7 +103,6 @@ describe('filesystem tools', () => {
 
   it('delete_file removes files and symlinks themselves, never directories', async () => {
     const { root, tool } = setup({ 'a.txt': 'hello', 'dir/b.txt': 'b' });
-    const { symlinkSync } = await import('node:fs');
     symlinkSync('a.txt', join(root, 'alias'));
     expect(await call(tool('delete_file'), { path: 'alias' })).toEqual({ path: 'alias', bytes: 5 });
     expect(existsSync(join(root, 'a.txt'))).toBe(true);

@@ -53,7 +53,10 @@ mod tests {
             serde_json::to_string(&config).unwrap(),
             r#"{"default":"ask","tools":{"file_write":"blocked","grep_search":"preApproved"}}"#
         );
-        assert_eq!(serde_json::to_string(&ApprovalConfig::default()).unwrap(), "{}");
+        assert_eq!(
+            serde_json::to_string(&ApprovalConfig::default()).unwrap(),
+            "{}"
+        );
     }
 
     #[test]
@@ -70,6 +73,9 @@ mod tests {
         for decision in ["preApproved", "ask", "blocked"] {
             assert!(schema.contains(decision), "{schema}");
         }
-        assert!(schema.contains("\"additionalProperties\":false"), "{schema}");
+        assert!(
+            schema.contains("\"additionalProperties\":false"),
+            "{schema}"
+        );
     }
 }

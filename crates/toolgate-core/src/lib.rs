@@ -15,7 +15,7 @@ pub mod exec;
 pub mod fs;
 mod path;
 
+pub use approval_config::{ApprovalConfig, ApprovalDecision};
 pub use error::{Error, Result};
 pub use exec::{AbortHandle, ExecOutput, ExecRequest, RunningProcess};
 pub use path::PathValidator;
-pub use approval_config::{ApprovalConfig, ApprovalDecision};

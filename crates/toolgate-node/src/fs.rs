@@ -303,7 +303,9 @@ impl From<fs::DeleteOutput> for DeleteResult {
 fn count(name: &str, value: Option<f64>, default: u64, min: u64) -> toolgate_core::Result<u64> {
     match value {
         None => Ok(default),
-        Some(v) if v.is_finite() && v.fract() == 0.0 && v >= min as f64 && v <= 9e15 => Ok(v as u64),
+        Some(v) if v.is_finite() && v.fract() == 0.0 && v >= min as f64 && v <= 9e15 => {
+            Ok(v as u64)
+        }
         Some(v) => Err(toolgate_core::Error::InvalidInput(format!(
             "{name} must be a whole number >= {min}, got {v}"
         ))),
@@ -313,7 +315,7 @@ fn count(name: &str, value: Option<f64>, default: u64, min: u64) -> toolgate_cor
 /// Declares a task: the input it carries, the core call it makes on the thread pool, and the
 /// JavaScript value it resolves to.
 macro_rules! file_task {
-    ($(#[$doc:meta])* $task:ident, $input:ty, $output:ty, $js:ty, |$validator:ident, $request:ident, $cancel:ident| $body:expr) => {
+    ($(#[$doc:meta])* $task:ident, $input:ty, $output:ty, $js:ty, |$validator:ident, $request:ident, $cancel:ident| $body:block) => {
         $(#[$doc])*
         pub struct $task {
             validator: Arc<PathValidator>,
@@ -333,7 +335,7 @@ macro_rules! file_task {
                     .input
                     .take()
                     .ok_or_else(|| napi::Error::from_reason("TOOL_FAILED: task ran twice"))?;
-                let run = || -> toolgate_core::Result<$output> { $body };
+                let run = || $body;
                 let result = run();
                 result.map_err(to_napi_async)
             }
@@ -345,79 +347,131 @@ macro_rules! file_task {
     };
 }
 
-file_task!(ReadTask, ReadOptions, fs::ReadOutput, ReadResult, |v, options, _cancel| {
-    let request = fs::ReadRequest {
-        offset: count("offset", options.offset, 1, 1)?,
-        limit: count("limit", options.limit, fs::DEFAULT_MAX_LINES as u64, 1)?,
-        line_numbers: options.line_numbers.unwrap_or(true),
-        path: options.path,
-    };
-    fs::read(v, &request)
-});
+file_task!(
+    ReadTask,
+    ReadOptions,
+    fs::ReadOutput,
+    ReadResult,
+    |v, options, _cancel| {
+        let request = fs::ReadRequest {
+            offset: count("offset", options.offset, 1, 1)?,
+            limit: count("limit", options.limit, fs::DEFAULT_MAX_LINES as u64, 1)?,
+            line_numbers: options.line_numbers.unwrap_or(true),
+            path: options.path,
+        };
+        fs::read(v, &request)
+    }
+);
 
-file_task!(WriteTask, (String, String), fs::WriteOutput, WriteResult, |v, input, _cancel| {
-    fs::write(v, &input.0, input.1.as_bytes())
-});
+file_task!(
+    WriteTask,
+    (String, String),
+    fs::WriteOutput,
+    WriteResult,
+    |v, input, _cancel| { fs::write(v, &input.0, input.1.as_bytes()) }
+);
 
-file_task!(EditTask, EditOptions, fs::EditOutput, EditResult, |v, options, _cancel| {
-    let request = fs::EditRequest {
-        path: options.path,
-        old_text: options.old_text,
-        new_text: options.new_text,
-        replace_all: options.replace_all.unwrap_or(false),
-    };
-    fs::edit(v, &request)
-});
+file_task!(
+    EditTask,
+    EditOptions,
+    fs::EditOutput,
+    EditResult,
+    |v, options, _cancel| {
+        let request = fs::EditRequest {
+            path: options.path,
+            old_text: options.old_text,
+            new_text: options.new_text,
+            replace_all: options.replace_all.unwrap_or(false),
+        };
+        fs::edit(v, &request)
+    }
+);
 
-file_task!(PatchTask, Vec<PatchOperation>, fs::PatchOutput, PatchResult, |v, operations, _cancel| {
-    let operations = operations
-        .into_iter()
-        .map(fs::PatchOperation::try_from)
-        .collect::<toolgate_core::Result<Vec<_>>>()?;
-    fs::patch(v, &operations)
-});
+file_task!(
+    PatchTask,
+    Vec<PatchOperation>,
+    fs::PatchOutput,
+    PatchResult,
+    |v, operations, _cancel| {
+        let operations = operations
+            .into_iter()
+            .map(fs::PatchOperation::try_from)
+            .collect::<toolgate_core::Result<Vec<_>>>()?;
+        fs::patch(v, &operations)
+    }
+);
 
-file_task!(GlobTask, GlobOptions, fs::GlobOutput, GlobResult, |v, options, cancel| {
-    let request = fs::GlobRequest {
-        max_results: count("maxResults", options.max_results, 100, 1)? as usize,
-        pattern: options.pattern,
-        path: options.path,
-    };
-    fs::glob(v, &request, cancel)
-});
+file_task!(
+    GlobTask,
+    GlobOptions,
+    fs::GlobOutput,
+    GlobResult,
+    |v, options, cancel| {
+        let request = fs::GlobRequest {
+            max_results: count("maxResults", options.max_results, 100, 1)? as usize,
+            pattern: options.pattern,
+            path: options.path,
+        };
+        fs::glob(v, &request, cancel)
+    }
+);
 
-file_task!(GrepTask, GrepOptions, fs::GrepOutput, GrepResult, |v, options, cancel| {
-    let request = fs::GrepRequest {
-        context: count("context", options.context, 0, 0)? as usize,
-        max_results: count("maxResults", options.max_results, 50, 1)? as usize,
-        ignore_case: options.ignore_case.unwrap_or(false),
-        include: options.include.unwrap_or_default(),
-        exclude: options.exclude.unwrap_or_default(),
-        pattern: options.pattern,
-        path: options.path,
-    };
-    fs::grep(v, &request, cancel)
-});
+file_task!(
+    GrepTask,
+    GrepOptions,
+    fs::GrepOutput,
+    GrepResult,
+    |v, options, cancel| {
+        let request = fs::GrepRequest {
+            context: count("context", options.context, 0, 0)? as usize,
+            max_results: count("maxResults", options.max_results, 50, 1)? as usize,
+            ignore_case: options.ignore_case.unwrap_or(false),
+            include: options.include.unwrap_or_default(),
+            exclude: options.exclude.unwrap_or_default(),
+            pattern: options.pattern,
+            path: options.path,
+        };
+        fs::grep(v, &request, cancel)
+    }
+);
 
-file_task!(TreeTask, TreeOptions, fs::TreeOutput, TreeResult, |v, options, cancel| {
-    let request = fs::TreeRequest {
-        max_depth: count("maxDepth", options.max_depth, 3, 1)? as usize,
-        path: options.path,
-    };
-    fs::tree(v, &request, cancel)
-});
+file_task!(
+    TreeTask,
+    TreeOptions,
+    fs::TreeOutput,
+    TreeResult,
+    |v, options, cancel| {
+        let request = fs::TreeRequest {
+            max_depth: count("maxDepth", options.max_depth, 3, 1)? as usize,
+            path: options.path,
+        };
+        fs::tree(v, &request, cancel)
+    }
+);
 
-file_task!(ExistsTask, String, Option<fs::EntryType>, ExistsResult, |v, path, _cancel| {
-    fs::exists(v, &path)
-});
+file_task!(
+    ExistsTask,
+    String,
+    Option<fs::EntryType>,
+    ExistsResult,
+    |v, path, _cancel| { fs::exists(v, &path) }
+);
 
-file_task!(InfoTask, String, fs::FileInfo, FileInfoResult, |v, path, _cancel| {
-    fs::info(v, &path)
-});
+file_task!(
+    InfoTask,
+    String,
+    fs::FileInfo,
+    FileInfoResult,
+    |v, path, _cancel| { fs::info(v, &path) }
+);
 
-file_task!(DeleteTask, String, fs::DeleteOutput, DeleteResult, |v, path, _cancel| {
-    fs::delete(v, &path)
-});
+file_task!(
+    DeleteTask,
+    String,
+    fs::DeleteOutput,
+    DeleteResult,
+    |v, path, _cancel| { fs::delete(v, &path) }
+);
 
 /// The file tools confined to one root directory. Every method returns a promise; rejections
 /// carry the toolgate code as `CODE: message` (the SDK turns them into `ToolgateError`s).
@@ -479,7 +533,12 @@ impl FileTools {
 
     /// Writes a whole file atomically (temporary file + rename), creating parent directories.
     #[napi]
-    pub fn write(&self, path: String, content: String, signal: Option<AbortSignal>) -> AsyncTask<WriteTask> {
+    pub fn write(
+        &self,
+        path: String,
+        content: String,
+        signal: Option<AbortSignal>,
+    ) -> AsyncTask<WriteTask> {
         let (validator, input, cancel) = self.parts((path, content), signal.as_ref());
         AsyncTask::with_optional_signal(
             WriteTask {
@@ -508,7 +567,11 @@ impl FileTools {
 
     /// Checks every operation, then applies all of them or none (a failure restores every file).
     #[napi]
-    pub fn patch(&self, operations: Vec<PatchOperation>, signal: Option<AbortSignal>) -> AsyncTask<PatchTask> {
+    pub fn patch(
+        &self,
+        operations: Vec<PatchOperation>,
+        signal: Option<AbortSignal>,
+    ) -> AsyncTask<PatchTask> {
         let (validator, input, cancel) = self.parts(operations, signal.as_ref());
         AsyncTask::with_optional_signal(
             PatchTask {

@@ -61,7 +61,9 @@ impl Dir {
         created: &mut Vec<PathBuf>,
     ) -> Result<Dir> {
         let root = validator.root();
-        let below = absolute.strip_prefix(root).map_err(|_| outside(validator, absolute))?;
+        let below = absolute
+            .strip_prefix(root)
+            .map_err(|_| outside(validator, absolute))?;
         let mut fd = rustix::fs::open(
             root,
             OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC,

@@ -99,11 +99,17 @@ mod tests {
             r#"{"group":"read","approval":{"default":"ask","tools":{"file_read":"blocked"}}}"#,
         )
         .unwrap();
-        assert_eq!(config.group.tools(), ["grep_search", "glob_search", "directory_tree", "file_read"]);
+        assert_eq!(
+            config.group.tools(),
+            ["grep_search", "glob_search", "directory_tree", "file_read"]
+        );
         let approval = config.approval.unwrap();
         assert_eq!(approval.tools["file_read"], ApprovalDecision::Blocked);
         assert_eq!(CodeAgentGroup::Search.tools().len(), 3);
-        assert_eq!(CodeAgentGroup::Write.tools(), ["file_write", "file_edit", "file_patch"]);
+        assert_eq!(
+            CodeAgentGroup::Write.tools(),
+            ["file_write", "file_edit", "file_patch"]
+        );
     }
 
     #[test]
@@ -113,7 +119,10 @@ mod tests {
         let err = serde_json::from_str::<CodeAgentConfig>(r#"{"group":"everything"}"#).unwrap_err();
         assert!(err.to_string().contains("search"), "{err}");
         let err = serde_json::from_str::<FilesystemConfig>(r#"{"readonly":true}"#).unwrap_err();
-        assert!(err.to_string().contains("unknown field `readonly`"), "{err}");
+        assert!(
+            err.to_string().contains("unknown field `readonly`"),
+            "{err}"
+        );
         // The root comes from the sandbox, never from this block.
         let err = serde_json::from_str::<FilesystemConfig>(r#"{"root":"/"}"#).unwrap_err();
         assert!(err.to_string().contains("unknown field `root`"), "{err}");

@@ -58,13 +58,21 @@ pub fn edit(validator: &PathValidator, request: &EditRequest) -> Result<EditOutp
 
     let (mut old_text, mut new_text) = (request.old_text.clone(), request.new_text.clone());
     let mut matches = count_matches(&original, &old_text);
-    if matches == 0 && original.contains("\r\n") && old_text.contains('\n') && !old_text.contains("\r\n") {
+    if matches == 0
+        && original.contains("\r\n")
+        && old_text.contains('\n')
+        && !old_text.contains("\r\n")
+    {
         old_text = old_text.replace('\n', "\r\n");
         new_text = new_text.replace('\n', "\r\n");
         matches = count_matches(&original, &old_text);
     }
     if matches == 0 {
-        return Err(Error::InvalidInput(not_found_message(&original, &request.old_text, &path)));
+        return Err(Error::InvalidInput(not_found_message(
+            &original,
+            &request.old_text,
+            &path,
+        )));
     }
     if matches > 1 && !request.replace_all {
         let lines = match_lines(&original, &old_text, 5);
@@ -100,7 +108,10 @@ fn read_text(target: &Target, path: &str) -> Result<String> {
         }
     }
     let file = target.open_read()?;
-    let size = file.metadata().map_err(|err| Error::io("reading", &target.absolute, err))?.len();
+    let size = file
+        .metadata()
+        .map_err(|err| Error::io("reading", &target.absolute, err))?
+        .len();
     if size > MAX_EDIT_BYTES {
         return Err(Error::InvalidInput(format!(
             "'{path}' is {} bytes; files over {MAX_EDIT_BYTES} bytes are not edited in memory. Use file_write to replace it",
@@ -150,7 +161,10 @@ fn not_found_message(original: &str, old_text: &str, path: &str) -> String {
     let mut message = format!(
         "old_text was not found in '{path}'. It must match the file exactly, including whitespace, indentation and line breaks; read the file again and copy the text from it"
     );
-    let first = old_text.lines().map(str::trim).find(|line| !line.is_empty());
+    let first = old_text
+        .lines()
+        .map(str::trim)
+        .find(|line| !line.is_empty());
     if let Some(first) = first {
         let near: Vec<String> = original
             .lines()
@@ -223,7 +237,11 @@ mod tests {
     fn a_unique_match_is_replaced_and_the_diff_is_real() {
         let body: String = (1..=20).map(|i| format!("line {i}\n")).collect();
         let (dir, v) = setup(&body);
-        std::fs::set_permissions(dir.path().join("f.rs"), std::fs::Permissions::from_mode(0o640)).unwrap();
+        std::fs::set_permissions(
+            dir.path().join("f.rs"),
+            std::fs::Permissions::from_mode(0o640),
+        )
+        .unwrap();
         let out = edit(&v, &req("line 10\n", "line ten\nline 10.5\n", false)).unwrap();
         assert_eq!(out.replacements, 1);
         assert_eq!(
@@ -232,7 +250,10 @@ mod tests {
         );
         let now = std::fs::read_to_string(dir.path().join("f.rs")).unwrap();
         assert!(now.contains("line 9\nline ten\nline 10.5\nline 11\n"));
-        let mode = std::fs::metadata(dir.path().join("f.rs")).unwrap().permissions().mode();
+        let mode = std::fs::metadata(dir.path().join("f.rs"))
+            .unwrap()
+            .permissions()
+            .mode();
         assert_eq!(mode & 0o777, 0o640);
     }
 
@@ -245,11 +266,17 @@ mod tests {
         assert!(message.contains("matches 3 times"), "{message}");
         assert!(message.contains("lines 1, 2, 3"), "{message}");
         assert!(message.contains("replace_all"), "{message}");
-        assert_eq!(std::fs::read_to_string(dir.path().join("f.rs")).unwrap(), "let a = 1;\nlet b = 1;\nlet c = 1;\n");
+        assert_eq!(
+            std::fs::read_to_string(dir.path().join("f.rs")).unwrap(),
+            "let a = 1;\nlet b = 1;\nlet c = 1;\n"
+        );
 
         let out = edit(&v, &req("= 1;", "= 2;", true)).unwrap();
         assert_eq!(out.replacements, 3);
-        assert_eq!(std::fs::read_to_string(dir.path().join("f.rs")).unwrap(), "let a = 2;\nlet b = 2;\nlet c = 2;\n");
+        assert_eq!(
+            std::fs::read_to_string(dir.path().join("f.rs")).unwrap(),
+            "let a = 2;\nlet b = 2;\nlet c = 2;\n"
+        );
     }
 
     #[test]
@@ -260,26 +287,44 @@ mod tests {
         let message = err.to_string();
         assert!(message.contains("was not found in 'f.rs'"), "{message}");
         assert!(message.contains("at line 1"), "{message}");
-        assert_eq!(edit(&v, &req("", "x", false)).unwrap_err().code(), "INVALID_INPUT");
-        assert_eq!(edit(&v, &req("main", "main", false)).unwrap_err().code(), "INVALID_INPUT");
+        assert_eq!(
+            edit(&v, &req("", "x", false)).unwrap_err().code(),
+            "INVALID_INPUT"
+        );
+        assert_eq!(
+            edit(&v, &req("main", "main", false)).unwrap_err().code(),
+            "INVALID_INPUT"
+        );
     }
 
     #[test]
     fn crlf_files_match_lf_old_text_and_keep_crlf() {
         let (dir, v) = setup("a\r\nb\r\nc\r\n");
         edit(&v, &req("a\nb\n", "a\nB\n", false)).unwrap();
-        assert_eq!(std::fs::read_to_string(dir.path().join("f.rs")).unwrap(), "a\r\nB\r\nc\r\n");
+        assert_eq!(
+            std::fs::read_to_string(dir.path().join("f.rs")).unwrap(),
+            "a\r\nB\r\nc\r\n"
+        );
     }
 
     #[test]
     fn missing_binary_and_outside_files_are_refused() {
         let (dir, v) = setup("x");
-        let missing = EditRequest { path: "nope.rs".into(), ..req("a", "b", false) };
+        let missing = EditRequest {
+            path: "nope.rs".into(),
+            ..req("a", "b", false)
+        };
         assert_eq!(edit(&v, &missing).unwrap_err().code(), "FILE_NOT_FOUND");
         std::fs::write(dir.path().join("bin"), b"\xff\xfe\x00a").unwrap();
-        let binary = EditRequest { path: "bin".into(), ..req("a", "b", false) };
+        let binary = EditRequest {
+            path: "bin".into(),
+            ..req("a", "b", false)
+        };
         assert_eq!(edit(&v, &binary).unwrap_err().code(), "INVALID_INPUT");
-        let outside = EditRequest { path: "../f.rs".into(), ..req("a", "b", false) };
+        let outside = EditRequest {
+            path: "../f.rs".into(),
+            ..req("a", "b", false)
+        };
         assert_eq!(edit(&v, &outside).unwrap_err().code(), "PATH_OUTSIDE_ROOT");
     }
 
@@ -289,6 +334,10 @@ mod tests {
         let new: String = (0..5000).map(|i| format!("{i}!\n")).collect();
         let diff = unified_diff(&old, &new, "x");
         assert!(diff.lines().count() <= 2001);
-        assert!(diff.contains("[diff truncated:"), "{}", &diff[diff.len() - 200..]);
+        assert!(
+            diff.contains("[diff truncated:"),
+            "{}",
+            &diff[diff.len() - 200..]
+        );
     }
 }

@@ -1,5 +1,7 @@
 //! `glob_search`: files whose path matches a glob, newest first.
 
+use std::ffi::OsStr;
+use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 use std::time::SystemTime;
@@ -9,7 +11,7 @@ use ignore::WalkState;
 
 use super::anchor::Dir;
 use super::text::{plural, CappedText};
-use super::walk::{threads, walker, Cancel, Collector, WalkOptions};
+use super::walk::{bytes_below, threads, walker, Cancel, Collector, WalkOptions};
 use crate::error::{Error, Result};
 use crate::path::PathValidator;
 
@@ -39,7 +41,11 @@ pub struct GlobOutput {
 
 /// Finds files matching `pattern` below `path`, honouring .gitignore and skipping the usual
 /// dependency and build directories; results are sorted by modification time, newest first.
-pub fn glob(validator: &PathValidator, request: &GlobRequest, cancel: &Cancel) -> Result<GlobOutput> {
+pub fn glob(
+    validator: &PathValidator,
+    request: &GlobRequest,
+    cancel: &Cancel,
+) -> Result<GlobOutput> {
     if request.max_results == 0 {
         return Err(Error::InvalidInput("max_results must be at least 1".into()));
     }
@@ -134,7 +140,10 @@ impl Plan {
                 "pattern '{pattern}' is absolute; patterns are relative to the search path (use 'path' to pick a directory)"
             )));
         }
-        let components: Vec<&str> = pattern.split('/').filter(|c| !c.is_empty() && *c != ".").collect();
+        let components: Vec<&str> = pattern
+            .split('/')
+            .filter(|c| !c.is_empty() && *c != ".")
+            .collect();
         if components.contains(&"..") {
             return Err(Error::InvalidInput(format!(
                 "pattern '{pattern}' contains '..'; patterns cannot climb out of the search path (use 'path' instead)"
@@ -185,40 +194,44 @@ fn walk_matches(
         .build_parallel()
         .run(|| {
             let mut collector = Collector::new(&found);
-            Box::new(move |entry: std::result::Result<ignore::DirEntry, ignore::Error>| {
-                if cancel.is_cancelled() {
-                    return WalkState::Quit;
-                }
-                let Ok(entry) = entry else {
-                    return WalkState::Continue;
-                };
-                let Some(file_type) = entry.file_type() else {
-                    return WalkState::Continue;
-                };
-                if file_type.is_dir() {
-                    return WalkState::Continue;
-                }
-                let Ok(relative) = entry.path().strip_prefix(start) else {
-                    return WalkState::Continue;
-                };
-                if !plan.matcher.is_match(relative) {
-                    return WalkState::Continue;
-                }
-                // A symlink is listed only when it leads to a file inside the root.
-                let path = if file_type.is_symlink() {
-                    match validator.resolve(entry.path()) {
-                        Ok(target) if target.is_file() => entry.path().to_path_buf(),
-                        _ => return WalkState::Continue,
+            Box::new(
+                move |entry: std::result::Result<ignore::DirEntry, ignore::Error>| {
+                    if cancel.is_cancelled() {
+                        return WalkState::Quit;
                     }
-                } else {
-                    entry.path().to_path_buf()
-                };
-                let modified = std::fs::metadata(&path)
-                    .and_then(|m| m.modified())
-                    .unwrap_or(SystemTime::UNIX_EPOCH);
-                collector.push((modified, validator.relative(&path).display().to_string()));
-                WalkState::Continue
-            })
+                    let Ok(entry) = entry else {
+                        return WalkState::Continue;
+                    };
+                    let Some(file_type) = entry.file_type() else {
+                        return WalkState::Continue;
+                    };
+                    if file_type.is_dir() {
+                        return WalkState::Continue;
+                    }
+                    let Some(relative) = bytes_below(entry.path(), start) else {
+                        return WalkState::Continue;
+                    };
+                    if !plan
+                        .matcher
+                        .is_match(Path::new(OsStr::from_bytes(relative)))
+                    {
+                        return WalkState::Continue;
+                    }
+                    // A symlink is listed only when it leads to a file inside the root.
+                    if file_type.is_symlink() {
+                        match validator.resolve(entry.path()) {
+                            Ok(target) if target.is_file() => {}
+                            _ => return WalkState::Continue,
+                        }
+                    }
+                    let modified = std::fs::metadata(entry.path())
+                        .and_then(|m| m.modified())
+                        .unwrap_or(SystemTime::UNIX_EPOCH);
+                    let shown = bytes_below(entry.path(), validator.root()).unwrap_or_default();
+                    collector.push((modified, String::from_utf8_lossy(shown).into_owned()));
+                    WalkState::Continue
+                },
+            )
         });
     cancel.check("glob_search")?;
     Ok(found.into_inner().unwrap_or_else(|e| e.into_inner()))
@@ -269,16 +282,26 @@ mod tests {
     #[test]
     fn double_star_respects_the_literal_prefix() {
         let (_dir, v) = setup();
-        assert_eq!(sorted(run(&v, "src/**/*.ts", None).files), ["src/a.ts", "src/deep/er/b.ts"]);
+        assert_eq!(
+            sorted(run(&v, "src/**/*.ts", None).files),
+            ["src/a.ts", "src/deep/er/b.ts"]
+        );
         assert_eq!(
             sorted(run(&v, "**/*.ts", None).files),
             ["lib/src/d.ts", "src/a.ts", "src/deep/er/b.ts", "top.ts"]
         );
         assert_eq!(run(&v, "*.ts", None).files, ["top.ts"]);
         assert_eq!(run(&v, "src/*.ts", None).files, ["src/a.ts"]);
-        assert_eq!(sorted(run(&v, "src/*.{ts,js}", None).files), ["src/a.ts", "src/c.js"]);
+        assert_eq!(
+            sorted(run(&v, "src/*.{ts,js}", None).files),
+            ["src/a.ts", "src/c.js"]
+        );
         assert_eq!(run(&v, "*.ts", Some("src")).files, ["src/a.ts"]);
-        assert_eq!(run(&v, "**/*.yml", None).total, 0, "hidden dirs need a dot in the pattern");
+        assert_eq!(
+            run(&v, "**/*.yml", None).total,
+            0,
+            "hidden dirs need a dot in the pattern"
+        );
         assert_eq!(run(&v, ".github/*.yml", None).files, [".github/w.yml"]);
     }
 
@@ -286,13 +309,25 @@ mod tests {
     fn results_are_newest_first_and_capped_with_a_marker() {
         let (dir, v) = setup();
         let old = SystemTime::now() - Duration::from_secs(3600);
-        for (i, name) in ["src/a.ts", "src/deep/er/b.ts", "lib/src/d.ts", "top.ts"].iter().enumerate() {
-            let file = std::fs::File::options().write(true).open(dir.path().join(name)).unwrap();
-            file.set_modified(old + Duration::from_secs(i as u64 * 60)).unwrap();
+        for (i, name) in ["src/a.ts", "src/deep/er/b.ts", "lib/src/d.ts", "top.ts"]
+            .iter()
+            .enumerate()
+        {
+            let file = std::fs::File::options()
+                .write(true)
+                .open(dir.path().join(name))
+                .unwrap();
+            file.set_modified(old + Duration::from_secs(i as u64 * 60))
+                .unwrap();
         }
         let out = run(&v, "**/*.ts", None);
-        assert_eq!(out.files, ["top.ts", "lib/src/d.ts", "src/deep/er/b.ts", "src/a.ts"]);
-        assert!(out.text.starts_with("4 files match '**/*.ts' in '.' (newest first):\ntop.ts\n"));
+        assert_eq!(
+            out.files,
+            ["top.ts", "lib/src/d.ts", "src/deep/er/b.ts", "src/a.ts"]
+        );
+        assert!(out
+            .text
+            .starts_with("4 files match '**/*.ts' in '.' (newest first):\ntop.ts\n"));
         let capped = glob(
             &v,
             &GlobRequest {
@@ -313,7 +348,8 @@ mod tests {
         let outside = tempfile::tempdir().unwrap();
         std::fs::write(outside.path().join("secret.ts"), "s").unwrap();
         std::os::unix::fs::symlink(outside.path(), dir.path().join("out")).unwrap();
-        std::os::unix::fs::symlink(outside.path().join("secret.ts"), dir.path().join("leak.ts")).unwrap();
+        std::os::unix::fs::symlink(outside.path().join("secret.ts"), dir.path().join("leak.ts"))
+            .unwrap();
         let request = |pattern: &str, path: Option<&str>| GlobRequest {
             pattern: pattern.into(),
             path: path.map(Into::into),
@@ -329,7 +365,13 @@ mod tests {
         assert_eq!(code(request("*", Some("/etc"))), "PATH_OUTSIDE_ROOT");
         // The walk never follows the directory link, and a file link leading outside is left out.
         let all = run(&v, "**/*.ts", None);
-        assert!(!all.files.iter().any(|f| f.contains("secret") || f == "leak.ts"), "{:?}", all.files);
+        assert!(
+            !all.files
+                .iter()
+                .any(|f| f.contains("secret") || f == "leak.ts"),
+            "{:?}",
+            all.files
+        );
     }
 
     #[test]

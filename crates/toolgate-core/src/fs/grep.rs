@@ -1,15 +1,16 @@
 //! `grep_search`: regex search over a tree, in process, with ripgrep's own crates.
 //!
 //! The pattern is handed to `grep-regex` as a value, so nothing in it can ever be read as an
-//! option (`--pre=sh` is a pattern like any other). Files are walked with the shared skip
-//! rules, then searched in parallel; results are put together in path order, so the output
-//! is the same on every run.
+//! option (`--pre=sh` is a pattern like any other). Files are searched while the parallel walk
+//! finds them (as ripgrep does); the output keeps only the first files in path order that fill
+//! `max_results`, so it is the same on every run and memory stays bounded, while every other
+//! match is still counted for the truncation marker.
 
+use std::collections::BTreeMap;
 use std::fs::File;
 use std::os::unix::fs::OpenOptionsExt;
-use std::path::PathBuf;
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Condvar, Mutex};
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
 
 use grep_regex::{RegexMatcher, RegexMatcherBuilder};
 use grep_searcher::{BinaryDetection, Searcher, SearcherBuilder, Sink, SinkContext, SinkMatch};
@@ -18,13 +19,10 @@ use ignore::WalkState;
 
 use super::glob::search_base;
 use super::text::{display_line, plural, CappedText, MAX_MATCH_LINE_BYTES};
-use super::walk::{threads, walker, Cancel, Collector, WalkOptions};
+use super::walk::{threads, walker, Cancel, WalkOptions};
 use crate::error::{Error, Result};
 use crate::path::PathValidator;
 
-/// Files searched ahead of the first one whose results are not yet in the output; bounds the
-/// memory held by out-of-order results.
-const WINDOW: usize = 1024;
 /// Context lines allowed on each side of a match.
 const MAX_CONTEXT: usize = 20;
 
@@ -61,7 +59,11 @@ pub struct GrepOutput {
 }
 
 /// Searches the files below `path` for `pattern`.
-pub fn grep(validator: &PathValidator, request: &GrepRequest, cancel: &Cancel) -> Result<GrepOutput> {
+pub fn grep(
+    validator: &PathValidator,
+    request: &GrepRequest,
+    cancel: &Cancel,
+) -> Result<GrepOutput> {
     if request.max_results == 0 {
         return Err(Error::InvalidInput("max_results must be at least 1".into()));
     }
@@ -72,16 +74,33 @@ pub fn grep(validator: &PathValidator, request: &GrepRequest, cancel: &Cancel) -
         )));
     }
     let matcher = build_matcher(request)?;
-    let files = files_to_search(validator, request, cancel)?;
-    let search = Search {
-        validator,
-        request,
-        matcher: &matcher,
-        files: &files,
-        cancel,
-    };
-    let collected = search.run()?;
-    Ok(collected.finish(validator, request))
+    let results = Mutex::new(Results::new(request.max_results as u64));
+    let absolute = validator.resolve(request.path.as_deref().unwrap_or("."))?;
+    if absolute.is_file() {
+        // Reached through the validator: symlinks on the way stay inside the root.
+        Worker::new(validator, request, &matcher, &results).search(&absolute);
+    } else {
+        let base = search_base(validator, request.path.as_deref())?;
+        let builder = walk_builder(validator, request, &base)?;
+        builder.build_parallel().run(|| {
+            let mut worker = Worker::new(validator, request, &matcher, &results);
+            Box::new(move |entry| {
+                if cancel.is_cancelled() {
+                    return WalkState::Quit;
+                }
+                if let Ok(entry) = entry {
+                    // Symlinks are not followed (as ripgrep does by default).
+                    if entry.file_type().is_some_and(|t| t.is_file()) {
+                        worker.search(entry.path());
+                    }
+                }
+                WalkState::Continue
+            })
+        });
+    }
+    cancel.check("grep_search")?;
+    let results = results.into_inner().unwrap_or_else(|e| e.into_inner());
+    Ok(results.finish(request))
 }
 
 fn build_matcher(request: &GrepRequest) -> Result<RegexMatcher> {
@@ -101,52 +120,32 @@ fn build_matcher(request: &GrepRequest) -> Result<RegexMatcher> {
         })
 }
 
-/// Every regular file to search, in path order.
-fn files_to_search(
+/// The shared walker with the request's include/exclude globs (ripgrep's `--glob` semantics).
+fn walk_builder(
     validator: &PathValidator,
     request: &GrepRequest,
-    cancel: &Cancel,
-) -> Result<Vec<PathBuf>> {
-    let absolute = validator.resolve(request.path.as_deref().unwrap_or("."))?;
-    if absolute.is_file() {
-        // Reached through the validator: symlinks on the way stay inside the root.
-        return Ok(vec![absolute]);
-    }
-    let base = search_base(validator, request.path.as_deref())?;
-    let mut builder = walker(validator, &base, WalkOptions::default());
+    base: &Path,
+) -> Result<ignore::WalkBuilder> {
+    let mut builder = walker(validator, base, WalkOptions::default());
+    builder.threads(threads());
     if !request.include.is_empty() || !request.exclude.is_empty() {
-        let mut overrides = OverrideBuilder::new(&base);
+        let mut overrides = OverrideBuilder::new(base);
         for glob in &request.include {
-            overrides.add(glob).map_err(|err| bad_glob("include", glob, &err))?;
+            overrides
+                .add(glob)
+                .map_err(|err| bad_glob("include", glob, &err))?;
         }
         for glob in &request.exclude {
             overrides
                 .add(&format!("!{glob}"))
                 .map_err(|err| bad_glob("exclude", glob, &err))?;
         }
-        let overrides = overrides.build().map_err(|err| bad_glob("include/exclude", "", &err))?;
+        let overrides = overrides
+            .build()
+            .map_err(|err| bad_glob("include/exclude", "", &err))?;
         builder.overrides(overrides);
     }
-    let found = Mutex::new(Vec::new());
-    builder.threads(threads()).build_parallel().run(|| {
-        let mut collector = Collector::new(&found);
-        Box::new(move |entry| {
-            if cancel.is_cancelled() {
-                return WalkState::Quit;
-            }
-            if let Ok(entry) = entry {
-                // Symlinks are not followed (as ripgrep does by default).
-                if entry.file_type().is_some_and(|t| t.is_file()) {
-                    collector.push(entry.into_path());
-                }
-            }
-            WalkState::Continue
-        })
-    });
-    cancel.check("grep_search")?;
-    let mut files = found.into_inner().unwrap_or_else(|e| e.into_inner());
-    files.sort_unstable();
-    Ok(files)
+    Ok(builder)
 }
 
 fn bad_glob(field: &str, glob: &str, err: &ignore::Error) -> Error {
@@ -164,19 +163,42 @@ enum Line {
 #[derive(Default)]
 struct FileResult {
     matches: u64,
+    /// Matching lines kept in `lines`.
+    kept: u64,
     lines: Vec<Line>,
 }
 
 /// Collects a file's results; `keep` is how many matching lines to keep as text.
 struct FileSink<'a> {
-    path: &'a str,
+    validator: &'a PathValidator,
+    path: &'a Path,
+    /// The path as shown (relative to the root), made at the first match.
+    shown: Option<String>,
     keep: u64,
     result: FileResult,
 }
 
 impl FileSink<'_> {
     fn keeping(&self) -> bool {
-        self.result.matches <= self.keep
+        self.result.matches <= self.keep && self.keep > 0
+    }
+
+    fn shown(&mut self) -> &str {
+        let (validator, path) = (self.validator, self.path);
+        self.shown
+            .get_or_insert_with(|| validator.relative(path).display().to_string())
+    }
+
+    fn push(&mut self, separator: char, line: Option<u64>, bytes: &[u8], matched: bool) {
+        let text = display_line(trim_newline(bytes), MAX_MATCH_LINE_BYTES);
+        let line = line.unwrap_or(0);
+        let formatted = format!("{}{separator}{line}{separator}{text}", self.shown());
+        self.result.lines.push(if matched {
+            self.result.kept += 1;
+            Line::Match(formatted)
+        } else {
+            Line::Context(formatted)
+        });
     }
 }
 
@@ -186,22 +208,14 @@ impl Sink for FileSink<'_> {
     fn matched(&mut self, _: &Searcher, found: &SinkMatch<'_>) -> std::io::Result<bool> {
         self.result.matches += 1;
         if self.keeping() {
-            let line = found.line_number().unwrap_or(0);
-            let text = display_line(trim_newline(found.bytes()), MAX_MATCH_LINE_BYTES);
-            self.result
-                .lines
-                .push(Line::Match(format!("{}:{line}:{text}", self.path)));
+            self.push(':', found.line_number(), found.bytes(), true);
         }
         Ok(true)
     }
 
     fn context(&mut self, _: &Searcher, context: &SinkContext<'_>) -> std::io::Result<bool> {
         if self.keeping() {
-            let line = context.line_number().unwrap_or(0);
-            let text = display_line(trim_newline(context.bytes()), MAX_MATCH_LINE_BYTES);
-            self.result
-                .lines
-                .push(Line::Context(format!("{}-{line}-{text}", self.path)));
+            self.push('-', context.line_number(), context.bytes(), false);
         }
         Ok(true)
     }
@@ -218,181 +232,172 @@ fn trim_newline(bytes: &[u8]) -> &[u8] {
     bytes.strip_suffix(b"\n").unwrap_or(bytes)
 }
 
-struct Search<'a> {
+/// A search thread: its own searchers, the shared matcher and results.
+struct Worker<'a> {
     validator: &'a PathValidator,
-    request: &'a GrepRequest,
     matcher: &'a RegexMatcher,
-    files: &'a [PathBuf],
-    cancel: &'a Cancel,
+    results: &'a Mutex<Results>,
+    max_results: u64,
+    /// Line numbers and context, for files whose lines may be shown.
+    showing: Searcher,
+    /// No context, for files that can only be counted.
+    counting: Searcher,
 }
 
-/// The output as it is put together, file by file in path order.
-struct Collected {
-    out: CappedText,
-    shown: u64,
-    total: u64,
-    files_with_matches: u64,
-    /// Set once the output is full: matches after this are only counted.
-    full: bool,
-    /// Index of the next file whose result goes into the output.
-    next: usize,
-    pending: std::collections::BTreeMap<usize, FileResult>,
-    failure: Option<Error>,
-}
-
-impl Search<'_> {
-    fn run(&self) -> Result<Collected> {
-        let state = Mutex::new(Collected {
-            out: CappedText::with_defaults(),
-            shown: 0,
-            total: 0,
-            files_with_matches: 0,
-            full: false,
-            next: 0,
-            pending: Default::default(),
-            failure: None,
-        });
-        let window_moved = Condvar::new();
-        let next_file = AtomicUsize::new(0);
-        // Files at or after this index only need counting: the output is already full.
-        let count_only_from = AtomicUsize::new(usize::MAX);
-        let workers = threads().min(self.files.len()).max(1);
-        std::thread::scope(|scope| {
-            for _ in 0..workers {
-                scope.spawn(|| self.worker(&state, &window_moved, &next_file, &count_only_from));
-            }
-        });
-        self.cancel.check("grep_search")?;
-        let mut collected = state.into_inner().unwrap_or_else(|e| e.into_inner());
-        if let Some(err) = collected.failure.take() {
-            return Err(err);
-        }
-        Ok(collected)
-    }
-
-    fn worker(
-        &self,
-        state: &Mutex<Collected>,
-        window_moved: &Condvar,
-        next_file: &AtomicUsize,
-        count_only_from: &AtomicUsize,
-    ) {
-        let context = self.request.context;
-        let mut with_context = SearcherBuilder::new()
+impl<'a> Worker<'a> {
+    fn new(
+        validator: &'a PathValidator,
+        request: &GrepRequest,
+        matcher: &'a RegexMatcher,
+        results: &'a Mutex<Results>,
+    ) -> Self {
+        let showing = SearcherBuilder::new()
             .line_number(true)
             .binary_detection(BinaryDetection::quit(0))
-            .before_context(context)
-            .after_context(context)
+            .before_context(request.context)
+            .after_context(request.context)
             .build();
-        let mut counting = SearcherBuilder::new()
+        let counting = SearcherBuilder::new()
             .line_number(false)
             .binary_detection(BinaryDetection::quit(0))
             .build();
-        loop {
-            let index = next_file.fetch_add(1, Ordering::Relaxed);
-            if index >= self.files.len() || self.cancel.is_cancelled() {
-                return;
-            }
-            {
-                let mut guard = state.lock().unwrap_or_else(|e| e.into_inner());
-                while index >= guard.next + WINDOW && !self.cancel.is_cancelled() {
-                    guard = window_moved.wait(guard).unwrap_or_else(|e| e.into_inner());
-                }
-            }
-            let path = &self.files[index];
-            let shown = self.validator.relative(path).display().to_string();
-            let count_only = index >= count_only_from.load(Ordering::Relaxed);
-            let mut sink = FileSink {
-                path: &shown,
-                keep: if count_only { 0 } else { self.request.max_results as u64 },
-                result: FileResult::default(),
-            };
-            let searcher = if count_only { &mut counting } else { &mut with_context };
-            // O_NOFOLLOW: a file swapped for a symlink after the walk is skipped, not followed.
-            let outcome = File::options()
-                .read(true)
-                .custom_flags(libc::O_NOFOLLOW)
-                .open(path)
-                .and_then(|file| searcher.search_file(self.matcher, &file, &mut sink));
-            // Unreadable files are skipped, as ripgrep does (it reports them on stderr).
-            let result = if outcome.is_ok() { sink.result } else { FileResult::default() };
-            let mut guard = state.lock().unwrap_or_else(|e| e.into_inner());
-            guard.pending.insert(index, result);
-            let before = guard.next;
-            guard.drain(self.request);
-            if guard.full {
-                count_only_from.fetch_min(guard.next, Ordering::Relaxed);
-            }
-            if guard.next != before {
-                window_moved.notify_all();
-            }
+        Self {
+            validator,
+            matcher,
+            results,
+            max_results: request.max_results as u64,
+            showing,
+            counting,
+        }
+    }
+
+    fn search(&mut self, path: &Path) {
+        let show = lock(self.results).may_show(path);
+        let mut sink = FileSink {
+            validator: self.validator,
+            path,
+            shown: None,
+            keep: if show { self.max_results } else { 0 },
+            result: FileResult::default(),
+        };
+        let searcher = if show {
+            &mut self.showing
+        } else {
+            &mut self.counting
+        };
+        // O_NOFOLLOW: a file swapped for a symlink after the walk is skipped, not followed.
+        let outcome = File::options()
+            .read(true)
+            .custom_flags(libc::O_NOFOLLOW)
+            .open(path)
+            .and_then(|file| searcher.search_file(self.matcher, &file, &mut sink));
+        // Unreadable files are skipped, as ripgrep does (it reports them on stderr).
+        if outcome.is_ok() && sink.result.matches > 0 {
+            lock(self.results).add(path.to_path_buf(), sink.result);
         }
     }
 }
 
-impl Collected {
-    /// Moves every result that is next in path order into the output.
-    fn drain(&mut self, request: &GrepRequest) {
-        while let Some(result) = self.pending.remove(&self.next) {
-            self.next += 1;
-            self.total += result.matches;
-            if result.matches > 0 {
-                self.files_with_matches += 1;
+fn lock(results: &Mutex<Results>) -> std::sync::MutexGuard<'_, Results> {
+    results.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// The first files in path order whose kept matches fill `max`, and counts of everything.
+struct Results {
+    max: u64,
+    kept: BTreeMap<PathBuf, FileResult>,
+    kept_matches: u64,
+    total: u64,
+    files_with_matches: u64,
+}
+
+impl Results {
+    fn new(max: u64) -> Self {
+        Self {
+            max,
+            kept: BTreeMap::new(),
+            kept_matches: 0,
+            total: 0,
+            files_with_matches: 0,
+        }
+    }
+
+    /// Whether a file at `path` could still appear in the output (otherwise it is only counted).
+    fn may_show(&self, path: &Path) -> bool {
+        self.kept_matches < self.max
+            || self
+                .kept
+                .last_key_value()
+                .is_some_and(|(last, _)| path < last.as_path())
+    }
+
+    fn add(&mut self, path: PathBuf, result: FileResult) {
+        self.total += result.matches;
+        self.files_with_matches += 1;
+        if result.kept == 0 || !self.may_show(&path) {
+            return;
+        }
+        self.kept_matches += result.kept;
+        self.kept.insert(path, result);
+        // Drop the last file while the ones before it already fill the output.
+        while let Some((_, last)) = self.kept.last_key_value() {
+            if self.kept_matches - last.kept < self.max {
+                break;
             }
-            if self.full || result.matches == 0 {
-                continue;
-            }
-            if request.context > 0 && !self.out.is_empty() && !self.out.push_line("--") {
-                self.full = true;
-                continue;
+            self.kept_matches -= last.kept;
+            self.kept.pop_last();
+        }
+    }
+
+    fn finish(self, request: &GrepRequest) -> GrepOutput {
+        let mut out = CappedText::with_defaults();
+        let mut shown = 0u64;
+        'files: for (index, result) in self.kept.into_values().enumerate() {
+            if request.context > 0 && index > 0 && !out.push_line("--") {
+                break;
             }
             for line in result.lines {
                 let pushed = match line {
                     Line::Match(text) => {
-                        if self.shown == request.max_results as u64 {
-                            self.full = true;
-                            break;
+                        if shown == self.max {
+                            break 'files;
                         }
-                        let pushed = self.out.push_line(&text);
-                        if pushed {
-                            self.shown += 1;
-                        }
+                        let pushed = out.push_line(&text);
+                        shown += u64::from(pushed);
                         pushed
                     }
-                    Line::Context(text) => self.out.push_line(&text),
-                    Line::Break => self.out.push_line("--"),
+                    Line::Context(text) => out.push_line(&text),
+                    Line::Break => out.push_line("--"),
                 };
                 if !pushed {
-                    self.full = true;
-                    break;
+                    break 'files;
                 }
             }
         }
-    }
-
-    fn finish(self, validator: &PathValidator, request: &GrepRequest) -> GrepOutput {
-        let truncated = self.total > self.shown;
+        let truncated = self.total > shown;
         let marker = if self.total == 0 {
-            let place = request.path.as_deref().unwrap_or(".");
-            let _ = validator;
             Some(format!(
-                "No matches for /{}/ in '{place}'{}.",
+                "No matches for /{}/ in '{}'{}.",
                 request.pattern,
-                if request.ignore_case { " (ignoring case)" } else { "" }
+                request.path.as_deref().unwrap_or("."),
+                if request.ignore_case {
+                    " (ignoring case)"
+                } else {
+                    ""
+                }
             ))
         } else if truncated {
             Some(format!(
-                "[truncated: showed {} of {} in {}; {} not shown. Narrow the pattern, set path or include, or raise max_results]",
-                self.shown,
+                "[truncated: showed {shown} of {} in {}; {} not shown. Narrow the pattern, set path or include, or raise max_results]",
                 plural(self.total, "matching line", "matching lines"),
                 plural(self.files_with_matches, "file", "files"),
-                self.total - self.shown
+                self.total - shown
             ))
         } else {
             None
         };
         GrepOutput {
-            text: self.out.finish(marker),
+            text: out.finish(marker),
             total_matches: self.total,
             files_with_matches: self.files_with_matches,
             truncated,
@@ -452,14 +457,35 @@ mod tests {
     #[test]
     fn context_lines_use_dashes_and_groups_are_separated() {
         let (_dir, v) = setup();
-        let out = run(&v, &GrepRequest { context: 1, ..request("fn (alpha|gamma)") });
+        let out = run(
+            &v,
+            &GrepRequest {
+                context: 1,
+                ..request("fn (alpha|gamma)")
+            },
+        );
         assert_eq!(
             out.text,
             "src/a.rs:1:fn alpha() {}\nsrc/a.rs-2-let x = 1;\n--\nsrc/b.rs-1-// TODO: one\nsrc/b.rs:2:fn gamma() {}\n"
         );
-        let body: String = (1..=20).map(|i| if i == 3 || i == 15 { "hit\n".to_string() } else { format!("l{i}\n") }).collect();
+        let body: String = (1..=20)
+            .map(|i| {
+                if i == 3 || i == 15 {
+                    "hit\n".to_string()
+                } else {
+                    format!("l{i}\n")
+                }
+            })
+            .collect();
         std::fs::write(v.root().join("src/gap.txt"), body).unwrap();
-        let out = run(&v, &GrepRequest { context: 1, path: Some("src/gap.txt".into()), ..request("hit") });
+        let out = run(
+            &v,
+            &GrepRequest {
+                context: 1,
+                path: Some("src/gap.txt".into()),
+                ..request("hit")
+            },
+        );
         assert_eq!(
             out.text,
             "src/gap.txt-2-l2\nsrc/gap.txt:3:hit\nsrc/gap.txt-4-l4\n--\nsrc/gap.txt-14-l14\nsrc/gap.txt:15:hit\nsrc/gap.txt-16-l16\n"
@@ -469,27 +495,70 @@ mod tests {
     #[test]
     fn option_like_patterns_are_searched_literally() {
         let (_dir, v) = setup();
-        assert_eq!(run(&v, &request("--pre=sh")).text, "src/c.ts:1:const y = '--pre=sh';\n");
-        assert_eq!(run(&v, &request("--files")).text, "src/c.ts:2:const z = '--files';\n");
+        assert_eq!(
+            run(&v, &request("--pre=sh")).text,
+            "src/c.ts:1:const y = '--pre=sh';\n"
+        );
+        assert_eq!(
+            run(&v, &request("--files")).text,
+            "src/c.ts:2:const z = '--files';\n"
+        );
         let none = run(&v, &request("-e"));
         assert_eq!(none.total_matches, 0);
-        assert!(none.text.starts_with("No matches for /-e/"), "{}", none.text);
+        assert!(
+            none.text.starts_with("No matches for /-e/"),
+            "{}",
+            none.text
+        );
     }
 
     #[test]
     fn include_exclude_ignore_case_and_limits() {
         let (_dir, v) = setup();
-        let ts = run(&v, &GrepRequest { include: vec!["*.ts".into()], ..request("const") });
+        let ts = run(
+            &v,
+            &GrepRequest {
+                include: vec!["*.ts".into()],
+                ..request("const")
+            },
+        );
         assert_eq!(ts.total_matches, 2);
-        let no_b = run(&v, &GrepRequest { exclude: vec!["b.rs".into()], ..request("fn") });
+        let no_b = run(
+            &v,
+            &GrepRequest {
+                exclude: vec!["b.rs".into()],
+                ..request("fn")
+            },
+        );
         assert!(!no_b.text.contains("b.rs"), "{}", no_b.text);
-        let upper = run(&v, &GrepRequest { ignore_case: true, ..request("FN ALPHA") });
+        let upper = run(
+            &v,
+            &GrepRequest {
+                ignore_case: true,
+                ..request("FN ALPHA")
+            },
+        );
         assert_eq!(upper.total_matches, 1);
-        let capped = run(&v, &GrepRequest { max_results: 2, ..request("fn") });
-        assert_eq!(capped.text.lines().filter(|l| l.starts_with("src/")).count(), 2);
+        let capped = run(
+            &v,
+            &GrepRequest {
+                max_results: 2,
+                ..request("fn")
+            },
+        );
+        assert_eq!(
+            capped
+                .text
+                .lines()
+                .filter(|l| l.starts_with("src/"))
+                .count(),
+            2
+        );
         assert!(capped.truncated);
         assert!(
-            capped.text.contains("[truncated: showed 2 of 3 matching lines in 2 files; 1 not shown."),
+            capped
+                .text
+                .contains("[truncated: showed 2 of 3 matching lines in 2 files; 1 not shown."),
             "{}",
             capped.text
         );
@@ -504,9 +573,18 @@ mod tests {
         let outside = tempfile::tempdir().unwrap();
         std::fs::write(outside.path().join("secret.rs"), "fn alpha() {}\n").unwrap();
         std::os::unix::fs::symlink(outside.path(), dir.path().join("out")).unwrap();
-        std::os::unix::fs::symlink(outside.path().join("secret.rs"), dir.path().join("leak.rs")).unwrap();
+        std::os::unix::fs::symlink(outside.path().join("secret.rs"), dir.path().join("leak.rs"))
+            .unwrap();
         for path in ["..", "out", "leak.rs", "/etc", "src/../.."] {
-            let err = grep(&v, &GrepRequest { path: Some(path.into()), ..request("alpha") }, &Cancel::default()).unwrap_err();
+            let err = grep(
+                &v,
+                &GrepRequest {
+                    path: Some(path.into()),
+                    ..request("alpha")
+                },
+                &Cancel::default(),
+            )
+            .unwrap_err();
             assert_eq!(err.code(), "PATH_OUTSIDE_ROOT", "{path}");
         }
         // The walk from the root does not follow either link.
@@ -529,15 +607,30 @@ mod tests {
         for i in 0..3000 {
             let sub = dir.path().join(format!("many/{:02}", i % 37));
             std::fs::create_dir_all(&sub).unwrap();
-            std::fs::write(sub.join(format!("f{i:04}.txt")), format!("needle {i}\nhay\n")).unwrap();
+            std::fs::write(
+                sub.join(format!("f{i:04}.txt")),
+                format!("needle {i}\nhay\n"),
+            )
+            .unwrap();
         }
-        let out = run(&v, &GrepRequest { path: Some("many".into()), max_results: 10, ..request("needle") });
+        let out = run(
+            &v,
+            &GrepRequest {
+                path: Some("many".into()),
+                max_results: 10,
+                ..request("needle")
+            },
+        );
         assert_eq!(out.total_matches, 3000);
         let shown: Vec<&str> = out.text.lines().take(10).collect();
         let mut sorted = shown.clone();
         sorted.sort();
         assert_eq!(shown, sorted);
-        assert!(shown[0].starts_with("many/00/f0000.txt:1:needle 0"), "{}", shown[0]);
+        assert!(
+            shown[0].starts_with("many/00/f0000.txt:1:needle 0"),
+            "{}",
+            shown[0]
+        );
         assert!(out.text.contains("2990 not shown"), "{}", out.text);
     }
 }

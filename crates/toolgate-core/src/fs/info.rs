@@ -76,7 +76,8 @@ pub fn exists(validator: &PathValidator, path: &str) -> Result<Option<EntryType>
 /// Size, type, times and permissions of `path`.
 pub fn info(validator: &PathValidator, path: &str) -> Result<FileInfo> {
     let absolute = validator.resolve(path)?;
-    let meta = std::fs::symlink_metadata(&absolute).map_err(|err| Error::io("inspecting", &absolute, err))?;
+    let meta = std::fs::symlink_metadata(&absolute)
+        .map_err(|err| Error::io("inspecting", &absolute, err))?;
     let mode = meta.permissions().mode() & 0o7777;
     Ok(FileInfo {
         path: validator.relative(&absolute).display().to_string(),
@@ -128,7 +129,9 @@ pub fn delete(validator: &PathValidator, path: &str) -> Result<DeleteOutput> {
     let shown = validator.relative(&absolute).display().to_string();
     let stat = rustix::fs::statat(dir.fd(), &name, AtFlags::SYMLINK_NOFOLLOW).map_err(|errno| {
         if errno == rustix::io::Errno::NOENT {
-            Error::FileNotFound(format!("'{shown}' does not exist, so there is nothing to delete"))
+            Error::FileNotFound(format!(
+                "'{shown}' does not exist, so there is nothing to delete"
+            ))
         } else {
             anchor::io_error("inspecting", &absolute, errno)
         }
@@ -176,7 +179,10 @@ mod tests {
         assert_eq!(exists(&v, "nope").unwrap(), None);
         assert_eq!(exists(&v, "sub/a.txt/x").unwrap(), None);
         let meta = info(&v, "alias").unwrap();
-        assert_eq!((meta.path.as_str(), meta.entry_type, meta.size), ("sub/a.txt", EntryType::File, 5));
+        assert_eq!(
+            (meta.path.as_str(), meta.entry_type, meta.size),
+            ("sub/a.txt", EntryType::File, 5)
+        );
         assert!(meta.modified_ms.unwrap() > 1.6e12);
         assert!(!meta.readonly);
         assert_eq!(info(&v, "nope").unwrap_err().code(), "FILE_NOT_FOUND");
@@ -187,10 +193,29 @@ mod tests {
     fn every_escape_is_refused() {
         let (_dir, out, v) = setup();
         let absolute = out.path().join("secret").display().to_string();
-        for path in ["../x", "leak", "outdir/secret", "dangling", absolute.as_str(), "sub/../../x"] {
-            assert_eq!(exists(&v, path).unwrap_err().code(), "PATH_OUTSIDE_ROOT", "{path}");
-            assert_eq!(info(&v, path).unwrap_err().code(), "PATH_OUTSIDE_ROOT", "{path}");
-            assert_eq!(delete(&v, path).unwrap_err().code(), "PATH_OUTSIDE_ROOT", "{path}");
+        for path in [
+            "../x",
+            "leak",
+            "outdir/secret",
+            "dangling",
+            absolute.as_str(),
+            "sub/../../x",
+        ] {
+            assert_eq!(
+                exists(&v, path).unwrap_err().code(),
+                "PATH_OUTSIDE_ROOT",
+                "{path}"
+            );
+            assert_eq!(
+                info(&v, path).unwrap_err().code(),
+                "PATH_OUTSIDE_ROOT",
+                "{path}"
+            );
+            assert_eq!(
+                delete(&v, path).unwrap_err().code(),
+                "PATH_OUTSIDE_ROOT",
+                "{path}"
+            );
         }
         assert!(out.path().join("secret").exists());
     }
@@ -200,13 +225,19 @@ mod tests {
         let (dir, _out, v) = setup();
         let removed = delete(&v, "alias").unwrap();
         assert_eq!(removed.path, "alias");
-        assert!(dir.path().join("sub/a.txt").exists(), "the link's target stays");
+        assert!(
+            dir.path().join("sub/a.txt").exists(),
+            "the link's target stays"
+        );
         assert!(dir.path().join("alias").symlink_metadata().is_err());
         assert_eq!(delete(&v, "sub").unwrap_err().code(), "INVALID_INPUT");
         assert_eq!(delete(&v, ".").unwrap_err().code(), "INVALID_INPUT");
         assert_eq!(delete(&v, "sub/..").unwrap_err().code(), "INVALID_INPUT");
         let removed = delete(&v, "sub/a.txt").unwrap();
         assert_eq!((removed.path.as_str(), removed.bytes), ("sub/a.txt", 5));
-        assert_eq!(delete(&v, "sub/a.txt").unwrap_err().code(), "FILE_NOT_FOUND");
+        assert_eq!(
+            delete(&v, "sub/a.txt").unwrap_err().code(),
+            "FILE_NOT_FOUND"
+        );
     }
 }

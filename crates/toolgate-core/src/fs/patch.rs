@@ -296,9 +296,9 @@ impl Journal {
                 )
                 .map_err(|errno| format!("restoring '{}': {errno}", target.absolute.display())),
                 Undo::MoveBack { from, to } => {
-                    anchor::rename(&from.parent, &from.name, &to.parent, &to.name, true).map_err(|errno| {
-                        format!("moving '{}' back: {errno}", from.absolute.display())
-                    })
+                    anchor::rename(&from.parent, &from.name, &to.parent, &to.name, true).map_err(
+                        |errno| format!("moving '{}' back: {errno}", from.absolute.display()),
+                    )
                 }
                 Undo::RemoveDirs(dirs) => {
                     remove_created_dirs(dirs);
@@ -331,7 +331,10 @@ fn apply(validator: &PathValidator, step: &Checked, journal: &mut Journal) -> Re
             let bytes = content.unwrap_or_default();
             target.write_atomic(bytes, None, true)?;
             journal.steps.push(Undo::RemoveFile(target));
-            Ok(format!("added {shown} ({})", human_size(bytes.len() as u64)))
+            Ok(format!(
+                "added {shown} ({})",
+                human_size(bytes.len() as u64)
+            ))
         }
         PatchAction::Update => {
             let target = Target::at(validator, step.path.clone(), false, &mut Vec::new())?;
@@ -339,7 +342,10 @@ fn apply(validator: &PathValidator, step: &Checked, journal: &mut Journal) -> Re
             keep_original(&target, journal, true)?;
             let bytes = content.unwrap_or_default();
             target.write_atomic(bytes, Some(mode), false)?;
-            Ok(format!("updated {shown} ({})", human_size(bytes.len() as u64)))
+            Ok(format!(
+                "updated {shown} ({})",
+                human_size(bytes.len() as u64)
+            ))
         }
         PatchAction::Delete => {
             let target = Target::at(validator, step.path.clone(), false, &mut Vec::new())?;
@@ -356,11 +362,23 @@ fn apply(validator: &PathValidator, step: &Checked, journal: &mut Journal) -> Re
                 target.write_atomic(bytes, Some(mode), true)?;
                 journal.steps.push(Undo::RemoveFile(target));
                 keep_original(&source, journal, false)?;
-                Ok(format!("moved {shown} -> {moved_to} with new content ({})", human_size(bytes.len() as u64)))
+                Ok(format!(
+                    "moved {shown} -> {moved_to} with new content ({})",
+                    human_size(bytes.len() as u64)
+                ))
             } else {
-                anchor::rename(&source.parent, &source.name, &target.parent, &target.name, true)
-                    .map_err(|errno| anchor::rename_error(&target.absolute, errno))?;
-                journal.steps.push(Undo::MoveBack { from: target, to: source });
+                anchor::rename(
+                    &source.parent,
+                    &source.name,
+                    &target.parent,
+                    &target.name,
+                    true,
+                )
+                .map_err(|errno| anchor::rename_error(&target.absolute, errno))?;
+                journal.steps.push(Undo::MoveBack {
+                    from: target,
+                    to: source,
+                });
                 Ok(format!("moved {shown} -> {moved_to}"))
             }
         }
@@ -386,7 +404,8 @@ fn keep_original(target: &Target, journal: &mut Journal, link: bool) -> Result<(
     } else {
         rustix::fs::renameat(&dir, &target.name, &dir, &backup)
     };
-    outcome.map_err(|errno| anchor::io_error("keeping the original of", &target.absolute, errno))?;
+    outcome
+        .map_err(|errno| anchor::io_error("keeping the original of", &target.absolute, errno))?;
     let target = target.try_clone()?;
     journal.steps.push(Undo::RestoreBackup { target, backup });
     Ok(())
@@ -447,8 +466,12 @@ fn failed(step: &Checked, err: Error, rollback_failures: &[String]) -> Error {
             root,
             detail: format!("{detail}; {context}; {outcome}"),
         },
-        Error::InvalidInput(message) => Error::InvalidInput(format!("{context}: {message}; {outcome}")),
-        Error::FileNotFound(message) => Error::FileNotFound(format!("{context}: {message}; {outcome}")),
+        Error::InvalidInput(message) => {
+            Error::InvalidInput(format!("{context}: {message}; {outcome}"))
+        }
+        Error::FileNotFound(message) => {
+            Error::FileNotFound(format!("{context}: {message}; {outcome}"))
+        }
         other => Error::ToolFailed(format!("{context}: {other}; {outcome}")),
     }
 }
@@ -458,7 +481,12 @@ mod tests {
     use super::*;
     use std::os::unix::fs::symlink;
 
-    fn op(action: PatchAction, path: &str, content: Option<&str>, new_path: Option<&str>) -> PatchOperation {
+    fn op(
+        action: PatchAction,
+        path: &str,
+        content: Option<&str>,
+        new_path: Option<&str>,
+    ) -> PatchOperation {
         PatchOperation {
             action,
             path: path.into(),
@@ -513,7 +541,11 @@ mod tests {
         )
         .unwrap();
         assert_eq!(out.summary.lines().count(), 6, "{}", out.summary);
-        assert!(out.summary.contains("moved c.txt -> moved/c.txt"), "{}", out.summary);
+        assert!(
+            out.summary.contains("moved c.txt -> moved/c.txt"),
+            "{}",
+            out.summary
+        );
         let files = snapshot(dir.path());
         let expect: Vec<(String, String)> = [
             ("a.txt", "A2"),
@@ -535,13 +567,34 @@ mod tests {
         let (dir, v) = setup();
         let before = snapshot(dir.path());
         let cases = [
-            (op(PatchAction::Update, "missing.txt", Some("x"), None), "FILE_NOT_FOUND"),
-            (op(PatchAction::Add, "../escape.txt", Some("x"), None), "PATH_OUTSIDE_ROOT"),
-            (op(PatchAction::Add, "c.txt", Some("x"), None), "INVALID_INPUT"),
-            (op(PatchAction::Move, "a.txt", None, Some("c.txt")), "INVALID_INPUT"),
-            (op(PatchAction::Delete, "b.txt", None, None), "FILE_NOT_FOUND"),
-            (op(PatchAction::Add, "a.txt/child", Some("x"), None), "INVALID_INPUT"),
-            (op(PatchAction::Update, "c.txt", None, None), "INVALID_INPUT"),
+            (
+                op(PatchAction::Update, "missing.txt", Some("x"), None),
+                "FILE_NOT_FOUND",
+            ),
+            (
+                op(PatchAction::Add, "../escape.txt", Some("x"), None),
+                "PATH_OUTSIDE_ROOT",
+            ),
+            (
+                op(PatchAction::Add, "c.txt", Some("x"), None),
+                "INVALID_INPUT",
+            ),
+            (
+                op(PatchAction::Move, "a.txt", None, Some("c.txt")),
+                "INVALID_INPUT",
+            ),
+            (
+                op(PatchAction::Delete, "b.txt", None, None),
+                "FILE_NOT_FOUND",
+            ),
+            (
+                op(PatchAction::Add, "a.txt/child", Some("x"), None),
+                "INVALID_INPUT",
+            ),
+            (
+                op(PatchAction::Update, "c.txt", None, None),
+                "INVALID_INPUT",
+            ),
         ];
         for (third, code) in cases {
             let ops = [
@@ -574,7 +627,10 @@ mod tests {
         assert_eq!(err.code(), "IO_ERROR", "{err}");
         let message = err.to_string();
         assert!(message.contains("operation 4"), "{message}");
-        assert!(message.contains("operations 1-3 were undone; every file is as it was"), "{message}");
+        assert!(
+            message.contains("operations 1-3 were undone; every file is as it was"),
+            "{message}"
+        );
         assert_eq!(snapshot(dir.path()), before);
     }
 
@@ -597,7 +653,10 @@ mod tests {
             let err = patch(&v, &[bad]).unwrap_err();
             assert_eq!(err.code(), "PATH_OUTSIDE_ROOT", "{err}");
         }
-        assert_eq!(std::fs::read_to_string(outside.path().join("secret")).unwrap(), "s");
+        assert_eq!(
+            std::fs::read_to_string(outside.path().join("secret")).unwrap(),
+            "s"
+        );
         assert!(!outside.path().join("new").exists());
         assert!(dir.path().join("a.txt").exists());
     }

@@ -341,7 +341,11 @@ fn binary_kind(head: &[u8]) -> Option<&'static str> {
 
 /// One line per entry: type, size, name (directories end in `/`, symlinks show their target).
 /// Directories first, then everything else, each alphabetically; hidden entries included.
-fn list_directory(validator: &PathValidator, dir: &Dir, request: &ReadRequest) -> Result<ReadOutput> {
+fn list_directory(
+    validator: &PathValidator,
+    dir: &Dir,
+    request: &ReadRequest,
+) -> Result<ReadOutput> {
     let path = validator.relative(&dir.path).display().to_string();
     let mut listing = rustix::fs::Dir::read_from(dir.fd())
         .map_err(|errno| anchor::io_error("listing", &dir.path, errno))?;
@@ -358,9 +362,7 @@ fn list_directory(validator: &PathValidator, dir: &Dir, request: &ReadRequest) -
         let kind = anchor::kind_of(rustix::fs::FileType::from_raw_mode(stat.st_mode));
         entries.push((kind, name, stat.st_size as u64));
     }
-    entries.sort_by(|a, b| {
-        (a.0 != Kind::Directory, &a.1).cmp(&(b.0 != Kind::Directory, &b.1))
-    });
+    entries.sort_by(|a, b| (a.0 != Kind::Directory, &a.1).cmp(&(b.0 != Kind::Directory, &b.1)));
     let total = entries.len() as u64;
     let mut out = CappedText::with_defaults();
     let mut next = None;
@@ -479,7 +481,10 @@ mod tests {
         let err = read(&v, &req("a.txt", 10, 5)).unwrap_err();
         assert_eq!(err.code(), "INVALID_INPUT");
         assert!(err.to_string().contains("has 3 lines"), "{err}");
-        assert_eq!(read(&v, &req("a.txt", 0, 5)).unwrap_err().code(), "INVALID_INPUT");
+        assert_eq!(
+            read(&v, &req("a.txt", 0, 5)).unwrap_err().code(),
+            "INVALID_INPUT"
+        );
         std::fs::write(dir.path().join("empty"), "").unwrap();
         let empty = read(&v, &ReadRequest::new("empty")).unwrap();
         assert!(empty.text.contains("is empty"));
@@ -498,9 +503,17 @@ mod tests {
         assert!(next > 40 && next < 60, "{next}");
         assert!(out.text.contains(&format!("offset={next}")));
 
-        std::fs::write(dir.path().join("long.txt"), format!("{}\nend\n", "y".repeat(100_000))).unwrap();
+        std::fs::write(
+            dir.path().join("long.txt"),
+            format!("{}\nend\n", "y".repeat(100_000)),
+        )
+        .unwrap();
         let out = read(&v, &ReadRequest::new("long.txt")).unwrap();
-        assert!(out.text.contains("[line cut: 98000 more bytes]"), "{}", &out.text[out.text.len() - 200..]);
+        assert!(
+            out.text.contains("[line cut: 98000 more bytes]"),
+            "{}",
+            &out.text[out.text.len() - 200..]
+        );
         assert!(out.text.ends_with("     2\tend\n"));
     }
 
@@ -510,7 +523,11 @@ mod tests {
         std::fs::write(dir.path().join("img.png"), b"\x89PNG\r\n\x1a\n\0\0\0\rIHDR").unwrap();
         let out = read(&v, &ReadRequest::new("img.png")).unwrap();
         assert_eq!(out.kind, ReadKind::Binary);
-        assert!(out.text.contains("binary file (16 B, PNG image)"), "{}", out.text);
+        assert!(
+            out.text.contains("binary file (16 B, PNG image)"),
+            "{}",
+            out.text
+        );
         assert!(!out.text.contains("IHDR"));
     }
 
@@ -545,7 +562,11 @@ mod tests {
         file.write_all(b"\ntail line A\ntail line B\n").unwrap();
         drop(file);
         let head = read(&v, &req("huge.log", 1, 3)).unwrap();
-        assert!(head.text.contains("256.0 MiB more after line 3"), "{}", head.text);
+        assert!(
+            head.text.contains("256.0 MiB more after line 3"),
+            "{}",
+            head.text
+        );
         // Line 1001 is 256 MiB of NUL bytes; stepping over it must not buffer it.
         let tail = read(&v, &req("huge.log", 1002, 10)).unwrap();
         assert_eq!(tail.text, "  1002\ttail line A\n  1003\ttail line B\n");

@@ -1,7 +1,8 @@
 //! `directory_tree`: a drawing of the tree below a directory, with sizes.
 
 use std::collections::HashMap;
-use std::path::{Path, PathBuf};
+use std::ffi::OsString;
+use std::path::Path;
 use std::sync::Mutex;
 
 use ignore::WalkState;
@@ -37,19 +38,27 @@ pub struct TreeOutput {
 }
 
 struct Entry {
-    name: String,
+    name: OsString,
     kind: EntryKind,
 }
 
 enum EntryKind {
     Directory,
-    File(u64),
+    /// Its size is read when it is drawn: a tree cut at 2000 lines needs few of them.
+    File,
     Symlink(String),
 }
 
+/// Directory path (as bytes, cheap to hash) to its entries.
+type Children = HashMap<OsString, Vec<Entry>>;
+
 /// Draws the tree below `path` down to `max_depth` levels, skipping dotfiles, the usual
 /// dependency and build directories, and what .gitignore ignores.
-pub fn tree(validator: &PathValidator, request: &TreeRequest, cancel: &Cancel) -> Result<TreeOutput> {
+pub fn tree(
+    validator: &PathValidator,
+    request: &TreeRequest,
+    cancel: &Cancel,
+) -> Result<TreeOutput> {
     if request.max_depth == 0 {
         return Err(Error::InvalidInput("max_depth must be at least 1".into()));
     }
@@ -64,15 +73,23 @@ pub fn tree(validator: &PathValidator, request: &TreeRequest, cancel: &Cancel) -
         cut: false,
     };
     let shown = validator.relative(&base).display().to_string();
-    drawing.out.push_line(&format!("{}/", shown.trim_end_matches('/')));
+    drawing
+        .out
+        .push_line(&format!("{}/", shown.trim_end_matches('/')));
     drawing.draw(&base, "", 1);
     let total: usize = children
         .iter()
-        .filter(|(dir, _)| depth_of(&base, dir) < request.max_depth)
+        .filter(|(dir, _)| depth_of(&base, Path::new(dir)) < request.max_depth)
         .map(|(_, entries)| entries.len())
         .sum();
     let drawn = (drawing.directories + drawing.files) as usize;
-    let Drawing { mut out, directories, files, cut, .. } = drawing;
+    let Drawing {
+        mut out,
+        directories,
+        files,
+        cut,
+        ..
+    } = drawing;
     let summary = format!(
         "{}, {}",
         plural(directories, "directory", "directories"),
@@ -96,7 +113,8 @@ pub fn tree(validator: &PathValidator, request: &TreeRequest, cancel: &Cancel) -
 }
 
 fn depth_of(base: &Path, dir: &Path) -> usize {
-    dir.strip_prefix(base).map_or(0, |rel| rel.components().count())
+    dir.strip_prefix(base)
+        .map_or(0, |rel| rel.components().count())
 }
 
 /// The entries of every directory down to `max_depth`, plus the entries one level deeper
@@ -106,7 +124,7 @@ fn collect(
     base: &Path,
     max_depth: usize,
     cancel: &Cancel,
-) -> Result<HashMap<PathBuf, Vec<Entry>>> {
+) -> Result<Children> {
     let found = Mutex::new(Vec::new());
     let options = WalkOptions {
         hidden: false,
@@ -140,19 +158,22 @@ fn collect(
                         Ok(_) => EntryKind::Symlink(target),
                         Err(_) => EntryKind::Symlink("(outside the root)".into()),
                     }
-                } else if entry.depth() > max_depth {
-                    EntryKind::File(0) // only counted
                 } else {
-                    EntryKind::File(entry.metadata().map_or(0, |m| m.len()))
+                    EntryKind::File
                 };
-                let parent = entry.path().parent().unwrap_or(base).to_path_buf();
-                let name = entry.file_name().to_string_lossy().into_owned();
+                let parent = entry
+                    .path()
+                    .parent()
+                    .unwrap_or(base)
+                    .as_os_str()
+                    .to_os_string();
+                let name = entry.file_name().to_os_string();
                 collector.push((parent, Entry { name, kind }));
                 WalkState::Continue
             })
         });
     cancel.check("directory_tree")?;
-    let mut children: HashMap<PathBuf, Vec<Entry>> = HashMap::new();
+    let mut children = Children::new();
     for (parent, entry) in found.into_inner().unwrap_or_else(|e| e.into_inner()) {
         children.entry(parent).or_default().push(entry);
     }
@@ -167,7 +188,7 @@ fn collect(
 }
 
 struct Drawing<'a> {
-    children: &'a HashMap<PathBuf, Vec<Entry>>,
+    children: &'a Children,
     out: CappedText,
     max_depth: usize,
     directories: u64,
@@ -177,7 +198,7 @@ struct Drawing<'a> {
 
 impl Drawing<'_> {
     fn draw(&mut self, dir: &Path, indent: &str, depth: usize) {
-        let Some(entries) = self.children.get(dir) else {
+        let Some(entries) = self.children.get(dir.as_os_str()) else {
             return;
         };
         for (index, entry) in entries.iter().enumerate() {
@@ -187,20 +208,24 @@ impl Drawing<'_> {
             let last = index + 1 == entries.len();
             let branch = if last { "└── " } else { "├── " };
             let path = dir.join(&entry.name);
+            let name = entry.name.to_string_lossy();
             let label = match &entry.kind {
                 EntryKind::Directory => {
-                    let inside = self.children.get(&path).map_or(0, Vec::len);
+                    let inside = self.children.get(path.as_os_str()).map_or(0, Vec::len);
                     if depth == self.max_depth && inside > 0 {
-                        format!("{}/ ({} not shown)", entry.name, plural(inside as u64, "entry", "entries"))
+                        format!(
+                            "{name}/ ({} not shown)",
+                            plural(inside as u64, "entry", "entries")
+                        )
                     } else {
-                        format!("{}/", entry.name)
+                        format!("{name}/")
                     }
                 }
-                EntryKind::File(size) if *size >= SHOW_SIZE_FROM => {
-                    format!("{} ({})", entry.name, human_size(*size))
-                }
-                EntryKind::File(_) => entry.name.clone(),
-                EntryKind::Symlink(target) => format!("{} -> {target}", entry.name),
+                EntryKind::File => match std::fs::symlink_metadata(&path).map(|m| m.len()) {
+                    Ok(size) if size >= SHOW_SIZE_FROM => format!("{name} ({})", human_size(size)),
+                    _ => name.into_owned(),
+                },
+                EntryKind::Symlink(target) => format!("{name} -> {target}"),
             };
             if !self.out.push_line(&format!("{indent}{branch}{label}")) {
                 self.cut = true;
@@ -246,7 +271,10 @@ mod tests {
     }
 
     fn run(v: &PathValidator, path: Option<&str>, max_depth: usize) -> TreeOutput {
-        let request = TreeRequest { path: path.map(Into::into), max_depth };
+        let request = TreeRequest {
+            path: path.map(Into::into),
+            max_depth,
+        };
         tree(v, &request, &Cancel::default()).unwrap()
     }
 
@@ -259,7 +287,10 @@ mod tests {
             "./\n├── src/\n│   ├── fs/\n│   │   ├── deep/ (1 entry not shown)\n│   │   └── read.rs (2.9 KiB)\n│   └── main.rs\n└── README.md (2.0 KiB)\n\n3 directories, 3 files\n"
         );
         let shallow = run(&v, Some("src"), 1);
-        assert_eq!(shallow.text, "src/\n├── fs/ (2 entries not shown)\n└── main.rs\n\n1 directory, 1 file\n");
+        assert_eq!(
+            shallow.text,
+            "src/\n├── fs/ (2 entries not shown)\n└── main.rs\n\n1 directory, 1 file\n"
+        );
     }
 
     #[test]
@@ -271,7 +302,11 @@ mod tests {
         let out = run(&v, None, 3);
         assert!(out.truncated);
         assert!(out.text.lines().count() <= 2001);
-        assert!(out.text.contains("more entries not shown"), "{}", &out.text[out.text.len() - 300..]);
+        assert!(
+            out.text.contains("more entries not shown"),
+            "{}",
+            &out.text[out.text.len() - 300..]
+        );
     }
 
     #[test]
@@ -282,13 +317,39 @@ mod tests {
         std::os::unix::fs::symlink(outside.path(), dir.path().join("out")).unwrap();
         std::os::unix::fs::symlink("README.md", dir.path().join("readme-link")).unwrap();
         for path in ["..", "out", "/etc"] {
-            let request = TreeRequest { path: Some(path.into()), max_depth: 2 };
-            assert_eq!(tree(&v, &request, &Cancel::default()).unwrap_err().code(), "PATH_OUTSIDE_ROOT");
+            let request = TreeRequest {
+                path: Some(path.into()),
+                max_depth: 2,
+            };
+            assert_eq!(
+                tree(&v, &request, &Cancel::default()).unwrap_err().code(),
+                "PATH_OUTSIDE_ROOT"
+            );
         }
         let out = run(&v, None, 5);
-        assert!(out.text.contains("out -> (outside the root)"), "{}", out.text);
-        assert!(out.text.contains("readme-link -> README.md"), "{}", out.text);
+        assert!(
+            out.text.contains("out -> (outside the root)"),
+            "{}",
+            out.text
+        );
+        assert!(
+            out.text.contains("readme-link -> README.md"),
+            "{}",
+            out.text
+        );
         assert!(!out.text.contains("secret"));
-        assert_eq!(tree(&v, &TreeRequest { path: None, max_depth: 0 }, &Cancel::default()).unwrap_err().code(), "INVALID_INPUT");
+        assert_eq!(
+            tree(
+                &v,
+                &TreeRequest {
+                    path: None,
+                    max_depth: 0
+                },
+                &Cancel::default()
+            )
+            .unwrap_err()
+            .code(),
+            "INVALID_INPUT"
+        );
     }
 }

@@ -1,5 +1,6 @@
 //! The one set of skip rules for every tree walk (glob, grep, tree), and cancellation.
 
+use std::os::unix::ffi::OsStrExt;
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
@@ -141,6 +142,22 @@ impl<T> Drop for Collector<'_, T> {
     }
 }
 
+/// The bytes of `path` below `base` (`a/b.txt` for `/root/a/b.txt` under `/root`; empty for
+/// `base` itself). Walk entries are built by joining names onto their base, so a byte prefix is
+/// exact here, and far cheaper than `Path::strip_prefix`, which compares component by component.
+pub fn bytes_below<'a>(path: &'a Path, base: &Path) -> Option<&'a [u8]> {
+    let path = path.as_os_str().as_bytes();
+    let base = base.as_os_str().as_bytes();
+    let rest = path.strip_prefix(base)?;
+    if rest.is_empty() {
+        return Some(rest);
+    }
+    if base.ends_with(b"/") {
+        return Some(rest);
+    }
+    rest.strip_prefix(b"/")
+}
+
 /// Worker threads for parallel walks: one per core, at most eight.
 pub fn threads() -> usize {
     std::thread::available_parallelism().map_or(2, |n| n.get().min(8))
@@ -203,14 +220,32 @@ mod tests {
                 max_depth: None,
             },
         );
-        assert_eq!(with_hidden, [".env", ".gitignore", ".hidden/h", "keep.log", "src/a.rs"]);
+        assert_eq!(
+            with_hidden,
+            [".env", ".gitignore", ".hidden/h", "keep.log", "src/a.rs"]
+        );
         // Naming a skipped directory explicitly searches it; the root's .gitignore still
         // applies to a walk that starts below the root.
         assert_eq!(
             files(&root.join("node_modules"), WalkOptions::default()),
             ["node_modules/x/i.js"]
         );
-        assert_eq!(files(&root.join("src"), WalkOptions::default()), ["src/a.rs"]);
+        assert_eq!(
+            files(&root.join("src"), WalkOptions::default()),
+            ["src/a.rs"]
+        );
+    }
+
+    #[test]
+    fn bytes_below_strips_whole_components_only() {
+        let below = |p: &str, b: &str| {
+            bytes_below(Path::new(p), Path::new(b)).map(|x| String::from_utf8_lossy(x).into_owned())
+        };
+        assert_eq!(below("/r/a/b.txt", "/r").as_deref(), Some("a/b.txt"));
+        assert_eq!(below("/r", "/r").as_deref(), Some(""));
+        assert_eq!(below("/a", "/").as_deref(), Some("a"));
+        assert_eq!(below("/r2/a", "/r"), None);
+        assert_eq!(below("/x/a", "/r"), None);
     }
 
     #[test]

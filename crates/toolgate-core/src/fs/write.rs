@@ -100,14 +100,27 @@ mod tests {
     fn creates_parents_then_updates_in_place() {
         let (dir, v) = setup();
         let out = write(&v, "a/b/c.txt", b"hello").unwrap();
-        assert_eq!((out.path.as_str(), out.action, out.bytes), ("a/b/c.txt", WriteAction::Created, 5));
-        assert_eq!(std::fs::read_to_string(dir.path().join("a/b/c.txt")).unwrap(), "hello");
-        std::fs::set_permissions(dir.path().join("a/b/c.txt"), std::fs::Permissions::from_mode(0o600)).unwrap();
+        assert_eq!(
+            (out.path.as_str(), out.action, out.bytes),
+            ("a/b/c.txt", WriteAction::Created, 5)
+        );
+        assert_eq!(
+            std::fs::read_to_string(dir.path().join("a/b/c.txt")).unwrap(),
+            "hello"
+        );
+        std::fs::set_permissions(
+            dir.path().join("a/b/c.txt"),
+            std::fs::Permissions::from_mode(0o600),
+        )
+        .unwrap();
         let out = write(&v, "a/b/c.txt", b"bye").unwrap();
         assert_eq!(out.action, WriteAction::Updated);
         let meta = std::fs::metadata(dir.path().join("a/b/c.txt")).unwrap();
         assert_eq!(meta.permissions().mode() & 0o777, 0o600);
-        assert_eq!(std::fs::read_to_string(dir.path().join("a/b/c.txt")).unwrap(), "bye");
+        assert_eq!(
+            std::fs::read_to_string(dir.path().join("a/b/c.txt")).unwrap(),
+            "bye"
+        );
     }
 
     #[test]
@@ -117,8 +130,17 @@ mod tests {
         symlink("real.txt", dir.path().join("alias.txt")).unwrap();
         let out = write(&v, "alias.txt", b"new").unwrap();
         assert_eq!(out.path, "real.txt");
-        assert!(dir.path().join("alias.txt").symlink_metadata().unwrap().file_type().is_symlink());
-        assert_eq!(std::fs::read_to_string(dir.path().join("real.txt")).unwrap(), "new");
+        assert!(dir
+            .path()
+            .join("alias.txt")
+            .symlink_metadata()
+            .unwrap()
+            .file_type()
+            .is_symlink());
+        assert_eq!(
+            std::fs::read_to_string(dir.path().join("real.txt")).unwrap(),
+            "new"
+        );
     }
 
     #[test]
@@ -128,7 +150,12 @@ mod tests {
         let victim = outside.path().join("victim");
         symlink(&victim, dir.path().join("dangling")).unwrap();
         symlink(outside.path(), dir.path().join("outdir")).unwrap();
-        for path in ["dangling", "outdir/x", "../x", &outside.path().join("abs").display().to_string()] {
+        for path in [
+            "dangling",
+            "outdir/x",
+            "../x",
+            &outside.path().join("abs").display().to_string(),
+        ] {
             let err = write(&v, path, b"pwned").unwrap_err();
             assert_eq!(err.code(), "PATH_OUTSIDE_ROOT", "{path}: {err}");
         }
