@@ -3,7 +3,7 @@
 use std::ffi::OsStr;
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 use std::time::SystemTime;
 
 use globset::{GlobBuilder, GlobMatcher};
@@ -11,7 +11,7 @@ use ignore::WalkState;
 
 use super::anchor::Dir;
 use super::text::{plural, CappedText};
-use super::walk::{bytes_below, threads, walker, Cancel, Collector, WalkOptions};
+use super::walk::{bytes_below, threads, walker_pruned, Cancel, Collector, WalkOptions};
 use crate::error::{Error, Result};
 use crate::path::PathValidator;
 
@@ -123,6 +123,9 @@ pub(crate) fn search_base(validator: &PathValidator, path: Option<&str>) -> Resu
 struct Plan {
     prefix: PathBuf,
     matcher: GlobMatcher,
+    /// One matcher per directory level before the first `**`: a directory at that depth that
+    /// does not match cannot hold a match, so the walk does not enter it.
+    levels: Arc<Vec<GlobMatcher>>,
     /// Depth below the prefix the walk needs, when the glob has no `**`.
     max_depth: Option<usize>,
     hidden: bool,
@@ -167,15 +170,35 @@ impl Plan {
                 ))
             })?
             .compile_matcher();
+        let rest_components: Vec<&str> = components[literal..].to_vec();
+        let mut levels = Vec::new();
+        for component in &rest_components[..rest_components.len().saturating_sub(1)] {
+            match component_matcher(component) {
+                Some(level) if !component.contains("**") => levels.push(level),
+                _ => break,
+            }
+        }
         let max_depth = (!rest.contains("**")).then(|| components.len() - literal);
         let hidden = components.iter().any(|c| c.starts_with('.'));
         Ok(Plan {
             prefix,
             matcher,
+            levels: Arc::new(levels),
             max_depth,
             hidden,
         })
     }
+}
+
+/// A matcher for one path component, or `None` when the component is only part of a glob
+/// (a `{a/b,c}` alternative or a class split at its `/`): then no pruning happens there.
+fn component_matcher(component: &str) -> Option<GlobMatcher> {
+    GlobBuilder::new(component)
+        .literal_separator(true)
+        .backslash_escape(true)
+        .build()
+        .ok()
+        .map(|glob| glob.compile_matcher())
 }
 
 fn walk_matches(
@@ -189,7 +212,13 @@ fn walk_matches(
         hidden: plan.hidden,
         max_depth: plan.max_depth,
     };
-    walker(validator, start, options)
+    let levels = plan.levels.clone();
+    let enter = move |entry: &ignore::DirEntry| {
+        levels
+            .get(entry.depth() - 1)
+            .is_none_or(|level| level.is_match(entry.file_name()))
+    };
+    walker_pruned(validator, start, options, enter)
         .threads(threads())
         .build_parallel()
         .run(|| {
@@ -303,6 +332,13 @@ mod tests {
             "hidden dirs need a dot in the pattern"
         );
         assert_eq!(run(&v, ".github/*.yml", None).files, [".github/w.yml"]);
+        // Directory levels before ** prune the walk but still match what they should.
+        assert_eq!(run(&v, "s*/**/*.ts", None).total, 2);
+        assert_eq!(run(&v, "*/src/*.ts", None).files, ["lib/src/d.ts"]);
+        assert_eq!(
+            sorted(run(&v, "{src,lib}/**/*.ts", None).files),
+            ["lib/src/d.ts", "src/a.ts", "src/deep/er/b.ts"]
+        );
     }
 
     #[test]

@@ -65,6 +65,16 @@ pub struct WalkOptions {
 /// [`SKIPPED_DIRS`] are pruned; hidden entries are skipped unless asked for; symlinks are
 /// never followed.
 pub fn walker(validator: &PathValidator, base: &Path, options: WalkOptions) -> WalkBuilder {
+    walker_pruned(validator, base, options, |_| true)
+}
+
+/// Like [`walker`], and also prunes the directories for which `enter` returns false.
+pub fn walker_pruned(
+    validator: &PathValidator,
+    base: &Path,
+    options: WalkOptions,
+    enter: impl Fn(&ignore::DirEntry) -> bool + Send + Sync + 'static,
+) -> WalkBuilder {
     let mut builder = WalkBuilder::new(base);
     builder
         .hidden(!options.hidden)
@@ -76,10 +86,10 @@ pub fn walker(validator: &PathValidator, base: &Path, options: WalkOptions) -> W
         .require_git(false)
         .follow_links(false)
         .max_depth(options.max_depth)
-        .filter_entry(|entry| {
+        .filter_entry(move |entry| {
             entry.depth() == 0
                 || !entry.file_type().is_some_and(|t| t.is_dir())
-                || !is_skipped_dir(entry.file_name())
+                || (!is_skipped_dir(entry.file_name()) && enter(entry))
         });
     // `parents(true)` would also read ignore files above the root; add the ones between the
     // root and the base by hand instead.
