@@ -20,4 +20,21 @@ export type { CodeAgentGroup, CodeAgentOptions } from './tools/code-agent.js';
 export { filesystemToolset, FILESYSTEM_DEFAULT_APPROVAL } from './tools/filesystem.js';
 export type { FilesystemOptions } from './tools/filesystem.js';
 export { FileTools } from './tools/file-tools.js';
-export type * from './tools/file-tools.js';
+export type {
+  DeleteResult,
+  EditOptions,
+  EditResult,
+  ExistsResult,
+  FileInfoResult,
+  GlobOptions,
+  GlobResult,
+  GrepOptions,
+  GrepResult,
+  PatchOperation,
+  PatchResult,
+  ReadOptions,
+  ReadResult,
+  TreeOptions,
+  TreeResult,
+  WriteResult,
+} from './tools/file-tools.js';
