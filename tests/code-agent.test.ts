@@ -1,7 +1,9 @@
 import { closeSync, existsSync, openSync, readdirSync, readFileSync, statSync, utimesSync, writeFileSync, writeSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { approvalOf, codeAgentTools, type NamedTool, ToolgateError } from '../ts/src/index.js';
+import { generateText, stepCountIs } from 'ai';
+import { MockLanguageModelV3 } from 'ai/test';
+import { approvalOf, codeAgentTools, type NamedTool, offeredTools, ToolgateError, toToolSet } from '../ts/src/index.js';
 import { tempDir } from './helpers/fs.js';
 import { attackFixture, byName, call, escapingPaths, failure, snapshot, writeFiles } from './helpers/tools.js';
 
@@ -397,5 +399,39 @@ describe('attacks: every code-agent tool refuses to leave the work directory', (
       expect(out).not.toContain('secret');
     }
     expect(await call(byName(tools, 'grep_search'), { pattern: '--files' })).toBe('flags.txt:2:--files\n');
+  });
+});
+
+describe('codeAgentTools in a real AI SDK loop (scripted model)', () => {
+  it('runs pre-approved search tools and stops at an approval request for writes', async () => {
+    const { root } = setup({ 'src/a.ts': 'function alpha() {}\n' });
+    const usage = {
+      inputTokens: { total: 1, noCache: 1, cacheRead: undefined, cacheWrite: undefined },
+      outputTokens: { total: 1, text: 1, reasoning: undefined },
+    };
+    const call = (id: string, toolName: string, input: unknown) => ({
+      type: 'tool-call' as const,
+      toolCallId: id,
+      toolName,
+      input: JSON.stringify(input),
+    });
+    const model = new MockLanguageModelV3({
+      doGenerate: async () => ({
+        content: [call('c1', 'grep_search', { pattern: 'alpha' }), call('c2', 'file_write', { path: 'out.txt', content: 'x' })],
+        finishReason: { unified: 'tool-calls' as const, raw: undefined },
+        usage,
+        warnings: [],
+      }),
+    });
+    const tools = codeAgentTools({ workDir: root, approval: { tools: { file_patch: 'blocked' } } });
+    const toolSet = toToolSet(offeredTools(tools));
+    expect(Object.keys(toolSet)).not.toContain('file_patch');
+    const result = await generateText({ model, tools: toolSet, prompt: 'find alpha', stopWhen: stepCountIs(3) });
+    const parts = result.steps[0]!.content;
+    const grepResult = parts.find((part) => part.type === 'tool-result' && part.toolName === 'grep_search');
+    expect(grepResult).toMatchObject({ output: 'src/a.ts:1:function alpha() {}\n' });
+    expect(parts.some((part) => part.type === 'tool-approval-request' && part.toolCall.toolName === 'file_write')).toBe(true);
+    expect(existsSync(join(root, 'out.txt'))).toBe(false);
+    expect(model.doGenerateCalls).toHaveLength(1);
   });
 });
