@@ -25,3 +25,26 @@ export { explainCommand } from './tools/explain-command.js';
 export type { CommandExplanation, CommandLayer } from './tools/explain-command.js';
 export { splitCommand } from './tools/split-command.js';
 export type { CommandResult } from './tools/run-command.js';
+export { codeAgentTools, CODE_AGENT_DEFAULT_APPROVAL, CODE_AGENT_GROUPS } from './tools/code-agent.js';
+export type { CodeAgentGroup, CodeAgentOptions } from './tools/code-agent.js';
+export { filesystemToolset, FILESYSTEM_DEFAULT_APPROVAL } from './tools/filesystem.js';
+export type { FilesystemOptions } from './tools/filesystem.js';
+export { FileTools } from './tools/file-tools.js';
+export type {
+  DeleteResult,
+  EditOptions,
+  EditResult,
+  ExistsResult,
+  FileInfoResult,
+  GlobOptions,
+  GlobResult,
+  GrepOptions,
+  GrepResult,
+  PatchOperation,
+  PatchResult,
+  ReadOptions,
+  ReadResult,
+  TreeOptions,
+  TreeResult,
+  WriteResult,
+} from './tools/file-tools.js';

@@ -4,16 +4,20 @@
 //!   timeouts that kill the whole process group.
 //! - [`PathValidator`] confines paths to a root, symlinks included.
 //! - [`command`] decides what `cli_execute` and the shell toolset may run, and prepares it.
+//! - [`fs`] holds the file tools (read, write, edit, patch, glob, grep, tree) built on it.
 //!
 //! The Node binding (`toolgate-node`) only converts types; every decision is made here.
 
 #![warn(missing_debug_implementations)]
 
+pub mod approval_config;
 pub mod command;
 pub mod error;
 pub mod exec;
+pub mod fs;
 mod path;
 
+pub use approval_config::{ApprovalConfig, ApprovalDecision};
 pub use error::{Error, Result};
 pub use exec::{AbortHandle, ExecOutput, ExecRequest, RunningProcess};
 pub use path::PathValidator;

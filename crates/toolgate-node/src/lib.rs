@@ -4,6 +4,7 @@
 mod command;
 mod error;
 mod exec;
+mod fs;
 mod path;
 
 /// The runtime that runs every process's pipes, exit watch and timer. Processes are also

@@ -1,0 +1,432 @@
+//! Opening directories and files inside the root without following symlinks that appear after
+//! a path was validated.
+//!
+//! [`PathValidator::resolve`] returns a symlink-free absolute path, but it is only a string: a
+//! component could be swapped for a symlink between the check and the use. So every file tool
+//! reaches its target by walking from the root one component at a time with
+//! `openat(O_NOFOLLOW | O_DIRECTORY)`, and then acts on the final name relative to that
+//! directory descriptor (`openat`/`renameat`/`unlinkat` with `O_NOFOLLOW`). A component that
+//! has become a symlink makes the walk fail with `ELOOP` instead of leaving the root.
+
+use std::ffi::{OsStr, OsString};
+use std::fs::File;
+use std::os::fd::{AsFd, OwnedFd};
+use std::os::unix::ffi::OsStrExt;
+use std::path::{Component, Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use rustix::fs::{AtFlags, FileType, Mode, OFlags};
+use rustix::io::Errno;
+
+use crate::error::{Error, Result};
+use crate::path::PathValidator;
+
+/// A directory inside the root, held open by descriptor.
+#[derive(Debug)]
+pub(crate) struct Dir {
+    fd: OwnedFd,
+    /// Absolute path, for messages and for walkers that need a path.
+    pub path: PathBuf,
+}
+
+/// A path inside the root split into its (open) parent directory and final name.
+#[derive(Debug)]
+pub(crate) struct Target {
+    pub parent: Dir,
+    pub name: OsString,
+    /// Absolute path of the target.
+    pub absolute: PathBuf,
+    /// Path relative to the root, as the caller should see it.
+    pub relative: PathBuf,
+}
+
+/// What is at a target, without following a final symlink.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Kind {
+    Missing,
+    File,
+    Directory,
+    Symlink,
+    Other,
+}
+
+impl Dir {
+    /// Opens `absolute` (a path the validator accepted) by walking down from the root with
+    /// `O_NOFOLLOW` on every component. With `create`, missing directories are made on the way;
+    /// the ones made are appended to `created` (outermost first) so a caller can undo them.
+    pub fn open(
+        validator: &PathValidator,
+        absolute: &Path,
+        create: bool,
+        created: &mut Vec<PathBuf>,
+    ) -> Result<Dir> {
+        let root = validator.root();
+        let below = absolute
+            .strip_prefix(root)
+            .map_err(|_| outside(validator, absolute))?;
+        let mut fd = rustix::fs::open(
+            root,
+            OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC,
+            Mode::empty(),
+        )
+        .map_err(|errno| io_error("opening", root, errno))?;
+        let mut path = root.to_path_buf();
+        for component in below.components() {
+            let Component::Normal(name) = component else {
+                return Err(outside(validator, absolute));
+            };
+            path.push(name);
+            if create {
+                match rustix::fs::mkdirat(&fd, name, Mode::from_raw_mode(0o777)) {
+                    Ok(()) => created.push(path.clone()),
+                    Err(Errno::EXIST) => {}
+                    Err(errno) => return Err(io_error("creating directory", &path, errno)),
+                }
+            }
+            fd = rustix::fs::openat(
+                &fd,
+                name,
+                OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC,
+                Mode::empty(),
+            )
+            .map_err(|errno| match errno {
+                // O_DIRECTORY | O_NOFOLLOW on a symlink fails with ENOTDIR (or ELOOP).
+                Errno::LOOP => swapped(validator, &path),
+                Errno::NOTDIR if is_symlink(&fd, name) => swapped(validator, &path),
+                Errno::NOTDIR => Error::InvalidInput(format!(
+                    "'{}' is not a directory, so nothing can be inside it",
+                    validator.relative(&path).display()
+                )),
+                other => io_error("opening directory", &path, other),
+            })?;
+        }
+        Ok(Dir { fd, path })
+    }
+
+    pub fn fd(&self) -> impl AsFd + '_ {
+        self.fd.as_fd()
+    }
+}
+
+impl Target {
+    /// Resolves `path` with the validator and opens its parent directory (creating missing
+    /// parents when `create_parents`). The root itself is not a target: it has no name.
+    pub fn resolve(
+        validator: &PathValidator,
+        path: &str,
+        create_parents: bool,
+        created: &mut Vec<PathBuf>,
+    ) -> Result<Target> {
+        let absolute = validator.resolve(path)?;
+        Self::at(validator, absolute, create_parents, created)
+    }
+
+    /// Like [`resolve`](Self::resolve) for an already validated absolute path.
+    pub fn at(
+        validator: &PathValidator,
+        absolute: PathBuf,
+        create_parents: bool,
+        created: &mut Vec<PathBuf>,
+    ) -> Result<Target> {
+        let relative = validator.relative(&absolute);
+        let (Some(parent), Some(name)) = (absolute.parent(), absolute.file_name()) else {
+            return Err(Error::InvalidInput(
+                "the root directory itself cannot be used here; name a file inside it".into(),
+            ));
+        };
+        if absolute == validator.root() {
+            return Err(Error::InvalidInput(
+                "the root directory itself cannot be used here; name a file inside it".into(),
+            ));
+        }
+        let parent = Dir::open(validator, parent, create_parents, created)?;
+        Ok(Target {
+            name: name.to_os_string(),
+            parent,
+            relative,
+            absolute,
+        })
+    }
+
+    /// A second handle on the same target (the directory descriptor is duplicated).
+    pub fn try_clone(&self) -> Result<Target> {
+        let fd = rustix::io::fcntl_dupfd_cloexec(&self.parent.fd, 0)
+            .map_err(|errno| io_error("opening", &self.parent.path, errno))?;
+        Ok(Target {
+            parent: Dir {
+                fd,
+                path: self.parent.path.clone(),
+            },
+            name: self.name.clone(),
+            absolute: self.absolute.clone(),
+            relative: self.relative.clone(),
+        })
+    }
+
+    /// What is at the target now (a final symlink is reported as a symlink, not followed).
+    pub fn kind(&self) -> Result<Kind> {
+        match rustix::fs::statat(self.parent.fd(), &self.name, AtFlags::SYMLINK_NOFOLLOW) {
+            Ok(stat) => Ok(kind_of(FileType::from_raw_mode(stat.st_mode))),
+            Err(Errno::NOENT) => Ok(Kind::Missing),
+            Err(errno) => Err(io_error("inspecting", &self.absolute, errno)),
+        }
+    }
+
+    /// Metadata of the target (a final symlink is not followed).
+    pub fn stat(&self) -> Result<rustix::fs::Stat> {
+        rustix::fs::statat(self.parent.fd(), &self.name, AtFlags::SYMLINK_NOFOLLOW)
+            .map_err(|errno| io_error("inspecting", &self.absolute, errno))
+    }
+
+    /// Opens the target for reading; a symlink swapped in after validation is refused.
+    pub fn open_read(&self) -> Result<File> {
+        let fd = rustix::fs::openat(
+            self.parent.fd(),
+            &self.name,
+            OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::CLOEXEC,
+            Mode::empty(),
+        )
+        .map_err(|errno| match errno {
+            Errno::LOOP => Error::PathOutsideRoot {
+                path: self.relative.display().to_string(),
+                root: self.parent.path.clone(),
+                detail: " (it became a symlink after it was checked)".into(),
+            },
+            other => io_error("opening", &self.absolute, other),
+        })?;
+        Ok(File::from(fd))
+    }
+
+    /// Writes `bytes` to a new temporary file beside the target and renames it over the target,
+    /// so readers see the old or the new content, never half of it. The temporary file is made
+    /// with `O_EXCL | O_NOFOLLOW`; rename replaces a final symlink instead of writing through
+    /// it. `mode` keeps an existing file's permissions; without it the umask applies.
+    /// With `no_replace`, the rename fails if something appeared at the target meanwhile.
+    pub fn write_atomic(&self, bytes: &[u8], mode: Option<u32>, no_replace: bool) -> Result<()> {
+        let temp = self.temp_file(mode)?;
+        let outcome = write_and_sync(&temp.1, bytes)
+            .map_err(|err| Error::io("writing", &self.absolute, err))
+            .and_then(|()| self.rename_from(&temp.0, no_replace));
+        if outcome.is_err() {
+            let _ = rustix::fs::unlinkat(self.parent.fd(), &temp.0, AtFlags::empty());
+        }
+        outcome
+    }
+
+    /// Creates `.<name>.toolgate-<pid>-<n>.tmp` beside the target.
+    fn temp_file(&self, mode: Option<u32>) -> Result<(OsString, File)> {
+        loop {
+            let name = self.hidden_name("tmp");
+            let created = rustix::fs::openat(
+                self.parent.fd(),
+                &name,
+                OFlags::WRONLY | OFlags::CREATE | OFlags::EXCL | OFlags::NOFOLLOW | OFlags::CLOEXEC,
+                Mode::from_raw_mode(mode.unwrap_or(0o666)),
+            );
+            match created {
+                Ok(fd) => {
+                    if let Some(mode) = mode {
+                        // The umask trimmed the mode given to openat; restore the original.
+                        rustix::fs::fchmod(&fd, Mode::from_raw_mode(mode))
+                            .map_err(|errno| io_error("writing", &self.absolute, errno))?;
+                    }
+                    return Ok((name, File::from(fd)));
+                }
+                Err(Errno::EXIST) => continue,
+                Err(errno) => return Err(io_error("writing", &self.absolute, errno)),
+            }
+        }
+    }
+
+    /// A fresh hidden name beside the target: `.<name>.toolgate-<pid>-<n>.<suffix>`.
+    pub fn hidden_name(&self, suffix: &str) -> OsString {
+        static COUNTER: AtomicU64 = AtomicU64::new(0);
+        let mut name = OsString::from(".");
+        name.push(short(&self.name));
+        name.push(format!(
+            ".toolgate-{}-{}.{suffix}",
+            std::process::id(),
+            COUNTER.fetch_add(1, Ordering::Relaxed)
+        ));
+        name
+    }
+
+    /// Renames `from` (a name in the same directory) onto the target.
+    fn rename_from(&self, from: &OsStr, no_replace: bool) -> Result<()> {
+        rename(&self.parent, from, &self.parent, &self.name, no_replace)
+            .map_err(|errno| rename_error(&self.absolute, errno))
+    }
+
+    /// Removes the target (a file or symlink, never a directory).
+    pub fn unlink(&self) -> Result<()> {
+        rustix::fs::unlinkat(self.parent.fd(), &self.name, AtFlags::empty())
+            .map_err(|errno| io_error("deleting", &self.absolute, errno))
+    }
+}
+
+/// `renameat`, with `RENAME_NOREPLACE` when asked (falling back to a check on file systems
+/// that lack it).
+pub(crate) fn rename(
+    from_dir: &Dir,
+    from: &OsStr,
+    to_dir: &Dir,
+    to: &OsStr,
+    no_replace: bool,
+) -> std::result::Result<(), Errno> {
+    if no_replace {
+        match rustix::fs::renameat_with(
+            from_dir.fd(),
+            from,
+            to_dir.fd(),
+            to,
+            rustix::fs::RenameFlags::NOREPLACE,
+        ) {
+            Err(Errno::INVAL) | Err(Errno::NOSYS) => {
+                if rustix::fs::statat(to_dir.fd(), to, AtFlags::SYMLINK_NOFOLLOW).is_ok() {
+                    return Err(Errno::EXIST);
+                }
+            }
+            other => return other,
+        }
+    }
+    rustix::fs::renameat(from_dir.fd(), from, to_dir.fd(), to)
+}
+
+pub(crate) fn rename_error(path: &Path, errno: Errno) -> Error {
+    if errno == Errno::EXIST {
+        return Error::InvalidInput(format!(
+            "'{}' appeared while it was being written; nothing was overwritten. Try again",
+            path.display()
+        ));
+    }
+    io_error("renaming onto", path, errno)
+}
+
+fn write_and_sync(file: &File, bytes: &[u8]) -> std::io::Result<()> {
+    use std::io::Write;
+    let mut writer = file;
+    writer.write_all(bytes)?;
+    file.sync_all()
+}
+
+/// Keeps temporary names well below NAME_MAX even for long target names.
+fn short(name: &OsStr) -> &OsStr {
+    let bytes = name.as_bytes();
+    OsStr::from_bytes(&bytes[..bytes.len().min(64)])
+}
+
+fn is_symlink(dir: &OwnedFd, name: &OsStr) -> bool {
+    rustix::fs::statat(dir, name, AtFlags::SYMLINK_NOFOLLOW)
+        .is_ok_and(|stat| FileType::from_raw_mode(stat.st_mode) == FileType::Symlink)
+}
+
+pub(crate) fn kind_of(file_type: FileType) -> Kind {
+    match file_type {
+        FileType::RegularFile => Kind::File,
+        FileType::Directory => Kind::Directory,
+        FileType::Symlink => Kind::Symlink,
+        _ => Kind::Other,
+    }
+}
+
+pub(crate) fn io_error(action: &'static str, path: &Path, errno: Errno) -> Error {
+    Error::io(action, path, std::io::Error::from(errno))
+}
+
+fn outside(validator: &PathValidator, path: &Path) -> Error {
+    Error::PathOutsideRoot {
+        path: path.display().to_string(),
+        root: validator.root().to_path_buf(),
+        detail: String::new(),
+    }
+}
+
+fn swapped(validator: &PathValidator, path: &Path) -> Error {
+    Error::PathOutsideRoot {
+        path: validator.relative(path).display().to_string(),
+        root: validator.root().to_path_buf(),
+        detail: " (a directory on the way became a symlink after the path was checked)".into(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::os::unix::fs::{symlink, PermissionsExt};
+
+    fn setup() -> (tempfile::TempDir, PathValidator) {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(dir.path().join("root/a")).unwrap();
+        std::fs::create_dir_all(dir.path().join("outside")).unwrap();
+        let validator = PathValidator::new(dir.path().join("root")).unwrap();
+        (dir, validator)
+    }
+
+    #[test]
+    fn a_directory_swapped_for_a_symlink_after_validation_is_not_followed() {
+        let (dir, validator) = setup();
+        let absolute = validator.resolve("a/file.txt").unwrap();
+        // The race: after validation, `a` becomes a symlink to a directory outside.
+        std::fs::remove_dir(dir.path().join("root/a")).unwrap();
+        symlink(dir.path().join("outside"), dir.path().join("root/a")).unwrap();
+        let err = Target::at(&validator, absolute, false, &mut Vec::new()).unwrap_err();
+        assert_eq!(err.code(), "PATH_OUTSIDE_ROOT", "{err}");
+    }
+
+    #[test]
+    fn a_final_symlink_swapped_in_is_replaced_not_written_through() {
+        let (dir, validator) = setup();
+        let target = Target::resolve(&validator, "a/file.txt", false, &mut Vec::new()).unwrap();
+        let secret = dir.path().join("outside/secret");
+        std::fs::write(&secret, "secret").unwrap();
+        symlink(&secret, dir.path().join("root/a/file.txt")).unwrap();
+        assert_eq!(target.open_read().unwrap_err().code(), "PATH_OUTSIDE_ROOT");
+        target.write_atomic(b"new", None, false).unwrap();
+        assert_eq!(std::fs::read_to_string(&secret).unwrap(), "secret");
+        let written = dir.path().join("root/a/file.txt");
+        assert!(!written.symlink_metadata().unwrap().file_type().is_symlink());
+        assert_eq!(std::fs::read_to_string(written).unwrap(), "new");
+    }
+
+    #[test]
+    fn atomic_writes_keep_permissions_and_leave_no_temporary_files() {
+        let (dir, validator) = setup();
+        let file = dir.path().join("root/a/run.sh");
+        std::fs::write(&file, "old").unwrap();
+        std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o751)).unwrap();
+        let target = Target::resolve(&validator, "a/run.sh", false, &mut Vec::new()).unwrap();
+        target.write_atomic(b"new", Some(0o751), false).unwrap();
+        let meta = std::fs::metadata(&file).unwrap();
+        assert_eq!(meta.permissions().mode() & 0o777, 0o751);
+        let names: Vec<_> = std::fs::read_dir(dir.path().join("root/a"))
+            .unwrap()
+            .map(|e| e.unwrap().file_name())
+            .collect();
+        assert_eq!(names, vec![OsString::from("run.sh")]);
+    }
+
+    #[test]
+    fn no_replace_refuses_an_existing_target() {
+        let (dir, validator) = setup();
+        std::fs::write(dir.path().join("root/a/taken"), "x").unwrap();
+        let target = Target::resolve(&validator, "a/taken", false, &mut Vec::new()).unwrap();
+        let err = target.write_atomic(b"y", None, true).unwrap_err();
+        assert_eq!(err.code(), "INVALID_INPUT");
+        assert_eq!(
+            std::fs::read_to_string(dir.path().join("root/a/taken")).unwrap(),
+            "x"
+        );
+    }
+
+    #[test]
+    fn missing_parents_are_created_and_reported() {
+        let (_dir, validator) = setup();
+        let mut created = Vec::new();
+        let target = Target::resolve(&validator, "x/y/z.txt", true, &mut created).unwrap();
+        assert_eq!(created.len(), 2);
+        assert!(created[1].ends_with("x/y"));
+        assert_eq!(target.kind().unwrap(), Kind::Missing);
+        let err = Target::resolve(&validator, ".", false, &mut Vec::new()).unwrap_err();
+        assert_eq!(err.code(), "INVALID_INPUT");
+    }
+}

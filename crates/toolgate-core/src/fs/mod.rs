@@ -1,0 +1,31 @@
+//! The file tools: read, write, edit, patch, glob, grep, tree, and the small operations of the
+//! filesystem toolset (exists, info, delete).
+//!
+//! Every path goes through the [`PathValidator`](crate::PathValidator); targets are then
+//! reached by walking from the root with `O_NOFOLLOW` (see `anchor`), so a symlink swapped in
+//! after validation is not followed. Every output is capped (2000 lines / 50 KiB by default)
+//! and ends with an explicit `[...]` marker when something was left out.
+
+mod anchor;
+pub mod config;
+mod edit;
+mod glob;
+mod grep;
+mod info;
+mod patch;
+mod read;
+mod text;
+mod tree;
+mod walk;
+mod write;
+
+pub use edit::{edit, EditOutput, EditRequest};
+pub use glob::{glob, GlobOutput, GlobRequest};
+pub use grep::{grep, GrepOutput, GrepRequest};
+pub use info::{delete, exists, info, DeleteOutput, EntryType, FileInfo};
+pub use patch::{patch, PatchAction, PatchOperation, PatchOutput};
+pub use read::{read, ReadKind, ReadOutput, ReadRequest};
+pub use text::{DEFAULT_MAX_BYTES, DEFAULT_MAX_LINES};
+pub use tree::{tree, TreeOutput, TreeRequest};
+pub use walk::{Cancel, SKIPPED_DIRS};
+pub use write::{write, WriteAction, WriteOutput};

@@ -1,0 +1,271 @@
+//! The one set of skip rules for every tree walk (glob, grep, tree), and cancellation.
+
+use std::os::unix::ffi::OsStrExt;
+use std::path::Path;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+
+use ignore::WalkBuilder;
+
+use crate::error::{Error, Result};
+use crate::path::PathValidator;
+
+/// Directories no search descends into: version control, dependencies, virtual environments
+/// and build output. Naming one explicitly as the search path still searches it.
+pub const SKIPPED_DIRS: [&str; 7] = [
+    ".git",
+    "node_modules",
+    "vendor",
+    "__pycache__",
+    ".venv",
+    "dist",
+    "build",
+];
+
+/// Whether a directory with this name is skipped by walks.
+pub fn is_skipped_dir(name: &std::ffi::OsStr) -> bool {
+    SKIPPED_DIRS.iter().any(|skipped| name == *skipped)
+}
+
+/// Lets a caller stop a long walk or search from another thread. Cloning shares the flag.
+#[derive(Debug, Clone, Default)]
+pub struct Cancel(Arc<AtomicBool>);
+
+impl Cancel {
+    /// Asks every operation holding a clone to stop at its next check.
+    pub fn cancel(&self) {
+        self.0.store(true, Ordering::Relaxed);
+    }
+
+    pub fn is_cancelled(&self) -> bool {
+        self.0.load(Ordering::Relaxed)
+    }
+
+    /// `Err(TOOL_FAILED)` once cancelled; `what` names the operation.
+    pub fn check(&self, what: &str) -> Result<()> {
+        if self.is_cancelled() {
+            return Err(Error::ToolFailed(format!("{what} was cancelled")));
+        }
+        Ok(())
+    }
+}
+
+/// What a walk should include beyond the defaults.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct WalkOptions {
+    /// Also yield hidden (dot) files and directories.
+    pub hidden: bool,
+    /// Do not descend deeper than this (the base is depth 0).
+    pub max_depth: Option<usize>,
+}
+
+/// A walker over `base` (inside the root) with toolgate's rules: `.gitignore`, `.ignore` and
+/// `.git/info/exclude` are honoured (also outside a git repository, and those of the
+/// directories between the root and `base`, but never those above the root); the
+/// [`SKIPPED_DIRS`] are pruned; hidden entries are skipped unless asked for; symlinks are
+/// never followed.
+pub fn walker(validator: &PathValidator, base: &Path, options: WalkOptions) -> WalkBuilder {
+    walker_pruned(validator, base, options, |_| true)
+}
+
+/// Like [`walker`], and also prunes the directories for which `enter` returns false.
+pub fn walker_pruned(
+    validator: &PathValidator,
+    base: &Path,
+    options: WalkOptions,
+    enter: impl Fn(&ignore::DirEntry) -> bool + Send + Sync + 'static,
+) -> WalkBuilder {
+    let mut builder = WalkBuilder::new(base);
+    builder
+        .hidden(!options.hidden)
+        .parents(false)
+        .git_ignore(true)
+        .git_exclude(true)
+        .git_global(false)
+        .ignore(true)
+        .require_git(false)
+        .follow_links(false)
+        .max_depth(options.max_depth)
+        .filter_entry(move |entry| {
+            entry.depth() == 0
+                || !entry.file_type().is_some_and(|t| t.is_dir())
+                || (!is_skipped_dir(entry.file_name()) && enter(entry))
+        });
+    // `parents(true)` would also read ignore files above the root; add the ones between the
+    // root and the base by hand instead.
+    let root = validator.root();
+    if let Ok(below) = base.strip_prefix(root) {
+        let mut dir = root.to_path_buf();
+        let mut ancestors = vec![dir.clone()];
+        for component in below.parent().map(|p| p.components()).into_iter().flatten() {
+            dir.push(component);
+            ancestors.push(dir.clone());
+        }
+        if base == root {
+            ancestors.clear();
+        }
+        for ancestor in ancestors {
+            for name in [".gitignore", ".ignore"] {
+                let file = ancestor.join(name);
+                if file.is_file() {
+                    let _ = builder.add_ignore(file);
+                }
+            }
+        }
+    }
+    builder
+}
+
+/// A per-thread buffer for parallel walks that hands its items to the shared list in batches
+/// and when the walk drops it.
+pub struct Collector<'a, T> {
+    local: Vec<T>,
+    shared: &'a Mutex<Vec<T>>,
+}
+
+impl<'a, T> Collector<'a, T> {
+    pub fn new(shared: &'a Mutex<Vec<T>>) -> Self {
+        Self {
+            local: Vec::new(),
+            shared,
+        }
+    }
+
+    pub fn push(&mut self, item: T) {
+        self.local.push(item);
+        if self.local.len() >= 512 {
+            self.flush();
+        }
+    }
+
+    fn flush(&mut self) {
+        let mut shared = self.shared.lock().unwrap_or_else(|e| e.into_inner());
+        shared.append(&mut self.local);
+    }
+}
+
+impl<T> Drop for Collector<'_, T> {
+    fn drop(&mut self) {
+        if !self.local.is_empty() {
+            self.flush();
+        }
+    }
+}
+
+/// The bytes of `path` below `base` (`a/b.txt` for `/root/a/b.txt` under `/root`; empty for
+/// `base` itself). Walk entries are built by joining names onto their base, so a byte prefix is
+/// exact here, and far cheaper than `Path::strip_prefix`, which compares component by component.
+pub fn bytes_below<'a>(path: &'a Path, base: &Path) -> Option<&'a [u8]> {
+    let path = path.as_os_str().as_bytes();
+    let base = base.as_os_str().as_bytes();
+    let rest = path.strip_prefix(base)?;
+    if rest.is_empty() {
+        return Some(rest);
+    }
+    if base.ends_with(b"/") {
+        return Some(rest);
+    }
+    rest.strip_prefix(b"/")
+}
+
+/// Worker threads for parallel walks: one per core, at most eight.
+pub fn threads() -> usize {
+    std::thread::available_parallelism().map_or(2, |n| n.get().min(8))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn skipped_dirs_hidden_files_and_gitignore_are_left_out() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path();
+        for d in [
+            "src",
+            "node_modules/x",
+            ".git",
+            "dist",
+            "src/build",
+            ".hidden",
+            "logs",
+        ] {
+            std::fs::create_dir_all(root.join(d)).unwrap();
+        }
+        for f in [
+            "src/a.rs",
+            "node_modules/x/i.js",
+            ".git/config",
+            "dist/out.js",
+            "src/build/gen.rs",
+            ".hidden/h",
+            ".env",
+            "logs/x.log",
+            "keep.log",
+            "src/scratch.tmp",
+        ] {
+            std::fs::write(root.join(f), "x").unwrap();
+        }
+        std::fs::write(root.join(".gitignore"), "logs/\n*.tmp\n").unwrap();
+        let validator = PathValidator::new(root).unwrap();
+        let root = validator.root().to_path_buf();
+        let files = |base: &Path, options| {
+            let mut files: Vec<String> = walker(&validator, base, options)
+                .build()
+                .filter_map(|e| e.ok())
+                .filter(|e| e.file_type().is_some_and(|t| t.is_file()))
+                .map(|e| validator.relative(e.path()).display().to_string())
+                .collect();
+            files.sort();
+            files
+        };
+        assert_eq!(
+            files(&root, WalkOptions::default()),
+            ["keep.log", "src/a.rs"]
+        );
+        let with_hidden = files(
+            &root,
+            WalkOptions {
+                hidden: true,
+                max_depth: None,
+            },
+        );
+        assert_eq!(
+            with_hidden,
+            [".env", ".gitignore", ".hidden/h", "keep.log", "src/a.rs"]
+        );
+        // Naming a skipped directory explicitly searches it; the root's .gitignore still
+        // applies to a walk that starts below the root.
+        assert_eq!(
+            files(&root.join("node_modules"), WalkOptions::default()),
+            ["node_modules/x/i.js"]
+        );
+        assert_eq!(
+            files(&root.join("src"), WalkOptions::default()),
+            ["src/a.rs"]
+        );
+    }
+
+    #[test]
+    fn bytes_below_strips_whole_components_only() {
+        let below = |p: &str, b: &str| {
+            bytes_below(Path::new(p), Path::new(b)).map(|x| String::from_utf8_lossy(x).into_owned())
+        };
+        assert_eq!(below("/r/a/b.txt", "/r").as_deref(), Some("a/b.txt"));
+        assert_eq!(below("/r", "/r").as_deref(), Some(""));
+        assert_eq!(below("/a", "/").as_deref(), Some("a"));
+        assert_eq!(below("/r2/a", "/r"), None);
+        assert_eq!(below("/x/a", "/r"), None);
+    }
+
+    #[test]
+    fn cancel_is_shared_between_clones() {
+        let cancel = Cancel::default();
+        let clone = cancel.clone();
+        assert!(clone.check("grep_search").is_ok());
+        cancel.cancel();
+        let err = clone.check("grep_search").unwrap_err();
+        assert_eq!(err.code(), "TOOL_FAILED");
+        assert!(err.to_string().contains("cancelled"));
+    }
+}
