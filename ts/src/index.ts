@@ -15,3 +15,20 @@ export type { ApprovalConfig, ApprovalDecision, ApprovalInfo } from './approval.
 export { named, toToolSet } from './named-tool.js';
 export type { NamedTool } from './named-tool.js';
 export { VERSION } from './package-root.js';
+export {
+  defaultToolDirectories,
+  EXECUTABLE_TOOL_PREFIX,
+  executableTool,
+  executableTools,
+  ExecutableToolRegistry,
+} from './tools/executables.js';
+export type {
+  ExecutableToolDiagnostic,
+  ExecutableToolDiscovery,
+  ExecutableToolResult,
+  ExecutableToolSpec,
+  ExecutableToolsOptions,
+  PreparedToolRun,
+} from './tools/executables.js';
+export { CREATE_CUSTOM_TOOL_NAME, createCustomTool } from './tools/create-custom-tool.js';
+export type { CreateCustomToolInput, CreateCustomToolOptions } from './tools/create-custom-tool.js';

@@ -1,6 +1,7 @@
 //! The Node.js binding of toolgate-core: type conversions and forwarding, nothing else.
 //! Doc comments on `#[napi]` items become the JSDoc of the generated `binding.d.ts`.
 
+mod custom;
 mod error;
 mod exec;
 mod path;

@@ -6,4 +6,11 @@ export interface CliCommand {
   load: () => Promise<{ run: (argv: readonly string[]) => Promise<number> }>;
 }
 
-export const COMMANDS: readonly CliCommand[] = [];
+export const COMMANDS: readonly CliCommand[] = [
+  {
+    name: 'tools',
+    usage: 'tools <list|describe|call|validate|new>',
+    summary: 'List, inspect, run, check and create executable tools',
+    load: () => import('./tools.js'),
+  },
+];
