@@ -6,6 +6,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use napi_derive::napi;
+use serde::Serialize;
 use toolgate_core::custom::{
     self, discovery, scaffold, CacheMode, DiscoveryOptions, PreparedRun, Registry, RegistryOptions,
     RunOptions, ToolDirectory,
@@ -48,54 +49,60 @@ pub struct NativeRegistryOptions {
     pub description_timeout_ms: Option<f64>,
 }
 
-/// A parameter of a `tool.yaml` tool.
-#[napi(object)]
-pub struct NativeToolParameter {
-    pub name: String,
-    #[napi(js_name = "type")]
-    pub kind: String,
-    pub required: bool,
-    pub description: Option<String>,
+/// A parameter of a `tool.yaml` tool (JSON shape).
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct ParameterJson {
+    name: String,
+    #[serde(rename = "type")]
+    kind: custom::manifest::ParameterType,
+    required: bool,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    description: Option<String>,
 }
 
-/// A discovered tool.
-#[napi(object)]
-pub struct NativeToolSpec {
-    pub name: String,
-    pub description: String,
-    /// JSON Schema of the input.
-    pub input_schema: serde_json::Value,
-    /// `protocol` or `manifest`.
-    pub format: String,
-    /// The executable (protocol) or `tool.yaml` (manifest) as found in its directory.
-    pub source: String,
-    /// The program that runs, symlinks resolved.
-    pub program: String,
-    /// The tool directory it came from.
-    pub directory: String,
-    pub version: Option<String>,
-    pub usage: Option<String>,
-    pub parameters: Option<Vec<NativeToolParameter>>,
+/// A discovered tool (JSON shape of `ExecutableToolSpec` in ts/src/tools/executables.ts).
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct SpecJson {
+    name: String,
+    description: String,
+    #[serde(serialize_with = "shared_value")]
+    input_schema: Arc<serde_json::Value>,
+    format: &'static str,
+    source: String,
+    program: String,
+    directory: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    version: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    usage: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    parameters: Option<Vec<ParameterJson>>,
 }
 
-impl From<custom::ToolSpec> for NativeToolSpec {
+fn shared_value<S: serde::Serializer>(
+    value: &Arc<serde_json::Value>,
+    serializer: S,
+) -> Result<S::Ok, S::Error> {
+    value.as_ref().serialize(serializer)
+}
+
+impl From<custom::ToolSpec> for SpecJson {
     fn from(spec: custom::ToolSpec) -> Self {
         let (version, usage, parameters) = match spec.manifest {
             Some(manifest) => (
-                manifest.version,
-                manifest.usage,
+                manifest.version.clone(),
+                manifest.usage.clone(),
                 Some(
                     manifest
                         .parameters
-                        .into_iter()
-                        .map(|p| NativeToolParameter {
-                            name: p.name,
-                            kind: serde_json::to_value(p.kind)
-                                .ok()
-                                .and_then(|v| v.as_str().map(str::to_string))
-                                .unwrap_or_default(),
+                        .iter()
+                        .map(|p| ParameterJson {
+                            name: p.name.clone(),
+                            kind: p.kind,
                             required: p.required,
-                            description: p.description,
+                            description: p.description.clone(),
                         })
                         .collect(),
                 ),
@@ -106,7 +113,7 @@ impl From<custom::ToolSpec> for NativeToolSpec {
             name: spec.name,
             description: spec.description,
             input_schema: spec.input_schema,
-            format: spec.format.as_str().to_string(),
+            format: spec.format.as_str(),
             source: spec.source.display().to_string(),
             program: spec.program.display().to_string(),
             directory: spec.directory.display().to_string(),
@@ -117,57 +124,57 @@ impl From<custom::ToolSpec> for NativeToolSpec {
     }
 }
 
-/// Something in a tool directory that is not (or not the) tool.
-#[napi(object)]
-pub struct NativeToolDiagnostic {
-    pub path: String,
-    /// `invalid`, `shadowed` or `missing_directory`.
-    pub kind: String,
-    pub reason: String,
+/// Something in a tool directory that is not (or not the) tool (JSON shape).
+#[derive(Serialize)]
+struct DiagnosticJson {
+    path: String,
+    kind: &'static str,
+    reason: String,
 }
 
-impl From<custom::Diagnostic> for NativeToolDiagnostic {
+impl From<custom::Diagnostic> for DiagnosticJson {
     fn from(diagnostic: custom::Diagnostic) -> Self {
         Self {
             path: diagnostic.path.display().to_string(),
-            kind: diagnostic.kind.as_str().to_string(),
+            kind: diagnostic.kind.as_str(),
             reason: diagnostic.reason,
         }
     }
 }
 
-/// What a discovery had to do.
-#[napi(object)]
-pub struct NativeDiscoveryStats {
-    /// `description` processes started.
-    pub spawned: u32,
-    pub from_cache: u32,
-    pub from_memory: u32,
-    pub listed_directories: u32,
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct StatsJson {
+    spawned: usize,
+    from_cache: usize,
+    from_memory: usize,
+    listed_directories: usize,
 }
 
-/// The result of a refresh.
-#[napi(object)]
-pub struct NativeDiscovery {
-    pub tools: Vec<NativeToolSpec>,
-    pub diagnostics: Vec<NativeToolDiagnostic>,
-    pub stats: NativeDiscoveryStats,
+#[derive(Serialize)]
+struct DiscoveryJson {
+    tools: Vec<SpecJson>,
+    diagnostics: Vec<DiagnosticJson>,
+    stats: StatsJson,
 }
 
-impl From<custom::Discovery> for NativeDiscovery {
-    fn from(discovery: custom::Discovery) -> Self {
-        let count = |n: usize| u32::try_from(n).unwrap_or(u32::MAX);
-        Self {
-            tools: discovery.tools.into_iter().map(Into::into).collect(),
-            diagnostics: discovery.diagnostics.into_iter().map(Into::into).collect(),
-            stats: NativeDiscoveryStats {
-                spawned: count(discovery.stats.spawned),
-                from_cache: count(discovery.stats.from_cache),
-                from_memory: count(discovery.stats.from_memory),
-                listed_directories: count(discovery.stats.listed_directories),
-            },
-        }
-    }
+/// Serialises for JavaScript. Tool lists travel as one JSON string: building hundreds of nested
+/// schema objects through napi calls costs milliseconds, `JSON.parse` a fraction of that.
+fn to_json(value: &impl Serialize) -> String {
+    serde_json::to_string(value).unwrap_or_else(|_| "null".into())
+}
+
+fn discovery_json(discovery: custom::Discovery) -> String {
+    to_json(&DiscoveryJson {
+        tools: discovery.tools.into_iter().map(Into::into).collect(),
+        diagnostics: discovery.diagnostics.into_iter().map(Into::into).collect(),
+        stats: StatsJson {
+            spawned: discovery.stats.spawned,
+            from_cache: discovery.stats.from_cache,
+            from_memory: discovery.stats.from_memory,
+            listed_directories: discovery.stats.listed_directories,
+        },
+    })
 }
 
 fn milliseconds(name: &str, value: f64) -> napi::Result<Duration, Code> {
@@ -256,31 +263,36 @@ impl ExecutableToolRegistry {
     }
 
     /// Discovers the tools again; `force` asks every protocol tool for its description even
-    /// when it is unchanged. When nothing changed this costs only `stat` calls.
+    /// when it is unchanged. When nothing changed this costs only `stat` calls. Resolves with
+    /// the discovery as JSON: `{ tools: ExecutableToolSpec[], diagnostics: [{ path, kind,
+    /// reason }], stats: { spawned, fromCache, fromMemory, listedDirectories } }`.
     #[napi]
-    pub async fn refresh(&self, force: Option<bool>) -> napi::Result<NativeDiscovery> {
+    pub async fn refresh(&self, force: Option<bool>) -> napi::Result<String> {
         let registry = Arc::clone(&self.inner);
         registry
             .refresh(force.unwrap_or(false))
             .await
-            .map(NativeDiscovery::from)
+            .map(discovery_json)
             .map_err(to_napi_async)
     }
 
-    /// The tools of the last refresh, highest precedence first.
+    /// The tools of the last refresh, highest precedence first, as a JSON array.
     #[napi]
-    pub fn tools(&self) -> Vec<NativeToolSpec> {
-        self.inner.tools().into_iter().map(Into::into).collect()
+    pub fn tools_json(&self) -> String {
+        let tools: Vec<SpecJson> = self.inner.tools().into_iter().map(Into::into).collect();
+        to_json(&tools)
     }
 
-    /// The problems found by the last refresh.
+    /// The problems found by the last refresh, as a JSON array.
     #[napi]
-    pub fn diagnostics(&self) -> Vec<NativeToolDiagnostic> {
-        self.inner
+    pub fn diagnostics_json(&self) -> String {
+        let diagnostics: Vec<DiagnosticJson> = self
+            .inner
             .diagnostics()
             .into_iter()
             .map(Into::into)
-            .collect()
+            .collect();
+        to_json(&diagnostics)
     }
 
     /// Checks `input` against the tool's schema and prepares the run; `wait()` on the handle

@@ -121,22 +121,17 @@ export class ExecutableToolRegistry {
    * calls; `force` asks every tool for its description again.
    */
   async refresh(options: { force?: boolean } = {}): Promise<ExecutableToolDiscovery> {
-    const discovery = await awaitNative(this.#native.refresh(options.force ?? false));
-    return {
-      tools: discovery.tools.map(toSpec),
-      diagnostics: discovery.diagnostics as ExecutableToolDiagnostic[],
-      stats: discovery.stats,
-    };
+    return JSON.parse(await awaitNative(this.#native.refresh(options.force ?? false))) as ExecutableToolDiscovery;
   }
 
   /** The tools of the last refresh, highest precedence first. */
   tools(): ExecutableToolSpec[] {
-    return this.#native.tools().map(toSpec);
+    return JSON.parse(this.#native.toolsJson()) as ExecutableToolSpec[];
   }
 
   /** The problems found by the last refresh. */
   diagnostics(): ExecutableToolDiagnostic[] {
-    return this.#native.diagnostics() as ExecutableToolDiagnostic[];
+    return JSON.parse(this.#native.diagnosticsJson()) as ExecutableToolDiagnostic[];
   }
 
   /**
@@ -179,29 +174,6 @@ async function runHandle(handle: NativeRunHandle, signal?: AbortSignal): Promise
   } finally {
     signal?.removeEventListener('abort', onAbort);
   }
-}
-
-function toSpec(spec: ReturnType<NativeRegistry['tools']>[number]): ExecutableToolSpec {
-  const result: ExecutableToolSpec = {
-    name: spec.name,
-    description: spec.description,
-    inputSchema: spec.inputSchema as JSONSchema7,
-    format: spec.format as ExecutableToolSpec['format'],
-    source: spec.source,
-    program: spec.program,
-    directory: spec.directory,
-  };
-  if (spec.version != null) result.version = spec.version;
-  if (spec.usage != null) result.usage = spec.usage;
-  if (spec.parameters != null) {
-    result.parameters = spec.parameters.map((p) => ({
-      name: p.name,
-      type: p.type,
-      required: p.required,
-      ...(p.description != null ? { description: p.description } : {}),
-    }));
-  }
-  return result;
 }
 
 /** The default directories for `workDir`: `<workDir>/toolgate-tools`, then `~/.toolgate/tools`. */

@@ -10,7 +10,7 @@
 //! may have written meanwhile and replace the file atomically (temp file + rename), so a reader
 //! never sees half a file.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::{BTreeMap, HashSet};
 use std::ffi::OsString;
 use std::fs::Metadata;
 use std::io::Write;
@@ -141,7 +141,7 @@ impl DescriptionCache {
 
     /// Drops entries for files directly inside `directories` that are not in `seen` (the tool
     /// was removed, or is no longer a good tool).
-    pub fn forget_unseen(&mut self, directories: &[PathBuf], seen: &BTreeSet<PathBuf>) {
+    pub fn forget_unseen(&mut self, directories: &[PathBuf], seen: &HashSet<PathBuf>) {
         let stale: Vec<String> = self
             .entries
             .keys()
@@ -234,7 +234,7 @@ mod tests {
         Description {
             name: name.into(),
             description: "d".into(),
-            input_schema: json!({"type": "object"}),
+            input_schema: std::sync::Arc::new(json!({"type": "object"})),
         }
     }
 
@@ -347,7 +347,7 @@ mod tests {
         let mut cache = DescriptionCache::open(&cache_dir);
         cache.forget_unseen(
             std::slice::from_ref(&scanned),
-            &BTreeSet::from([kept.clone()]),
+            &HashSet::from([kept.clone()]),
         );
         cache.save().unwrap();
         let cache = DescriptionCache::open(&cache_dir);

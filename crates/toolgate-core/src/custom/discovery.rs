@@ -14,13 +14,15 @@
 //! calls) and in the on-disk [`DescriptionCache`] (so a new process does not spawn unchanged
 //! tools either).
 
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::ffi::{OsStr, OsString};
 use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
+
+use serde_json::Value;
 
 use super::cache::{default_cache_dir, DescriptionCache, Fingerprint};
 use super::manifest::{Manifest, MANIFEST_FILE};
@@ -144,7 +146,15 @@ pub struct DiscoveryStats {
 
 /// What was learnt about one protocol tool, and about one manifest.
 type ProtocolOutcome = std::result::Result<Description, String>;
-type ManifestOutcome = std::result::Result<(Manifest, PathBuf), String>;
+type ManifestOutcome = std::result::Result<LoadedManifest, String>;
+
+/// A checked manifest, its entrypoint's real path and its derived input schema.
+#[derive(Debug, Clone)]
+struct LoadedManifest {
+    manifest: Arc<Manifest>,
+    program: PathBuf,
+    schema: Arc<Value>,
+}
 
 /// What a registry remembers between refreshes.
 #[derive(Debug, Clone, Default)]
@@ -159,7 +169,7 @@ struct Listing {
     stamp: Fingerprint,
     modified: SystemTime,
     listed_at: SystemTime,
-    names: Vec<OsString>,
+    names: Arc<[OsString]>,
 }
 
 /// A manifest is unchanged when its `tool.yaml` and its entrypoint are.
@@ -179,7 +189,7 @@ enum Found {
     },
     Manifest {
         path: PathBuf,
-        outcome: std::result::Result<(Manifest, PathBuf), String>,
+        outcome: ManifestOutcome,
     },
     Problem(Diagnostic),
 }
@@ -212,7 +222,7 @@ pub async fn discover(
     // Which protocol tools need an answer, and from where.
     let mut answers: HashMap<PathBuf, std::result::Result<Description, String>> = HashMap::new();
     let mut unknown: Vec<(PathBuf, Fingerprint)> = Vec::new();
-    let mut asked = BTreeSet::new();
+    let mut asked = HashSet::new();
     for found in scanned.iter().flat_map(|dir| &dir.found) {
         let Found::Protocol {
             real, fingerprint, ..
@@ -274,7 +284,7 @@ pub async fn discover(
     }
     if cache.file().is_some() {
         let scanned_dirs: Vec<PathBuf> = scanned.iter().filter_map(|d| d.real.clone()).collect();
-        let good: BTreeSet<PathBuf> = answers
+        let good: HashSet<PathBuf> = answers
             .iter()
             .filter(|(_, outcome)| outcome.is_ok())
             .map(|(path, _)| path.clone())
@@ -375,6 +385,19 @@ fn scan_all(
         if !seen_dirs.insert(real.clone()) {
             continue; // the same directory configured twice
         }
+        if std::fs::symlink_metadata(directory.path.join(MANIFEST_FILE)).is_ok() {
+            // A common slip: configuring one tool's directory instead of the directory of tools.
+            let parent = directory.path.parent().unwrap_or(Path::new("/"));
+            result.found.push(Found::Problem(Diagnostic::invalid(
+                &directory.path,
+                format!(
+                    "this directory holds a {MANIFEST_FILE}, so it is one tool's directory, not a directory of tools; configure its parent '{}' instead",
+                    parent.display()
+                ),
+            )));
+            scanned.push(result);
+            continue;
+        }
         result.real = Some(real.clone());
         let names = match reusable_listing(previous.listings.get(&real), &meta, force) {
             Some(listing) => {
@@ -403,8 +426,8 @@ fn scan_all(
                 }
             }
         };
-        for name in names {
-            let path = directory.path.join(&name);
+        for name in names.iter() {
+            let path = directory.path.join(name);
             if let Some(found) = classify(&path, previous, &mut snapshot) {
                 result.found.push(found);
             }
@@ -438,7 +461,7 @@ fn list(dir: &Path, meta: &std::fs::Metadata) -> std::io::Result<Listing> {
         stamp: Fingerprint::of(meta),
         modified: meta.modified().unwrap_or(SystemTime::UNIX_EPOCH),
         listed_at,
-        names,
+        names: names.into(),
     })
 }
 
@@ -533,7 +556,7 @@ fn classify_directory(path: &Path, previous: &Snapshot, snapshot: &mut Snapshot)
         let entrypoint = outcome
             .as_ref()
             .ok()
-            .and_then(|(manifest, _)| entrypoint_fingerprint(path, &manifest.entrypoint));
+            .and_then(|loaded| entrypoint_fingerprint(path, &loaded.manifest.entrypoint));
         let current = ManifestKey {
             manifest: manifest_fingerprint,
             entrypoint,
@@ -548,11 +571,15 @@ fn classify_directory(path: &Path, previous: &Snapshot, snapshot: &mut Snapshot)
             };
         }
     }
-    let outcome = Manifest::load(&manifest_path);
+    let outcome = Manifest::load(&manifest_path).map(|(manifest, program)| LoadedManifest {
+        schema: Arc::new(manifest.input_schema()),
+        manifest: Arc::new(manifest),
+        program,
+    });
     let entrypoint = outcome
         .as_ref()
         .ok()
-        .and_then(|(manifest, _)| entrypoint_fingerprint(path, &manifest.entrypoint));
+        .and_then(|loaded| entrypoint_fingerprint(path, &loaded.manifest.entrypoint));
     snapshot.manifests.insert(
         manifest_path.clone(),
         (
@@ -594,7 +621,7 @@ fn assemble(
                     Some(Ok(description)) => ToolSpec {
                         name: description.name.clone(),
                         description: description.description.clone(),
-                        input_schema: description.input_schema.clone(),
+                        input_schema: Arc::clone(&description.input_schema),
                         format: ToolFormat::Protocol,
                         source: listed,
                         program: real,
@@ -610,15 +637,15 @@ fn assemble(
                     None => continue,
                 },
                 Found::Manifest { path, outcome } => match outcome {
-                    Ok((manifest, program)) => ToolSpec {
-                        name: manifest.name.clone(),
-                        description: manifest.description.clone(),
-                        input_schema: manifest.input_schema(),
+                    Ok(loaded) => ToolSpec {
+                        name: loaded.manifest.name.clone(),
+                        description: loaded.manifest.description.clone(),
+                        input_schema: loaded.schema,
                         format: ToolFormat::Manifest,
                         source: path,
-                        program,
+                        program: loaded.program,
                         directory: dir.directory.clone(),
-                        manifest: Some(manifest),
+                        manifest: Some(loaded.manifest),
                     },
                     Err(reason) => {
                         discovery

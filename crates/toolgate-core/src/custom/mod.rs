@@ -26,6 +26,7 @@ pub mod scaffold;
 pub(crate) mod test_support;
 
 use std::path::PathBuf;
+use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -93,7 +94,8 @@ pub struct ToolSpec {
     pub name: String,
     pub description: String,
     /// The JSON Schema its input must match (for manifests: derived from `parameters`).
-    pub input_schema: Value,
+    /// Shared: refreshing a registry of hundreds of tools copies no schema.
+    pub input_schema: Arc<Value>,
     pub format: ToolFormat,
     /// Where it was found: the executable (protocol) or the `tool.yaml` (manifest), as listed
     /// in its directory.
@@ -103,7 +105,7 @@ pub struct ToolSpec {
     /// The configured tool directory it came from.
     pub directory: PathBuf,
     /// Manifest details; `None` for protocol tools.
-    pub manifest: Option<manifest::Manifest>,
+    pub manifest: Option<Arc<manifest::Manifest>>,
 }
 
 /// What kind of problem a [`Diagnostic`] reports.

@@ -4,6 +4,7 @@
 
 use std::ffi::OsString;
 use std::path::Path;
+use std::sync::Arc;
 use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
@@ -20,12 +21,30 @@ pub const DESCRIPTION_MAX_BYTES: usize = 1024 * 1024;
 /// How much of a failing tool's stderr goes into a message.
 pub(crate) const STDERR_EXCERPT_CHARS: usize = 2_000;
 
-/// What a protocol tool says about itself, checked.
+/// What a protocol tool says about itself, checked. The schema is shared, not copied, between
+/// the cache, the registry's snapshot and the tool specs.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Description {
     pub name: String,
     pub description: String,
-    pub input_schema: Value,
+    #[serde(with = "shared_value")]
+    pub input_schema: Arc<Value>,
+}
+
+/// Serde for `Arc<Value>` (serde's own needs its `rc` feature).
+mod shared_value {
+    use std::sync::Arc;
+
+    use serde::{Deserialize, Deserializer, Serialize, Serializer};
+    use serde_json::Value;
+
+    pub fn serialize<S: Serializer>(value: &Arc<Value>, serializer: S) -> Result<S::Ok, S::Error> {
+        value.as_ref().serialize(serializer)
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Arc<Value>, D::Error> {
+        Value::deserialize(deserializer).map(Arc::new)
+    }
 }
 
 /// Why a description was refused.
@@ -137,7 +156,7 @@ pub fn parse(stdout: &[u8]) -> Result<Description, String> {
     Ok(Description {
         name,
         description,
-        input_schema,
+        input_schema: Arc::new(input_schema),
     })
 }
 

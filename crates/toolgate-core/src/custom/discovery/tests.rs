@@ -451,3 +451,22 @@ async fn a_manifest_is_reloaded_when_its_entrypoint_changes() {
     assert!(second.tools.is_empty());
     assert!(diagnostic_for(&second, &yaml).reason.contains("chmod +x"));
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn configuring_one_tool_directory_instead_of_its_parent_is_explained() {
+    let scratch = Scratch::new();
+    let dir = scratch.dir("tools");
+    let yaml = manifest_tool(&dir, "greet", MANIFEST);
+    let tool_dir = yaml.parent().unwrap();
+    let discovery = fresh(&discovery_options(&[tool_dir], &scratch.path().join("c"))).await;
+    assert!(discovery.tools.is_empty());
+    assert_eq!(
+        discovery.diagnostics.len(),
+        1,
+        "{:#?}",
+        discovery.diagnostics
+    );
+    assert!(discovery.diagnostics[0]
+        .reason
+        .contains(&format!("configure its parent '{}'", dir.display())));
+}
