@@ -48,3 +48,20 @@ export type {
   TreeResult,
   WriteResult,
 } from './tools/file-tools.js';
+export {
+  defaultToolDirectories,
+  EXECUTABLE_TOOL_PREFIX,
+  executableTool,
+  executableTools,
+  ExecutableToolRegistry,
+} from './tools/executables.js';
+export type {
+  ExecutableToolDiagnostic,
+  ExecutableToolDiscovery,
+  ExecutableToolResult,
+  ExecutableToolSpec,
+  ExecutableToolsOptions,
+  PreparedToolRun,
+} from './tools/executables.js';
+export { CREATE_CUSTOM_TOOL_NAME, createCustomTool } from './tools/create-custom-tool.js';
+export type { CreateCustomToolInput, CreateCustomToolOptions } from './tools/create-custom-tool.js';

@@ -5,6 +5,8 @@
 //! - [`PathValidator`] confines paths to a root, symlinks included.
 //! - [`command`] decides what `cli_execute` and the shell toolset may run, and prepares it.
 //! - [`fs`] holds the file tools (read, write, edit, patch, glob, grep, tree) built on it.
+//! - [`custom`] discovers, caches and runs executable tools (protocol and `tool.yaml`).
+//! - [`schema`] compiles JSON Schemas offline and reports violations with JSON pointers.
 //!
 //! The Node binding (`toolgate-node`) only converts types; every decision is made here.
 
@@ -12,10 +14,12 @@
 
 pub mod approval_config;
 pub mod command;
+pub mod custom;
 pub mod error;
 pub mod exec;
 pub mod fs;
 mod path;
+pub mod schema;
 
 pub use approval_config::{ApprovalConfig, ApprovalDecision};
 pub use error::{Error, Result};

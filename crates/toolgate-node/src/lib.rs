@@ -2,6 +2,7 @@
 //! Doc comments on `#[napi]` items become the JSDoc of the generated `binding.d.ts`.
 
 mod command;
+mod custom;
 mod error;
 mod exec;
 mod fs;

@@ -13,4 +13,10 @@ export const COMMANDS: readonly CliCommand[] = [
     summary: 'Explain how shell rules decide a command (decision, rule, refusing layer)',
     load: () => import('./check.js'),
   },
+  {
+    name: 'tools',
+    usage: 'tools <list|describe|call|validate|new>',
+    summary: 'List, inspect, run, check and create executable tools',
+    load: () => import('./tools.js'),
+  },
 ];

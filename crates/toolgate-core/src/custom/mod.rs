@@ -1,0 +1,193 @@
+//! Executable custom tools: programs in tool directories that an agent may call.
+//!
+//! Two formats are understood:
+//! - the executable protocol ([`protocol`]): `<tool> description` prints
+//!   `{name, description, input_schema}` and `<tool> run` reads the JSON input on stdin;
+//! - `<dir>/<name>/tool.yaml` manifests ([`manifest`]) whose parameters become `--name=value`
+//!   flags of an entrypoint.
+//!
+//! [`discovery`] scans the configured directories (earlier directories win a name clash) and
+//! describes protocol tools concurrently through the executor; [`cache`] remembers descriptions
+//! keyed by (path, size, mtime, inode) so an unchanged tool is never spawned again for
+//! discovery; [`registry`] keeps the result and refreshes it with `stat` calls only when
+//! nothing changed; [`run`] validates an input against the tool's schema and runs the tool with
+//! a reduced environment, a timeout and an output cap; [`scaffold`] writes new tools.
+
+pub mod cache;
+pub mod config;
+pub mod discovery;
+pub mod manifest;
+pub mod protocol;
+pub mod registry;
+pub mod run;
+pub mod scaffold;
+
+#[cfg(test)]
+pub(crate) mod test_support;
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+pub use config::ExecutablesConfig;
+pub use discovery::{CacheMode, DiscoveryOptions, DiscoveryStats, ToolDirectory};
+pub use registry::{Registry, RegistryOptions};
+pub use run::{PreparedRun, RunOptions, ToolOutput};
+
+/// The prefix of every executable tool's name as the model sees it.
+pub const LLM_NAME_PREFIX: &str = "custom_tool_";
+
+/// Longest tool name: model providers accept function names of at most 64 characters, and the
+/// model sees `custom_tool_<name>`.
+pub const MAX_TOOL_NAME_LEN: usize = 64 - LLM_NAME_PREFIX.len();
+
+/// Checks a tool name: `^[a-zA-Z0-9_-]+$`, at most [`MAX_TOOL_NAME_LEN`] characters. Returns
+/// the reason when it is not acceptable.
+pub fn check_tool_name(name: &str) -> Result<(), String> {
+    if name.is_empty() {
+        return Err("the name is empty; use letters, digits, '_' and '-'".into());
+    }
+    if let Some(bad) = name
+        .chars()
+        .find(|c| !(c.is_ascii_alphanumeric() || *c == '_' || *c == '-'))
+    {
+        return Err(format!(
+            "the name '{}' contains {:?}; a tool name matches ^[a-zA-Z0-9_-]+$",
+            name.escape_debug(),
+            bad
+        ));
+    }
+    if name.len() > MAX_TOOL_NAME_LEN {
+        return Err(format!(
+            "the name '{name}' has {} characters; at most {MAX_TOOL_NAME_LEN} are allowed so that '{LLM_NAME_PREFIX}{name}' fits the 64 characters model providers accept",
+            name.len()
+        ));
+    }
+    Ok(())
+}
+
+/// Which of the two formats a tool uses.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ToolFormat {
+    /// An executable answering `description` and `run`.
+    Protocol,
+    /// A `tool.yaml` manifest with an entrypoint.
+    Manifest,
+}
+
+impl ToolFormat {
+    /// `protocol` or `manifest`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ToolFormat::Protocol => "protocol",
+            ToolFormat::Manifest => "manifest",
+        }
+    }
+}
+
+/// Everything known about one discovered tool.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ToolSpec {
+    pub name: String,
+    pub description: String,
+    /// The JSON Schema its input must match (for manifests: derived from `parameters`).
+    /// Shared: refreshing a registry of hundreds of tools copies no schema.
+    pub input_schema: Arc<Value>,
+    pub format: ToolFormat,
+    /// Where it was found: the executable (protocol) or the `tool.yaml` (manifest), as listed
+    /// in its directory.
+    pub source: PathBuf,
+    /// The program that runs, symlinks resolved.
+    pub program: PathBuf,
+    /// The configured tool directory it came from.
+    pub directory: PathBuf,
+    /// Manifest details; `None` for protocol tools.
+    pub manifest: Option<Arc<manifest::Manifest>>,
+}
+
+/// What kind of problem a [`Diagnostic`] reports.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum DiagnosticKind {
+    /// Not a usable tool; it is left out.
+    Invalid,
+    /// A valid tool hidden by another of the same name in a directory that takes precedence.
+    Shadowed,
+    /// A configured directory that does not exist.
+    MissingDirectory,
+}
+
+impl DiagnosticKind {
+    /// `invalid`, `shadowed` or `missing_directory`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            DiagnosticKind::Invalid => "invalid",
+            DiagnosticKind::Shadowed => "shadowed",
+            DiagnosticKind::MissingDirectory => "missing_directory",
+        }
+    }
+}
+
+/// Why something in a tool directory is not (or not the) tool: never dropped silently.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Diagnostic {
+    pub path: PathBuf,
+    pub kind: DiagnosticKind,
+    pub reason: String,
+}
+
+impl Diagnostic {
+    pub(crate) fn invalid(path: impl Into<PathBuf>, reason: impl Into<String>) -> Self {
+        Self {
+            path: path.into(),
+            kind: DiagnosticKind::Invalid,
+            reason: reason.into(),
+        }
+    }
+}
+
+/// The result of a discovery: the usable tools (by precedence, then by name) and every problem.
+#[derive(Debug, Clone, Default)]
+pub struct Discovery {
+    pub tools: Vec<ToolSpec>,
+    pub diagnostics: Vec<Diagnostic>,
+    /// What the discovery had to do (spawns, cache hits, directory listings).
+    pub stats: DiscoveryStats,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tool_names_follow_the_pattern_and_the_provider_limit() {
+        for good in [
+            "a",
+            "weather",
+            "get-time_2",
+            "A_B-c",
+            &"x".repeat(MAX_TOOL_NAME_LEN),
+        ] {
+            assert!(check_tool_name(good).is_ok(), "{good}");
+        }
+        for bad in [
+            "",
+            "a b",
+            "../x",
+            "a/b",
+            "na\u{e9}me",
+            "x;y",
+            "a\nb",
+            "a.b",
+            &"x".repeat(MAX_TOOL_NAME_LEN + 1),
+        ] {
+            assert!(check_tool_name(bad).is_err(), "{bad:?}");
+        }
+        assert!(check_tool_name("a b")
+            .unwrap_err()
+            .contains("^[a-zA-Z0-9_-]+$"));
+    }
+}

@@ -1,0 +1,158 @@
+//! The registry: the discovered tools of a set of directories, kept current by
+//! [`Registry::refresh`] (only `stat` calls when nothing changed), and the way to run them by
+//! name.
+
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex, OnceLock};
+
+use serde_json::Value;
+
+use super::discovery::{discover, DiscoveryOptions, Snapshot};
+use super::run::{prepare, PreparedRun, RunOptions};
+use super::{Diagnostic, Discovery, ToolSpec};
+use crate::error::{Error, Result};
+use crate::schema::InputSchema;
+
+/// Where to look for tools and how to run them.
+#[derive(Debug, Clone)]
+pub struct RegistryOptions {
+    pub discovery: DiscoveryOptions,
+    pub run: RunOptions,
+}
+
+/// One tool of the registry, with its schema compiled on first use.
+#[derive(Debug)]
+pub struct RegisteredTool {
+    pub spec: ToolSpec,
+    schema: OnceLock<std::result::Result<InputSchema, String>>,
+}
+
+impl RegisteredTool {
+    fn new(spec: ToolSpec) -> Self {
+        Self {
+            spec,
+            schema: OnceLock::new(),
+        }
+    }
+
+    /// The compiled input schema. Descriptions were checked when they were learnt, so this
+    /// only fails for a cache entry written by an older toolgate with looser checks.
+    pub fn schema(&self) -> Result<&InputSchema> {
+        self.schema
+            .get_or_init(|| InputSchema::compile(&self.spec.input_schema))
+            .as_ref()
+            .map_err(|reason| {
+                Error::ConfigInvalid(format!(
+                    "tool '{}' ({}): {reason}",
+                    self.spec.name,
+                    self.spec.source.display()
+                ))
+            })
+    }
+}
+
+#[derive(Debug, Default)]
+struct State {
+    snapshot: Arc<Snapshot>,
+    tools: BTreeMap<String, Arc<RegisteredTool>>,
+    order: Vec<String>,
+    diagnostics: Vec<Diagnostic>,
+}
+
+/// The tools of the configured directories. Cheap to share: refreshing swaps the state, so
+/// lookups never wait for a discovery.
+#[derive(Debug)]
+pub struct Registry {
+    options: RegistryOptions,
+    state: Mutex<Arc<State>>,
+}
+
+impl Registry {
+    /// An empty registry; call [`refresh`](Self::refresh) to discover. Throws `CONFIG_INVALID`
+    /// for unusable options.
+    pub fn new(options: RegistryOptions) -> Result<Self> {
+        options.discovery.check()?;
+        options.run.check()?;
+        Ok(Self {
+            options,
+            state: Mutex::new(Arc::new(State::default())),
+        })
+    }
+
+    /// The options the registry was made with.
+    pub fn options(&self) -> &RegistryOptions {
+        &self.options
+    }
+
+    fn state(&self) -> Arc<State> {
+        Arc::clone(&self.state.lock().unwrap_or_else(|e| e.into_inner()))
+    }
+
+    /// Discovers again. Unchanged files keep what was learnt about them (no process is
+    /// started and the cache file is not touched); `force` asks every protocol tool again.
+    pub async fn refresh(&self, force: bool) -> Result<Discovery> {
+        let previous = Arc::clone(&self.state().snapshot);
+        let (discovery, snapshot) = discover(&self.options.discovery, previous, force).await?;
+        let old = self.state();
+        let mut tools = BTreeMap::new();
+        let mut order = Vec::new();
+        for spec in &discovery.tools {
+            // Keep the compiled schema of a tool that did not change.
+            let tool = match old.tools.get(&spec.name) {
+                Some(existing) if existing.spec == *spec => Arc::clone(existing),
+                _ => Arc::new(RegisteredTool::new(spec.clone())),
+            };
+            order.push(spec.name.clone());
+            tools.insert(spec.name.clone(), tool);
+        }
+        let state = State {
+            snapshot: Arc::new(snapshot),
+            tools,
+            order,
+            diagnostics: discovery.diagnostics.clone(),
+        };
+        *self.state.lock().unwrap_or_else(|e| e.into_inner()) = Arc::new(state);
+        Ok(discovery)
+    }
+
+    /// The tools of the last refresh, in precedence order.
+    pub fn tools(&self) -> Vec<ToolSpec> {
+        let state = self.state();
+        state
+            .order
+            .iter()
+            .filter_map(|name| state.tools.get(name))
+            .map(|tool| tool.spec.clone())
+            .collect()
+    }
+
+    /// The problems found by the last refresh.
+    pub fn diagnostics(&self) -> Vec<Diagnostic> {
+        self.state().diagnostics.clone()
+    }
+
+    /// The tool named `name` (without the `custom_tool_` prefix).
+    pub fn get(&self, name: &str) -> Option<Arc<RegisteredTool>> {
+        self.state().tools.get(name).cloned()
+    }
+
+    /// Checks `input` against the tool's schema and prepares its run. Errors:
+    /// `TOOL_NOT_FOUND`, `INVALID_INPUT` with JSON pointers, `CONFIG_INVALID`.
+    pub fn prepare(&self, name: &str, input: &Value) -> Result<PreparedRun> {
+        let tool = self.get(name).ok_or_else(|| {
+            let state = self.state();
+            let known = if state.order.is_empty() {
+                "no tools were discovered".to_string()
+            } else {
+                format!("known tools: {}", state.order.join(", "))
+            };
+            Error::ToolNotFound(format!(
+                "no executable tool is named '{name}' ({known}); run `toolgate tools list` to see them"
+            ))
+        })?;
+        prepare(&tool.spec, tool.schema()?, input, &self.options.run)
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,305 @@
+//! Running a discovered tool: the input is checked against the tool's schema before anything
+//! runs; the tool gets a reduced environment, the configured work directory, a timeout that
+//! kills its whole process group and an output cap; its output becomes a result or an error.
+
+use std::collections::BTreeMap;
+use std::ffi::OsString;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use serde_json::Value;
+
+use super::config::MAX_TIMEOUT;
+use super::manifest::resolve_entrypoint;
+use super::protocol::{ending, stderr_excerpt};
+use super::{ToolFormat, ToolSpec};
+use crate::error::{Error, Result};
+use crate::exec::{self, AbortHandle, ExecOutput, ExecRequest, DEFAULT_MAX_OUTPUT_BYTES};
+use crate::schema::{clip, InputSchema};
+
+/// Default time a tool may run.
+pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(30);
+/// The variables every tool gets from this process (when set), besides the passthrough list.
+pub const BASE_ENV: [&str; 4] = ["PATH", "HOME", "USER", "LANG"];
+/// PATH for tools when this process has none.
+const FALLBACK_PATH: &str = "/usr/local/bin:/usr/bin:/bin";
+
+/// How tools run.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RunOptions {
+    /// The working directory of every tool.
+    pub work_dir: PathBuf,
+    pub timeout: Duration,
+    /// Per-tool timeouts by tool name; they override `timeout`.
+    pub tool_timeouts: BTreeMap<String, Duration>,
+    /// Cap for each of stdout and stderr.
+    pub max_output_bytes: usize,
+    /// Extra variable names passed from this process's environment.
+    pub env_passthrough: Vec<String>,
+}
+
+impl RunOptions {
+    /// Defaults: 30 s, 1 MiB, no passthrough.
+    pub fn new(work_dir: impl Into<PathBuf>) -> Self {
+        Self {
+            work_dir: work_dir.into(),
+            timeout: DEFAULT_TIMEOUT,
+            tool_timeouts: BTreeMap::new(),
+            max_output_bytes: DEFAULT_MAX_OUTPUT_BYTES,
+            env_passthrough: Vec::new(),
+        }
+    }
+
+    /// The timeout of the tool named `name`.
+    pub fn timeout_for(&self, name: &str) -> Duration {
+        self.tool_timeouts
+            .get(name)
+            .copied()
+            .unwrap_or(self.timeout)
+    }
+
+    /// Throws `CONFIG_INVALID` for zero or huge timeouts, a zero cap or a malformed variable
+    /// name in the passthrough list.
+    pub fn check(&self) -> Result<()> {
+        let timeouts = std::iter::once(("timeout".to_string(), self.timeout)).chain(
+            self.tool_timeouts
+                .iter()
+                .map(|(name, t)| (format!("tool_timeouts.{name}"), *t)),
+        );
+        for (key, timeout) in timeouts {
+            if timeout.is_zero() || timeout > MAX_TIMEOUT {
+                return Err(Error::ConfigInvalid(format!(
+                    "executables.{key} is {} s; give between 1 ms and {} s",
+                    timeout.as_secs_f64(),
+                    MAX_TIMEOUT.as_secs()
+                )));
+            }
+        }
+        if self.max_output_bytes == 0 {
+            return Err(Error::ConfigInvalid(
+                "executables.max_output_bytes is 0; give a positive number of bytes".into(),
+            ));
+        }
+        for name in &self.env_passthrough {
+            let valid = !name.is_empty()
+                && !name.starts_with(|c: char| c.is_ascii_digit())
+                && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
+            if !valid {
+                return Err(Error::ConfigInvalid(format!(
+                    "executables.env_passthrough: '{}' is not a variable name; use letters, digits and '_'",
+                    name.escape_debug()
+                )));
+            }
+        }
+        Ok(())
+    }
+}
+
+/// The environment of a tool, read from this process now: [`BASE_ENV`] plus `passthrough`.
+pub fn tool_environment(passthrough: &[String]) -> Vec<(OsString, OsString)> {
+    tool_environment_from(|name| std::env::var_os(name), passthrough)
+}
+
+/// [`tool_environment`] with the variables looked up by `lookup`. Relative PATH entries
+/// (`.`, empty, `bin`) are dropped: they would be resolved against the work directory, where
+/// an agent may write a file named `python3`.
+pub fn tool_environment_from(
+    lookup: impl Fn(&str) -> Option<OsString>,
+    passthrough: &[String],
+) -> Vec<(OsString, OsString)> {
+    let mut env: Vec<(OsString, OsString)> = Vec::new();
+    let names = BASE_ENV
+        .iter()
+        .copied()
+        .chain(passthrough.iter().map(String::as_str));
+    for name in names {
+        if env.iter().any(|(key, _)| key == name) {
+            continue;
+        }
+        let value = if name == "PATH" {
+            Some(absolute_path_entries(lookup("PATH")))
+        } else {
+            lookup(name)
+        };
+        if let Some(value) = value {
+            env.push((name.into(), value));
+        }
+    }
+    env
+}
+
+fn absolute_path_entries(path: Option<OsString>) -> OsString {
+    let Some(path) = path else {
+        return FALLBACK_PATH.into();
+    };
+    let kept: Vec<PathBuf> = std::env::split_paths(&path)
+        .filter(|entry| entry.is_absolute())
+        .collect();
+    if kept.is_empty() {
+        return FALLBACK_PATH.into();
+    }
+    std::env::join_paths(kept).unwrap_or_else(|_| FALLBACK_PATH.into())
+}
+
+/// A tool run that has been checked and is ready to start; [`abort_handle`](Self::abort_handle)
+/// stops it from elsewhere, also before it has started.
+#[derive(Debug)]
+pub struct PreparedRun {
+    tool: String,
+    request: ExecRequest,
+    abort: AbortHandle,
+    timeout: Duration,
+    max_output_bytes: usize,
+}
+
+/// What a successful run returns.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ToolOutput {
+    /// stdout parsed as JSON when it is JSON, else the text (with a truncation marker when it
+    /// was cut).
+    pub result: Value,
+    pub duration: Duration,
+    /// Whether stdout or stderr was cut at the cap.
+    pub truncated: bool,
+    /// What the tool wrote to stderr (it does not go to the model).
+    pub stderr: String,
+}
+
+/// Checks `input` against the tool's schema and builds the run: protocol tools get `run` and
+/// the JSON on stdin; manifest tools get `--name=value` flags (entrypoint checked again, since
+/// files change). Errors: `INVALID_INPUT` (with JSON pointers), `CONFIG_INVALID` for a manifest
+/// entrypoint that is no longer acceptable.
+pub fn prepare(
+    spec: &ToolSpec,
+    schema: &InputSchema,
+    input: &Value,
+    options: &RunOptions,
+) -> Result<PreparedRun> {
+    schema.check(&spec.name, input)?;
+    let env = tool_environment(&options.env_passthrough);
+    let request = match spec.format {
+        ToolFormat::Protocol => {
+            let stdin = serde_json::to_vec(input).map_err(|err| {
+                Error::InvalidInput(format!("the input cannot be encoded: {err}"))
+            })?;
+            ExecRequest::new(spec.program.as_os_str(), &options.work_dir)
+                .args(["run"])
+                .stdin(stdin)
+        }
+        ToolFormat::Manifest => {
+            let manifest = spec.manifest.as_ref().ok_or_else(|| {
+                Error::ConfigInvalid(format!("tool '{}' has no manifest", spec.name))
+            })?;
+            let arguments = manifest.arguments(input)?;
+            let tool_dir = spec.source.parent().unwrap_or(Path::new("/"));
+            let program = resolve_entrypoint(tool_dir, &manifest.entrypoint).map_err(|reason| {
+                Error::ConfigInvalid(format!(
+                    "tool '{}' ({}): {reason}",
+                    spec.name,
+                    spec.source.display()
+                ))
+            })?;
+            ExecRequest::new(program.as_os_str(), &options.work_dir).args(arguments)
+        }
+    };
+    let timeout = options.timeout_for(&spec.name);
+    Ok(PreparedRun {
+        tool: spec.name.clone(),
+        request: request
+            .env(env)
+            .timeout(timeout)
+            .max_output_bytes(options.max_output_bytes),
+        abort: AbortHandle::default(),
+        timeout,
+        max_output_bytes: options.max_output_bytes,
+    })
+}
+
+impl PreparedRun {
+    /// A handle that kills the run's process group.
+    pub fn abort_handle(&self) -> AbortHandle {
+        self.abort.clone()
+    }
+
+    /// The request that will be executed (for inspection and tests).
+    pub fn request(&self) -> &ExecRequest {
+        &self.request
+    }
+
+    /// Runs the tool through the executor and interprets its output.
+    pub async fn run(self) -> Result<ToolOutput> {
+        let output = exec::spawn_with_abort(self.request, self.abort)?
+            .wait()
+            .await?;
+        interpret(&self.tool, output, self.timeout, self.max_output_bytes)
+    }
+}
+
+/// Turns a finished run into a result: `TIMEOUT`, `TOOL_FAILED` (non-zero exit with stderr,
+/// `{"error": "..."}` on stdout, or an abort), else the result.
+pub fn interpret(
+    tool: &str,
+    output: ExecOutput,
+    timeout: Duration,
+    max_output_bytes: usize,
+) -> Result<ToolOutput> {
+    if output.timed_out {
+        return Err(Error::Timeout(format!(
+            "tool '{tool}' did not finish within {} s; its process group was killed. If it needs longer, raise its timeout (executables.tool_timeouts.{tool} or executables.timeout)",
+            timeout.as_secs_f64()
+        )));
+    }
+    if output.aborted {
+        return Err(Error::ToolFailed(format!(
+            "tool '{tool}' was aborted; its process group was killed"
+        )));
+    }
+    let stderr = String::from_utf8_lossy(&output.stderr).into_owned();
+    if !output.success() {
+        let detail = stderr_excerpt(&output.stderr);
+        let detail = if detail.is_empty() {
+            let stdout = String::from_utf8_lossy(&output.stdout);
+            let stdout = stdout.trim();
+            if stdout.is_empty() {
+                " and wrote nothing to stderr".to_string()
+            } else {
+                format!("; stderr was empty, stdout: {}", clip(stdout))
+            }
+        } else {
+            detail
+        };
+        return Err(Error::ToolFailed(format!(
+            "tool '{tool}' failed ({}){detail}",
+            ending(&output)
+        )));
+    }
+    let text = String::from_utf8_lossy(&output.stdout);
+    let result = if output.stdout_truncated {
+        Value::String(format!(
+            "{text}\n[output truncated: tool '{tool}' wrote more than {max_output_bytes} bytes to stdout (the max_output_bytes limit); the rest was discarded]"
+        ))
+    } else {
+        match serde_json::from_str::<Value>(text.trim()) {
+            Ok(Value::Object(object)) => {
+                if let Some(Value::String(message)) = object.get("error") {
+                    return Err(Error::ToolFailed(format!(
+                        "tool '{tool}' reported an error{}",
+                        stderr_excerpt(message.as_bytes())
+                    )));
+                }
+                Value::Object(object)
+            }
+            Ok(value) => value,
+            Err(_) => Value::String(text.trim_end_matches(['\n', '\r']).to_string()),
+        }
+    };
+    Ok(ToolOutput {
+        result,
+        duration: output.duration,
+        truncated: output.truncated(),
+        stderr,
+    })
+}
+
+#[cfg(test)]
+mod tests;
