@@ -1,5 +1,6 @@
 import type { LanguageModel } from 'ai';
-import { ToolgateError } from './errors.js';
+import { callNative, ToolgateError } from './errors.js';
+import { native } from './native.js';
 
 export interface ResolveModelOptions {
   /** Base URL for `openai-compatible:` (default: TOOLGATE_BASE_URL). */
@@ -62,4 +63,9 @@ export async function resolveModel(spec: string, options: ResolveModelOptions = 
         `unknown model provider '${provider}' in '${spec}'; use one of ${MODEL_PROVIDERS.join(', ')}`,
       );
   }
+}
+
+/** Whether `model` matches one of `patterns` (`*` matches any text); an empty list allows all. */
+export function modelIsCompatible(patterns: readonly string[], model: string): boolean {
+  return callNative(() => native.modelIsCompatible([...patterns], model));
 }

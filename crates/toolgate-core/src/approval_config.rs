@@ -7,7 +7,11 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 /// What happens when a tool is called: run it, ask a human first, or refuse.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+///
+/// The order of the variants is their strictness: `PreApproved < Ask < Blocked`.
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize, JsonSchema,
+)]
 pub enum ApprovalDecision {
     /// Runs without asking.
     #[serde(rename = "preApproved")]
@@ -18,6 +22,33 @@ pub enum ApprovalDecision {
     /// Never runs; not offered to the model.
     #[serde(rename = "blocked")]
     Blocked,
+}
+
+impl ApprovalDecision {
+    /// The spelling used in configuration files and in TypeScript.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ApprovalDecision::PreApproved => "preApproved",
+            ApprovalDecision::Ask => "ask",
+            ApprovalDecision::Blocked => "blocked",
+        }
+    }
+}
+
+impl std::str::FromStr for ApprovalDecision {
+    type Err = crate::Error;
+
+    /// Parses the exact spelling (`preApproved`, `ask`, `blocked`).
+    fn from_str(text: &str) -> crate::Result<Self> {
+        match text {
+            "preApproved" => Ok(ApprovalDecision::PreApproved),
+            "ask" => Ok(ApprovalDecision::Ask),
+            "blocked" => Ok(ApprovalDecision::Blocked),
+            other => Err(crate::Error::ConfigInvalid(format!(
+                "approval '{other}' is not one of preApproved, ask, blocked"
+            ))),
+        }
+    }
 }
 
 /// Approval settings of a toolset: a default for its tools and per-tool decisions.

@@ -7,6 +7,7 @@
 //! - [`fs`] holds the file tools (read, write, edit, patch, glob, grep, tree) built on it.
 //! - [`custom`] discovers, caches and runs executable tools (protocol and `tool.yaml`).
 //! - [`schema`] compiles JSON Schemas offline and reports violations with JSON pointers.
+//! - [`worker`] reads and checks worker files (YAML, or front matter + Markdown).
 //!
 //! The Node binding (`toolgate-node`) only converts types; every decision is made here.
 
@@ -20,6 +21,7 @@ pub mod exec;
 pub mod fs;
 mod path;
 pub mod schema;
+pub mod worker;
 
 pub use approval_config::{ApprovalConfig, ApprovalDecision};
 pub use error::{Error, Result};

@@ -7,6 +7,7 @@ mod error;
 mod exec;
 mod fs;
 mod path;
+mod worker;
 
 /// The runtime that runs every process's pipes, exit watch and timer. Processes are also
 /// started on it (not on the JavaScript thread, which `posix_spawn` would block until the child

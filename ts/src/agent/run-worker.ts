@@ -3,7 +3,9 @@ import { approvalOf, isBlocked } from '../approval.js';
 import { ToolgateError } from '../errors.js';
 import type { NamedTool } from '../named-tool.js';
 import { resolveModel } from '../models.js';
+import { modelIsCompatible } from '../models.js';
 import { AI_MAJOR } from './ai-version.js';
+import { runContext, type RunContext } from './run-context.js';
 import { ApprovalGate } from './approval-gate.js';
 import { ASK_QUESTION, loopBreakingTools, RESERVED_TOOL_NAMES, TASK_COMPLETION } from './loop-tools.js';
 import type {
@@ -17,6 +19,8 @@ import type {
 } from './types.js';
 
 export const DEFAULT_MAX_STEPS = 20;
+/** How deep workers may call workers (the top-level worker is depth 0). */
+export const MAX_WORKER_DEPTH = 5;
 
 type AnyTool = ToolSet[string];
 
@@ -41,12 +45,31 @@ function toolsByName(tools: ToolSet | readonly NamedTool[]): Map<string, AnyTool
  * executes the approved calls when the loop continues — every tool executes exactly once.
  */
 export async function runWorker(worker: RunnableWorker, input: string, options: RunWorkerOptions = {}): Promise<WorkerRunResult> {
-  const emit = (event: RunEvent) => options.onEvent?.(event);
-  const modelSpec = options.model ?? worker.model;
+  const parent = runContext.getStore();
+  // A called worker's events reach its caller's listener, marked with its name.
+  const emit = (event: RunEvent) => {
+    options.onEvent?.(event);
+    if (!options.onEvent) parent?.emit({ ...event, worker: event.worker ?? worker.name });
+  };
+  const depth = parent ? parent.depth + 1 : 0;
+  if (depth > MAX_WORKER_DEPTH) {
+    throw new ToolgateError(
+      'CONFIG_INVALID',
+      `workers are nested more than ${MAX_WORKER_DEPTH} deep: ${[...(parent?.chain ?? []), worker.name].join(' -> ')}`,
+    );
+  }
+  const forcedModel = options.model !== undefined || (parent?.forcedModel ?? false);
+  const modelSpec = options.model ?? (parent?.forcedModel ? parent.model : (worker.model ?? parent?.model));
   if (modelSpec === undefined) {
     throw new ToolgateError(
       'CONFIG_INVALID',
       `worker '${worker.name}' names no model; set 'model' in the worker file, pass --model, or set TOOLGATE_MODEL`,
+    );
+  }
+  if (typeof modelSpec === 'string' && worker.compatibleModels && !modelIsCompatible(worker.compatibleModels, modelSpec)) {
+    throw new ToolgateError(
+      'CONFIG_INVALID',
+      `model '${modelSpec}' is not one of the models worker '${worker.name}' is written for (compatible_models: ${worker.compatibleModels.join(', ')}); pick one of those`,
     );
   }
   const model: LanguageModel = typeof modelSpec === 'string' ? await resolveModel(modelSpec) : modelSpec;
@@ -55,7 +78,15 @@ export async function runWorker(worker: RunnableWorker, input: string, options: 
     throw new ToolgateError('CONFIG_INVALID', `maxSteps must be a whole number >= 1, got ${maxSteps}`);
   }
 
-  const gate = new ApprovalGate(options.onApproval, emit);
+  const gate = parent && !options.onApproval ? parent.gate : new ApprovalGate(options.onApproval, emit);
+  const context: RunContext = {
+    depth,
+    chain: [...(parent?.chain ?? []), worker.name],
+    gate,
+    model,
+    forcedModel,
+    emit,
+  };
   const records: ToolCallRecord[] = [];
   const original = toolsByName(worker.tools);
   const tools: ToolSet = {};
@@ -79,7 +110,7 @@ export async function runWorker(worker: RunnableWorker, input: string, options: 
 
   for (;;) {
     const stepsBefore = steps.length;
-    const result = await generateText({
+    const result = await runContext.run(context, () => generateText({
       model,
       tools,
       messages,
@@ -101,7 +132,7 @@ export async function runWorker(worker: RunnableWorker, input: string, options: 
         steps.push(record);
         emit({ type: 'step-end', step: record.step, text: record.text, finishReason: record.finishReason, toolCalls: record.toolCalls.length });
       },
-    } as Parameters<typeof generateText>[0]);
+    } as Parameters<typeof generateText>[0]));
     // ai 7 keeps only the final step in `response.messages` and offers every message the call
     // produced (including results of approved calls run before the first step) as `responseMessages`.
     messages.push(...((result as { responseMessages?: ModelMessage[] }).responseMessages ?? result.response.messages));
@@ -194,7 +225,15 @@ function instrument(name: string, tool: AnyTool, gate: ApprovalGate, records: To
       } catch (error) {
         record.durationMs = performance.now() - started;
         record.error = error instanceof Error ? error.message : String(error);
-        emit({ type: 'tool-error', toolCallId: options.toolCallId, toolName: name, error: record.error, durationMs: record.durationMs });
+        if (error instanceof ToolgateError) record.errorCode = error.code;
+        emit({
+          type: 'tool-error',
+          toolCallId: options.toolCallId,
+          toolName: name,
+          error: record.error,
+          ...(record.errorCode ? { errorCode: record.errorCode } : {}),
+          durationMs: record.durationMs,
+        });
         throw error;
       }
     },

@@ -11,6 +11,8 @@ export interface RunnableWorker {
   /** Tools already gated with `wrapWithDefaultApproval`; blocked ones are never offered. */
   tools: ToolSet | readonly NamedTool[];
   maxSteps?: number;
+  /** Model patterns (`*` wildcards) the worker is written for; a named model outside them is refused. */
+  compatibleModels?: readonly string[];
 }
 
 /** A tool call waiting for a human decision. */
@@ -37,7 +39,10 @@ export type ApprovalHandler = (request: ApprovalRequest) => ApprovalAnswer | Pro
 /** How a tool call came to run (or not). */
 export type CallDecision = 'preApproved' | 'approved' | 'always' | 'denied';
 
-export type RunEvent =
+/** Something that happened in a run. Events of a worker called by another carry its name in `worker`. */
+export type RunEvent = RunEventBody & { worker?: string };
+
+export type RunEventBody =
   | { type: 'step-start'; step: number }
   | { type: 'step-end'; step: number; text: string; finishReason: string; toolCalls: number }
   | { type: 'tool-call'; toolCallId: string; toolName: string; input: unknown; decision: CallDecision }
@@ -52,7 +57,7 @@ export type RunEvent =
       source: 'handler' | 'always' | 'no-handler';
     }
   | { type: 'tool-result'; toolCallId: string; toolName: string; output: unknown; durationMs: number }
-  | { type: 'tool-error'; toolCallId: string; toolName: string; error: string; durationMs: number }
+  | { type: 'tool-error'; toolCallId: string; toolName: string; error: string; errorCode?: string; durationMs: number }
   | { type: 'error'; error: unknown };
 
 export interface RunWorkerOptions {
@@ -78,6 +83,8 @@ export interface ToolCallRecord {
   durationMs: number;
   output?: unknown;
   error?: string;
+  /** The `ToolgateError` code of a failed call (`COMMAND_BLOCKED`, `PATH_OUTSIDE_ROOT`, …). */
+  errorCode?: string;
   /** The reason a denied call was refused. */
   reason?: string;
 }

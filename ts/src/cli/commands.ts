@@ -8,6 +8,12 @@ export interface CliCommand {
 
 export const COMMANDS: readonly CliCommand[] = [
   {
+    name: 'run',
+    usage: 'run <worker> [input]',
+    summary: 'Run a worker as an agent, asking for approvals in the terminal',
+    load: () => import('./run.js'),
+  },
+  {
     name: 'check',
     usage: 'check --rules <file> <command>',
     summary: 'Explain how shell rules decide a command (decision, rule, refusing layer)',

@@ -12,28 +12,29 @@ function short(value: unknown): string {
 /** Prints a run's progress as it happens (to stderr, so stdout keeps only the answer). */
 export function progressPrinter(stream: NodeJS.WritableStream = process.stderr): (event: RunEvent) => void {
   return (event) => {
+    const write = (line: string) => stream.write(event.worker ? `  [${event.worker}]${line}` : line);
     switch (event.type) {
       case 'step-start':
-        stream.write(`· step ${event.step}\n`);
+        write(`· step ${event.step}\n`);
         break;
       case 'tool-call':
-        stream.write(`  → ${event.toolName} ${short(event.input)} [${event.decision}]\n`);
+        write(`  → ${event.toolName} ${short(event.input)} [${event.decision}]\n`);
         break;
       case 'tool-result':
-        stream.write(`  ✓ ${event.toolName} ${Math.round(event.durationMs)} ms\n`);
+        write(`  ✓ ${event.toolName} ${Math.round(event.durationMs)} ms\n`);
         break;
       case 'tool-error':
-        stream.write(`  ✗ ${event.toolName} ${Math.round(event.durationMs)} ms: ${short(event.error)}\n`);
+        write(`  ✗ ${event.toolName} ${Math.round(event.durationMs)} ms: ${event.errorCode ? `${event.errorCode}: ` : ''}${short(event.error)}\n`);
         break;
       case 'approval-answered':
         if (event.source !== 'handler') {
-          stream.write(`  ${event.decision === 'denied' ? '✗' : '✓'} ${event.toolName} ${event.decision} (${event.source})\n`);
+          write(`  ${event.decision === 'denied' ? '✗' : '✓'} ${event.toolName} ${event.decision} (${event.source})\n`);
         } else if (event.decision === 'denied') {
-          stream.write(`  ✗ ${event.toolName} denied${event.reason ? `: ${event.reason}` : ''}\n`);
+          write(`  ✗ ${event.toolName} denied${event.reason ? `: ${event.reason}` : ''}\n`);
         }
         break;
       case 'error':
-        stream.write(`  ! ${short(event.error instanceof Error ? event.error.message : event.error)}\n`);
+        write(`  ! ${short(event.error instanceof Error ? event.error.message : event.error)}\n`);
         break;
       case 'approval-asked':
       case 'step-end':

@@ -1,6 +1,6 @@
 import { tool } from 'ai';
 import { z } from 'zod';
-import { type ApprovalConfig, wrapWithDefaultApproval } from '../approval.js';
+import { type ApprovalConfig, setApprovalScope, wrapWithDefaultApproval } from '../approval.js';
 import { callNative } from '../errors.js';
 import { named, type NamedTool } from '../named-tool.js';
 import { native } from '../native.js';
@@ -110,7 +110,12 @@ export function cliExecuteTool(options: CliExecuteOptions): CliExecuteTool {
     },
   });
   const cliExecute = { ...named('cli_execute', base), availability };
-  return wrapWithDefaultApproval(cliExecute as CliExecuteTool, options.approval ?? {});
+  // "always" for cli_execute covers the same binary and first argument (`git status …`).
+  const gated = wrapWithDefaultApproval(cliExecute as CliExecuteTool, options.approval ?? {});
+  return setApprovalScope(gated, (input) => {
+    const { binary, args } = input as CliExecuteInput;
+    return [binary, ...(args ?? []).slice(0, 1)].join(' ');
+  });
 }
 
 function describe(names: readonly string[], workDir: string, options: CliExecuteOptions): string {

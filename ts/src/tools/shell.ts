@@ -1,9 +1,10 @@
 import { tool } from 'ai';
 import { z } from 'zod';
-import { type ApprovalConfig, type ApprovalDecision, wrapWithDefaultApproval } from '../approval.js';
+import { setApprovalScope, type ApprovalConfig, type ApprovalDecision, wrapWithDefaultApproval } from '../approval.js';
 import { callNative } from '../errors.js';
 import { named, type NamedTool } from '../named-tool.js';
 import { native } from '../native.js';
+import { splitCommand } from './split-command.js';
 import { type CommandResult, DEFAULT_MAX_OUTPUT_BYTES, DEFAULT_TIMEOUT_MS, describeBytes, runCommand } from './run-command.js';
 
 /** A shell rule: `pattern` matches a command whose words start with the pattern's words. */
@@ -71,7 +72,18 @@ export function shellToolset(options: ShellToolsetOptions = {}): NamedTool<Shell
       return runCommand(handle, abortSignal);
     },
   });
-  return wrapWithDefaultApproval(named('shell', base), options.approval ?? {});
+  // "always" for a shell command covers the same program and first argument (`git status …`).
+  const gated = wrapWithDefaultApproval(named('shell', base), options.approval ?? {});
+  return setApprovalScope(gated, (input) => commandScope((input as ShellInput).command));
+}
+
+/** The program and first argument of a command, or the raw text when it does not split. */
+function commandScope(command: string): string {
+  try {
+    return splitCommand(command).slice(0, 2).join(' ');
+  } catch {
+    return command;
+  }
 }
 
 /** Reads a YAML shell block, or a worker file's `toolsets.shell`, into toolset options. */

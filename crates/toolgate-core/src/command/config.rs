@@ -8,50 +8,12 @@
 use std::path::{Path, PathBuf};
 
 use schemars::JsonSchema;
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 
 use crate::error::{Error, Result};
 
-/// A decision of the approval model: run, ask a human first, or refuse.
-///
-/// The order of the variants is their strictness: `PreApproved < Ask < Blocked`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Deserialize, JsonSchema)]
-#[serde(rename_all = "camelCase")]
-pub enum Approval {
-    /// Runs without asking.
-    PreApproved,
-    /// A human approves each call.
-    Ask,
-    /// Refused without asking.
-    Blocked,
-}
-
-impl Approval {
-    /// The spelling used in configuration files and in TypeScript.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Approval::PreApproved => "preApproved",
-            Approval::Ask => "ask",
-            Approval::Blocked => "blocked",
-        }
-    }
-}
-
-impl std::str::FromStr for Approval {
-    type Err = Error;
-
-    /// Parses the exact spelling (`preApproved`, `ask`, `blocked`).
-    fn from_str(text: &str) -> Result<Self> {
-        match text {
-            "preApproved" => Ok(Approval::PreApproved),
-            "ask" => Ok(Approval::Ask),
-            "blocked" => Ok(Approval::Blocked),
-            other => Err(Error::ConfigInvalid(format!(
-                "approval '{other}' is not one of preApproved, ask, blocked"
-            ))),
-        }
-    }
-}
+/// The approval decision of the shell rules: the one shared by every toolset.
+pub use crate::approval_config::ApprovalDecision as Approval;
 
 impl std::str::FromStr for OutputAction {
     type Err = Error;
@@ -69,7 +31,7 @@ impl std::str::FromStr for OutputAction {
 }
 
 /// The `cli_execute` block: run allowlisted binaries with argv arrays, never through a shell.
-#[derive(Debug, Clone, Default, Deserialize, JsonSchema)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct CliExecuteConfig {
     /// Bare program names looked up on PATH once, when the tool is built. Shells and
@@ -95,7 +57,7 @@ pub struct CliExecuteConfig {
 }
 
 /// Regex guardrails of `cli_execute`.
-#[derive(Debug, Clone, Default, Deserialize, JsonSchema)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Guardrails {
     /// Matched against `binary + " " + args.join(" ")`; a match refuses the call.
@@ -107,7 +69,7 @@ pub struct Guardrails {
 }
 
 /// One `deny_commands` entry.
-#[derive(Debug, Clone, Deserialize, JsonSchema)]
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct DenyCommand {
     /// A regular expression (Rust `regex` syntax).
@@ -118,7 +80,7 @@ pub struct DenyCommand {
 }
 
 /// One `deny_output` entry.
-#[derive(Debug, Clone, Deserialize, JsonSchema)]
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct DenyOutput {
     /// A regular expression (Rust `regex` syntax), matched against the raw output bytes.
@@ -130,7 +92,7 @@ pub struct DenyOutput {
 }
 
 /// What a `deny_output` match does.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, JsonSchema)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum OutputAction {
     /// Fail the call with `OUTPUT_BLOCKED`; the output is not returned.
@@ -141,7 +103,7 @@ pub enum OutputAction {
 }
 
 /// The `shell` block: command strings split without a shell, gated by rules.
-#[derive(Debug, Clone, Default, Deserialize, JsonSchema)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ShellConfig {
     /// Token-prefix rules; the longest matching pattern wins, equal lengths resolve to the
@@ -163,7 +125,7 @@ pub struct ShellConfig {
 }
 
 /// One shell rule: `git push` matches `git push origin main` but not `git pushx`.
-#[derive(Debug, Clone, PartialEq, Eq, Deserialize, JsonSchema)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ShellRule {
     /// Words, split like a command (POSIX quoting, no expansion).

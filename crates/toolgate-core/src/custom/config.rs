@@ -18,7 +18,9 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use schemars::JsonSchema;
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
+
+use crate::approval_config::ApprovalConfig;
 
 use super::check_tool_name;
 use super::discovery::{default_directories, DiscoveryOptions, ToolDirectory};
@@ -31,7 +33,7 @@ use crate::error::{Error, Result};
 pub const MAX_TIMEOUT: Duration = Duration::from_secs(24 * 60 * 60);
 
 /// Configuration of the executable tools toolset.
-#[derive(Debug, Clone, Default, PartialEq, Deserialize, JsonSchema)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ExecutablesConfig {
     /// Tool directories, highest precedence first. Without it: `./toolgate-tools` of the
@@ -52,27 +54,7 @@ pub struct ExecutablesConfig {
     pub env_passthrough: Vec<String>,
     /// Approval of the tools (default `ask`).
     #[serde(default)]
-    pub approval: Option<ApprovalSettings>,
-}
-
-/// What happens when a tool is called.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, JsonSchema)]
-#[serde(rename_all = "camelCase")]
-pub enum ApprovalDecision {
-    PreApproved,
-    Ask,
-    Blocked,
-}
-
-/// `{ default?, tools? }`: the decision for tools without an entry, and per-tool decisions
-/// (by tool name, with or without the `custom_tool_` prefix).
-#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
-pub struct ApprovalSettings {
-    #[serde(default)]
-    pub default: Option<ApprovalDecision>,
-    #[serde(default)]
-    pub tools: BTreeMap<String, ApprovalDecision>,
+    pub approval: Option<ApprovalConfig>,
 }
 
 impl ExecutablesConfig {
@@ -134,6 +116,7 @@ fn timeout(key: &str, seconds: u64) -> Result<Duration> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::approval_config::ApprovalDecision;
 
     fn parse(yaml: &str) -> std::result::Result<ExecutablesConfig, String> {
         serde_yaml::from_str(yaml).map_err(|err| err.to_string())

@@ -1,0 +1,482 @@
+//! Worker files: `*.yaml` / `*.yml`, or `*.worker` (YAML front matter between `---` lines, then a
+//! Markdown body that becomes the instructions).
+//!
+//! Parsing is strict: unknown keys, wrong types and bad values are `CONFIG_INVALID` errors that
+//! give the file, the line and the column. Relative paths resolve against the worker file's
+//! directory. A few keys written for golem-forge are accepted without being acted on; they
+//! produce warnings, never silence.
+
+use std::path::{Path, PathBuf};
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+use crate::approval_config::ApprovalConfig;
+use crate::command::config::{CliExecuteConfig, ShellConfig};
+use crate::custom::config::ExecutablesConfig;
+use crate::error::{Error, Result};
+use crate::fs::config::{CodeAgentConfig, FilesystemConfig};
+use crate::path::PathValidator;
+
+/// How deep workers may call workers (the top-level worker is depth 0).
+pub const MAX_WORKER_DEPTH: usize = 5;
+
+/// A worker file as written. Its JSON Schema (`schemas/worker.schema.json`) is generated from
+/// this type, so editors validate and complete worker files.
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+#[schemars(title = "toolgate worker file")]
+pub struct WorkerFile {
+    /// The worker's name; it is also the tool name when another worker calls it.
+    pub name: String,
+    /// What the worker does (shown to a calling worker's model).
+    #[serde(default)]
+    pub description: Option<String>,
+    /// `provider:model`, e.g. `openai:gpt-4o-mini`; `--model` and `TOOLGATE_MODEL` override it.
+    #[serde(default)]
+    pub model: Option<String>,
+    /// The system prompt. In a `.worker` file the Markdown body is the instructions.
+    #[serde(default)]
+    pub instructions: Option<String>,
+    /// `single` (one task, one answer). `chat` is accepted for golem-forge files but runs as
+    /// `single`, with a warning.
+    #[serde(default)]
+    pub mode: Option<WorkerMode>,
+    /// Model patterns (`*` matches anything) the worker is written for; another model is refused.
+    #[serde(default)]
+    pub compatible_models: Vec<String>,
+    /// Model steps per run (default 20).
+    #[serde(default)]
+    #[schemars(range(min = 1))]
+    pub max_steps: Option<u32>,
+    /// Approval for every tool of the worker, on top of each toolset's own.
+    #[serde(default)]
+    pub approval: Option<ApprovalConfig>,
+    /// The work directory of the file and command toolsets.
+    #[serde(default)]
+    pub sandbox: Option<SandboxConfig>,
+    /// The toolsets the worker gets.
+    #[serde(default)]
+    pub toolsets: ToolsetsConfig,
+}
+
+/// How a worker converses.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum WorkerMode {
+    Single,
+    Chat,
+}
+
+/// `sandbox`: where the worker's file and command toolsets operate.
+#[derive(Debug, Clone, Default, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct SandboxConfig {
+    /// The work directory (default: the worker file's directory).
+    #[serde(default)]
+    pub root: Option<PathBuf>,
+    /// File toolsets may not write or delete.
+    #[serde(default)]
+    pub readonly: bool,
+    /// Narrows the root to a directory inside it (golem-forge: `restrict: /src`).
+    #[serde(default)]
+    pub restrict: Option<String>,
+    /// golem-forge zones: accepted, not acted on (warning).
+    #[serde(default)]
+    pub zones: Option<serde_json::Value>,
+    /// golem-forge path mounts: accepted, not acted on (warning).
+    #[serde(default)]
+    pub paths: Option<serde_json::Value>,
+}
+
+/// `toolsets`: each key turns on one toolset.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ToolsetsConfig {
+    /// `read_file`, `write_file`, `list_files`, `delete_file`, `file_exists`, `file_info`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub filesystem: Option<FilesystemConfig>,
+    /// `file_read`, `file_write`, `file_edit`, `file_patch`, `glob_search`, `grep_search`,
+    /// `directory_tree`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub code_agent: Option<CodeAgentConfig>,
+    /// `shell`: command strings, no shell, approval rules.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub shell: Option<ShellConfig>,
+    /// `cli_execute`: allowlisted binaries with argv arrays.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cli_execute: Option<CliExecuteConfig>,
+    /// Tools from a `tools.ts` (or JS) module.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub custom: Option<CustomConfig>,
+    /// Executable tools from directories (`custom_tool_<name>`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub executables: Option<ExecutablesConfig>,
+    /// Other workers, each callable as a tool.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub workers: Option<WorkersConfig>,
+}
+
+/// `toolsets.custom`: a tools module.
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct CustomConfig {
+    /// Path of the module (`./tools.ts`), relative to the worker file.
+    pub module: PathBuf,
+    /// Only these exports become tools (default: every tool-shaped export).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tools: Option<Vec<String>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub approval: Option<ApprovalConfig>,
+}
+
+/// `toolsets.workers`: workers this worker may call.
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct WorkersConfig {
+    /// Worker files (relative paths), or bare names looked up next to the worker file and in
+    /// its `workers/` directory (`<name>.worker`, `<name>.yaml`, `<name>/index.worker`, …).
+    pub allowed_workers: Vec<String>,
+    /// Approval of the worker tools (default `ask`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub approval: Option<ApprovalConfig>,
+}
+
+/// A worker file read, checked and resolved: absolute paths, instructions in place.
+#[derive(Debug, Clone, Serialize)]
+pub struct Worker {
+    pub name: String,
+    pub description: Option<String>,
+    pub model: Option<String>,
+    pub instructions: String,
+    pub compatible_models: Vec<String>,
+    pub max_steps: Option<u32>,
+    pub approval: Option<ApprovalConfig>,
+    /// The canonical worker file.
+    pub path: PathBuf,
+    /// The work directory: sandbox root (and restriction), canonical.
+    pub work_dir: PathBuf,
+    pub readonly: bool,
+    /// Toolset blocks with every relative path made absolute.
+    pub toolsets: ToolsetsConfig,
+    /// The allowed workers as canonical file paths, in the order given.
+    pub allowed_worker_paths: Vec<PathBuf>,
+    /// Keys accepted but not acted on, and other things the user should know.
+    pub warnings: Vec<String>,
+}
+
+/// Options that override what the file says.
+#[derive(Debug, Clone, Default)]
+pub struct LoadOptions {
+    /// Replaces the sandbox root (the CLI's `--work-dir`, or the caller's work directory for a
+    /// worker called by another: called workers inherit the caller's sandbox and may only
+    /// narrow it with `restrict`).
+    pub work_dir: Option<PathBuf>,
+    /// Makes the sandbox read-only whatever the file says (inherited from a read-only caller).
+    pub readonly: bool,
+}
+
+/// Reads, parses and resolves a worker file.
+pub fn load_worker(path: impl AsRef<Path>, options: &LoadOptions) -> Result<Worker> {
+    let given = path.as_ref();
+    let path = std::fs::canonicalize(given).map_err(|err| {
+        Error::ConfigInvalid(format!(
+            "worker file '{}' cannot be read: {err}",
+            given.display()
+        ))
+    })?;
+    let text = std::fs::read_to_string(&path).map_err(|err| {
+        Error::ConfigInvalid(format!(
+            "worker file '{}' cannot be read: {err}",
+            path.display()
+        ))
+    })?;
+    parse_worker(&text, &path, options)
+}
+
+/// Parses worker `text` that was read from `path` (an absolute path; its extension selects the
+/// format and its directory anchors relative paths).
+pub fn parse_worker(text: &str, path: &Path, options: &LoadOptions) -> Result<Worker> {
+    let source = path.display().to_string();
+    let (yaml, body, line_offset) = split_document(text, path)?;
+    let file: WorkerFile = serde_yaml::from_str(yaml).map_err(|err| {
+        let place = err
+            .location()
+            .map(|at| format!("{}:{}", at.line() + line_offset, at.column()))
+            .unwrap_or_else(|| "?".into());
+        Error::ConfigInvalid(format!(
+            "{source}:{place}: {}; see schemas/worker.schema.json for the accepted shape",
+            clean_serde_message(&err.to_string())
+        ))
+    })?;
+    resolve(file, body, path, options)
+}
+
+/// Splits a `.worker` file into front matter and body; other files are all YAML. Returns the
+/// YAML, the body, and how many lines precede the YAML (for error positions).
+fn split_document<'a>(text: &'a str, path: &Path) -> Result<(&'a str, Option<&'a str>, usize)> {
+    let is_front_matter_file = path.extension().is_some_and(|ext| ext == "worker");
+    if !is_front_matter_file {
+        return Ok((text, None, 0));
+    }
+    let text = text.strip_prefix('\u{feff}').unwrap_or(text);
+    let after_open = text
+        .strip_prefix("---\n")
+        .or_else(|| text.strip_prefix("---\r\n"))
+        .ok_or_else(|| {
+            Error::ConfigInvalid(format!(
+                "{}:1:1: a .worker file starts with a '---' line, then YAML front matter, then '---' and the instructions in Markdown",
+                path.display()
+            ))
+        })?;
+    let mut offset = 0;
+    for line in after_open.split_inclusive('\n') {
+        if line.trim_end() == "---" {
+            let yaml = &after_open[..offset];
+            let body = &after_open[offset + line.len()..];
+            return Ok((yaml, Some(body), 1));
+        }
+        offset += line.len();
+    }
+    Err(Error::ConfigInvalid(format!(
+        "{}: the front matter is not closed; add a line with '---' after the YAML",
+        path.display()
+    )))
+}
+
+/// serde_yaml appends " at line L column C" itself; the message already leads with the place.
+fn clean_serde_message(message: &str) -> String {
+    match message.rfind(" at line ") {
+        Some(index) => message[..index].to_string(),
+        None => message.to_string(),
+    }
+}
+
+fn resolve(
+    file: WorkerFile,
+    body: Option<&str>,
+    path: &Path,
+    options: &LoadOptions,
+) -> Result<Worker> {
+    let source = path.display().to_string();
+    let dir = path.parent().unwrap_or(Path::new("/")).to_path_buf();
+    let invalid = |message: String| Error::ConfigInvalid(format!("{source}: {message}"));
+    let mut warnings = Vec::new();
+
+    if file.name.trim().is_empty() {
+        return Err(invalid("'name' is empty; give the worker a name".into()));
+    }
+    if !file
+        .name
+        .chars()
+        .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
+    {
+        return Err(invalid(format!(
+            "name '{}' may only contain letters, digits, '_' and '-' (it becomes a tool name)",
+            file.name
+        )));
+    }
+    let body = body.map(str::trim).filter(|text| !text.is_empty());
+    let instructions = match (file.instructions, body) {
+        (Some(_), Some(_)) => {
+            return Err(invalid(
+                "instructions are given twice, as the 'instructions' key and as the Markdown body; keep one".into(),
+            ))
+        }
+        (Some(text), None) => text,
+        (None, Some(text)) => text.to_string(),
+        (None, None) => String::new(),
+    };
+    if file.mode == Some(WorkerMode::Chat) {
+        warnings.push(
+            "mode 'chat' is not supported; the worker runs single-shot (one task, one answer)"
+                .into(),
+        );
+    }
+    if file.max_steps == Some(0) {
+        return Err(invalid("max_steps must be at least 1".into()));
+    }
+
+    let sandbox = file.sandbox.unwrap_or_default();
+    if sandbox.zones.is_some() {
+        warnings.push("sandbox.zones is accepted for golem-forge files but not acted on: the file toolsets see the whole work directory".into());
+    }
+    if sandbox.paths.is_some() {
+        warnings.push("sandbox.paths is accepted for golem-forge files but not acted on: the file toolsets see the whole work directory".into());
+    }
+    let root = match (&options.work_dir, &sandbox.root) {
+        (Some(dir_override), _) => dir_override.clone(),
+        (None, Some(root)) => dir.join(root),
+        (None, None) => dir.clone(),
+    };
+    let root = PathValidator::new(&root).map_err(|err| invalid(format!("sandbox root: {err}")))?;
+    let work_dir = match &sandbox.restrict {
+        Some(restrict) => {
+            let inside = root
+                .resolve(restrict.trim_start_matches('/'))
+                .map_err(|err| invalid(format!("sandbox.restrict: {err}")))?;
+            if !inside.is_dir() {
+                return Err(invalid(format!(
+                    "sandbox.restrict '{restrict}' is not a directory inside '{}'",
+                    root.root().display()
+                )));
+            }
+            inside
+        }
+        None => root.root().to_path_buf(),
+    };
+
+    let mut toolsets = file.toolsets;
+    if let Some(custom) = &mut toolsets.custom {
+        custom.module = dir.join(&custom.module);
+    }
+    if let Some(executables) = &mut toolsets.executables {
+        if let Some(dirs) = &mut executables.dirs {
+            for entry in dirs.iter_mut() {
+                *entry = dir.join(&*entry);
+            }
+        }
+    }
+    if let Some(cli) = &mut toolsets.cli_execute {
+        for read_root in cli.read_roots.iter_mut() {
+            *read_root = dir.join(&*read_root);
+        }
+    }
+    if (sandbox.readonly || options.readonly)
+        && (toolsets.shell.is_some() || toolsets.cli_execute.is_some())
+    {
+        warnings.push("sandbox.readonly keeps the file toolsets from writing, but programs run by shell or cli_execute can still write; gate them with approval rules".into());
+    }
+    let allowed_worker_paths = match &toolsets.workers {
+        Some(workers) => workers
+            .allowed_workers
+            .iter()
+            .map(|entry| find_worker(&dir, entry).map_err(invalid))
+            .collect::<Result<Vec<_>>>()?,
+        None => Vec::new(),
+    };
+
+    Ok(Worker {
+        name: file.name,
+        description: file.description,
+        model: file.model,
+        instructions,
+        compatible_models: file.compatible_models,
+        max_steps: file.max_steps,
+        approval: file.approval,
+        path: path.to_path_buf(),
+        work_dir,
+        readonly: sandbox.readonly || options.readonly,
+        toolsets,
+        allowed_worker_paths,
+        warnings,
+    })
+}
+
+/// Finds an allowed worker: a path (relative to `dir`), or a bare name looked up next to the
+/// worker file and in its `workers/` directory.
+fn find_worker(dir: &Path, entry: &str) -> std::result::Result<PathBuf, String> {
+    let is_path = entry.contains('/')
+        || [".worker", ".yaml", ".yml"]
+            .iter()
+            .any(|ext| entry.ends_with(ext));
+    let candidates: Vec<PathBuf> = if is_path {
+        vec![dir.join(entry)]
+    } else {
+        let mut list = Vec::new();
+        for base in [dir.to_path_buf(), dir.join("workers")] {
+            for ext in ["worker", "yaml", "yml"] {
+                list.push(base.join(format!("{entry}.{ext}")));
+            }
+            list.push(base.join(entry).join("index.worker"));
+            list.push(base.join(entry).join("main.worker"));
+        }
+        list
+    };
+    for candidate in &candidates {
+        if candidate.is_file() {
+            return std::fs::canonicalize(candidate).map_err(|err| err.to_string());
+        }
+    }
+    let tried: Vec<String> = candidates.iter().map(|p| p.display().to_string()).collect();
+    Err(format!(
+        "allowed worker '{entry}' was not found; looked for {}",
+        tried.join(", ")
+    ))
+}
+
+/// Checks the delegation graph below `worker`: every allowed worker (transitively) must load,
+/// no worker may reach itself again (a cycle), and no chain may be deeper than
+/// [`MAX_WORKER_DEPTH`]. Errors name the whole chain.
+pub fn check_delegation(worker: &Worker) -> Result<()> {
+    let mut chain = vec![worker.path.clone()];
+    walk_delegation(worker, &mut chain)
+}
+
+fn walk_delegation(worker: &Worker, chain: &mut Vec<PathBuf>) -> Result<()> {
+    for child_path in &worker.allowed_worker_paths {
+        let describe = |chain: &[PathBuf], last: &Path| {
+            chain
+                .iter()
+                .map(|p| p.display().to_string())
+                .chain(std::iter::once(last.display().to_string()))
+                .collect::<Vec<_>>()
+                .join(" -> ")
+        };
+        if chain.contains(child_path) {
+            return Err(Error::ConfigInvalid(format!(
+                "workers call each other in a cycle: {}; remove one of the allowed_workers entries",
+                describe(chain, child_path)
+            )));
+        }
+        if chain.len() > MAX_WORKER_DEPTH {
+            return Err(Error::ConfigInvalid(format!(
+                "workers are nested more than {MAX_WORKER_DEPTH} deep: {}",
+                describe(chain, child_path)
+            )));
+        }
+        let child = load_worker(child_path, &LoadOptions::default())?;
+        chain.push(child_path.clone());
+        walk_delegation(&child, chain)?;
+        chain.pop();
+    }
+    Ok(())
+}
+
+/// Whether `model` (`provider:model`) matches one of `patterns` (`*` matches any text). An empty
+/// list allows every model.
+pub fn model_is_compatible(patterns: &[String], model: &str) -> bool {
+    patterns.is_empty()
+        || patterns
+            .iter()
+            .any(|pattern| wildcard_match(pattern, model))
+}
+
+fn wildcard_match(pattern: &str, text: &str) -> bool {
+    let parts: Vec<&str> = pattern.split('*').collect();
+    let (first, rest) = parts.split_first().expect("split yields at least one part");
+    let Some(mut remaining) = text.strip_prefix(first) else {
+        return false;
+    };
+    let Some((last, middle)) = rest.split_last() else {
+        return remaining.is_empty();
+    };
+    for part in middle {
+        match remaining.find(part) {
+            Some(index) => remaining = &remaining[index + part.len()..],
+            None => return false,
+        }
+    }
+    remaining.ends_with(last)
+}
+
+/// The JSON Schema of worker files, generated from [`WorkerFile`].
+pub fn worker_json_schema() -> String {
+    let schema = schemars::schema_for!(WorkerFile);
+    let mut text = serde_json::to_string_pretty(&schema).expect("a schema serialises");
+    text.push('\n');
+    text
+}
+
+#[cfg(test)]
+mod tests;

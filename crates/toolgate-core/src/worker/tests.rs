@@ -1,0 +1,391 @@
+use super::*;
+
+struct Dir {
+    _temp: tempfile::TempDir,
+    path: PathBuf,
+}
+
+fn dir() -> Dir {
+    let temp = tempfile::tempdir().unwrap();
+    let path = std::fs::canonicalize(temp.path()).unwrap();
+    Dir { _temp: temp, path }
+}
+
+fn write(dir: &Path, name: &str, text: &str) -> PathBuf {
+    let path = dir.join(name);
+    if let Some(parent) = path.parent() {
+        std::fs::create_dir_all(parent).unwrap();
+    }
+    std::fs::write(&path, text).unwrap();
+    path
+}
+
+fn load(path: &Path) -> Result<Worker> {
+    load_worker(path, &LoadOptions::default())
+}
+
+fn config_error(result: Result<Worker>) -> String {
+    match result {
+        Err(err) => {
+            assert_eq!(err.code(), "CONFIG_INVALID", "{err}");
+            err.to_string()
+        }
+        Ok(worker) => panic!("expected CONFIG_INVALID, got worker {}", worker.name),
+    }
+}
+
+#[test]
+fn a_yaml_worker_resolves_paths_against_its_directory() {
+    let d = dir();
+    std::fs::create_dir(d.path.join("tools")).unwrap();
+    let path = write(
+        &d.path,
+        "worker.yaml",
+        "name: helper\nmodel: openai:gpt-4o-mini\ninstructions: |\n  Be brief.\nmax_steps: 7\n\
+         toolsets:\n  custom:\n    module: ./tools.ts\n    tools: [add]\n  executables:\n    dirs: [./tools]\n\
+         \x20 cli_execute:\n    allowed_binaries: [git]\n    read_roots: [./docs]\n",
+    );
+    let worker = load(&path).unwrap();
+    assert_eq!(worker.name, "helper");
+    assert_eq!(worker.model.as_deref(), Some("openai:gpt-4o-mini"));
+    assert_eq!(worker.instructions, "Be brief.\n");
+    assert_eq!(worker.max_steps, Some(7));
+    assert_eq!(worker.work_dir, d.path);
+    assert_eq!(worker.path, path);
+    let toolsets = &worker.toolsets;
+    assert_eq!(
+        toolsets.custom.as_ref().unwrap().module,
+        d.path.join("./tools.ts")
+    );
+    assert_eq!(
+        toolsets
+            .executables
+            .as_ref()
+            .unwrap()
+            .dirs
+            .as_ref()
+            .unwrap()[0],
+        d.path.join("./tools")
+    );
+    assert_eq!(
+        toolsets.cli_execute.as_ref().unwrap().read_roots[0],
+        d.path.join("./docs")
+    );
+    assert!(worker.warnings.is_empty());
+}
+
+#[test]
+fn a_worker_file_takes_its_instructions_from_the_markdown_body() {
+    let d = dir();
+    let path = write(
+        &d.path,
+        "notes.worker",
+        "---\nname: note_taker\ndescription: Saves notes\ntoolsets:\n  filesystem: {}\n---\n\nYou keep notes.\n\n- one per line\n",
+    );
+    let worker = load(&path).unwrap();
+    assert_eq!(worker.instructions, "You keep notes.\n\n- one per line");
+    assert_eq!(worker.description.as_deref(), Some("Saves notes"));
+    assert!(worker.toolsets.filesystem.is_some());
+}
+
+#[test]
+fn unknown_keys_name_the_file_line_and_column_and_the_expected_keys() {
+    let d = dir();
+    let path = write(
+        &d.path,
+        "w.yaml",
+        "name: w\ntoolsets:\n  shell:\n    rulez: []\n",
+    );
+    let message = config_error(load(&path));
+    assert!(
+        message.contains(&format!("{}:4:5", path.display())),
+        "{message}"
+    );
+    assert!(message.contains("unknown field `rulez`"), "{message}");
+    assert!(message.contains("rules"), "{message}");
+
+    let path = write(&d.path, "w2.yaml", "name: w\ncolour: blue\n");
+    let message = config_error(load(&path));
+    assert!(message.contains(":2:1"), "{message}");
+    assert!(message.contains("expected one of"), "{message}");
+}
+
+#[test]
+fn positions_in_worker_files_count_the_opening_line() {
+    let d = dir();
+    let path = write(
+        &d.path,
+        "w.worker",
+        "---\nname: w\nmax_steps: many\n---\nbody\n",
+    );
+    let message = config_error(load(&path));
+    assert!(
+        message.contains(&format!("{}:3:", path.display())),
+        "{message}"
+    );
+    assert!(message.contains("invalid type"), "{message}");
+}
+
+#[test]
+fn malformed_documents_say_how_to_fix_them() {
+    let d = dir();
+    let message = config_error(load(&write(&d.path, "a.worker", "name: w\n")));
+    assert!(message.contains("starts with a '---' line"), "{message}");
+    let message = config_error(load(&write(&d.path, "b.worker", "---\nname: w\n")));
+    assert!(message.contains("not closed"), "{message}");
+    let message = config_error(load(&write(&d.path, "c.yaml", "name: [unclosed\n")));
+    assert!(message.contains("c.yaml:"), "{message}");
+    let message = config_error(load(&write(&d.path, "d.yaml", "description: no name\n")));
+    assert!(message.contains("missing field `name`"), "{message}");
+    let message = config_error(load(&write(
+        &d.path,
+        "e.worker",
+        "---\nname: w\ninstructions: hi\n---\nalso hi\n",
+    )));
+    assert!(message.contains("given twice"), "{message}");
+    let message = config_error(load(&write(&d.path, "f.yaml", "name: 'has space'\n")));
+    assert!(message.contains("letters, digits"), "{message}");
+    let message = config_error(load(&d.path.join("missing.yaml")));
+    assert!(message.contains("missing.yaml"), "{message}");
+    let message = config_error(load(&write(
+        &d.path,
+        "g.yaml",
+        "name: w\napproval: { default: sometimes }\n",
+    )));
+    assert!(message.contains("sometimes"), "{message}");
+}
+
+#[test]
+fn golem_forge_files_load_and_unsupported_keys_warn() {
+    let d = dir();
+    write(
+        &d.path,
+        "workers/greeter.worker",
+        "---\nname: greeter\n---\nSay hello.\n",
+    );
+    let path = write(
+        &d.path,
+        "index.worker",
+        "---\nname: orchestrator\ndescription: Delegates\nmode: chat\ncompatible_models: [\"anthropic:claude-*\"]\n\
+         sandbox:\n  zones:\n    - name: scratch\n      mode: rw\ntoolsets:\n  filesystem: {}\n  workers:\n    allowed_workers:\n      - greeter\n---\nYou orchestrate.\n",
+    );
+    let worker = load(&path).unwrap();
+    assert_eq!(
+        worker.allowed_worker_paths,
+        vec![d.path.join("workers/greeter.worker")]
+    );
+    assert_eq!(
+        worker.compatible_models,
+        vec!["anthropic:claude-*".to_string()]
+    );
+    assert_eq!(worker.warnings.len(), 2, "{:?}", worker.warnings);
+    assert!(worker.warnings.iter().any(|w| w.contains("sandbox.zones")));
+    assert!(worker.warnings.iter().any(|w| w.contains("chat")));
+}
+
+#[test]
+fn allowed_workers_are_found_by_path_or_name_or_reported() {
+    let d = dir();
+    write(&d.path, "helpers/a.yaml", "name: a\n");
+    write(&d.path, "b/index.worker", "---\nname: b\n---\n");
+    let path = write(
+        &d.path,
+        "main.yaml",
+        "name: main\ntoolsets:\n  workers:\n    allowed_workers: [helpers/a.yaml, b]\n",
+    );
+    let worker = load(&path).unwrap();
+    assert_eq!(
+        worker.allowed_worker_paths,
+        vec![d.path.join("helpers/a.yaml"), d.path.join("b/index.worker")]
+    );
+    let path = write(
+        &d.path,
+        "bad.yaml",
+        "name: bad\ntoolsets:\n  workers:\n    allowed_workers: [ghost]\n",
+    );
+    let message = config_error(load(&path));
+    assert!(message.contains("'ghost' was not found"), "{message}");
+    assert!(message.contains("ghost.worker"), "{message}");
+}
+
+#[test]
+fn the_sandbox_sets_the_work_directory_and_cannot_escape_it() {
+    let d = dir();
+    std::fs::create_dir_all(d.path.join("project/src")).unwrap();
+    let path = write(
+        &d.path,
+        "w.yaml",
+        "name: w\nsandbox: { root: ./project, restrict: /src, readonly: true }\ntoolsets:\n  shell: {}\n",
+    );
+    let worker = load(&path).unwrap();
+    assert_eq!(worker.work_dir, d.path.join("project/src"));
+    assert!(worker.readonly);
+    assert!(worker.warnings.iter().any(|w| w.contains("readonly")));
+
+    let path = write(
+        &d.path,
+        "x.yaml",
+        "name: x\nsandbox: { root: ./project, restrict: ../.. }\n",
+    );
+    let message = config_error(load(&path));
+    assert!(
+        message.contains("PATH_OUTSIDE_ROOT") || message.contains("outside"),
+        "{message}"
+    );
+
+    let path = write(&d.path, "y.yaml", "name: y\nsandbox: { root: ./nowhere }\n");
+    assert!(config_error(load(&path)).contains("nowhere"));
+
+    let elsewhere = d.path.join("project");
+    let worker = load_worker(
+        write(&d.path, "z.yaml", "name: z\n"),
+        &LoadOptions {
+            work_dir: Some(elsewhere.clone()),
+            readonly: true,
+        },
+    )
+    .unwrap();
+    assert_eq!(worker.work_dir, elsewhere);
+    assert!(
+        worker.readonly,
+        "a read-only caller makes the called worker read-only"
+    );
+}
+
+#[test]
+fn compatible_models_use_star_patterns() {
+    let patterns = vec![
+        "anthropic:claude-sonnet-4-*".to_string(),
+        "openai:gpt-4o*".to_string(),
+    ];
+    assert!(model_is_compatible(
+        &patterns,
+        "anthropic:claude-sonnet-4-5"
+    ));
+    assert!(model_is_compatible(&patterns, "openai:gpt-4o"));
+    assert!(model_is_compatible(&patterns, "openai:gpt-4o-mini"));
+    assert!(!model_is_compatible(&patterns, "openai:gpt-3.5-turbo"));
+    assert!(!model_is_compatible(
+        &patterns,
+        "xanthropic:claude-sonnet-4-5"
+    ));
+    assert!(model_is_compatible(&[], "anything:at-all"));
+    assert!(model_is_compatible(&["*".to_string()], "a:b"));
+    assert!(model_is_compatible(&["a:*-x-*".to_string()], "a:1-x-2"));
+    assert!(!model_is_compatible(&["a:*-x-*".to_string()], "a:1-y-2"));
+}
+
+#[test]
+fn the_published_schema_is_up_to_date() {
+    let published = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../schemas/worker.schema.json");
+    let text = std::fs::read_to_string(&published).unwrap_or_default();
+    assert!(
+        text == worker_json_schema(),
+        "schemas/worker.schema.json is stale; regenerate it with `cargo run -p toolgate-core --example worker_schema > schemas/worker.schema.json`"
+    );
+}
+
+#[test]
+fn delegation_cycles_and_depth_are_refused_with_the_chain() {
+    let d = dir();
+    write(
+        &d.path,
+        "a.yaml",
+        "name: a\ntoolsets:\n  workers:\n    allowed_workers: [b]\n",
+    );
+    write(
+        &d.path,
+        "b.yaml",
+        "name: b\ntoolsets:\n  workers:\n    allowed_workers: [a]\n",
+    );
+    let a = load(&d.path.join("a.yaml")).unwrap();
+    let message = check_delegation(&a).unwrap_err().to_string();
+    assert!(message.contains("cycle"), "{message}");
+    assert!(
+        message.contains("a.yaml -> ") && message.contains("b.yaml -> "),
+        "{message}"
+    );
+
+    for level in 0..7 {
+        let next = if level < 6 {
+            format!(
+                "toolsets:\n  workers:\n    allowed_workers: [l{}]\n",
+                level + 1
+            )
+        } else {
+            String::new()
+        };
+        write(
+            &d.path,
+            &format!("l{level}.yaml"),
+            &format!("name: l{level}\n{next}"),
+        );
+    }
+    let top = load(&d.path.join("l0.yaml")).unwrap();
+    let message = check_delegation(&top).unwrap_err().to_string();
+    assert!(message.contains("more than 5 deep"), "{message}");
+    let fine = load(&d.path.join("l1.yaml")).unwrap();
+    check_delegation(&fine).unwrap();
+}
+
+/// The front matter (or whole YAML) of a worker file as JSON, for schema validation.
+fn worker_yaml_as_json(path: &Path) -> serde_json::Value {
+    let text = std::fs::read_to_string(path).unwrap();
+    let (yaml, _, _) = split_document(&text, path).unwrap();
+    serde_yaml::from_str(yaml).unwrap()
+}
+
+fn example_worker_files() -> Vec<PathBuf> {
+    let examples = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples");
+    let mut found = Vec::new();
+    let mut pending = vec![examples];
+    while let Some(dir) = pending.pop() {
+        for entry in std::fs::read_dir(&dir).unwrap() {
+            let path = entry.unwrap().path();
+            let name = path.file_name().unwrap().to_string_lossy().to_string();
+            if path.is_dir() {
+                pending.push(path);
+            } else if name.ends_with(".worker") || name == "worker.yaml" {
+                found.push(std::fs::canonicalize(path).unwrap());
+            }
+        }
+    }
+    found.sort();
+    found
+}
+
+#[test]
+fn the_schema_and_the_parser_agree_on_the_examples_and_on_mistakes() {
+    let schema =
+        crate::schema::InputSchema::compile(&serde_json::from_str(&worker_json_schema()).unwrap())
+            .unwrap();
+    let examples = example_worker_files();
+    assert!(examples.len() >= 3, "examples found: {examples:?}");
+    for path in &examples {
+        load(path).unwrap_or_else(|err| panic!("{}: {err}", path.display()));
+        let violations = schema.violations(&worker_yaml_as_json(path));
+        assert!(violations.is_empty(), "{}: {violations:?}", path.display());
+    }
+
+    let d = dir();
+    for (name, text) in [
+        ("unknown-key.yaml", "name: w\ncolour: blue\n"),
+        ("bad-type.yaml", "name: w\nmax_steps: many\n"),
+        (
+            "bad-decision.yaml",
+            "name: w\napproval: { default: sometimes }\n",
+        ),
+        (
+            "bad-toolset.yaml",
+            "name: w\ntoolsets:\n  shell:\n    rulez: []\n",
+        ),
+        ("no-name.yaml", "description: nameless\n"),
+    ] {
+        let path = write(&d.path, name, text);
+        config_error(load(&path));
+        assert!(
+            !schema.violations(&worker_yaml_as_json(&path)).is_empty(),
+            "the schema accepts {name}, which the parser refuses"
+        );
+    }
+}

@@ -1,0 +1,120 @@
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { runWorker } from '../ts/src/agent.js';
+import { loadWorker, workerJsonSchema } from '../ts/src/worker.js';
+import { tempDir } from './helpers/fs.js';
+import { scriptedModel } from './helpers/mock-model.js';
+
+const ROOT = join(import.meta.dirname, '..');
+
+function workerFile(dir: string, name: string, text: string): string {
+  const path = join(dir, name);
+  mkdirSync(join(path, '..'), { recursive: true });
+  writeFileSync(path, text);
+  return path;
+}
+
+describe('loadWorker', () => {
+  it('builds the quickstart worker with every toolset and its approvals', async () => {
+    const worker = await loadWorker(join(ROOT, 'examples/quickstart/worker.yaml'), { workDir: tempDir() });
+    expect(worker.name).toBe('quickstart');
+    expect(worker.model).toBe('openai:gpt-4o-mini');
+    expect(worker.maxSteps).toBe(12);
+    expect(Object.keys(worker.tools).sort()).toEqual(
+      expect.arrayContaining(['calculateFibonacci', 'convert_temperature', 'custom_tool_word_stats', 'read_file', 'write_file', 'shell']),
+    );
+    expect(worker.toolApproval.calculateFibonacci).toEqual({ decision: 'preApproved', dynamic: false });
+    expect(worker.toolApproval.write_file?.decision).toBe('ask');
+    expect(worker.toolApproval.custom_tool_word_stats?.decision).toBe('preApproved');
+    expect(worker.toolApproval.custom_tool_today?.decision).toBe('ask');
+    expect(worker.toolApproval.shell).toEqual({ decision: 'preApproved', dynamic: true });
+    expect(worker.warnings).toEqual([]);
+  });
+
+  it('loads the golem-forge example unchanged and warns about what it does not act on', async () => {
+    const worker = await loadWorker(join(ROOT, 'examples/golem-forge-compat/index.worker'));
+    expect(worker.instructions).toContain('note-taking assistant');
+    expect(Object.keys(worker.tools)).toEqual(expect.arrayContaining(['read_file', 'write_file', 'calculateFibonacci', 'greeter']));
+    expect(worker.toolApproval.greeter?.decision).toBe('ask');
+    expect(worker.compatibleModels).toContain('anthropic:claude-*');
+    expect(worker.warnings.join('\n')).toContain('sandbox.zones');
+  });
+
+  it('applies the worker-level approval as a floor and removes blocked tools', async () => {
+    const dir = tempDir();
+    const path = workerFile(
+      dir,
+      'w.yaml',
+      'name: w\napproval:\n  default: ask\n  tools: { delete_file: blocked }\ntoolsets:\n  filesystem: {}\n',
+    );
+    const worker = await loadWorker(path);
+    expect(worker.toolApproval.read_file?.decision).toBe('ask');
+    expect(worker.toolApproval.delete_file?.decision).toBe('blocked');
+    expect(Object.keys(worker.tools)).not.toContain('delete_file');
+    expect(Object.keys(worker.tools)).toContain('write_file');
+
+    const typo = workerFile(dir, 'typo.yaml', 'name: t\napproval:\n  tools: { delete_fiel: blocked }\ntoolsets:\n  filesystem: {}\n');
+    await expect(loadWorker(typo)).rejects.toMatchObject({ code: 'CONFIG_INVALID', message: expect.stringContaining('delete_fiel') });
+  });
+
+  it('a readonly sandbox leaves no tool that writes files', async () => {
+    const dir = tempDir();
+    const path = workerFile(dir, 'r.yaml', 'name: r\nsandbox: { readonly: true }\ntoolsets:\n  filesystem: {}\n  code_agent: { group: all }\n');
+    const worker = await loadWorker(path);
+    const names = Object.keys(worker.tools);
+    for (const writer of ['write_file', 'delete_file', 'file_write', 'file_edit', 'file_patch']) expect(names).not.toContain(writer);
+    expect(names).toEqual(expect.arrayContaining(['read_file', 'file_read', 'grep_search']));
+  });
+
+  it('reports configuration mistakes with file, line and column', async () => {
+    const dir = tempDir();
+    const path = workerFile(dir, 'bad.yaml', 'name: bad\ntoolsets:\n  shell:\n    rulez: []\n');
+    await expect(loadWorker(path)).rejects.toMatchObject({
+      code: 'CONFIG_INVALID',
+      message: expect.stringMatching(/bad\.yaml:4:5: toolsets\.shell: unknown field `rulez`, expected one of `rules`/),
+    });
+  });
+
+  it('refuses delegation cycles when the worker is loaded', async () => {
+    const dir = tempDir();
+    workerFile(dir, 'a.yaml', 'name: a\ntoolsets:\n  workers: { allowed_workers: [b] }\n');
+    workerFile(dir, 'b.yaml', 'name: b\ntoolsets:\n  workers: { allowed_workers: [a] }\n');
+    await expect(loadWorker(join(dir, 'a.yaml'))).rejects.toMatchObject({ code: 'CONFIG_INVALID', message: expect.stringContaining('cycle') });
+  });
+
+  it('the published JSON Schema is the one the parser is generated from', () => {
+    const published = JSON.parse(readFileSync(join(ROOT, 'schemas/worker.schema.json'), 'utf8')) as unknown;
+    expect(published).toEqual(workerJsonSchema());
+  });
+});
+
+describe('workers toolset', () => {
+  it('runs an allowed worker as a sub-agent with the caller approval handler', async () => {
+    const dir = tempDir();
+    workerFile(dir, 'workers/scribe.worker', '---\nname: scribe\ndescription: Writes files\ntoolsets:\n  filesystem: {}\n---\nYou write files.\n');
+    const path = workerFile(dir, 'boss.yaml', 'name: boss\ntoolsets:\n  workers:\n    allowed_workers: [scribe]\n    approval: { default: preApproved }\n');
+    const boss = await loadWorker(path);
+    // one model plays both: the boss delegates, the scribe writes, the scribe answers, the boss answers
+    const model = scriptedModel([
+      { toolCalls: [{ toolName: 'scribe', input: { input: 'write hello.txt' } }] },
+      { toolCalls: [{ toolName: 'write_file', input: { path: 'hello.txt', content: 'hello' } }] },
+      { text: 'wrote it' },
+      { text: 'the scribe wrote it' },
+    ]);
+    const asked: string[] = [];
+    const result = await runWorker(boss, 'get hello.txt written', {
+      model,
+      onApproval: ({ toolName }) => {
+        asked.push(toolName);
+        return 'approve';
+      },
+    });
+    expect(result.text).toBe('the scribe wrote it');
+    expect(asked).toEqual(['write_file']);
+    expect(readFileSync(join(dir, 'hello.txt'), 'utf8')).toBe('hello');
+    expect(result.toolCalls).toMatchObject([{ toolName: 'scribe', decision: 'preApproved', output: { status: 'completed', result: 'wrote it' } }]);
+    // the sub-agent's instructions and tools reached the model
+    expect(JSON.stringify(model.doGenerateCalls[1]?.prompt)).toContain('You write files.');
+  });
+});
