@@ -5,8 +5,7 @@
 import { createInterface } from 'node:readline';
 import { isAbsolute, relative, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
-import { ToolgateError } from '../errors.js';
-import { callNative } from '../errors.js';
+import { callNative, ToolgateError } from '../errors.js';
 import { native } from '../native.js';
 import {
   defaultToolDirectories,
