@@ -67,8 +67,8 @@ struct ParameterJson {
 struct SpecJson {
     name: String,
     description: String,
-    #[serde(serialize_with = "shared_value")]
-    input_schema: Arc<serde_json::Value>,
+    #[serde(serialize_with = "schema_text")]
+    input_schema: custom::SchemaText,
     format: &'static str,
     source: String,
     program: String,
@@ -81,8 +81,9 @@ struct SpecJson {
     parameters: Option<Vec<ParameterJson>>,
 }
 
-fn shared_value<S: serde::Serializer>(
-    value: &Arc<serde_json::Value>,
+/// The schema goes out as the JSON text it is kept as.
+fn schema_text<S: serde::Serializer>(
+    value: &custom::SchemaText,
     serializer: S,
 ) -> Result<S::Ok, S::Error> {
     value.as_ref().serialize(serializer)

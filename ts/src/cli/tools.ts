@@ -5,8 +5,7 @@
 import { createInterface } from 'node:readline';
 import { isAbsolute, relative, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
-import { ToolgateError } from '../errors.js';
-import { callNative } from '../errors.js';
+import { callNative, ToolgateError } from '../errors.js';
 import { native } from '../native.js';
 import {
   defaultToolDirectories,
@@ -316,7 +315,7 @@ async function validate(flags: Flags, [dir]: string[]): Promise<number> {
 
 function scaffold(flags: Flags, [name]: string[]): number {
   const language = flags.lang ?? 'python';
-  const dir = resolve(flags.dir?.[0] ?? 'toolgate-tools');
+  const dir = resolve(flags.dir?.[0] ?? resolve(workDirOf(flags), 'toolgate-tools'));
   const path = callNative(() => native.scaffoldTool(dir, name as string, language, flags.manifest ?? false));
   const format = flags.manifest ? 'manifest' : 'protocol';
   if (flags.json) {

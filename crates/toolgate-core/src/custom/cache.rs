@@ -159,6 +159,11 @@ impl DescriptionCache {
         }
     }
 
+    /// Whether [`save`](Self::save) has anything to write.
+    pub fn has_changes(&self) -> bool {
+        !self.changes.is_empty()
+    }
+
     /// Writes this process's changes, merged into whatever the file holds now. Does nothing
     /// when nothing changed. Errors (a read-only home, a full disk) are returned for the caller
     /// to ignore: the cache only saves time.
@@ -234,7 +239,7 @@ mod tests {
         Description {
             name: name.into(),
             description: "d".into(),
-            input_schema: std::sync::Arc::new(json!({"type": "object"})),
+            input_schema: crate::custom::schema_text(&json!({"type": "object"})),
         }
     }
 

@@ -22,13 +22,11 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
-use serde_json::Value;
-
 use super::cache::{default_cache_dir, DescriptionCache, Fingerprint};
 use super::manifest::{Manifest, MANIFEST_FILE};
 use super::protocol::{self, Description, DESCRIPTION_TIMEOUT};
 use super::run::tool_environment;
-use super::{Diagnostic, DiagnosticKind, Discovery, ToolFormat, ToolSpec};
+use super::{schema_text, Diagnostic, DiagnosticKind, Discovery, SchemaText, ToolFormat, ToolSpec};
 use crate::error::{Error, Result};
 
 /// A directory listing is reused only when the directory's mtime is older than the listing by
@@ -153,7 +151,7 @@ type ManifestOutcome = std::result::Result<LoadedManifest, String>;
 struct LoadedManifest {
     manifest: Arc<Manifest>,
     program: PathBuf,
-    schema: Arc<Value>,
+    schema: SchemaText,
 }
 
 /// What a registry remembers between refreshes.
@@ -204,23 +202,72 @@ struct ScannedDirectory {
 /// Discovers the tools of `options.directories`. `previous` is what the last discovery of the
 /// same registry learnt (its answers are reused for unchanged files); `force` asks every
 /// protocol tool again. Returns the discovery and the snapshot to keep.
+///
+/// All file system work before the descriptions (listing, `stat`, reading the cache) happens in
+/// one blocking task, and the cache is written only when it changed, so a discovery that spawns
+/// nothing hands work between threads only once.
 pub async fn discover(
     options: &DiscoveryOptions,
     previous: Arc<Snapshot>,
     force: bool,
 ) -> Result<(Discovery, Snapshot)> {
     options.check()?;
+    let plan_options = options.clone();
+    let mut plan = tokio::task::spawn_blocking(move || plan(&plan_options, &previous, force))
+        .await
+        .map_err(|err| Error::ToolFailed(format!("tool discovery failed: {err}")))?;
+
+    plan.stats.spawned = plan.to_describe.len();
+    let to_describe = std::mem::take(&mut plan.to_describe);
+    for (real, fingerprint, outcome) in describe_all(to_describe, options).await {
+        if let Ok(description) = &outcome {
+            plan.cache.put(&real, fingerprint, description.clone());
+        }
+        plan.snapshot
+            .protocol
+            .insert(real.clone(), (fingerprint, outcome.clone()));
+        plan.answers.insert(real, outcome);
+    }
+    if plan.cache.file().is_some() {
+        let scanned_dirs: Vec<PathBuf> =
+            plan.scanned.iter().filter_map(|d| d.real.clone()).collect();
+        let good: HashSet<PathBuf> = plan
+            .answers
+            .iter()
+            .filter(|(_, outcome)| outcome.is_ok())
+            .map(|(path, _)| path.clone())
+            .collect();
+        plan.cache.forget_unseen(&scanned_dirs, &good);
+        if plan.cache.has_changes() {
+            let mut cache = std::mem::take(&mut plan.cache);
+            // A cache that cannot be written only costs time next run.
+            let _ = tokio::task::spawn_blocking(move || cache.save()).await;
+        }
+    }
+
+    let mut discovery = assemble(plan.scanned, &plan.answers);
+    discovery.stats = plan.stats;
+    Ok((discovery, plan.snapshot))
+}
+
+/// What is known before any description runs, and what is left to ask.
+struct Plan {
+    scanned: Vec<ScannedDirectory>,
+    snapshot: Snapshot,
+    answers: HashMap<PathBuf, ProtocolOutcome>,
+    to_describe: Vec<(PathBuf, Fingerprint)>,
+    cache: DescriptionCache,
+    stats: DiscoveryStats,
+}
+
+/// Scans the directories and answers every protocol tool it can from memory, then from the
+/// disk cache (blocking file system work).
+fn plan(options: &DiscoveryOptions, previous: &Snapshot, force: bool) -> Plan {
     let mut stats = DiscoveryStats::default();
-    let directories = options.directories.clone();
-    let scan_previous = Arc::clone(&previous);
-    let (scanned, mut snapshot, listed) =
-        tokio::task::spawn_blocking(move || scan_all(&directories, &scan_previous, force))
-            .await
-            .map_err(|err| Error::ToolFailed(format!("tool discovery failed: {err}")))?;
+    let (scanned, mut snapshot, listed) = scan_all(&options.directories, previous, force);
     stats.listed_directories = listed;
 
-    // Which protocol tools need an answer, and from where.
-    let mut answers: HashMap<PathBuf, std::result::Result<Description, String>> = HashMap::new();
+    let mut answers: HashMap<PathBuf, ProtocolOutcome> = HashMap::new();
     let mut unknown: Vec<(PathBuf, Fingerprint)> = Vec::new();
     let mut asked = HashSet::new();
     for found in scanned.iter().flat_map(|dir| &dir.found) {
@@ -250,9 +297,7 @@ pub async fn discover(
     let mut cache = DescriptionCache::disabled();
     if !unknown.is_empty() && options.cache != CacheMode::Off {
         if let Some(dir) = options.cache_dir.clone().or_else(default_cache_dir) {
-            cache = tokio::task::spawn_blocking(move || DescriptionCache::open(&dir))
-                .await
-                .unwrap_or_default();
+            cache = DescriptionCache::open(&dir);
         }
     }
     let mut to_describe = Vec::new();
@@ -271,43 +316,21 @@ pub async fn discover(
             None => to_describe.push((real, fingerprint)),
         }
     }
-
-    stats.spawned = to_describe.len();
-    for (real, fingerprint, outcome) in describe_all(to_describe, options).await {
-        if let Ok(description) = &outcome {
-            cache.put(&real, fingerprint, description.clone());
-        }
-        snapshot
-            .protocol
-            .insert(real.clone(), (fingerprint, outcome.clone()));
-        answers.insert(real, outcome);
+    Plan {
+        scanned,
+        snapshot,
+        answers,
+        to_describe,
+        cache,
+        stats,
     }
-    if cache.file().is_some() {
-        let scanned_dirs: Vec<PathBuf> = scanned.iter().filter_map(|d| d.real.clone()).collect();
-        let good: HashSet<PathBuf> = answers
-            .iter()
-            .filter(|(_, outcome)| outcome.is_ok())
-            .map(|(path, _)| path.clone())
-            .collect();
-        cache.forget_unseen(&scanned_dirs, &good);
-        // A cache that cannot be written only costs time next run.
-        let _ = tokio::task::spawn_blocking(move || cache.save()).await;
-    }
-
-    let mut discovery = assemble(scanned, &answers);
-    discovery.stats = stats;
-    Ok((discovery, snapshot))
 }
 
 /// Runs `description` for every tool, at most `options.parallelism` at once.
 async fn describe_all(
     tools: Vec<(PathBuf, Fingerprint)>,
     options: &DiscoveryOptions,
-) -> Vec<(
-    PathBuf,
-    Fingerprint,
-    std::result::Result<Description, String>,
-)> {
+) -> Vec<(PathBuf, Fingerprint, ProtocolOutcome)> {
     let permits = Arc::new(tokio::sync::Semaphore::new(options.parallelism));
     let env = Arc::new(options.env.clone());
     let mut tasks = tokio::task::JoinSet::new();
@@ -572,7 +595,7 @@ fn classify_directory(path: &Path, previous: &Snapshot, snapshot: &mut Snapshot)
         }
     }
     let outcome = Manifest::load(&manifest_path).map(|(manifest, program)| LoadedManifest {
-        schema: Arc::new(manifest.input_schema()),
+        schema: schema_text(&manifest.input_schema()),
         manifest: Arc::new(manifest),
         program,
     });
@@ -605,7 +628,7 @@ fn entrypoint_fingerprint(tool_dir: &Path, entrypoint: &str) -> Option<Fingerpri
 /// Builds the tool list in precedence order and reports clashes.
 fn assemble(
     scanned: Vec<ScannedDirectory>,
-    answers: &HashMap<PathBuf, std::result::Result<Description, String>>,
+    answers: &HashMap<PathBuf, ProtocolOutcome>,
 ) -> Discovery {
     let mut discovery = Discovery::default();
     // name → (directory index, source) of the tool that holds the name.

@@ -29,6 +29,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
+use serde_json::value::RawValue;
 use serde_json::Value;
 
 pub use config::ExecutablesConfig;
@@ -89,13 +90,13 @@ impl ToolFormat {
 }
 
 /// Everything known about one discovered tool.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone)]
 pub struct ToolSpec {
     pub name: String,
     pub description: String,
-    /// The JSON Schema its input must match (for manifests: derived from `parameters`).
-    /// Shared: refreshing a registry of hundreds of tools copies no schema.
-    pub input_schema: Arc<Value>,
+    /// The JSON Schema its input must match (for manifests: derived from `parameters`), as
+    /// JSON text; [`ToolSpec::input_schema_value`] parses it.
+    pub input_schema: SchemaText,
     pub format: ToolFormat,
     /// Where it was found: the executable (protocol) or the `tool.yaml` (manifest), as listed
     /// in its directory.
@@ -106,6 +107,65 @@ pub struct ToolSpec {
     pub directory: PathBuf,
     /// Manifest details; `None` for protocol tools.
     pub manifest: Option<Arc<manifest::Manifest>>,
+}
+
+impl PartialEq for ToolSpec {
+    fn eq(&self, other: &Self) -> bool {
+        self.name == other.name
+            && self.description == other.description
+            && (Arc::ptr_eq(&self.input_schema, &other.input_schema)
+                || self.input_schema.get() == other.input_schema.get())
+            && self.format == other.format
+            && self.source == other.source
+            && self.program == other.program
+            && self.directory == other.directory
+            && self.manifest == other.manifest
+    }
+}
+
+impl ToolSpec {
+    /// The input schema as a JSON value.
+    pub fn input_schema_value(&self) -> Value {
+        schema_value(&self.input_schema)
+    }
+}
+
+/// A tool's input schema kept as JSON text and shared: listing, caching and refreshing hundreds
+/// of tools neither parses nor copies schemas. It is parsed where a value is needed (to compile
+/// it before a run).
+pub type SchemaText = Arc<RawValue>;
+
+/// The schema text of a JSON value.
+pub fn schema_text(value: &Value) -> SchemaText {
+    serde_json::value::to_raw_value(value)
+        .map(Arc::from)
+        .expect("a JSON value serialises")
+}
+
+/// The JSON value of a schema text (which is valid JSON by construction).
+pub fn schema_value(text: &RawValue) -> Value {
+    serde_json::from_str(text.get()).unwrap_or(Value::Null)
+}
+
+/// Serde for [`SchemaText`] fields (serde's own `Arc` support needs its `rc` feature).
+pub(crate) mod shared_schema {
+    use std::sync::Arc;
+
+    use serde::{Deserialize, Deserializer, Serialize, Serializer};
+    use serde_json::value::RawValue;
+
+    pub fn serialize<S: Serializer>(
+        value: &Arc<RawValue>,
+        serializer: S,
+    ) -> Result<S::Ok, S::Error> {
+        value.as_ref().serialize(serializer)
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(
+        deserializer: D,
+    ) -> Result<Arc<RawValue>, D::Error> {
+        Box::<RawValue>::deserialize(deserializer).map(Arc::from)
+    }
 }
 
 /// What kind of problem a [`Diagnostic`] reports.

@@ -4,13 +4,12 @@
 
 use std::ffi::OsString;
 use std::path::Path;
-use std::sync::Arc;
 use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use super::check_tool_name;
+use super::{check_tool_name, schema_text, SchemaText};
 use crate::exec::{self, ExecOutput, ExecRequest};
 use crate::schema::{clip, kind_of, InputSchema};
 
@@ -21,29 +20,20 @@ pub const DESCRIPTION_MAX_BYTES: usize = 1024 * 1024;
 /// How much of a failing tool's stderr goes into a message.
 pub(crate) const STDERR_EXCERPT_CHARS: usize = 2_000;
 
-/// What a protocol tool says about itself, checked. The schema is shared, not copied, between
-/// the cache, the registry's snapshot and the tool specs.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+/// What a protocol tool says about itself, checked.
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Description {
     pub name: String,
     pub description: String,
-    #[serde(with = "shared_value")]
-    pub input_schema: Arc<Value>,
+    #[serde(with = "super::shared_schema")]
+    pub input_schema: SchemaText,
 }
 
-/// Serde for `Arc<Value>` (serde's own needs its `rc` feature).
-mod shared_value {
-    use std::sync::Arc;
-
-    use serde::{Deserialize, Deserializer, Serialize, Serializer};
-    use serde_json::Value;
-
-    pub fn serialize<S: Serializer>(value: &Arc<Value>, serializer: S) -> Result<S::Ok, S::Error> {
-        value.as_ref().serialize(serializer)
-    }
-
-    pub fn deserialize<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Arc<Value>, D::Error> {
-        Value::deserialize(deserializer).map(Arc::new)
+impl PartialEq for Description {
+    fn eq(&self, other: &Self) -> bool {
+        self.name == other.name
+            && self.description == other.description
+            && self.input_schema.get() == other.input_schema.get()
     }
 }
 
@@ -156,7 +146,7 @@ pub fn parse(stdout: &[u8]) -> Result<Description, String> {
     Ok(Description {
         name,
         description,
-        input_schema: Arc::new(input_schema),
+        input_schema: schema_text(&input_schema),
     })
 }
 
@@ -197,7 +187,10 @@ mod tests {
         )
         .unwrap();
         assert_eq!(description.name, "weather");
-        assert_eq!(description.input_schema["required"][0], "city");
+        assert_eq!(
+            crate::custom::schema_value(&description.input_schema)["required"][0],
+            "city"
+        );
     }
 
     #[test]

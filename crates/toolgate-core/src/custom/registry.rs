@@ -39,7 +39,7 @@ impl RegisteredTool {
     /// only fails for a cache entry written by an older toolgate with looser checks.
     pub fn schema(&self) -> Result<&InputSchema> {
         self.schema
-            .get_or_init(|| InputSchema::compile(&self.spec.input_schema))
+            .get_or_init(|| InputSchema::compile(&self.spec.input_schema_value()))
             .as_ref()
             .map_err(|reason| {
                 Error::ConfigInvalid(format!(

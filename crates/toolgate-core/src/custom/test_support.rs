@@ -86,7 +86,8 @@ pub fn minimal_env() -> Vec<(OsString, OsString)> {
 pub const OBJECT_SCHEMA: &str = r#"{"type": "object", "properties": {"text": {"type": "string"}}, "required": ["text"], "additionalProperties": false}"#;
 
 /// Discovery options for `dirs` (all required) with the cache in `cache_dir`: tests never
-/// touch the real home.
+/// touch the real home. Descriptions get the reduced environment of this process, so that
+/// `#!/usr/bin/env node` finds node wherever it is installed.
 pub fn discovery_options(dirs: &[&Path], cache_dir: &Path) -> super::DiscoveryOptions {
     let mut options = super::DiscoveryOptions::new(
         dirs.iter()
@@ -94,6 +95,5 @@ pub fn discovery_options(dirs: &[&Path], cache_dir: &Path) -> super::DiscoveryOp
             .collect(),
     );
     options.cache_dir = Some(cache_dir.to_path_buf());
-    options.env = minimal_env();
     options
 }

@@ -65,12 +65,15 @@ async fn protocol_executables_and_manifest_directories_are_both_found() {
     assert_eq!(echo.format, ToolFormat::Protocol);
     assert_eq!(echo.source, kodelet.join("echo.sh"));
     assert_eq!(echo.directory, kodelet);
-    assert_eq!(echo.input_schema["required"][0], "text");
+    assert_eq!(echo.input_schema_value()["required"][0], "text");
     let greet = &discovery.tools[1];
     assert_eq!(greet.format, ToolFormat::Manifest);
     assert_eq!(greet.source, manifest);
     assert_eq!(greet.program, forge.join("greet/run.sh"));
-    assert_eq!(greet.input_schema["properties"]["who"]["type"], "string");
+    assert_eq!(
+        greet.input_schema_value()["properties"]["who"]["type"],
+        "string"
+    );
     assert_eq!(discovery.stats.spawned, 1);
 }
 

@@ -78,7 +78,7 @@ impl Fixture {
 
     async fn run_with(&self, name: &str, input: Value, options: &RunOptions) -> Result<ToolOutput> {
         let spec = self.spec(name).await;
-        let schema = InputSchema::compile(&spec.input_schema).unwrap();
+        let schema = InputSchema::compile(&spec.input_schema_value()).unwrap();
         prepare(&spec, &schema, &input, options)?.run().await
     }
 
@@ -355,7 +355,7 @@ async fn an_abort_kills_the_process_group() {
         &format!("sleep 30 &\necho $! > '{}'\nwait", pid_file.display()),
     );
     let spec = f.spec("forever").await;
-    let schema = InputSchema::compile(&spec.input_schema).unwrap();
+    let schema = InputSchema::compile(&spec.input_schema_value()).unwrap();
     let run = prepare(&spec, &schema, &serde_json::json!({}), &f.options()).unwrap();
     let abort = run.abort_handle();
     let task = tokio::spawn(run.run());
@@ -436,7 +436,7 @@ async fn a_manifest_entrypoint_swapped_after_discovery_is_refused() {
     let spec = f.spec("swap").await;
     std::fs::remove_file(dir.join("run.sh")).unwrap();
     std::os::unix::fs::symlink("/bin/sh", dir.join("run.sh")).unwrap();
-    let schema = InputSchema::compile(&spec.input_schema).unwrap();
+    let schema = InputSchema::compile(&spec.input_schema_value()).unwrap();
     let err = prepare(&spec, &schema, &serde_json::json!({}), &f.options()).unwrap_err();
     assert_eq!(err.code(), "CONFIG_INVALID");
     assert!(
