@@ -150,6 +150,29 @@ describe('toolgate run (end to end, fake OpenAI-compatible model)', () => {
     expect(output).toContain('written');
   });
 
+  it('Ctrl-C stops the run and kills the running tool process', async () => {
+    const work = tempDir();
+    const marker = `sleep 37.${process.pid}`;
+    server = await startFakeOpenAiServer([call('shell', { command: marker }), { text: 'never' }]);
+    const child = spawn(process.execPath, [BIN, 'run', QUICKSTART, 'wait', ...fakeModelArgs(server, work), '--yes'], {
+      cwd: ROOT,
+      env: { ...process.env, XDG_CACHE_HOME: join(work, '.cache') },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let stderr = '';
+    child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
+    const running = () => spawnSync('pgrep', ['-f', marker], { encoding: 'utf8' }).stdout.trim();
+    for (let i = 0; i < 100 && !running(); i++) await new Promise((resolve) => setTimeout(resolve, 50));
+    expect(running()).not.toBe('');
+    const started = Date.now();
+    child.kill('SIGINT');
+    const status = await new Promise<number | null>((resolve) => child.on('close', resolve));
+    expect(status, stderr).toBe(130);
+    expect(Date.now() - started).toBeLessThan(3000);
+    expect(stderr).toContain('interrupted');
+    expect(running()).toBe('');
+  });
+
   it('says which variable to set when the API key is missing', () => {
     const env = { ...process.env };
     delete env.OPENAI_API_KEY;

@@ -1,4 +1,4 @@
-export { runWorker, DEFAULT_MAX_STEPS } from './agent/run-worker.js';
+export { runWorker, DEFAULT_MAX_STEPS, MAX_WORKER_DEPTH } from './agent/run-worker.js';
 export { ASK_QUESTION, RESERVED_TOOL_NAMES, TASK_COMPLETION } from './agent/loop-tools.js';
 export type {
   ApprovalAnswer,

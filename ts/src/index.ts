@@ -6,12 +6,15 @@ export type { ToolgateErrorCode } from './errors.js';
 export {
   APPROVAL_DECISIONS,
   approvalOf,
+  approvalScopeKey,
+  checkApprovalConfig,
   isBlocked,
   offeredTools,
+  setApprovalScope,
   strictest,
   wrapWithDefaultApproval,
 } from './approval.js';
-export type { ApprovalConfig, ApprovalDecision, ApprovalInfo } from './approval.js';
+export type { ApprovalConfig, ApprovalDecision, ApprovalInfo, ApprovalScope } from './approval.js';
 export { named, toToolSet } from './named-tool.js';
 export type { NamedTool } from './named-tool.js';
 export { VERSION } from './package-root.js';
@@ -65,3 +68,23 @@ export type {
 } from './tools/executables.js';
 export { CREATE_CUSTOM_TOOL_NAME, createCustomTool } from './tools/create-custom-tool.js';
 export type { CreateCustomToolInput, CreateCustomToolOptions } from './tools/create-custom-tool.js';
+export { loadWorker, loadWorkerSpec, workerJsonSchema } from './worker.js';
+export type { LoadedWorker, LoadWorkerOptions, WorkerSpec } from './worker.js';
+export { workerTools } from './tools/workers.js';
+export { runWorker, DEFAULT_MAX_STEPS, MAX_WORKER_DEPTH, ASK_QUESTION, RESERVED_TOOL_NAMES, TASK_COMPLETION } from './agent.js';
+export type {
+  ApprovalAnswer,
+  ApprovalHandler,
+  ApprovalRequest,
+  CallDecision,
+  RunEvent,
+  RunnableWorker,
+  RunStatus,
+  RunUsage,
+  RunWorkerOptions,
+  StepRecord,
+  ToolCallRecord,
+  WorkerRunResult,
+} from './agent.js';
+export { MODEL_PROVIDERS, modelIsCompatible, resolveModel } from './models.js';
+export type { ResolveModelOptions } from './models.js';

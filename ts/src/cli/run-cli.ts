@@ -38,6 +38,11 @@ export async function runCli(argv: readonly string[]): Promise<number> {
       process.stderr.write(`toolgate ${command.name}: ${error.code}: ${error.message}\n`);
       return 1;
     }
-    throw error;
+    // Anything else (a provider's HTTP error, a bug) is still reported as one readable line;
+    // TOOLGATE_DEBUG=1 shows the stack.
+    const message = error instanceof Error ? `${error.name}: ${error.message}` : String(error);
+    process.stderr.write(`toolgate ${command.name}: ${message}\n`);
+    if (process.env.TOOLGATE_DEBUG && error instanceof Error && error.stack) process.stderr.write(`${error.stack}\n`);
+    return 1;
   }
 }

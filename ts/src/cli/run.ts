@@ -95,7 +95,7 @@ export async function run(argv: readonly string[]): Promise<number> {
 
   const approval = mode === 'fail-closed' ? undefined : terminalApproval({ mode });
   const controller = new AbortController();
-  const onSigint = () => controller.abort(new ToolgateError('TIMEOUT', 'interrupted (Ctrl-C)'));
+  const onSigint = () => controller.abort(new Error('interrupted (Ctrl-C); running tool processes were stopped'));
   process.once('SIGINT', onSigint);
   let result: WorkerRunResult;
   try {
@@ -106,6 +106,12 @@ export async function run(argv: readonly string[]): Promise<number> {
       signal: controller.signal,
       onEvent: values.json ? undefined : progressPrinter(process.stderr),
     });
+  } catch (error) {
+    if (controller.signal.aborted) {
+      process.stderr.write(`toolgate run: ${(controller.signal.reason as Error).message}\n`);
+      return 130;
+    }
+    throw error;
   } finally {
     process.off('SIGINT', onSigint);
     approval?.close();
