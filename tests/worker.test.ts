@@ -1,12 +1,18 @@
-import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import { runWorker } from '../ts/src/agent.js';
 import { loadWorker, workerJsonSchema } from '../ts/src/worker.js';
 import { tempDir } from './helpers/fs.js';
 import { scriptedModel } from './helpers/mock-model.js';
 
 const ROOT = join(import.meta.dirname, '..');
+
+// Executable-tool discovery caches descriptions; keep that cache out of the real home.
+beforeAll(() => {
+  process.env.XDG_CACHE_HOME = mkdtempSync(join(tmpdir(), 'toolgate-cache-'));
+});
 
 function workerFile(dir: string, name: string, text: string): string {
   const path = join(dir, name);

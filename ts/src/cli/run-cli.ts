@@ -7,7 +7,7 @@ const USAGE = `toolgate ${VERSION} — load, gate and run tools safely for AI SD
 Usage: toolgate <command> [options]
 
 Commands:
-${COMMANDS.map((command) => `  ${command.usage.padEnd(34)} ${command.summary}`).join('\n')}
+${COMMANDS.map((command) => `  ${command.usage.padEnd(40)} ${command.summary}`).join('\n')}
 
 Options:
   -h, --help       Show this help (or a command's help: toolgate <command> --help)
