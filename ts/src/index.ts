@@ -71,20 +71,6 @@ export type { CreateCustomToolInput, CreateCustomToolOptions } from './tools/cre
 export { loadWorker, loadWorkerSpec, workerJsonSchema } from './worker.js';
 export type { LoadedWorker, LoadWorkerOptions, WorkerSpec } from './worker.js';
 export { workerTools } from './tools/workers.js';
-export { runWorker, DEFAULT_MAX_STEPS, MAX_WORKER_DEPTH, ASK_QUESTION, RESERVED_TOOL_NAMES, TASK_COMPLETION } from './agent.js';
-export type {
-  ApprovalAnswer,
-  ApprovalHandler,
-  ApprovalRequest,
-  CallDecision,
-  RunEvent,
-  RunnableWorker,
-  RunStatus,
-  RunUsage,
-  RunWorkerOptions,
-  StepRecord,
-  ToolCallRecord,
-  WorkerRunResult,
-} from './agent.js';
+export * from './agent.js';
 export { MODEL_PROVIDERS, modelIsCompatible, resolveModel } from './models.js';
 export type { ResolveModelOptions } from './models.js';

@@ -23,6 +23,9 @@ mod path;
 pub mod schema;
 pub mod worker;
 
+#[cfg(test)]
+mod test_support;
+
 pub use approval_config::{ApprovalConfig, ApprovalDecision};
 pub use error::{Error, Result};
 pub use exec::{AbortHandle, ExecOutput, ExecRequest, RunningProcess};

@@ -1,4 +1,5 @@
 use super::*;
+use crate::test_support::{process_is_gone, wait_until_gone};
 
 fn tmp() -> PathBuf {
     std::env::temp_dir()
@@ -8,28 +9,6 @@ fn sh(script: &str) -> ExecRequest {
     ExecRequest::new("/bin/sh", tmp())
         .args(["-c", script])
         .env([("PATH", "/usr/bin:/bin")])
-}
-
-/// A pid is gone when it no longer exists or is a zombie nobody has reaped yet (PID 1 in a
-/// container may not reap); either way it runs no code.
-fn process_is_gone(pid: u32) -> bool {
-    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
-        Err(_) => true,
-        Ok(stat) => stat
-            .rsplit_once(')')
-            .map(|(_, rest)| rest.trim_start().starts_with('Z'))
-            .unwrap_or(false),
-    }
-}
-
-async fn wait_until_gone(pid: u32) -> bool {
-    for _ in 0..50 {
-        if process_is_gone(pid) {
-            return true;
-        }
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-    false
 }
 
 #[tokio::test(flavor = "multi_thread")]

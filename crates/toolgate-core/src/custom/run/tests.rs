@@ -1,28 +1,9 @@
 use super::*;
 use crate::custom::discovery::{discover, Snapshot};
 use crate::custom::test_support::{discovery_options, write_script, Scratch};
+use crate::test_support::wait_until_gone;
 use std::sync::Arc;
 use std::time::Instant;
-
-/// A pid is gone when it no longer exists or is a zombie (PID 1 in a container may not reap).
-fn process_is_gone(pid: u32) -> bool {
-    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
-        Err(_) => true,
-        Ok(stat) => stat
-            .rsplit_once(')')
-            .is_some_and(|(_, rest)| rest.trim_start().starts_with('Z')),
-    }
-}
-
-async fn wait_until_gone(pid: u32) -> bool {
-    for _ in 0..100 {
-        if process_is_gone(pid) {
-            return true;
-        }
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-    false
-}
 
 /// A protocol tool named `name` with `schema` whose `run` is the sh code `body`.
 fn tool(dir: &Path, name: &str, schema: &str, body: &str) {
