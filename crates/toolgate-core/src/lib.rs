@@ -5,7 +5,7 @@
 //! - [`PathValidator`] confines paths to a root, symlinks included.
 //! - [`command`] decides what `cli_execute` and the shell toolset may run, and prepares it.
 //! - [`fs`] holds the file tools (read, write, edit, patch, glob, grep, tree) built on it.
-//! - [`custom`] discovers, caches and runs executable tools (protocol and `tool.yaml`).
+//! - [`executables`] discovers, caches and runs executable tools (protocol and `tool.yaml`).
 //! - [`schema`] compiles JSON Schemas offline and reports violations with JSON pointers.
 //! - [`worker`] reads and checks worker files (YAML, or front matter + Markdown).
 //!
@@ -13,11 +13,11 @@
 
 #![warn(missing_debug_implementations)]
 
-pub mod approval_config;
+pub mod approval;
 pub mod command;
-pub mod custom;
 pub mod error;
 pub mod exec;
+pub mod executables;
 pub mod fs;
 mod path;
 pub mod schema;
@@ -26,7 +26,7 @@ pub mod worker;
 #[cfg(test)]
 mod test_support;
 
-pub use approval_config::{ApprovalConfig, ApprovalDecision};
+pub use approval::{ApprovalConfig, ApprovalDecision};
 pub use error::{Error, Result};
 pub use exec::{AbortHandle, ExecOutput, ExecRequest, RunningProcess};
 pub use path::PathValidator;

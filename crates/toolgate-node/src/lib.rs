@@ -2,9 +2,9 @@
 //! Doc comments on `#[napi]` items become the JSDoc of the generated `binding.d.ts`.
 
 mod command;
-mod custom;
 mod error;
 mod exec;
+mod executables;
 mod fs;
 mod path;
 mod worker;

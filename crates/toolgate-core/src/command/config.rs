@@ -13,7 +13,7 @@ use serde::{Deserialize, Serialize};
 use crate::error::{Error, Result};
 
 /// The approval decision of the shell rules: the one shared by every toolset.
-pub use crate::approval_config::ApprovalDecision as Approval;
+pub use crate::approval::ApprovalDecision as Approval;
 
 impl std::str::FromStr for OutputAction {
     type Err = Error;

@@ -4,7 +4,7 @@
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use crate::approval_config::ApprovalConfigYaml;
+use crate::approval::ApprovalConfigYaml;
 
 /// Which code-agent tools a worker gets.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
@@ -88,7 +88,7 @@ pub fn filesystem_tools(read_only: bool) -> &'static [&'static str] {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::approval_config::ApprovalDecision;
+    use crate::approval::ApprovalDecision;
 
     #[test]
     fn code_agent_defaults_to_all_and_reads_groups_and_approval() {

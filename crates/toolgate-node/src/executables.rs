@@ -7,11 +7,11 @@ use std::time::Duration;
 
 use napi_derive::napi;
 use serde::Serialize;
-use toolgate_core::custom::{
+use toolgate_core::exec::AbortHandle;
+use toolgate_core::executables::{
     self, discovery, scaffold, CacheMode, DiscoveryOptions, PreparedRun, Registry, RegistryOptions,
     RunOptions, ToolDirectory,
 };
-use toolgate_core::exec::AbortHandle;
 
 use crate::error::{invalid_input, to_napi, to_napi_async, Code, NodeError};
 
@@ -55,7 +55,7 @@ pub struct NativeRegistryOptions {
 struct ParameterJson {
     name: String,
     #[serde(rename = "type")]
-    kind: custom::manifest::ParameterType,
+    kind: executables::manifest::ParameterType,
     required: bool,
     #[serde(skip_serializing_if = "Option::is_none")]
     description: Option<String>,
@@ -68,7 +68,7 @@ struct SpecJson {
     name: String,
     description: String,
     #[serde(serialize_with = "schema_text")]
-    input_schema: custom::SchemaText,
+    input_schema: executables::SchemaText,
     format: &'static str,
     source: String,
     program: String,
@@ -83,14 +83,14 @@ struct SpecJson {
 
 /// The schema goes out as the JSON text it is kept as.
 fn schema_text<S: serde::Serializer>(
-    value: &custom::SchemaText,
+    value: &executables::SchemaText,
     serializer: S,
 ) -> Result<S::Ok, S::Error> {
     value.as_ref().serialize(serializer)
 }
 
-impl From<custom::ToolSpec> for SpecJson {
-    fn from(spec: custom::ToolSpec) -> Self {
+impl From<executables::ToolSpec> for SpecJson {
+    fn from(spec: executables::ToolSpec) -> Self {
         let (version, usage, parameters) = match spec.manifest {
             Some(manifest) => (
                 manifest.version.clone(),
@@ -133,8 +133,8 @@ struct DiagnosticJson {
     reason: String,
 }
 
-impl From<custom::Diagnostic> for DiagnosticJson {
-    fn from(diagnostic: custom::Diagnostic) -> Self {
+impl From<executables::Diagnostic> for DiagnosticJson {
+    fn from(diagnostic: executables::Diagnostic) -> Self {
         Self {
             path: diagnostic.path.display().to_string(),
             kind: diagnostic.kind.as_str(),
@@ -165,7 +165,7 @@ fn to_json(value: &impl Serialize) -> String {
     serde_json::to_string(value).unwrap_or_else(|_| "null".into())
 }
 
-fn discovery_json(discovery: custom::Discovery) -> String {
+fn discovery_json(discovery: executables::Discovery) -> String {
     to_json(&DiscoveryJson {
         tools: discovery.tools.into_iter().map(Into::into).collect(),
         diagnostics: discovery.diagnostics.into_iter().map(Into::into).collect(),

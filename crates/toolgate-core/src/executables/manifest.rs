@@ -349,7 +349,7 @@ pub fn resolve_entrypoint(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::custom::test_support::{write_script, Scratch};
+    use crate::executables::test_support::{write_script, Scratch};
 
     const GOOD: &str = "name: word_count\ndescription: Counts words\nversion: 1.0\nentrypoint: run.sh\nusage: word_count --text=<text>\nparameters:\n  - { name: text, type: string, required: true, description: The text }\n  - { name: limit, type: integer }\n  - { name: ratio, type: number }\n  - { name: unique, type: boolean }\n";
 

@@ -20,7 +20,7 @@ use std::time::Duration;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use crate::approval_config::ApprovalConfig;
+use crate::approval::ApprovalConfig;
 
 use super::check_tool_name;
 use super::discovery::{default_directories, DiscoveryOptions, ToolDirectory};
@@ -116,7 +116,7 @@ fn timeout(key: &str, seconds: u64) -> Result<Duration> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::approval_config::ApprovalDecision;
+    use crate::approval::ApprovalDecision;
 
     fn parse(yaml: &str) -> std::result::Result<ExecutablesConfig, String> {
         serde_yaml::from_str(yaml).map_err(|err| err.to_string())

@@ -1,8 +1,8 @@
 use super::*;
-use crate::custom::test_support::{
+use crate::executables::test_support::{
     count, discovery_options, protocol_tool, Scratch, OBJECT_SCHEMA,
 };
-use crate::custom::RunOptions;
+use crate::executables::RunOptions;
 use serde_json::json;
 
 fn registry(scratch: &Scratch, dirs: &[&std::path::Path]) -> Registry {

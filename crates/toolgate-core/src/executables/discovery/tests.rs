@@ -1,9 +1,9 @@
 use super::*;
-use crate::custom::cache::CACHE_FILE;
-use crate::custom::test_support::{
+use crate::executables::cache::CACHE_FILE;
+use crate::executables::test_support::{
     count, discovery_options, protocol_tool, write_script, Scratch, OBJECT_SCHEMA,
 };
-use crate::custom::DiagnosticKind;
+use crate::executables::DiagnosticKind;
 
 async fn fresh(options: &DiscoveryOptions) -> Discovery {
     discover(options, Arc::new(Snapshot::default()), false)

@@ -178,7 +178,7 @@ pub(crate) fn stderr_excerpt(stderr: &[u8]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::custom::test_support::{minimal_env, write_script, Scratch};
+    use crate::executables::test_support::{minimal_env, write_script, Scratch};
 
     #[test]
     fn a_good_description_parses() {
@@ -188,7 +188,7 @@ mod tests {
         .unwrap();
         assert_eq!(description.name, "weather");
         assert_eq!(
-            crate::custom::schema_value(&description.input_schema)["required"][0],
+            crate::executables::schema_value(&description.input_schema)["required"][0],
             "city"
         );
     }

@@ -1,12 +1,12 @@
 use super::*;
-use crate::custom::registry::{Registry, RegistryOptions};
-use crate::custom::run::RunOptions;
-use crate::custom::test_support::{discovery_options, Scratch};
-use crate::custom::ToolFormat;
+use crate::executables::registry::{Registry, RegistryOptions};
+use crate::executables::run::RunOptions;
+use crate::executables::test_support::{discovery_options, Scratch};
+use crate::executables::ToolFormat;
 
 const LANGUAGES: [Language; 3] = [Language::Python, Language::Node, Language::Bash];
 
-async fn registry_for(scratch: &Scratch, dir: &Path) -> (Registry, crate::custom::Discovery) {
+async fn registry_for(scratch: &Scratch, dir: &Path) -> (Registry, crate::executables::Discovery) {
     let registry = Registry::new(RegistryOptions {
         discovery: discovery_options(&[dir], &scratch.path().join("cache")),
         run: RunOptions::new(scratch.dir("work")),

@@ -1,6 +1,6 @@
 use super::*;
-use crate::custom::discovery::{discover, Snapshot};
-use crate::custom::test_support::{discovery_options, write_script, Scratch};
+use crate::executables::discovery::{discover, Snapshot};
+use crate::executables::test_support::{discovery_options, write_script, Scratch};
 use crate::test_support::wait_until_gone;
 use std::sync::Arc;
 use std::time::Instant;

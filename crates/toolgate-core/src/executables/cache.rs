@@ -232,14 +232,14 @@ fn read_entries(file: &Path) -> BTreeMap<String, Entry> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::custom::test_support::Scratch;
+    use crate::executables::test_support::Scratch;
     use serde_json::json;
 
     fn description(name: &str) -> Description {
         Description {
             name: name.into(),
             description: "d".into(),
-            input_schema: crate::custom::schema_text(&json!({"type": "object"})),
+            input_schema: crate::executables::schema_text(&json!({"type": "object"})),
         }
     }
 

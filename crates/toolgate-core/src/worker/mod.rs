@@ -11,10 +11,10 @@ use std::path::{Path, PathBuf};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use crate::approval_config::ApprovalConfig;
+use crate::approval::ApprovalConfig;
 use crate::command::config::{CliExecuteConfig, ShellConfig};
-use crate::custom::config::ExecutablesConfig;
 use crate::error::{Error, Result};
+use crate::executables::config::ExecutablesConfig;
 use crate::fs::config::{CodeAgentConfig, FilesystemConfig};
 use crate::path::PathValidator;
 
