@@ -4,11 +4,11 @@ import { pathToFileURL } from 'node:url';
 import { generateText, stepCountIs } from 'ai';
 import { MockLanguageModelV3 } from 'ai/test';
 import { afterEach, describe, expect, it } from 'vitest';
-import { approvalOf, isBlocked } from '../ts/src/approval.js';
-import { loadCustomTools } from '../ts/src/custom-module.js';
-import { ToolgateError } from '../ts/src/errors.js';
-import type { NamedTool } from '../ts/src/named-tool.js';
-import { toToolSet } from '../ts/src/named-tool.js';
+import { approvalOf, isBlocked } from '../ts/src/approval/approval.js';
+import { loadCustomTools } from '../ts/src/tools-module/load-custom-tools.js';
+import { ToolgateError } from '../ts/src/native/errors.js';
+import type { NamedTool } from '../ts/src/approval/named-tool.js';
+import { toToolSet } from '../ts/src/approval/named-tool.js';
 import { tempDir } from './helpers/fs.js';
 
 const FIXTURES = resolve(import.meta.dirname, 'fixtures/tools-modules');

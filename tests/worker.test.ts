@@ -2,8 +2,8 @@ import { mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { runWorker } from '../ts/src/agent.js';
-import { loadWorker, workerJsonSchema } from '../ts/src/worker.js';
+import { runWorker } from '../ts/src/worker/index.js';
+import { loadWorker, workerJsonSchema } from '../ts/src/worker/load-worker.js';
 import { tempDir } from './helpers/fs.js';
 import { scriptedModel } from './helpers/mock-model.js';
 

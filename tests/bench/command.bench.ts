@@ -7,7 +7,7 @@ import { mkdirSync, mkdtempSync, realpathSync, rmSync, writeFileSync } from 'nod
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { cliExecuteTool, exec, shellToolset } from '../../ts/src/index.js';
-import { native } from '../../ts/src/native.js';
+import { native } from '../../ts/src/native/binding.js';
 import { printComparison, printLine, timeMs } from './lib/report.js';
 
 const CALLS = 1000;

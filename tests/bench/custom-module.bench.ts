@@ -14,14 +14,14 @@ import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import ts from 'typescript';
-import { jsDocOfExport, renderJsDoc, scanModuleDocs } from '../../ts/src/custom-module/jsdoc.js';
+import { jsDocOfExport, renderJsDoc, scanModuleDocs } from '../../ts/src/tools-module/jsdoc.js';
 import { bestOf, printComparison } from './lib/report.js';
 
 const ROOT = resolve(import.meta.dirname, '../..');
 const MODULE = join(ROOT, 'examples/quickstart/tools.ts');
 const ROUNDS = 7;
 
-const LOADER = JSON.stringify(join(ROOT, 'dist/custom-module.js'));
+const LOADER = JSON.stringify(join(ROOT, 'dist/tools-module/load-custom-tools.js'));
 const TARGET = JSON.stringify(MODULE);
 const timed = (body: string) =>
   `const started = performance.now();\n${body}\nprocess.stdout.write(String(performance.now() - started));`;

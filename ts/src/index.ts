@@ -1,8 +1,8 @@
-export { exec } from './exec.js';
-export type { ExecOptions, ExecResult } from './exec.js';
-export { PathValidator } from './path-validator.js';
-export { ToolgateError, TOOLGATE_ERROR_CODES, isToolgateErrorCode } from './errors.js';
-export type { ToolgateErrorCode } from './errors.js';
+export { exec } from './native/exec.js';
+export type { ExecOptions, ExecResult } from './native/exec.js';
+export { PathValidator } from './native/path-validator.js';
+export { ToolgateError, TOOLGATE_ERROR_CODES, isToolgateErrorCode } from './native/errors.js';
+export type { ToolgateErrorCode } from './native/errors.js';
 export {
   APPROVAL_DECISIONS,
   approvalOf,
@@ -13,26 +13,26 @@ export {
   setApprovalScope,
   strictest,
   wrapWithDefaultApproval,
-} from './approval.js';
-export type { ApprovalConfig, ApprovalDecision, ApprovalInfo, ApprovalScope } from './approval.js';
-export { named, toToolSet } from './named-tool.js';
-export type { NamedTool } from './named-tool.js';
-export { VERSION } from './package-root.js';
-export { loadCustomTools } from './custom-module.js';
-export type { LoadCustomToolsOptions, LoadCustomToolsResult } from './custom-module.js';
-export { cliExecuteTool } from './tools/cli-execute.js';
-export type { BinaryAvailability, CliExecuteGuardrails, CliExecuteInput, CliExecuteOptions, CliExecuteTool } from './tools/cli-execute.js';
-export { readShellConfig, shellToolset } from './tools/shell.js';
-export type { ShellInput, ShellRule, ShellToolsetOptions } from './tools/shell.js';
-export { explainCommand } from './tools/explain-command.js';
-export type { CommandExplanation, CommandLayer } from './tools/explain-command.js';
-export { splitCommand } from './tools/split-command.js';
-export type { CommandResult } from './tools/run-command.js';
-export { codeAgentTools, CODE_AGENT_DEFAULT_APPROVAL, CODE_AGENT_GROUPS } from './tools/code-agent.js';
-export type { CodeAgentGroup, CodeAgentOptions } from './tools/code-agent.js';
-export { filesystemToolset, FILESYSTEM_DEFAULT_APPROVAL } from './tools/filesystem.js';
-export type { FilesystemOptions } from './tools/filesystem.js';
-export { FileTools } from './tools/file-tools.js';
+} from './approval/approval.js';
+export type { ApprovalConfig, ApprovalDecision, ApprovalInfo, ApprovalScope } from './approval/approval.js';
+export { named, toToolSet } from './approval/named-tool.js';
+export type { NamedTool } from './approval/named-tool.js';
+export { VERSION } from './native/package-root.js';
+export { loadCustomTools } from './tools-module/load-custom-tools.js';
+export type { LoadCustomToolsOptions, LoadCustomToolsResult } from './tools-module/load-custom-tools.js';
+export { cliExecuteTool } from './toolsets/cli-execute.js';
+export type { BinaryAvailability, CliExecuteGuardrails, CliExecuteInput, CliExecuteOptions, CliExecuteTool } from './toolsets/cli-execute.js';
+export { readShellConfig, shellToolset } from './toolsets/shell.js';
+export type { ShellInput, ShellRule, ShellToolsetOptions } from './toolsets/shell.js';
+export { explainCommand } from './native/explain-command.js';
+export type { CommandExplanation, CommandLayer } from './native/explain-command.js';
+export { splitCommand } from './native/split-command.js';
+export type { CommandResult } from './native/run-command.js';
+export { codeAgentTools, CODE_AGENT_DEFAULT_APPROVAL, CODE_AGENT_GROUPS } from './toolsets/code-agent.js';
+export type { CodeAgentGroup, CodeAgentOptions } from './toolsets/code-agent.js';
+export { filesystemToolset, FILESYSTEM_DEFAULT_APPROVAL } from './toolsets/filesystem.js';
+export type { FilesystemOptions } from './toolsets/filesystem.js';
+export { FileTools } from './native/file-tools.js';
 export type {
   DeleteResult,
   EditOptions,
@@ -50,14 +50,14 @@ export type {
   TreeOptions,
   TreeResult,
   WriteResult,
-} from './tools/file-tools.js';
+} from './native/file-tools.js';
 export {
   defaultToolDirectories,
   EXECUTABLE_TOOL_PREFIX,
   executableTool,
   executableTools,
   ExecutableToolRegistry,
-} from './tools/executables.js';
+} from './toolsets/executables.js';
 export type {
   ExecutableToolDiagnostic,
   ExecutableToolDiscovery,
@@ -65,12 +65,12 @@ export type {
   ExecutableToolSpec,
   ExecutableToolsOptions,
   PreparedToolRun,
-} from './tools/executables.js';
-export { CREATE_CUSTOM_TOOL_NAME, createCustomTool } from './tools/create-custom-tool.js';
-export type { CreateCustomToolInput, CreateCustomToolOptions } from './tools/create-custom-tool.js';
-export { loadWorker, loadWorkerSpec, workerJsonSchema } from './worker.js';
-export type { LoadedWorker, LoadWorkerOptions, WorkerSpec } from './worker.js';
-export { workerTools } from './tools/workers.js';
-export * from './agent.js';
-export { MODEL_PROVIDERS, modelIsCompatible, resolveModel } from './models.js';
-export type { ResolveModelOptions } from './models.js';
+} from './toolsets/executables.js';
+export { CREATE_CUSTOM_TOOL_NAME, createCustomTool } from './toolsets/create-custom-tool.js';
+export type { CreateCustomToolInput, CreateCustomToolOptions } from './toolsets/create-custom-tool.js';
+export { loadWorker, loadWorkerSpec, workerJsonSchema } from './worker/load-worker.js';
+export type { LoadedWorker, LoadWorkerOptions, WorkerSpec } from './worker/load-worker.js';
+export { workerTools } from './toolsets/workers.js';
+export * from './worker/index.js';
+export { MODEL_PROVIDERS, modelIsCompatible, resolveModel } from './worker/models.js';
+export type { ResolveModelOptions } from './worker/models.js';

@@ -1,7 +1,7 @@
 import { parseArgs } from 'node:util';
-import { ToolgateError } from '../errors.js';
-import { type CommandExplanation, explainCommand } from '../tools/explain-command.js';
-import { readShellConfig } from '../tools/shell.js';
+import { ToolgateError } from '../native/errors.js';
+import { type CommandExplanation, explainCommand } from '../native/explain-command.js';
+import { readShellConfig } from '../toolsets/shell.js';
 
 const HELP = `Usage: toolgate check --rules <file> [--cwd <dir>] [--json] <command>
 

@@ -1,4 +1,4 @@
-import type { RunEvent } from '../agent.js';
+import type { RunEvent } from '../worker/index.js';
 import { formatToolInput } from './terminal-approval.js';
 
 const ONE_LINE = 160;

@@ -1,5 +1,5 @@
-import { ToolgateError } from '../errors.js';
-import { VERSION } from '../package-root.js';
+import { ToolgateError } from '../native/errors.js';
+import { VERSION } from '../native/package-root.js';
 import { COMMANDS } from './commands.js';
 
 const USAGE = `toolgate ${VERSION} — load, gate and run tools safely for AI SDK agents

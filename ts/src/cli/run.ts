@@ -1,8 +1,8 @@
 import { parseArgs } from 'node:util';
-import { runWorker, type WorkerRunResult } from '../agent.js';
-import { ToolgateError } from '../errors.js';
-import { resolveModel } from '../models.js';
-import { loadWorker } from '../worker.js';
+import { runWorker, type WorkerRunResult } from '../worker/index.js';
+import { ToolgateError } from '../native/errors.js';
+import { resolveModel } from '../worker/models.js';
+import { loadWorker } from '../worker/load-worker.js';
 import { progressPrinter } from './progress.js';
 import { terminalApproval, type ApprovalMode } from './terminal-approval.js';
 

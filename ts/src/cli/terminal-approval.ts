@@ -1,5 +1,5 @@
 import { createInterface, type Interface } from 'node:readline';
-import type { ApprovalAnswer, ApprovalHandler, ApprovalRequest } from '../agent.js';
+import type { ApprovalAnswer, ApprovalHandler, ApprovalRequest } from '../worker/index.js';
 
 /** How a run answers approval requests: ask a person, approve everything, or deny everything. */
 export type ApprovalMode = 'ask' | 'yes' | 'deny';

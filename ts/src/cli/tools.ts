@@ -5,8 +5,8 @@
 import { createInterface } from 'node:readline';
 import { isAbsolute, relative, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
-import { callNative, ToolgateError } from '../errors.js';
-import { native } from '../native.js';
+import { callNative, ToolgateError } from '../native/errors.js';
+import { native } from '../native/binding.js';
 import {
   defaultToolDirectories,
   EXECUTABLE_TOOL_PREFIX,
@@ -14,7 +14,7 @@ import {
   type ExecutableToolDiagnostic,
   type ExecutableToolDiscovery,
   type ExecutableToolSpec,
-} from '../tools/executables.js';
+} from '../toolsets/executables.js';
 
 const USAGE = `Usage: toolgate tools <command> [options]
 

@@ -1,0 +1,152 @@
+/**
+ * Imports a tools module at run time: TypeScript without a build step, and plain JavaScript
+ * (ESM or CommonJS), through jiti. Every failure becomes a `ToolgateError` that names the file.
+ */
+import { existsSync, lstatSync, mkdirSync, readFileSync, realpathSync, statSync } from 'node:fs';
+import { homedir } from 'node:os';
+import { dirname, extname, join, resolve } from 'node:path';
+import type { Jiti } from 'jiti';
+import { ToolgateError } from '../native/errors.js';
+
+const MODULE_EXTENSIONS = ['.ts', '.mts', '.cts', '.js', '.mjs', '.cjs'];
+
+/** The absolute path of `modulePath`: relative paths are taken against `baseDir`, else the cwd. */
+export function resolveModulePath(modulePath: string, baseDir?: string): string {
+  return resolve(baseDir ?? process.cwd(), modulePath);
+}
+
+/**
+ * Checks that `path` is a module file toolgate can load. A path that does not exist is
+ * `FILE_NOT_FOUND` (the fix is the path, not the module); anything else wrong is `MODULE_INVALID`.
+ */
+export function checkModuleFile(path: string, modulePath: string): void {
+  let stats;
+  try {
+    stats = statSync(path);
+  } catch (error) {
+    const code = (error as NodeJS.ErrnoException).code;
+    if (code === 'ENOENT' || code === 'ENOTDIR') {
+      const alternatives = MODULE_EXTENSIONS.map((extension) => path + extension).filter((candidate) => existsSync(candidate));
+      const hint = alternatives.length > 0 ? `; did you mean ${alternatives.join(' or ')}?` : '; check the path';
+      const from = modulePath === path ? '' : ` (from '${modulePath}')`;
+      throw new ToolgateError('FILE_NOT_FOUND', `tools module not found: ${path}${from}${hint}`, { cause: error });
+    }
+    throw new ToolgateError('IO_ERROR', `cannot read tools module ${path}: ${(error as Error).message}`, { cause: error });
+  }
+  if (!stats.isFile()) {
+    throw new ToolgateError('MODULE_INVALID', `tools module ${path} is not a file; give the path of a .ts or .js module`);
+  }
+  if (!MODULE_EXTENSIONS.includes(extname(path))) {
+    throw new ToolgateError(
+      'MODULE_INVALID',
+      `tools module ${path} has an unsupported extension; use one of ${MODULE_EXTENSIONS.join(' ')}`,
+    );
+  }
+}
+
+let jiti: Promise<Jiti> | undefined;
+
+/**
+ * One jiti instance per process, created on first use so that importing toolgate does not pay
+ * for it. Modules are cached like ES modules (evaluated once per process); the transpiled code is
+ * cached on disk in a directory only this user can write (see `privateCacheDir`).
+ */
+function loader(): Promise<Jiti> {
+  jiti ??= import('jiti').then(({ createJiti }) =>
+    createJiti(import.meta.url, {
+      fsCache: privateCacheDir(),
+      moduleCache: true,
+      // Keep the module's real namespace: interop would merge a default export's properties into it.
+      interopDefault: false,
+    }),
+  );
+  return jiti;
+}
+
+/**
+ * `$XDG_CACHE_HOME/toolgate/jiti` (default `~/.cache/toolgate/jiti`), created with mode 0700.
+ * jiti's own default is a shared `/tmp/jiti`, where another local user could plant a transpiled
+ * file that this process would then run. The disk cache is turned off when the directory cannot
+ * be created or is not a private directory owned by this user.
+ */
+export function privateCacheDir(): string | false {
+  try {
+    const root = process.env.XDG_CACHE_HOME || join(homedir(), '.cache');
+    const dir = join(root, 'toolgate', 'jiti');
+    mkdirSync(dir, { recursive: true, mode: 0o700 });
+    const stats = lstatSync(dir);
+    const ownedByMe = typeof process.getuid !== 'function' || stats.uid === process.getuid();
+    if (!stats.isDirectory() || !ownedByMe || (stats.mode & 0o022) !== 0) return false;
+    return dir;
+  } catch {
+    return false;
+  }
+}
+
+/** Imports the module at the absolute `path` and returns its namespace. */
+export async function importModule(path: string): Promise<Record<string, unknown>> {
+  const instance = await loader();
+  try {
+    return (await instance.import(path)) as Record<string, unknown>;
+  } catch (error) {
+    throw loadError(path, error);
+  }
+}
+
+// jiti reports a parse error as `ParseError: <reason> \n <file>:<line>:<column>` (column from 0).
+const PARSE_ERROR = /^(?:\w*Error): ([\s\S]*?)\s*\n\s*(\S[^\n]*?):(\d+):(\d+)\s*$/;
+
+function loadError(path: string, error: unknown): ToolgateError {
+  const message = error instanceof Error ? error.message : String(error);
+  const parse = PARSE_ERROR.exec(message);
+  if (parse) {
+    const [, reason, file, line, column] = parse as unknown as [string, string, string, string, string];
+    const place = `${file}:${line}:${Number(column) + 1}`;
+    const imported = sameFile(file, path) ? '' : ` (imported by tools module ${path})`;
+    return new ToolgateError(
+      'MODULE_INVALID',
+      `syntax error in ${place}${imported}: ${reason.trim()}\n${codeFrame(file, Number(line), Number(column))}` +
+        'fix the syntax error and load the module again',
+      { cause: error },
+    );
+  }
+  const firstLine = message.split('\n')[0] ?? message;
+  const at = error instanceof Error ? placeInStack(error.stack, path) : undefined;
+  return new ToolgateError(
+    'MODULE_INVALID',
+    `tools module ${path} threw while loading: ${firstLine}${at ? ` (at ${at})` : ''}`,
+    { cause: error },
+  );
+}
+
+function sameFile(a: string, b: string): boolean {
+  try {
+    return realpathSync(a) === realpathSync(b);
+  } catch {
+    return resolve(a) === resolve(b);
+  }
+}
+
+/** `file:line:column` of the first stack frame inside the module's directory, if any. */
+function placeInStack(stack: string | undefined, path: string): string | undefined {
+  if (!stack) return undefined;
+  const directory = dirname(path);
+  for (const match of stack.matchAll(/\(?((?:file:\/\/)?\/[^\s():]+):(\d+):(\d+)\)?/g)) {
+    const file = (match[1] as string).replace(/^file:\/\//, '');
+    if (file.startsWith(directory) && !file.includes('/node_modules/')) return `${file}:${match[2]}:${match[3]}`;
+  }
+  return undefined;
+}
+
+/** The offending source line with a caret under the column, or nothing when it cannot be read. */
+function codeFrame(file: string, line: number, column: number): string {
+  try {
+    const text = readFileSync(file, 'utf8').split(/\r?\n/)[line - 1];
+    if (text === undefined) return '';
+    const gutter = `  ${line} | `;
+    const indent = text.slice(0, column).replace(/[^\t]/g, ' ');
+    return `${gutter}${text}\n${' '.repeat(gutter.length - 2)}| ${indent}^\n`;
+  } catch {
+    return '';
+  }
+}

@@ -1,0 +1,31 @@
+import { tool } from 'ai';
+import { z } from 'zod';
+import type { NamedTool } from '../approval/named-tool.js';
+
+/**
+ * Tools that end the run. They have no `execute`: the AI SDK stops at a call to them and
+ * `runWorker` turns the call into the run's result.
+ */
+export const TASK_COMPLETION = 'task_completion';
+export const ASK_QUESTION = 'ask_question';
+export const RESERVED_TOOL_NAMES: readonly string[] = [TASK_COMPLETION, ASK_QUESTION];
+
+export function loopBreakingTools(): NamedTool[] {
+  return [
+    {
+      name: TASK_COMPLETION,
+      ...tool({
+        description: 'Call this when the task is done. `result` is the final answer for the user; the run ends.',
+        inputSchema: z.object({ result: z.string().describe('The final answer or summary of what was done') }),
+      }),
+    },
+    {
+      name: ASK_QUESTION,
+      ...tool({
+        description:
+          'Call this when you cannot continue without information only the user has. The run ends and the question is returned to the user.',
+        inputSchema: z.object({ question: z.string().describe('One clear question for the user') }),
+      }),
+    },
+  ];
+}
