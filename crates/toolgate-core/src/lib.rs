@@ -19,6 +19,7 @@ pub mod error;
 pub mod exec;
 pub mod executables;
 pub mod fs;
+pub mod limits;
 mod path;
 pub mod schema;
 pub mod worker;

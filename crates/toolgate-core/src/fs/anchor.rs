@@ -11,13 +11,12 @@
 use std::ffi::{OsStr, OsString};
 use std::fs::File;
 use std::os::fd::{AsFd, OwnedFd};
-use std::os::unix::ffi::OsStrExt;
 use std::path::{Component, Path, PathBuf};
-use std::sync::atomic::{AtomicU64, Ordering};
 
 use rustix::fs::{AtFlags, FileType, Mode, OFlags};
 use rustix::io::Errno;
 
+use super::temp;
 use crate::error::{Error, Result};
 use crate::path::PathValidator;
 
@@ -203,17 +202,80 @@ impl Target {
     /// it. `mode` keeps an existing file's permissions; without it the umask applies.
     /// With `no_replace`, the rename fails if something appeared at the target meanwhile.
     pub fn write_atomic(&self, bytes: &[u8], mode: Option<u32>, no_replace: bool) -> Result<()> {
+        self.write_atomic_checked(bytes, mode, no_replace, None)
+            .map(|_| ())
+    }
+
+    /// Like [`write_atomic`](Self::write_atomic), but renames only if the target still holds
+    /// exactly `expected` (what the caller read and changed). Returns false, and changes
+    /// nothing, when another program changed the target meanwhile: the content is compared
+    /// just before the rename, after the new content is on disk.
+    pub fn write_atomic_unless_changed(
+        &self,
+        bytes: &[u8],
+        mode: Option<u32>,
+        expected: &[u8],
+    ) -> Result<bool> {
+        self.write_atomic_checked(bytes, mode, false, Some(expected))
+    }
+
+    fn write_atomic_checked(
+        &self,
+        bytes: &[u8],
+        mode: Option<u32>,
+        no_replace: bool,
+        expected: Option<&[u8]>,
+    ) -> Result<bool> {
         let temp = self.temp_file(mode)?;
         let outcome = write_and_sync(&temp.1, bytes)
             .map_err(|err| Error::io("writing", &self.absolute, err))
-            .and_then(|()| self.rename_from(&temp.0, no_replace));
-        if outcome.is_err() {
+            .and_then(|()| match expected {
+                Some(expected) => {
+                    #[cfg(test)]
+                    race::before_check(&self.absolute);
+                    self.holds(expected)
+                }
+                None => Ok(true),
+            })
+            .and_then(|unchanged| {
+                if unchanged {
+                    self.rename_from(&temp.0, no_replace)?;
+                }
+                Ok(unchanged)
+            });
+        if !matches!(outcome, Ok(true)) {
             let _ = rustix::fs::unlinkat(self.parent.fd(), &temp.0, AtFlags::empty());
+        }
+        if outcome.is_ok() {
+            temp::sweep_if_due(&self.parent);
         }
         outcome
     }
 
-    /// Creates `.<name>.toolgate-<pid>-<n>.tmp` beside the target.
+    /// Whether the target is a file holding exactly `expected`.
+    fn holds(&self, expected: &[u8]) -> Result<bool> {
+        use std::io::Read;
+        let file = match self.open_read() {
+            Ok(file) => file,
+            Err(Error::FileNotFound(_)) => return Ok(false),
+            Err(err) => return Err(err),
+        };
+        let size = file
+            .metadata()
+            .map_err(|err| Error::io("reading", &self.absolute, err))?
+            .len();
+        if size != expected.len() as u64 {
+            return Ok(false);
+        }
+        let mut now = Vec::with_capacity(expected.len());
+        (&file)
+            .take(size + 1)
+            .read_to_end(&mut now)
+            .map_err(|err| Error::io("reading", &self.absolute, err))?;
+        Ok(now == expected)
+    }
+
+    /// Creates a `.tmp` file beside the target, named after this process (see [`temp`]).
     fn temp_file(&self, mode: Option<u32>) -> Result<(OsString, File)> {
         loop {
             let name = self.hidden_name("tmp");
@@ -238,17 +300,10 @@ impl Target {
         }
     }
 
-    /// A fresh hidden name beside the target: `.<name>.toolgate-<pid>-<n>.<suffix>`.
+    /// A fresh hidden name beside the target that names this process as its writer (see
+    /// [`temp`](super::temp)).
     pub fn hidden_name(&self, suffix: &str) -> OsString {
-        static COUNTER: AtomicU64 = AtomicU64::new(0);
-        let mut name = OsString::from(".");
-        name.push(short(&self.name));
-        name.push(format!(
-            ".toolgate-{}-{}.{suffix}",
-            std::process::id(),
-            COUNTER.fetch_add(1, Ordering::Relaxed)
-        ));
-        name
+        temp::hidden_name(&self.name, suffix)
     }
 
     /// Renames `from` (a name in the same directory) onto the target.
@@ -302,17 +357,43 @@ pub(crate) fn rename_error(path: &Path, errno: Errno) -> Error {
     io_error("renaming onto", path, errno)
 }
 
+/// Test-only: an action registered for a path runs between writing an edit's new content and
+/// checking that the target is unchanged, the moment another program's write would land. Tests
+/// use it to run a real other process exactly then, instead of hoping a timed one hits it.
+#[cfg(test)]
+pub(crate) mod race {
+    use std::collections::HashMap;
+    use std::path::{Path, PathBuf};
+    use std::sync::{LazyLock, Mutex, PoisonError};
+
+    type Action = Box<dyn FnMut() + Send>;
+    static ACTIONS: LazyLock<Mutex<HashMap<PathBuf, Action>>> =
+        LazyLock::new(|| Mutex::new(HashMap::new()));
+
+    /// Runs `action` each time an edit of `path` is about to check it (until [`clear`]).
+    pub fn before_check_of(path: &Path, action: impl FnMut() + Send + 'static) {
+        let mut actions = ACTIONS.lock().unwrap_or_else(PoisonError::into_inner);
+        actions.insert(path.to_path_buf(), Box::new(action));
+    }
+
+    pub fn clear(path: &Path) {
+        let mut actions = ACTIONS.lock().unwrap_or_else(PoisonError::into_inner);
+        actions.remove(path);
+    }
+
+    pub(super) fn before_check(path: &Path) {
+        let mut actions = ACTIONS.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some(action) = actions.get_mut(path) {
+            action();
+        }
+    }
+}
+
 fn write_and_sync(file: &File, bytes: &[u8]) -> std::io::Result<()> {
     use std::io::Write;
     let mut writer = file;
     writer.write_all(bytes)?;
     file.sync_all()
-}
-
-/// Keeps temporary names well below NAME_MAX even for long target names.
-fn short(name: &OsStr) -> &OsStr {
-    let bytes = name.as_bytes();
-    OsStr::from_bytes(&bytes[..bytes.len().min(64)])
 }
 
 fn is_symlink(dir: &OwnedFd, name: &OsStr) -> bool {

@@ -5,12 +5,15 @@ use std::io::Read;
 use std::time::Duration;
 
 use super::anchor::{Kind, Target};
-use super::text::{plural, CappedText};
+use super::lock::WriteLock;
+use super::text::{human_size, plural, CappedText};
+use super::write::check_content_size;
 use crate::error::{Error, Result};
+use crate::limits::MAX_EDIT_FILE_BYTES;
 use crate::path::PathValidator;
 
-/// Files larger than this are not edited in memory; rewrite them with `file_write`.
-const MAX_EDIT_BYTES: u64 = 64 * 1024 * 1024;
+/// How often an edit is made again when another program changes the file meanwhile.
+const EDIT_ATTEMPTS: usize = 3;
 /// Lines of unchanged context around each change in the diff.
 const DIFF_CONTEXT: usize = 3;
 
@@ -40,9 +43,49 @@ pub struct EditOutput {
 /// `replace_all`; otherwise the error says how many matches there were and what to do. A file
 /// with CRLF line endings also matches an `old_text` written with LF. The file is rewritten
 /// atomically and keeps its permissions.
+///
+/// Edits of one file by this process take turns (see `lock`). When another program changes the
+/// file between the read and the rename, nothing is written and the edit is made again on the
+/// new content (up to [`EDIT_ATTEMPTS`] times): the replacement is defined by the text, so it
+/// applies to the new content as well, and fails with the usual "not found" error (saying the
+/// file changed) when the other program removed `old_text`.
 pub fn edit(validator: &PathValidator, request: &EditRequest) -> Result<EditOutput> {
     let target = Target::resolve(validator, &request.path, false, &mut Vec::new())?;
     let path = target.relative.display().to_string();
+    check_request(request, &path)?;
+    let _lock = WriteLock::acquire([target.absolute.clone()]);
+    for attempt in 0..EDIT_ATTEMPTS {
+        let original = read_text(&target, &path)?;
+        let mode = target.stat()?.st_mode & 0o7777;
+        let (updated, replacements) = replace(&original, request, &path).map_err(|err| {
+            if attempt == 0 {
+                return err;
+            }
+            match err {
+                Error::InvalidInput(message) => Error::InvalidInput(format!(
+                    "{message}. Note: another program changed '{path}' while it was being edited; read it again"
+                )),
+                other => other,
+            }
+        })?;
+        if target.write_atomic_unless_changed(
+            updated.as_bytes(),
+            Some(mode),
+            original.as_bytes(),
+        )? {
+            return Ok(EditOutput {
+                diff: unified_diff(&original, &updated, &path),
+                path,
+                replacements,
+            });
+        }
+    }
+    Err(Error::ToolFailed(format!(
+        "'{path}' changed {EDIT_ATTEMPTS} times while it was being edited: another program keeps writing it. Nothing was written; try again once it is no longer being written"
+    )))
+}
+
+fn check_request(request: &EditRequest, path: &str) -> Result<()> {
     if request.old_text.is_empty() {
         return Err(Error::InvalidInput(format!(
             "old_text is empty; give the exact text to replace in '{path}' (to create or overwrite a whole file use file_write)"
@@ -53,11 +96,14 @@ pub fn edit(validator: &PathValidator, request: &EditRequest) -> Result<EditOutp
             "old_text and new_text are the same, so nothing would change; give the new text in new_text".into(),
         ));
     }
-    let original = read_text(&target, &path)?;
-    let mode = target.stat()?.st_mode & 0o7777;
+    check_content_size("old_text", request.old_text.len())?;
+    check_content_size("new_text", request.new_text.len())
+}
 
+/// The content with the request's replacement made, and how many replacements that was.
+fn replace(original: &str, request: &EditRequest, path: &str) -> Result<(String, u64)> {
     let (mut old_text, mut new_text) = (request.old_text.clone(), request.new_text.clone());
-    let mut matches = count_matches(&original, &old_text);
+    let mut matches = count_matches(original, &old_text);
     if matches == 0
         && original.contains("\r\n")
         && old_text.contains('\n')
@@ -65,19 +111,34 @@ pub fn edit(validator: &PathValidator, request: &EditRequest) -> Result<EditOutp
     {
         old_text = old_text.replace('\n', "\r\n");
         new_text = new_text.replace('\n', "\r\n");
-        matches = count_matches(&original, &old_text);
+        matches = count_matches(original, &old_text);
     }
     if matches == 0 {
         return Err(Error::InvalidInput(not_found_message(
-            &original,
+            original,
             &request.old_text,
-            &path,
+            path,
         )));
     }
     if matches > 1 && !request.replace_all {
-        let lines = match_lines(&original, &old_text, 5);
+        let lines = match_lines(original, &old_text, 5);
         return Err(Error::InvalidInput(format!(
             "old_text matches {matches} times in '{path}' (at lines {lines}); include more surrounding lines in old_text so that it matches exactly once, or set replace_all to true to replace every match"
+        )));
+    }
+    // The size after the edit, checked before it is built: replacing a 1-byte text by a large
+    // one everywhere would otherwise ask for more memory than exists.
+    let size = (new_text.len() as u64)
+        .checked_sub(old_text.len() as u64)
+        .map_or(Some(original.len() as u64), |growth| {
+            growth
+                .checked_mul(matches as u64)
+                .and_then(|grown| grown.checked_add(original.len() as u64))
+        });
+    if size.is_none_or(|size| size > MAX_EDIT_FILE_BYTES) {
+        return Err(Error::InvalidInput(format!(
+            "this edit would make '{path}' larger than {} ({matches} replacements); files that large are not edited in memory. Replace fewer matches at a time, or write the file with file_write",
+            human_size(MAX_EDIT_FILE_BYTES)
         )));
     }
     let updated = if request.replace_all {
@@ -85,12 +146,7 @@ pub fn edit(validator: &PathValidator, request: &EditRequest) -> Result<EditOutp
     } else {
         original.replacen(&old_text, &new_text, 1)
     };
-    target.write_atomic(updated.as_bytes(), Some(mode), false)?;
-    Ok(EditOutput {
-        diff: unified_diff(&original, &updated, &path),
-        path,
-        replacements: matches as u64,
-    })
+    Ok((updated, matches as u64))
 }
 
 fn read_text(target: &Target, path: &str) -> Result<String> {
@@ -112,15 +168,15 @@ fn read_text(target: &Target, path: &str) -> Result<String> {
         .metadata()
         .map_err(|err| Error::io("reading", &target.absolute, err))?
         .len();
-    if size > MAX_EDIT_BYTES {
+    if size > MAX_EDIT_FILE_BYTES {
         return Err(Error::InvalidInput(format!(
-            "'{path}' is {} bytes; files over {MAX_EDIT_BYTES} bytes are not edited in memory. Use file_write to replace it",
+            "'{path}' is {} bytes; files over {MAX_EDIT_FILE_BYTES} bytes are not edited in memory. Use file_write to replace it",
             size
         )));
     }
     let mut bytes = Vec::with_capacity(size as usize);
     (&file)
-        .take(MAX_EDIT_BYTES + 1)
+        .take(MAX_EDIT_FILE_BYTES + 1)
         .read_to_end(&mut bytes)
         .map_err(|err| Error::io("reading", &target.absolute, err))?;
     String::from_utf8(bytes).map_err(|_| {

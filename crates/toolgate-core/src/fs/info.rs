@@ -7,6 +7,7 @@ use std::time::SystemTime;
 use rustix::fs::AtFlags;
 
 use super::anchor::{self, Dir, Kind};
+use super::lock::WriteLock;
 use crate::error::{Error, Result};
 use crate::path::PathValidator;
 
@@ -127,6 +128,7 @@ pub fn delete(validator: &PathValidator, path: &str) -> Result<DeleteOutput> {
     let dir = Dir::open(validator, &parent, false, &mut Vec::new())?;
     let absolute = parent.join(&name);
     let shown = validator.relative(&absolute).display().to_string();
+    let _lock = WriteLock::acquire([absolute.clone()]);
     let stat = rustix::fs::statat(dir.fd(), &name, AtFlags::SYMLINK_NOFOLLOW).map_err(|errno| {
         if errno == rustix::io::Errno::NOENT {
             Error::FileNotFound(format!(

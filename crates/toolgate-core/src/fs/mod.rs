@@ -7,13 +7,18 @@
 //! and ends with an explicit `[...]` marker when something was left out.
 
 mod anchor;
+#[cfg(test)]
+mod concurrency_tests;
 pub mod config;
 mod edit;
 mod glob;
 mod grep;
 mod info;
+mod lock;
 mod patch;
+mod pattern;
 mod read;
+mod temp;
 mod text;
 mod tree;
 mod walk;

@@ -13,13 +13,12 @@ use std::path::{Path, PathBuf};
 use rustix::fs::AtFlags;
 
 use super::anchor::{self, Kind, Target};
+use super::lock::WriteLock;
 use super::text::{human_size, plural};
-use super::write::remove_created_dirs;
+use super::write::{check_content_size, remove_created_dirs};
 use crate::error::{Error, Result};
+use crate::limits::{MAX_PATCH_BYTES, MAX_PATCH_OPERATIONS};
 use crate::path::PathValidator;
-
-/// Upper bound on operations in one patch.
-const MAX_OPERATIONS: usize = 1000;
 
 /// What an operation does.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -70,8 +69,16 @@ struct Checked<'a> {
     new_path: Option<PathBuf>,
 }
 
-/// Checks every operation, then applies them all or none.
+/// Checks every operation, then applies them all or none. Every file the patch names is locked
+/// against the other writers of this process (see `lock`) from the checks to the end.
 pub fn patch(validator: &PathValidator, operations: &[PatchOperation]) -> Result<PatchOutput> {
+    check_sizes(operations)?;
+    // Paths that do not resolve are reported by the checks; they need no lock.
+    let touched = operations
+        .iter()
+        .flat_map(|op| std::iter::once(&op.path).chain(op.new_path.as_ref()))
+        .filter_map(|path| validator.resolve(path).ok());
+    let _lock = WriteLock::acquire(touched);
     let checked = check_all(validator, operations)?;
     let mut journal = Journal::default();
     let mut summary = String::new();
@@ -96,21 +103,40 @@ pub fn patch(validator: &PathValidator, operations: &[PatchOperation]) -> Result
     Ok(PatchOutput { summary, changed })
 }
 
-fn check_all<'a>(
-    validator: &PathValidator,
-    operations: &'a [PatchOperation],
-) -> Result<Vec<Checked<'a>>> {
+/// The number of operations and the size of their content, before anything is resolved.
+fn check_sizes(operations: &[PatchOperation]) -> Result<()> {
     if operations.is_empty() {
         return Err(Error::InvalidInput(
             "operations is empty; give at least one {action, path} operation".into(),
         ));
     }
-    if operations.len() > MAX_OPERATIONS {
+    if operations.len() > MAX_PATCH_OPERATIONS {
         return Err(Error::InvalidInput(format!(
-            "{} operations in one patch; the limit is {MAX_OPERATIONS}. Split the patch",
+            "{} operations in one patch; the limit is {MAX_PATCH_OPERATIONS}. Split the patch",
             operations.len()
         )));
     }
+    let mut total = 0usize;
+    for (index, op) in operations.iter().enumerate() {
+        let bytes = op.content.as_ref().map_or(0, String::len);
+        check_content_size(&format!("the content of operation {}", index + 1), bytes)
+            .map_err(|err| in_operation(index + 1, op, err))?;
+        total = total.saturating_add(bytes);
+    }
+    if total > MAX_PATCH_BYTES {
+        return Err(Error::InvalidInput(format!(
+            "the operations' content adds up to {}; one patch writes at most {}. Split the patch",
+            human_size(total as u64),
+            human_size(MAX_PATCH_BYTES as u64)
+        )));
+    }
+    Ok(())
+}
+
+fn check_all<'a>(
+    validator: &PathValidator,
+    operations: &'a [PatchOperation],
+) -> Result<Vec<Checked<'a>>> {
     // What exists after the operations checked so far; paths not in here are as on disk.
     let mut planned: HashMap<PathBuf, bool> = HashMap::new();
     let mut checked = Vec::with_capacity(operations.len());

@@ -5,7 +5,9 @@ use std::io::{BufRead, BufReader, Read};
 use std::os::unix::ffi::OsStrExt;
 
 use super::anchor::{self, Dir, Kind, Target};
-use super::text::{display_line, human_size, plural, CappedText, MAX_LINE_BYTES};
+use super::text::{
+    display_line, human_size, plural, CappedText, DEFAULT_MAX_BYTES, MAX_LINE_BYTES,
+};
 use crate::error::{Error, Result};
 use crate::path::PathValidator;
 
@@ -22,7 +24,9 @@ pub struct ReadRequest {
     pub offset: u64,
     /// How many lines (or entries) to show at most; output is also capped at 50 KiB.
     pub limit: u64,
-    /// Prefix every line with its number (`     7\t...`), as `file_read` does.
+    /// Prefix every line with its number (`     7\t...`), as `file_read` does. Without numbers
+    /// the text is the file's own, byte for byte (line endings and a missing final newline
+    /// included), so that reading a file and writing the text back changes nothing.
     pub line_numbers: bool,
 }
 
@@ -70,6 +74,10 @@ pub struct ReadOutput {
     pub next_offset: Option<u64>,
     /// Size of the file in bytes (0 for a directory).
     pub size: u64,
+    /// The read reached the end of the file and its last line has no final newline. The text
+    /// without line numbers shows it by not ending in one; numbered text says
+    /// `[no newline at end of file]` on a line of its own.
+    pub missing_final_newline: bool,
 }
 
 /// Reads a window of a file, or lists a directory. Memory stays bounded by the output caps
@@ -127,6 +135,7 @@ fn read_file(target: &Target, request: &ReadRequest) -> Result<ReadOutput> {
             truncated: false,
             next_offset: None,
             size,
+            missing_final_newline: false,
         });
     }
     let mut window = LineWindow::new(request);
@@ -141,7 +150,10 @@ struct LineWindow<'r> {
     out: CappedText,
     /// Number of the line being read, from 1.
     line: u64,
-    /// Bytes of the current line kept for display (at most MAX_LINE_BYTES + 1).
+    /// Bytes of a line shown whole at most: MAX_LINE_BYTES with line numbers, the whole
+    /// output budget without (where the text must be the file's own).
+    line_limit: usize,
+    /// Bytes of the current line kept for display (at most `line_limit` + 1).
     current: Vec<u8>,
     /// Total bytes of the current line, kept or not.
     current_len: u64,
@@ -151,6 +163,8 @@ struct LineWindow<'r> {
     shown: u64,
     /// Set when the window is full: the line that would come next and where it starts.
     stopped_at: Option<(u64, u64)>,
+    /// The last line shown had no newline (it was the end of the file).
+    unterminated: bool,
 }
 
 impl<'r> LineWindow<'r> {
@@ -158,6 +172,11 @@ impl<'r> LineWindow<'r> {
         Self {
             request,
             out: CappedText::with_defaults(),
+            line_limit: if request.line_numbers {
+                MAX_LINE_BYTES
+            } else {
+                DEFAULT_MAX_BYTES
+            },
             line: 1,
             current: Vec::new(),
             current_len: 0,
@@ -165,6 +184,7 @@ impl<'r> LineWindow<'r> {
             position: 0,
             shown: 0,
             stopped_at: None,
+            unterminated: false,
         }
     }
 
@@ -173,8 +193,8 @@ impl<'r> LineWindow<'r> {
     }
 
     fn take(&mut self, bytes: &[u8]) {
-        if self.wanted() && self.current.len() <= MAX_LINE_BYTES {
-            let room = MAX_LINE_BYTES + 1 - self.current.len();
+        if self.wanted() && self.current.len() <= self.line_limit {
+            let room = self.line_limit + 1 - self.current.len();
             self.current
                 .extend_from_slice(&bytes[..bytes.len().min(room)]);
         }
@@ -186,24 +206,30 @@ impl<'r> LineWindow<'r> {
     /// window is full.
     fn end_line(&mut self, newline: bool) -> bool {
         if self.wanted() {
-            let mut shown = display_line(&self.current, MAX_LINE_BYTES);
-            if self.current_len as usize > self.current.len() {
-                // The kept prefix was cut at MAX_LINE_BYTES + 1; say how long the line was.
-                shown = display_line(&self.current[..MAX_LINE_BYTES], MAX_LINE_BYTES);
-                shown.push_str(&format!(
+            // The line as it is in the file, `\r` included; invalid UTF-8 is replaced.
+            let shown = if self.current_len as usize > self.current.len() {
+                // The kept prefix was cut at line_limit + 1; say how long the line was.
+                let mut cut = display_line(&self.current[..self.line_limit], self.line_limit);
+                cut.push_str(&format!(
                     " … [line cut: {} more bytes]",
-                    self.current_len - MAX_LINE_BYTES as u64
+                    self.current_len - self.line_limit as u64
                 ));
-            }
-            let line = if self.request.line_numbers {
-                format!("{:>6}\t{shown}", self.line)
+                cut
             } else {
-                shown
+                String::from_utf8_lossy(&self.current).into_owned()
             };
-            if !self.out.push_line(&line) {
+            let pushed = if self.request.line_numbers {
+                self.out.push_line(&format!("{:>6}\t{shown}", self.line))
+            } else if newline {
+                self.out.push_line(&shown)
+            } else {
+                self.out.push_unterminated(&shown)
+            };
+            if !pushed {
                 self.stopped_at = Some((self.line, self.line_start));
                 return false;
             }
+            self.unterminated = !newline;
             self.shown += 1;
         }
         self.line += 1;
@@ -256,6 +282,10 @@ impl<'r> LineWindow<'r> {
                 }
             }
         }
+        let missing_final_newline = next_offset.is_none() && self.unterminated;
+        if missing_final_newline && self.request.line_numbers {
+            marker = Some("[no newline at end of file]".into());
+        }
         let empty = self.out.is_empty();
         let mut text = self.out.finish(marker);
         if empty && self.request.line_numbers {
@@ -268,6 +298,7 @@ impl<'r> LineWindow<'r> {
             truncated: next_offset.is_some(),
             next_offset,
             size,
+            missing_final_newline,
         })
     }
 }
@@ -410,6 +441,7 @@ fn list_directory(
         truncated: next.is_some(),
         next_offset: next,
         size: 0,
+        missing_final_newline: false,
     })
 }
 
@@ -457,21 +489,88 @@ mod tests {
         assert!(!exact.truncated, "{}", exact.text);
     }
 
+    fn exact(path: &str, offset: u64, limit: u64) -> ReadRequest {
+        ReadRequest {
+            line_numbers: false,
+            ..req(path, offset, limit)
+        }
+    }
+
     #[test]
-    fn a_last_line_without_newline_and_crlf_are_read() {
+    fn a_last_line_without_newline_and_crlf_are_read_as_they_are() {
         let (dir, v) = setup();
         std::fs::write(dir.path().join("a.txt"), "one\r\ntwo").unwrap();
         let out = read(&v, &ReadRequest::new("a.txt")).unwrap();
-        assert_eq!(out.text, "     1\tone\n     2\ttwo\n");
-        let raw = read(
-            &v,
-            &ReadRequest {
-                line_numbers: false,
-                ..ReadRequest::new("a.txt")
-            },
-        )
-        .unwrap();
-        assert_eq!(raw.text, "one\ntwo\n");
+        assert_eq!(
+            out.text,
+            "     1\tone\r\n     2\ttwo\n[no newline at end of file]\n"
+        );
+        assert!(out.missing_final_newline);
+        let raw = read(&v, &exact("a.txt", 1, 2000)).unwrap();
+        assert_eq!(raw.text, "one\r\ntwo");
+        assert!(raw.missing_final_newline);
+        // A window that stops before the last line says nothing about it.
+        let first = read(&v, &req("a.txt", 1, 1)).unwrap();
+        assert!(!first.missing_final_newline && first.truncated);
+        assert!(!first.text.contains("no newline"), "{}", first.text);
+        let last = read(&v, &exact("a.txt", 2, 1)).unwrap();
+        assert_eq!(last.text, "two");
+        assert!(last.missing_final_newline && !last.truncated);
+    }
+
+    #[test]
+    fn reading_then_writing_back_changes_no_byte() {
+        let (dir, v) = setup();
+        let long_line = format!("{}\n", "z".repeat(10_000));
+        let cases: [(&str, &[u8]); 10] = [
+            ("no-final-newline", b"a\nb"),
+            ("final-newline", b"a\nb\n"),
+            ("crlf", b"a\r\nb\r\n"),
+            ("crlf-no-final", b"a\r\nb"),
+            ("mixed", b"a\r\nb\nc\r"),
+            ("empty", b""),
+            ("only-newline", b"\n"),
+            ("only-crlf", b"\r\n"),
+            ("blank-lines", b"\n\n\nx\n\n"),
+            ("long-line", long_line.as_bytes()),
+        ];
+        for (name, bytes) in cases {
+            std::fs::write(dir.path().join(name), bytes).unwrap();
+            let out = read(&v, &exact(name, 1, 2000)).unwrap();
+            assert!(!out.truncated, "{name}");
+            assert_eq!(
+                out.missing_final_newline,
+                !bytes.is_empty() && !bytes.ends_with(b"\n"),
+                "{name}"
+            );
+            crate::fs::write(&v, name, out.text.as_bytes()).unwrap();
+            assert_eq!(
+                std::fs::read(dir.path().join(name)).unwrap(),
+                bytes,
+                "{name}"
+            );
+        }
+        // Windows read one after the other add up to the file.
+        let body: Vec<u8> = (0..25)
+            .flat_map(|i| {
+                format!("line {i}{}", if i % 3 == 0 { "\r\n" } else { "\n" }).into_bytes()
+            })
+            .chain(*b"tail")
+            .collect();
+        std::fs::write(dir.path().join("windows"), &body).unwrap();
+        let mut joined = String::new();
+        let mut offset = 1;
+        loop {
+            let out = read(&v, &exact("windows", offset, 7)).unwrap();
+            let Some(next) = out.next_offset else {
+                joined.push_str(&out.text);
+                break;
+            };
+            let marker = out.text.rfind("[truncated:").unwrap();
+            joined.push_str(&out.text[..marker]);
+            offset = next;
+        }
+        assert_eq!(joined.as_bytes(), body.as_slice());
     }
 
     #[test]

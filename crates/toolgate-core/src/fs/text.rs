@@ -48,13 +48,28 @@ impl CappedText {
         true
     }
 
+    /// Appends `text` as a last line that has no newline (the end of a file that lacks one), or
+    /// returns false when that would break the budget.
+    pub fn push_unterminated(&mut self, text: &str) -> bool {
+        if self.lines >= self.max_lines || self.text.len() + text.len() > self.max_bytes {
+            return false;
+        }
+        self.text.push_str(text);
+        self.lines += 1;
+        true
+    }
+
     pub fn is_empty(&self) -> bool {
         self.text.is_empty()
     }
 
-    /// The text, with a final marker line appended when one is given (the marker is never cut).
+    /// The text, with a final marker line appended when one is given (the marker is never cut;
+    /// it starts on a line of its own).
     pub fn finish(mut self, marker: Option<String>) -> String {
         if let Some(marker) = marker {
+            if !self.text.is_empty() && !self.text.ends_with('\n') {
+                self.text.push('\n');
+            }
             self.text.push_str(&marker);
             self.text.push('\n');
         }

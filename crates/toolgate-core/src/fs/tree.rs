@@ -11,6 +11,7 @@ use super::glob::search_base;
 use super::text::{human_size, plural, CappedText};
 use super::walk::{threads, walker, Cancel, Collector, WalkOptions};
 use crate::error::{Error, Result};
+use crate::limits::MAX_TREE_DEPTH;
 use crate::path::PathValidator;
 
 /// Files from this size up show their size.
@@ -59,8 +60,11 @@ pub fn tree(
     request: &TreeRequest,
     cancel: &Cancel,
 ) -> Result<TreeOutput> {
-    if request.max_depth == 0 {
-        return Err(Error::InvalidInput("max_depth must be at least 1".into()));
+    if request.max_depth == 0 || request.max_depth > MAX_TREE_DEPTH {
+        return Err(Error::InvalidInput(format!(
+            "max_depth is {}; it must be from 1 to {MAX_TREE_DEPTH}. Draw a subdirectory to see deeper levels",
+            request.max_depth
+        )));
     }
     let base = search_base(validator, request.path.as_deref())?;
     let children = collect(validator, &base, request.max_depth, cancel)?;
@@ -98,7 +102,7 @@ pub fn tree(
     let marker = if cut {
         Some(format!(
             "{summary} shown; [truncated: {} more entries not shown. Call directory_tree on a subdirectory or lower max_depth]",
-            total - drawn
+            total.saturating_sub(drawn)
         ))
     } else {
         out.push_line("");
@@ -276,6 +280,25 @@ mod tests {
             max_depth,
         };
         tree(v, &request, &Cancel::default()).unwrap()
+    }
+
+    #[test]
+    fn max_depth_is_bounded_on_both_sides() {
+        let (_dir, v) = setup();
+        for max_depth in [0, MAX_TREE_DEPTH + 1, usize::MAX] {
+            let request = TreeRequest {
+                path: None,
+                max_depth,
+            };
+            let err = tree(&v, &request, &Cancel::default()).unwrap_err();
+            assert_eq!(err.code(), "INVALID_INPUT");
+            assert!(err.to_string().contains("from 1 to 64"), "{err}");
+        }
+        let deepest = TreeRequest {
+            path: None,
+            max_depth: MAX_TREE_DEPTH,
+        };
+        assert!(tree(&v, &deepest, &Cancel::default()).is_ok());
     }
 
     #[test]

@@ -3,7 +3,10 @@
 use std::path::PathBuf;
 
 use super::anchor::{Kind, Target};
+use super::lock::WriteLock;
+use super::text::human_size;
 use crate::error::{Error, Result};
+use crate::limits::MAX_CONTENT_BYTES;
 use crate::path::PathValidator;
 
 /// Whether a write made a new file or replaced an existing one.
@@ -34,7 +37,9 @@ pub struct WriteOutput {
 /// Writes `content` to `path`, creating missing parent directories. The new content is
 /// written to a temporary file beside the target and renamed over it, so a crash leaves the
 /// old file or the new one, never half of one. An existing file keeps its permissions.
+/// Writers of one file in this process take turns (see `lock`); the last one wins.
 pub fn write(validator: &PathValidator, path: &str, content: &[u8]) -> Result<WriteOutput> {
+    check_content_size("content", content.len())?;
     let mut created = Vec::new();
     let outcome = write_creating(validator, path, content, &mut created);
     if outcome.is_err() {
@@ -50,6 +55,7 @@ fn write_creating(
     created: &mut Vec<PathBuf>,
 ) -> Result<WriteOutput> {
     let target = Target::resolve(validator, path, true, created)?;
+    let _lock = WriteLock::acquire([target.absolute.clone()]);
     let (action, mode) = match target.kind()? {
         Kind::Missing => (WriteAction::Created, None),
         Kind::File => (WriteAction::Updated, Some(target.stat()?.st_mode & 0o7777)),
@@ -75,6 +81,18 @@ fn write_creating(
         action,
         bytes: content.len() as u64,
     })
+}
+
+/// Refuses content over [`MAX_CONTENT_BYTES`]; `field` names it in the message.
+pub(crate) fn check_content_size(field: &str, bytes: usize) -> Result<()> {
+    if bytes > MAX_CONTENT_BYTES {
+        return Err(Error::InvalidInput(format!(
+            "{field} is {}; at most {} can be written at once. Write the file in parts (file_write, then file_edit to add to it) or generate it with a command",
+            human_size(bytes as u64),
+            human_size(MAX_CONTENT_BYTES as u64)
+        )));
+    }
+    Ok(())
 }
 
 /// Removes directories a failed operation created, innermost first; ones that are no longer
@@ -172,5 +190,11 @@ mod tests {
         let err = write(&v, &too_long, b"x").unwrap_err();
         assert_eq!(err.code(), "IO_ERROR", "{err}");
         assert!(!dir.path().join("new").exists());
+
+        let huge = vec![b'x'; MAX_CONTENT_BYTES + 1];
+        let err = write(&v, "huge.txt", &huge).unwrap_err();
+        assert_eq!(err.code(), "INVALID_INPUT");
+        assert!(err.to_string().contains("at most 16.0 MiB"), "{err}");
+        assert!(!dir.path().join("huge.txt").exists());
     }
 }
