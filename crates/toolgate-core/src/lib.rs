@@ -23,6 +23,7 @@ pub mod limits;
 mod path;
 pub mod schema;
 pub mod worker;
+pub mod yaml;
 
 #[cfg(test)]
 mod test_support;

@@ -121,7 +121,7 @@ impl Manifest {
 
     /// Parses and checks manifest text (not the entrypoint file: see [`resolve_entrypoint`]).
     pub fn parse(text: &str) -> std::result::Result<Manifest, String> {
-        let raw: RawManifest = serde_yaml::from_str(text).map_err(|err| {
+        let raw: RawManifest = crate::yaml::from_str(text).map_err(|err| {
             // serde_yaml says "missing field `x` at line 1 column 1"; the fix is to add it.
             format!("{MANIFEST_FILE} is not valid: {err}")
         })?;

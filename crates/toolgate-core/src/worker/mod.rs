@@ -199,10 +199,10 @@ pub fn load_worker(path: impl AsRef<Path>, options: &LoadOptions) -> Result<Work
 pub fn parse_worker(text: &str, path: &Path, options: &LoadOptions) -> Result<Worker> {
     let source = path.display().to_string();
     let (yaml, body, line_offset) = split_document(text, path)?;
-    let file: WorkerFile = serde_yaml::from_str(yaml).map_err(|err| {
+    let file: WorkerFile = crate::yaml::from_str(yaml).map_err(|err| {
         let place = err
             .location()
-            .map(|at| format!("{}:{}", at.line() + line_offset, at.column()))
+            .map(|(line, column)| format!("{}:{column}", line + line_offset))
             .unwrap_or_else(|| "?".into());
         Error::ConfigInvalid(format!(
             "{source}:{place}: {}; see schemas/worker.schema.json for the accepted shape",
