@@ -83,14 +83,67 @@ export function privateCacheDir(): string | false {
   }
 }
 
-/** Imports the module at the absolute `path` and returns its namespace. */
-export async function importModule(path: string): Promise<Record<string, unknown>> {
+/** How long importing a tools module may take unless told otherwise: 30 seconds. */
+export const DEFAULT_IMPORT_TIMEOUT_MS = 30_000;
+/** The longest timeout a timer can wait for (about 24.8 days); Node fires longer ones at once. */
+const MAX_TIMER_MS = 2_147_483_647;
+
+export interface ImportModuleOptions {
+  /**
+   * Milliseconds the import (the module's top-level code, its imports included) may take
+   * before it fails with `MODULE_INVALID`; default {@link DEFAULT_IMPORT_TIMEOUT_MS}.
+   */
+  timeoutMs?: number;
+}
+
+/**
+ * Imports the module at the absolute `path` and returns its namespace. An import that has not
+ * finished after `timeoutMs` (a top-level `await` that never settles, say) fails with
+ * `MODULE_INVALID` instead of leaving the caller waiting forever. The module's code cannot be
+ * stopped: whatever it is waiting for stays pending, and importing it again waits again.
+ */
+export async function importModule(path: string, options: ImportModuleOptions = {}): Promise<Record<string, unknown>> {
+  const timeoutMs = checkTimeout(options.timeoutMs);
   const instance = await loader();
+  const imported = instance.import(path).then(
+    (namespace) => namespace as Record<string, unknown>,
+    (error: unknown) => {
+      throw loadError(path, error);
+    },
+  );
+  let timer: NodeJS.Timeout | undefined;
+  // The timer keeps the process alive on purpose: a program whose only pending work is a
+  // module that never settles should end with this error, not exit silently.
+  const timedOut = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(timeoutError(path, timeoutMs)), timeoutMs);
+  });
   try {
-    return (await instance.import(path)) as Record<string, unknown>;
-  } catch (error) {
-    throw loadError(path, error);
+    return await Promise.race([imported, timedOut]);
+  } finally {
+    clearTimeout(timer);
   }
+}
+
+function checkTimeout(timeoutMs: number | undefined): number {
+  if (timeoutMs === undefined) return DEFAULT_IMPORT_TIMEOUT_MS;
+  if (typeof timeoutMs !== 'number' || !Number.isFinite(timeoutMs) || timeoutMs <= 0 || timeoutMs > MAX_TIMER_MS) {
+    throw new ToolgateError(
+      'CONFIG_INVALID',
+      `the import timeout must be a number of milliseconds from 1 to ${MAX_TIMER_MS}; got ${String(timeoutMs)}`,
+    );
+  }
+  return timeoutMs;
+}
+
+function timeoutError(path: string, timeoutMs: number): ToolgateError {
+  const seconds = timeoutMs >= 1000 ? `${(timeoutMs / 1000).toFixed(timeoutMs % 1000 === 0 ? 0 : 1)} s` : `${timeoutMs} ms`;
+  return new ToolgateError(
+    'MODULE_INVALID',
+    `tools module ${path} did not finish loading within ${seconds}. Look for a top-level await that never settles ` +
+      '(an await on a promise nothing resolves, a server or prompt started at import time) or slow work at import ' +
+      "time in the module or what it imports, and move it into a tool's function. If the module is only slow, " +
+      'raise the import timeout',
+  );
 }
 
 // jiti reports a parse error as `ParseError: <reason> \n <file>:<line>:<column>` (column from 0).

@@ -1,0 +1,89 @@
+import { spawnSync } from 'node:child_process';
+import { writeFileSync } from 'node:fs';
+import { join, resolve } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { DEFAULT_IMPORT_TIMEOUT_MS, importModule } from './import-module.js';
+import { tempDir } from '../../../tests/helpers/fs.js';
+
+const NEVER_SETTLES = 'await new Promise(() => {});\nexport const add = (a: number, b: number) => a + b;\n';
+
+function moduleFile(name: string, source: string): string {
+  const dir = tempDir();
+  const path = join(dir, name);
+  writeFileSync(path, source);
+  return path;
+}
+
+async function rejection(promise: Promise<unknown>): Promise<{ code?: string; message: string }> {
+  try {
+    await promise;
+  } catch (error) {
+    return error as { code?: string; message: string };
+  }
+  throw new Error('expected the import to fail');
+}
+
+describe('importModule timeout', () => {
+  it('defaults to 30 seconds', () => {
+    expect(DEFAULT_IMPORT_TIMEOUT_MS).toBe(30_000);
+  });
+
+  it.each([
+    ['a TypeScript module', 'tools.ts', NEVER_SETTLES],
+    ['an ES module', 'tools.mjs', 'await new Promise(() => {});\nexport const x = 1;\n'],
+    ['a module awaiting a timer that never fires', 'tools.ts', 'await new Promise((resolve) => { const t = setTimeout(resolve, 1e9); t.unref(); });\nexport const x = 1;\n'],
+  ])('fails %s whose top-level await never settles with MODULE_INVALID naming the file', async (_, name, source) => {
+    const path = moduleFile(name, source);
+    const started = Date.now();
+    const error = await rejection(importModule(path, { timeoutMs: 300 }));
+    expect(error.code).toBe('MODULE_INVALID');
+    expect(error.message).toContain(`tools module ${path} did not finish loading within 300 ms`);
+    expect(error.message).toContain('top-level await that never settles');
+    expect(Date.now() - started).toBeLessThan(20_000); // did not hang
+  });
+
+  it('names the tools module when a module it imports never settles', async () => {
+    const dir = tempDir();
+    writeFileSync(join(dir, 'stuck.ts'), NEVER_SETTLES);
+    writeFileSync(join(dir, 'tools.ts'), "import { add } from './stuck.ts';\nexport const sum = add;\n");
+    const error = await rejection(importModule(join(dir, 'tools.ts'), { timeoutMs: 300 }));
+    expect(error.code).toBe('MODULE_INVALID');
+    expect(error.message).toContain(`tools module ${join(dir, 'tools.ts')} did not finish loading`);
+  });
+
+  it('lets a slow module finish within the limit and fails it past the limit', async () => {
+    const slow = 'await new Promise((resolve) => setTimeout(resolve, 600));\nexport const ready = true;\n';
+    const tooSlow = await rejection(importModule(moduleFile('slow.ts', slow), { timeoutMs: 100 }));
+    expect(tooSlow.code).toBe('MODULE_INVALID');
+    expect(tooSlow.message).toContain('within 100 ms');
+    const loaded = await importModule(moduleFile('slow.ts', slow), { timeoutMs: 20_000 });
+    expect(loaded.ready).toBe(true);
+  });
+
+  it('keeps reporting errors thrown while loading as before', async () => {
+    const error = await rejection(importModule(moduleFile('throws.ts', "throw new Error('boom at load');\n"), { timeoutMs: 5_000 }));
+    expect(error.code).toBe('MODULE_INVALID');
+    expect(error.message).toContain('threw while loading: boom at load');
+  });
+
+  it.each([0, -1, Number.NaN, Number.POSITIVE_INFINITY, 1e300, 2 ** 31])('refuses a timeout of %s with CONFIG_INVALID', async (timeoutMs) => {
+    const error = await rejection(importModule(moduleFile('ok.ts', 'export const x = 1;\n'), { timeoutMs }));
+    expect(error.code).toBe('CONFIG_INVALID');
+    expect(error.message).toContain('from 1 to 2147483647');
+  });
+
+  it('ends a program whose only pending work is the stuck module with the error, not silently', () => {
+    const path = moduleFile('tools.ts', NEVER_SETTLES);
+    const importer = resolve(import.meta.dirname, 'import-module.ts');
+    const script =
+      `const { importModule } = await import(${JSON.stringify(importer)});\n` +
+      `try { await importModule(${JSON.stringify(path)}, { timeoutMs: 300 }); console.log('loaded'); }\n` +
+      'catch (error) { console.log(`${error.code}: ${error.message}`); }\n';
+    const child = spawnSync(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', script], {
+      encoding: 'utf8',
+      timeout: 60_000,
+    });
+    expect(child.stdout).toContain(`MODULE_INVALID: tools module ${path} did not finish loading within 300 ms`);
+    expect(child.status).toBe(0);
+  });
+});
