@@ -1,12 +1,14 @@
 /**
  * File tools on one generated corpus (>= 20,000 files, >= 200 MB, deterministic, generated once
- * into tests/bench/.corpus and reused), each against a named baseline in the same run:
+ * into a cache directory outside the repository and reused; see `corpusDir`), each against a
+ * named baseline in the same run:
  * - grep_search (addon, in-process ripgrep crates) vs Debian's `rg` on the same pattern and tree;
  * - glob_search vs fast-glob (plain, and with stats + newest-first sort, which is what glob_search returns);
  * - directory_tree over the whole tree vs GNU `find -printf` and a Node recursive readdir + lstat.
  */
 import { execFile } from 'node:child_process';
 import { existsSync, lstatSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { homedir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import fastGlob from 'fast-glob';
@@ -14,7 +16,19 @@ import { FileTools } from '../../ts/src/index.js';
 import { printComparison, timeMs } from './lib/report.js';
 
 const execFileAsync = promisify(execFile);
-const CORPUS = join(import.meta.dirname, '.corpus');
+/**
+ * `$TOOLGATE_BENCH_CORPUS`, else `$XDG_CACHE_HOME/toolgate/bench-corpus` (default
+ * `~/.cache/toolgate/bench-corpus`). Never inside the repository: tests that walk the repository
+ * must not find 21,000 generated files there.
+ */
+function corpusDir(): string {
+  if (process.env.TOOLGATE_BENCH_CORPUS) return process.env.TOOLGATE_BENCH_CORPUS;
+  return join(process.env.XDG_CACHE_HOME || join(homedir(), '.cache'), 'toolgate', 'bench-corpus');
+}
+
+const CORPUS = corpusDir();
+/** Where earlier versions generated the corpus (inside the test tree); removed when found. */
+const OLD_CORPUS = join(import.meta.dirname, '.corpus');
 const CORPUS_VERSION = '1';
 const TOP_DIRS = 20;
 const SUB_DIRS = 25;
@@ -40,6 +54,10 @@ function random(seed: number): () => number {
 }
 
 function ensureCorpus(): { files: number; bytes: number } {
+  if (existsSync(join(OLD_CORPUS, '.corpus-version'))) {
+    console.log(`removing the corpus an earlier version generated inside the repository (${OLD_CORPUS})`);
+    rmSync(OLD_CORPUS, { recursive: true, force: true });
+  }
   const stamp = join(CORPUS, '.corpus-version');
   if (existsSync(stamp) && readFileSync(stamp, 'utf8').startsWith(`${CORPUS_VERSION} `)) {
     const [, files, bytes] = readFileSync(stamp, 'utf8').trim().split(' ');
