@@ -46,7 +46,7 @@ pub struct EditOutput {
 ///
 /// Edits of one file by this process take turns (see `lock`). When another program changes the
 /// file between the read and the rename, nothing is written and the edit is made again on the
-/// new content (up to [`EDIT_ATTEMPTS`] times): the replacement is defined by the text, so it
+/// new content (up to three times): the replacement is defined by the text, so it
 /// applies to the new content as well, and fails with the usual "not found" error (saying the
 /// file changed) when the other program removed `old_text`.
 pub fn edit(validator: &PathValidator, request: &EditRequest) -> Result<EditOutput> {

@@ -4,7 +4,10 @@
 //! Every path goes through the [`PathValidator`](crate::PathValidator); targets are then
 //! reached by walking from the root with `O_NOFOLLOW` (see `anchor`), so a symlink swapped in
 //! after validation is not followed. Every output is capped (2000 lines / 50 KiB by default)
-//! and ends with an explicit `[...]` marker when something was left out.
+//! and ends with an explicit `[...]` marker when something was left out. Model-supplied
+//! patterns, counts and sizes are bounded by [`crate::limits`] before any library sees them.
+//! Writers of one file take turns (`lock`), `file_edit` notices other programs' changes made
+//! while it worked, and temporary files of dead writers are swept (`temp`).
 
 mod anchor;
 #[cfg(test)]
