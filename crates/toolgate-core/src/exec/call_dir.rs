@@ -1,8 +1,10 @@
 //! The private, empty, toolgate-owned directory a call gets for its `HOME` and `TMPDIR`.
 //!
-//! It is created under the system temp directory (never inside the work directory, so files
-//! the model writes there cannot become program configuration), with an unpredictable name and
-//! mode 0700, holding `home/` and `tmp/`. The `XDG_*` base directories point under `home/`.
+//! It is created under the system temp directory (`$TMPDIR` of this process, else `/tmp`),
+//! never inside the work directory, so files the model writes there cannot become program
+//! configuration. It has an unpredictable name and mode 0700, and holds `home/` and `tmp/`.
+//! (Not `$XDG_RUNTIME_DIR`: that tmpfs is small and holds the session's sockets, and a
+//! program's temporary files could fill it.) The `XDG_*` base directories point under `home/`.
 //! It is removed when the call ends (and when the run is dropped, aborted or times out),
 //! without following symlinks: what the program left inside is deleted, what a symlink points
 //! to is not.

@@ -290,6 +290,12 @@ pub fn spawn_with_abort(request: ExecRequest, abort: AbortHandle) -> Result<Runn
     })
 }
 
+/// Where the private directories of [`ExecRequest::private_dirs`] are made: the system temp
+/// directory of this process, resolved on first use.
+pub fn private_dirs_root() -> &'static Path {
+    call_dir::temp_root()
+}
+
 /// Starts `request` and waits for it. Must be called inside a Tokio runtime with I/O and time
 /// enabled.
 pub async fn run(request: ExecRequest) -> Result<ExecOutput> {

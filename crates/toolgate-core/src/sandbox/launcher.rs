@@ -63,7 +63,7 @@ struct Plan {
 /// The launcher's `main`: returns only to report a failure before anything ran (the caller
 /// exits with the returned code); on every other path the process ends here.
 pub fn launcher_main() -> i32 {
-    // The Rust runtime ignores SIGPIPE; the program must start with the default.
+    // Rust's runtime (when it ran) ignores SIGPIPE; the program must start with the default.
     // SAFETY: setting a signal disposition to default has no memory-safety preconditions.
     unsafe { libc::signal(libc::SIGPIPE, libc::SIG_DFL) };
     let args: Vec<OsString> = std::env::args_os().skip(1).collect();
@@ -523,7 +523,7 @@ fn landlock(plan: &Plan) -> Result<RulesetStatus, landlock::RulesetError> {
         for path in paths {
             // A path that vanished since the sandbox was prepared is simply not granted.
             let Ok(fd) = PathFd::new(path) else { continue };
-            let rights = if is_directory(path) {
+            let rights = if is_directory(&fd) {
                 rights
             } else {
                 rights & file_rights
@@ -534,8 +534,15 @@ fn landlock(plan: &Plan) -> Result<RulesetStatus, landlock::RulesetError> {
     Ok(created.restrict_self()?.ruleset)
 }
 
-fn is_directory(path: &OsStr) -> bool {
-    std::fs::metadata(path).is_ok_and(|meta| meta.is_dir())
+/// Asks the already open path, rather than looking the name up a second time.
+fn is_directory(fd: &PathFd) -> bool {
+    use std::os::fd::{AsFd, AsRawFd};
+    // SAFETY: fstat on an fd we own (O_PATH fds support it), writing into a zeroed stat.
+    unsafe {
+        let mut stat: libc::stat = std::mem::zeroed();
+        libc::fstat(fd.as_fd().as_raw_fd(), &mut stat) == 0
+            && stat.st_mode & libc::S_IFMT == libc::S_IFDIR
+    }
 }
 
 fn empty_sigset() -> libc::sigset_t {

@@ -273,9 +273,9 @@ impl Sandbox {
     }
 
     /// The launcher and its arguments (through `--` and `program`) for one call, or `None`
-    /// when calls run unconfined. `call_dir` becomes writable; `env` is the child's
-    /// environment, whose `PATH` directories become readable.
-    pub(crate) fn command(
+    /// when calls run unconfined: the policy's whole per-call share. `call_dir` becomes
+    /// writable; `env` is the child's environment, whose `PATH` directories become readable.
+    pub fn command(
         &self,
         program: &Path,
         call_dir: &Path,

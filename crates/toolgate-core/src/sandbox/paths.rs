@@ -17,13 +17,11 @@ const SYSTEM_ROOTS: &[&str] = &[
     "/sys/devices/system/cpu",
 ];
 
-/// The `/etc` entries programs need: the loader, certificates, name resolution, users and
-/// groups, time zone, alternatives, locale and a few system-wide program defaults. Not
+/// The `/etc` entries programs need: the loader cache, certificates, name resolution, users
+/// and groups, time zone, alternatives, locale aliases and a few system-wide program defaults. Not
 /// `/etc/shadow`, `/etc/ssh`, `/etc/sudoers` or anything else.
 const ETC_ENTRIES: &[&str] = &[
     "/etc/ld.so.cache",
-    "/etc/ld.so.conf",
-    "/etc/ld.so.conf.d",
     "/etc/ld.so.preload",
     "/etc/ssl",
     "/etc/ca-certificates",
@@ -43,8 +41,6 @@ const ETC_ENTRIES: &[&str] = &[
     "/etc/timezone",
     "/etc/alternatives",
     "/etc/locale.alias",
-    "/etc/locale.conf",
-    "/etc/default/locale",
     "/etc/mime.types",
     "/etc/magic",
     "/etc/terminfo",
@@ -53,8 +49,6 @@ const ETC_ENTRIES: &[&str] = &[
     "/etc/perl",
     "/etc/python3",
     "/etc/os-release",
-    "/etc/debian_version",
-    "/etc/environment",
 ];
 
 /// Device files: read, write and ioctl (terminal programs ask `/dev/tty` for its size).
@@ -110,6 +104,12 @@ impl Reach {
             .collect();
         dedup(&mut read);
         dedup(&mut write);
+        let all_read = read.clone();
+        read.retain(|path| {
+            !all_read
+                .iter()
+                .any(|other| other != path && path.starts_with(other))
+        });
         Reach {
             read,
             write,

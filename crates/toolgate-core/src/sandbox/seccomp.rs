@@ -79,20 +79,42 @@ const NAMESPACE_FLAGS: &[libc::c_int] = &[
 ];
 
 /// Terminal ioctls that inject input into, or act on, the terminal of someone else.
-const DENIED_IOCTLS: &[libc::c_ulong] = &[libc::TIOCSTI, libc::TIOCLINUX];
+const DENIED_IOCTLS: &[u64] = &[libc::TIOCSTI, libc::TIOCLINUX];
 
-/// On x86_64 the x32 ABI reaches the same system calls with this bit set (where the kernel
-/// has it enabled); every refused number is refused in that form too.
+/// On x86_64 the x32 ABI reaches the same system calls with this bit set, where the kernel
+/// has it enabled; there every refused number is refused in that form too. (Most kernels have
+/// it off; the aliases double the filter, which the kernel then checks and caches per call.)
 #[cfg(target_arch = "x86_64")]
 const X32_SYSCALL_BIT: i64 = 0x4000_0000;
 
 /// The two compiled filters: the main one (`EPERM`) and the `clone3` one (`ENOSYS`).
 pub(crate) fn compile(network: bool) -> Result<Vec<BpfProgram>, String> {
-    let main = build(main_rules(network)?, libc::EPERM)?;
+    let x32 = x32_enabled();
+    let main = build(aliased(main_rules(network)?, x32), libc::EPERM)?;
     let mut clone3 = BTreeMap::new();
     clone3.insert(libc::SYS_clone3, Vec::new());
-    let clone3 = build(with_x32_aliases(clone3), libc::ENOSYS)?;
+    let clone3 = build(aliased(clone3, x32), libc::ENOSYS)?;
     Ok(vec![main, clone3])
+}
+
+/// Whether this kernel runs x32 system calls (asked with a harmless `getpid`).
+#[cfg(target_arch = "x86_64")]
+fn x32_enabled() -> bool {
+    // SAFETY: getpid takes no arguments; without x32 the call fails with ENOSYS.
+    unsafe { libc::syscall(X32_SYSCALL_BIT | libc::SYS_getpid) >= 0 }
+}
+
+#[cfg(not(target_arch = "x86_64"))]
+fn x32_enabled() -> bool {
+    false
+}
+
+fn aliased(rules: BTreeMap<i64, Vec<SeccompRule>>, x32: bool) -> BTreeMap<i64, Vec<SeccompRule>> {
+    if x32 {
+        with_x32_aliases(rules)
+    } else {
+        rules
+    }
 }
 
 fn main_rules(network: bool) -> Result<BTreeMap<i64, Vec<SeccompRule>>, String> {
@@ -107,7 +129,7 @@ fn main_rules(network: bool) -> Result<BTreeMap<i64, Vec<SeccompRule>>, String> 
     rules.insert(libc::SYS_clone, clone_rules);
     let ioctl_rules = DENIED_IOCTLS
         .iter()
-        .map(|&request| rule(1, SeccompCmpOp::Eq, request as u64))
+        .map(|&request| rule(1, SeccompCmpOp::Eq, request))
         .collect::<Result<Vec<_>, _>>()?;
     rules.insert(libc::SYS_ioctl, ioctl_rules);
     if !network {
@@ -128,7 +150,7 @@ fn main_rules(network: bool) -> Result<BTreeMap<i64, Vec<SeccompRule>>, String> 
         .map_err(|err| err.to_string())?;
         rules.insert(libc::SYS_sendto, vec![addressed]);
     }
-    Ok(with_x32_aliases(rules))
+    Ok(rules)
 }
 
 fn rule(arg: u8, op: SeccompCmpOp, value: u64) -> Result<SeccompRule, String> {
@@ -265,6 +287,13 @@ mod tests {
         for rules in [&closed, &open] {
             assert!(rules[&libc::SYS_ptrace].is_empty(), "unconditional");
             assert_eq!(rules[&libc::SYS_clone].len(), NAMESPACE_FLAGS.len());
+        }
+        #[cfg(target_arch = "x86_64")]
+        {
+            let aliased = aliased(closed.clone(), true);
+            assert!(aliased.contains_key(&(libc::SYS_ptrace | X32_SYSCALL_BIT)));
+            assert!(aliased.contains_key(&(521 | X32_SYSCALL_BIT)), "x32 ptrace");
+            assert_eq!(super::aliased(closed.clone(), false), closed);
         }
     }
 }
