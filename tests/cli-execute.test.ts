@@ -244,8 +244,9 @@ describe('cli_execute', () => {
       expect(stdout).toContain(`HOME=${fx.work}\n`);
       expect(stdout).toContain('TOOLGATE_TEST_TOKEN=passed-through\n');
       expect(stdout).toContain('https_proxy=http://proxy.invalid:3128\n');
-      const allowed = new Set(['PATH', 'HOME', 'LANG', 'TOOLGATE_TEST_TOKEN', 'https_proxy', 'http_proxy', 'no_proxy', 'HTTP_PROXY', 'HTTPS_PROXY', 'NO_PROXY', 'all_proxy', 'ALL_PROXY', 'ftp_proxy', 'FTP_PROXY']);
-      for (const name of names) expect(allowed.has(name ?? ''), `unexpected ${name}`).toBe(true);
+      // The one child-environment policy (Rust exec::env): also TZ, USER, LOGNAME and LC_* when set.
+      const allowed = new Set(['PATH', 'HOME', 'LANG', 'TZ', 'USER', 'LOGNAME', 'TOOLGATE_TEST_TOKEN', 'https_proxy', 'http_proxy', 'no_proxy', 'HTTP_PROXY', 'HTTPS_PROXY', 'NO_PROXY', 'all_proxy', 'ALL_PROXY', 'ftp_proxy', 'FTP_PROXY']);
+      for (const name of names) expect(allowed.has(name ?? '') || (name ?? '').startsWith('LC_'), `unexpected ${name}`).toBe(true);
     } finally {
       delete process.env.TOOLGATE_TEST_SECRET;
       delete process.env.TOOLGATE_TEST_TOKEN;

@@ -147,7 +147,7 @@ describe('executableTools', () => {
     expect(existsSync(marker)).toBe(false);
   });
 
-  it('never passes the parent environment; only PATH, HOME, USER, LANG and the passthrough list', async () => {
+  it('never passes the parent environment; only the child-environment policy, a private HOME/TMPDIR and the passthrough list', async () => {
     const f = fixture();
     protocolTool(f.tools, 'env_dump', 'env');
     process.env.TOOLGATE_TEST_SECRET = 'hunter2';
@@ -160,8 +160,11 @@ describe('executableTools', () => {
       const names = output.result
         .split('\n')
         .map((line) => line.split('=')[0])
-        .filter((name) => name && !['PWD', 'SHLVL', '_', 'OLDPWD'].includes(name));
-      for (const name of names) expect(['PATH', 'HOME', 'USER', 'LANG', 'TOOLGATE_TEST_SHARED']).toContain(name);
+        .filter((name): name is string => !!name && !['PWD', 'SHLVL', '_', 'OLDPWD'].includes(name));
+      const policy = ['PATH', 'LANG', 'TZ', 'USER', 'LOGNAME', 'HOME', 'TMPDIR', 'TOOLGATE_TEST_SHARED'];
+      for (const name of names) expect(policy.includes(name) || /^(LC_|XDG_)/.test(name) || /_proxy$/i.test(name), `unexpected ${name}`).toBe(true);
+      // HOME is a fresh directory of toolgate's, not the user's.
+      expect(output.result).not.toContain(`HOME=${process.env.HOME}\n`);
     } finally {
       delete process.env.TOOLGATE_TEST_SECRET;
       delete process.env.TOOLGATE_TEST_SHARED;

@@ -92,6 +92,10 @@ pub enum Error {
         #[source]
         source: std::io::Error,
     },
+
+    /// The kernel sandbox a tool requires cannot be applied (kernel support or launcher missing).
+    #[error("{0}")]
+    SandboxUnavailable(String),
 }
 
 impl Error {
@@ -115,6 +119,7 @@ impl Error {
             Error::ConfigInvalid(_) => "CONFIG_INVALID",
             Error::FileNotFound(_) => "FILE_NOT_FOUND",
             Error::Io { .. } => "IO_ERROR",
+            Error::SandboxUnavailable(_) => "SANDBOX_UNAVAILABLE",
         }
     }
 

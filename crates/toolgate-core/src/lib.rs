@@ -3,6 +3,8 @@
 //! - [`exec`] starts processes without a shell, with an exact environment, output caps and
 //!   timeouts that kill the whole process group.
 //! - [`PathValidator`] confines paths to a root, symlinks included.
+//! - [`sandbox`] confines every process of a tool with Landlock and seccomp, and ends its
+//!   whole process tree with the call (the `toolgate-sandbox` launcher runs its logic).
 //! - [`command`] decides what `cli_execute` and the shell toolset may run, and prepares it.
 //! - [`fs`] holds the file tools (read, write, edit, patch, glob, grep, tree) built on it.
 //! - [`executables`] discovers, caches and runs executable tools (protocol and `tool.yaml`).
@@ -21,6 +23,7 @@ pub mod executables;
 pub mod fs;
 pub mod limits;
 mod path;
+pub mod sandbox;
 pub mod schema;
 pub mod worker;
 pub mod yaml;
@@ -32,3 +35,4 @@ pub use approval::{ApprovalConfig, ApprovalDecision};
 pub use error::{Error, Result};
 pub use exec::{AbortHandle, ExecOutput, ExecRequest, RunningProcess};
 pub use path::PathValidator;
+pub use sandbox::{Sandbox, SandboxMode, SandboxPolicy};

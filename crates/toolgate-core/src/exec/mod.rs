@@ -14,6 +14,10 @@
 //!   (the child never blocks on a full pipe) and `truncated` is set.
 //! - stdin is written concurrently with the reads, so a child that never reads its input cannot
 //!   deadlock the call.
+//! - On request, a private, empty `HOME`/`TMPDIR` for the call ([`ExecRequest::private_dirs`]),
+//!   removed when the call ends; and a kernel sandbox ([`ExecRequest::sandbox`]): the program
+//!   is then started through the `toolgate-sandbox` launcher, which does the kernel work in
+//!   its own small process (still no closure runs in this one).
 
 use std::ffi::{OsStr, OsString};
 use std::io;
@@ -31,6 +35,13 @@ use tokio::net::unix::pipe;
 use tokio::sync::Notify;
 
 use crate::error::{Error, Result};
+use crate::sandbox::{
+    Sandbox, EXIT_CANNOT_EXECUTE, EXIT_NOT_FOUND, EXIT_SETUP_FAILED, LAUNCHER_MESSAGE_PREFIX,
+};
+use call_dir::CallDir;
+
+mod call_dir;
+pub mod env;
 
 /// Default per-stream output cap: 1 MiB.
 pub const DEFAULT_MAX_OUTPUT_BYTES: usize = 1024 * 1024;
@@ -55,11 +66,17 @@ pub struct ExecRequest {
     pub timeout: Option<Duration>,
     /// Cap for each of stdout and stderr.
     pub max_output_bytes: usize,
+    /// Give the call a private, empty directory (under the system temp directory, mode 0700,
+    /// removed afterwards) and point `HOME`, `TMPDIR` and the XDG base directories into it,
+    /// replacing any value in `env`. Off by default, so `env` is otherwise exact.
+    pub private_dirs: bool,
+    /// Run the program under this kernel sandbox (implies `private_dirs`).
+    pub sandbox: Option<Arc<Sandbox>>,
 }
 
 impl ExecRequest {
-    /// A request with no arguments, an empty environment, no stdin, no timeout and the
-    /// default output cap.
+    /// A request with no arguments, an empty environment, no stdin, no timeout, the default
+    /// output cap, no private directories and no sandbox.
     pub fn new(program: impl Into<OsString>, cwd: impl Into<PathBuf>) -> Self {
         Self {
             program: program.into(),
@@ -69,6 +86,8 @@ impl ExecRequest {
             stdin: None,
             timeout: None,
             max_output_bytes: DEFAULT_MAX_OUTPUT_BYTES,
+            private_dirs: false,
+            sandbox: None,
         }
     }
 
@@ -105,6 +124,18 @@ impl ExecRequest {
         self.max_output_bytes = cap;
         self
     }
+
+    /// Asks for a private `HOME`/`TMPDIR` (see [`ExecRequest::private_dirs`]).
+    pub fn private_dirs(mut self) -> Self {
+        self.private_dirs = true;
+        self
+    }
+
+    /// Runs the program under `sandbox` (see [`ExecRequest::sandbox`]).
+    pub fn sandbox(mut self, sandbox: Arc<Sandbox>) -> Self {
+        self.sandbox = Some(sandbox);
+        self
+    }
 }
 
 /// What a finished run produced. Exit codes, signals, timeouts and aborts are data.
@@ -121,6 +152,8 @@ pub struct ExecOutput {
     pub timed_out: bool,
     pub aborted: bool,
     pub duration: Duration,
+    /// Whether the program ran with the sandbox's filesystem policy in force.
+    pub sandboxed: bool,
 }
 
 impl ExecOutput {
@@ -159,6 +192,18 @@ pub struct RunningProcess {
     timeout: Option<Duration>,
     max_output_bytes: usize,
     abort: AbortHandle,
+    /// Set when the child is the sandbox launcher: its own failures become errors.
+    sandboxed: Option<Launched>,
+    /// Removed when the run is over (declared last: dropped after the child is reaped).
+    call_dir: Option<CallDir>,
+}
+
+/// What a sandboxed run needs to report the launcher's own failures.
+#[derive(Debug)]
+struct Launched {
+    program: PathBuf,
+    cwd: PathBuf,
+    confined: bool,
 }
 
 /// Our ends of the child's standard streams, handed to the runtime when the wait starts.
@@ -181,12 +226,32 @@ pub fn spawn_with_abort(request: ExecRequest, abort: AbortHandle) -> Result<Runn
     let started = Instant::now();
     check_cwd(&request)?;
     let program = resolve_program(&request.program, &request.cwd, &request.env)?;
-    let mut command = Command::new(&program);
+    let call_dir = (request.private_dirs || request.sandbox.is_some())
+        .then(CallDir::create)
+        .transpose()?;
+    let mut child_env = request.env;
+    if let Some(dir) = &call_dir {
+        dir.apply(&mut child_env);
+    }
+    let launch = match (&request.sandbox, &call_dir) {
+        (Some(sandbox), Some(dir)) => sandbox
+            .command(&program, dir.root(), &child_env)
+            .map(|(launcher, args)| (launcher, args, sandbox.confines())),
+        _ => None,
+    };
+    let mut command = match &launch {
+        Some((launcher, args, _)) => {
+            let mut command = Command::new(launcher);
+            command.args(args);
+            command
+        }
+        None => Command::new(&program),
+    };
     command
         .args(&request.args)
         .current_dir(&request.cwd)
         .env_clear()
-        .envs(request.env.iter().map(|(k, v)| (k, v)))
+        .envs(child_env.iter().map(|(k, v)| (k, v)))
         .process_group(0)
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -195,14 +260,14 @@ pub fn spawn_with_abort(request: ExecRequest, abort: AbortHandle) -> Result<Runn
         } else {
             Stdio::null()
         });
-    let mut child = command
-        .spawn()
-        .map_err(|err| spawn_error(&program, &request.cwd, err))?;
-    let stdin = child
-        .stdin
-        .take()
-        .map(OwnedFd::from)
-        .zip(request.stdin.clone());
+    let mut child = command.spawn().map_err(|err| match &launch {
+        Some((launcher, _, _)) => Error::SandboxUnavailable(format!(
+            "the sandbox launcher '{}' could not be started ({err}); rebuild it with `npm run build:native` (or `cargo build -p toolgate-sandbox`), or configure the tool with sandbox: false",
+            launcher.display()
+        )),
+        None => spawn_error(&program, &request.cwd, err),
+    })?;
+    let stdin = child.stdin.take().map(OwnedFd::from).zip(request.stdin);
     let stdout = OwnedFd::from(child.stdout.take().expect("stdout is piped"));
     let stderr = OwnedFd::from(child.stderr.take().expect("stderr is piped"));
     Ok(RunningProcess {
@@ -216,7 +281,19 @@ pub fn spawn_with_abort(request: ExecRequest, abort: AbortHandle) -> Result<Runn
         timeout: request.timeout,
         max_output_bytes: request.max_output_bytes,
         abort,
+        sandboxed: launch.map(|(_, _, confined)| Launched {
+            program,
+            cwd: request.cwd,
+            confined,
+        }),
+        call_dir,
     })
+}
+
+/// Where the private directories of [`ExecRequest::private_dirs`] are made: the system temp
+/// directory of this process, resolved on first use.
+pub fn private_dirs_root() -> &'static Path {
+    call_dir::temp_root()
 }
 
 /// Starts `request` and waits for it. Must be called inside a Tokio runtime with I/O and time
@@ -289,6 +366,12 @@ impl RunningProcess {
             .await;
 
         let (exit_code, signal) = describe_status(status);
+        if let Some(launched) = &self.sandboxed {
+            if let Some(error) = launcher_failure(launched, exit_code, &io.stderr.buffer) {
+                return Err(error);
+            }
+        }
+        drop(self.call_dir.take());
         Ok(ExecOutput {
             exit_code,
             signal,
@@ -299,7 +382,34 @@ impl RunningProcess {
             timed_out: ending == Ending::TimedOut,
             aborted: ending == Ending::Aborted,
             duration: self.started.elapsed(),
+            sandboxed: self
+                .sandboxed
+                .as_ref()
+                .is_some_and(|launched| launched.confined),
         })
+    }
+}
+
+/// The launcher's own failure (its exit codes with its message on stderr) as an error: the
+/// program never ran, so this is not the program's result.
+fn launcher_failure(launched: &Launched, exit_code: Option<i32>, stderr: &[u8]) -> Option<Error> {
+    let message = stderr.strip_prefix(LAUNCHER_MESSAGE_PREFIX.as_bytes())?;
+    let message = String::from_utf8_lossy(message).trim_end().to_string();
+    match exit_code? {
+        EXIT_SETUP_FAILED => Some(Error::SandboxUnavailable(format!(
+            "the sandbox could not be set up for '{}': {message}",
+            launched.program.display()
+        ))),
+        EXIT_CANNOT_EXECUTE => Some(Error::SpawnFailed {
+            program: launched.program.display().to_string(),
+            cwd: launched.cwd.display().to_string(),
+            reason: format!("in the sandbox: {message}"),
+        }),
+        EXIT_NOT_FOUND => Some(Error::BinaryNotFound {
+            program: launched.program.display().to_string(),
+            searched: format!(" (in the sandbox: {message})"),
+        }),
+        _ => None,
     }
 }
 

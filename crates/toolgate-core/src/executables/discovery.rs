@@ -94,7 +94,8 @@ pub struct DiscoveryOptions {
     /// How many `description` processes may run at once.
     pub parallelism: usize,
     pub description_timeout: Duration,
-    /// The environment of `description` (PATH, HOME, USER, LANG of this process by default).
+    /// The environment of `description`: by default the one child-environment policy applied
+    /// to this process's environment (no passthrough); HOME and TMPDIR are private per run.
     pub env: Vec<(OsString, OsString)>,
 }
 

@@ -44,7 +44,8 @@ pub struct Refusal {
 }
 
 /// Asks the program at `program` (absolute, symlinks resolved) for its description, with
-/// `cwd` = its directory, the environment `env` and `timeout`. Always through the executor.
+/// `cwd` = its directory, the environment `env` with a private HOME/TMPDIR, and `timeout`.
+/// Always through the executor.
 pub async fn describe(
     program: &Path,
     env: &[(OsString, OsString)],
@@ -54,6 +55,7 @@ pub async fn describe(
     let request = ExecRequest::new(program.as_os_str(), cwd)
         .args(["description"])
         .env(env.iter().cloned())
+        .private_dirs()
         .timeout(timeout)
         .max_output_bytes(DESCRIPTION_MAX_BYTES);
     match exec::run(request).await {

@@ -1,6 +1,7 @@
 //! Running a discovered tool: the input is checked against the tool's schema before anything
-//! runs; the tool gets a reduced environment, the configured work directory, a timeout that
-//! kills its whole process group and an output cap; its output becomes a result or an error.
+//! runs; the tool gets the reduced environment with a private HOME/TMPDIR, the configured work
+//! directory, a timeout that kills its whole process group and an output cap; its output
+//! becomes a result or an error.
 
 use std::collections::BTreeMap;
 use std::ffi::OsString;
@@ -14,16 +15,11 @@ use super::manifest::resolve_entrypoint;
 use super::protocol::{ending, stderr_excerpt};
 use super::{ToolFormat, ToolSpec};
 use crate::error::{Error, Result};
-use crate::exec::{self, AbortHandle, ExecOutput, ExecRequest, DEFAULT_MAX_OUTPUT_BYTES};
+use crate::exec::{self, env, AbortHandle, ExecOutput, ExecRequest, DEFAULT_MAX_OUTPUT_BYTES};
 use crate::schema::{clip, InputSchema};
 
 /// Default time a tool may run.
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(30);
-/// The variables every tool gets from this process (when set), besides the passthrough list.
-pub const BASE_ENV: [&str; 4] = ["PATH", "HOME", "USER", "LANG"];
-/// PATH for tools when this process has none.
-const FALLBACK_PATH: &str = "/usr/local/bin:/usr/bin:/bin";
-
 /// How tools run.
 #[derive(Debug, Clone, PartialEq)]
 pub struct RunOptions {
@@ -80,65 +76,15 @@ impl RunOptions {
                 "executables.max_output_bytes is 0; give a positive number of bytes".into(),
             ));
         }
-        for name in &self.env_passthrough {
-            let valid = !name.is_empty()
-                && !name.starts_with(|c: char| c.is_ascii_digit())
-                && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
-            if !valid {
-                return Err(Error::ConfigInvalid(format!(
-                    "executables.env_passthrough: '{}' is not a variable name; use letters, digits and '_'",
-                    name.escape_debug()
-                )));
-            }
-        }
-        Ok(())
+        env::check_passthrough("executables.env_passthrough", &self.env_passthrough)
     }
 }
 
-/// The environment of a tool, read from this process now: [`BASE_ENV`] plus `passthrough`.
+/// The environment of a tool, read from this process now: the one child-environment policy
+/// ([`crate::exec::env`]) with `passthrough`. `HOME`, `TMPDIR` and the XDG directories are
+/// not in it: every run and `description` gets a private, empty one from exec.
 pub fn tool_environment(passthrough: &[String]) -> Vec<(OsString, OsString)> {
-    tool_environment_from(|name| std::env::var_os(name), passthrough)
-}
-
-/// [`tool_environment`] with the variables looked up by `lookup`. Relative PATH entries
-/// (`.`, empty, `bin`) are dropped: they would be resolved against the work directory, where
-/// an agent may write a file named `python3`.
-pub fn tool_environment_from(
-    lookup: impl Fn(&str) -> Option<OsString>,
-    passthrough: &[String],
-) -> Vec<(OsString, OsString)> {
-    let mut env: Vec<(OsString, OsString)> = Vec::new();
-    let names = BASE_ENV
-        .iter()
-        .copied()
-        .chain(passthrough.iter().map(String::as_str));
-    for name in names {
-        if env.iter().any(|(key, _)| key == name) {
-            continue;
-        }
-        let value = if name == "PATH" {
-            Some(absolute_path_entries(lookup("PATH")))
-        } else {
-            lookup(name)
-        };
-        if let Some(value) = value {
-            env.push((name.into(), value));
-        }
-    }
-    env
-}
-
-fn absolute_path_entries(path: Option<OsString>) -> OsString {
-    let Some(path) = path else {
-        return FALLBACK_PATH.into();
-    };
-    let kept: Vec<PathBuf> = std::env::split_paths(&path)
-        .filter(|entry| entry.is_absolute())
-        .collect();
-    if kept.is_empty() {
-        return FALLBACK_PATH.into();
-    }
-    std::env::join_paths(kept).unwrap_or_else(|_| FALLBACK_PATH.into())
+    env::child_environment(passthrough)
 }
 
 /// A tool run that has been checked and is ready to start; [`abort_handle`](Self::abort_handle)
@@ -176,6 +122,7 @@ pub fn prepare(
     options: &RunOptions,
 ) -> Result<PreparedRun> {
     schema.check(&spec.name, input)?;
+    env::check_passthrough("executables.env_passthrough", &options.env_passthrough)?;
     let env = tool_environment(&options.env_passthrough);
     let request = match spec.format {
         ToolFormat::Protocol => {
@@ -207,6 +154,7 @@ pub fn prepare(
         tool: spec.name.clone(),
         request: request
             .env(env)
+            .private_dirs()
             .timeout(timeout)
             .max_output_bytes(options.max_output_bytes),
         abort: AbortHandle::default(),

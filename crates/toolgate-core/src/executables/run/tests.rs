@@ -139,10 +139,11 @@ async fn invalid_input_is_refused_before_the_tool_runs() {
     assert!(f.work.join("ran-marker").exists());
 }
 
-/// Attack: a secret in the parent's environment never reaches a tool; only PATH, HOME, USER,
-/// LANG and the passthrough list do, and relative PATH entries are dropped.
+/// Attack: a secret in the parent's environment never reaches a tool; only the one
+/// child-environment policy's variables, the passthrough list and toolgate's private HOME,
+/// TMPDIR and XDG directories do.
 #[tokio::test(flavor = "multi_thread")]
-async fn the_environment_is_reduced_to_the_base_and_the_passthrough_list() {
+async fn the_environment_is_reduced_to_the_policy_and_the_passthrough_list() {
     let f = Fixture::new();
     std::env::set_var("TOOLGATE_RUN_TEST_SECRET", "hunter2");
     std::env::set_var("TOOLGATE_RUN_TEST_ALLOWED", "visible");
@@ -163,35 +164,76 @@ async fn the_environment_is_reduced_to_the_base_and_the_passthrough_list() {
         .filter(|name| !["PWD", "SHLVL", "_", "OLDPWD"].contains(name))
         .collect();
     for name in &names {
-        assert!(
-            BASE_ENV.contains(name) || *name == "TOOLGATE_RUN_TEST_ALLOWED",
-            "unexpected variable {name} in {text}"
-        );
+        let allowed = ["PATH", "LANG", "TZ", "USER", "LOGNAME", "HOME", "TMPDIR"].contains(name)
+            || name.starts_with("LC_")
+            || name.starts_with("XDG_")
+            || name.to_ascii_lowercase().ends_with("_proxy")
+            || *name == "TOOLGATE_RUN_TEST_ALLOWED";
+        assert!(allowed, "unexpected variable {name} in {text}");
     }
     assert!(names.contains(&"PATH"));
 }
 
+/// Attack (issue 10, item 4): dotfiles the model writes into the work directory must not
+/// become the configuration of the programs a tool runs. HOME is private and empty.
+#[tokio::test(flavor = "multi_thread")]
+async fn work_dir_dotfiles_do_not_configure_a_tool() {
+    let f = Fixture::new();
+    let marker = f.work.join("fsmonitor-ran");
+    std::fs::write(
+        f.work.join(".gitconfig"),
+        format!(
+            "[core]\n\tfsmonitor = \"touch {}; false\"\n",
+            marker.display()
+        ),
+    )
+    .unwrap();
+    std::fs::write(f.work.join(".curlrc"), "output = /tmp/curlrc-was-read\n").unwrap();
+    tool(
+        &f.tools,
+        "home_probe",
+        ANY,
+        r#"printf 'home=%s\n' "$HOME"; ls -A "$HOME"; touch "$HOME/written" "$TMPDIR/written" && echo writable; git config --global --get core.fsmonitor || echo no-fsmonitor"#,
+    );
+    let output = f
+        .run_with("home_probe", serde_json::json!({}), &f.options())
+        .await
+        .unwrap();
+    let text = output.result.as_str().unwrap().to_string();
+    let home = text
+        .lines()
+        .find_map(|line| line.strip_prefix("home="))
+        .unwrap()
+        .to_string();
+    assert!(
+        !home.is_empty() && !Path::new(&home).starts_with(&f.work),
+        "{text}"
+    );
+    assert!(text.contains("writable"), "{text}");
+    assert!(text.contains("no-fsmonitor"), "{text}");
+    assert!(
+        !text.contains(".gitconfig") && !text.contains(".curlrc"),
+        "{text}"
+    );
+    assert!(
+        !Path::new(&home).exists(),
+        "the private HOME {home} outlived the run"
+    );
+    assert!(!marker.exists());
+}
+
 #[test]
-fn relative_path_entries_never_reach_a_tool() {
-    let lookup = |name: &str| match name {
-        "PATH" => Some(OsString::from(".:bin::/usr/bin:/bin")),
-        "HOME" => Some(OsString::from("/home/u")),
-        "SECRET" => Some(OsString::from("s")),
-        _ => None,
-    };
-    let env = tool_environment_from(lookup, &["HOME".into()]);
-    assert_eq!(
-        env,
-        [
-            (OsString::from("PATH"), OsString::from("/usr/bin:/bin")),
-            (OsString::from("HOME"), OsString::from("/home/u")),
-        ]
-    );
-    let env = tool_environment_from(|_| None, &[]);
-    assert_eq!(
-        env,
-        [(OsString::from("PATH"), OsString::from(FALLBACK_PATH))]
-    );
+fn passthrough_of_toolgate_variables_is_refused() {
+    for name in ["HOME", "TMPDIR", "XDG_CONFIG_HOME", "A=B"] {
+        let mut options = RunOptions::new("/tmp");
+        options.env_passthrough = vec![name.into()];
+        let err = options.check().unwrap_err();
+        assert_eq!(err.code(), "CONFIG_INVALID", "{name}");
+        assert!(
+            err.to_string().contains("executables.env_passthrough"),
+            "{err}"
+        );
+    }
 }
 
 #[tokio::test(flavor = "multi_thread")]
