@@ -7,7 +7,10 @@
 //! - [`fs`] holds the file tools (read, write, edit, patch, glob, grep, tree) built on it.
 //! - [`executables`] discovers, caches and runs executable tools (protocol and `tool.yaml`).
 //! - [`schema`] compiles JSON Schemas offline and reports violations with JSON pointers.
-//! - [`worker`] reads and checks worker files (YAML, or front matter + Markdown).
+//! - [`worker`] reads and checks worker files (YAML, or front matter + Markdown) and plans a
+//!   worker with its whole delegation graph.
+//! - [`approval`] decides every tool's approval; [`limits`] holds every default and limit;
+//!   [`options`] reads the options objects of JavaScript callers, strictly.
 //!
 //! The Node binding (`toolgate-node`) only converts types; every decision is made here.
 
@@ -18,7 +21,10 @@ pub mod command;
 pub mod error;
 pub mod exec;
 pub mod executables;
+pub mod frozen;
 pub mod fs;
+pub mod limits;
+pub mod options;
 mod path;
 pub mod schema;
 pub mod worker;
@@ -26,7 +32,7 @@ pub mod worker;
 #[cfg(test)]
 mod test_support;
 
-pub use approval::{ApprovalConfig, ApprovalDecision};
-pub use error::{Error, Result};
+pub use approval::{ApprovalConfig, ApprovalDecision, Decision};
+pub use error::{Error, ErrorCode, ErrorLayer, Result};
 pub use exec::{AbortHandle, ExecOutput, ExecRequest, RunningProcess};
 pub use path::PathValidator;

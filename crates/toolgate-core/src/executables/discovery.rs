@@ -63,19 +63,23 @@ impl ToolDirectory {
 /// The default directories: the project's `<work_dir>/toolgate-tools`, then the global
 /// `~/.toolgate/tools` (when HOME is set), both optional.
 pub fn default_directories(work_dir: &Path) -> Vec<ToolDirectory> {
-    let mut directories = vec![ToolDirectory::optional(work_dir.join("toolgate-tools"))];
+    let mut directories = vec![ToolDirectory::optional(
+        work_dir.join(crate::limits::DEFAULT_TOOL_DIRECTORY),
+    )];
     if let Some(home) = std::env::var_os("HOME").filter(|home| Path::new(home).is_absolute()) {
         directories.push(ToolDirectory::optional(
-            Path::new(&home).join(".toolgate").join("tools"),
+            Path::new(&home).join(crate::limits::GLOBAL_TOOL_DIRECTORY),
         ));
     }
     directories
 }
 
 /// Whether descriptions are read from and written to the on-disk cache.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
 pub enum CacheMode {
     /// Read and write (the default).
+    #[default]
     Use,
     /// Ask every tool again, then write what was learnt (`toolgate tools validate`).
     Refresh,

@@ -24,7 +24,7 @@ use crate::error::{Error, Result};
 use crate::path::PathValidator;
 
 /// Context lines allowed on each side of a match.
-const MAX_CONTEXT: usize = 20;
+pub(crate) const MAX_CONTEXT: usize = 20;
 
 /// What to search for.
 #[derive(Debug, Clone, Default)]

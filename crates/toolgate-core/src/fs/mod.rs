@@ -21,6 +21,7 @@ mod write;
 
 pub use edit::{edit, EditOutput, EditRequest};
 pub use glob::{glob, GlobOutput, GlobRequest};
+pub(crate) use grep::MAX_CONTEXT as MAX_GREP_CONTEXT;
 pub use grep::{grep, GrepOutput, GrepRequest};
 pub use info::{delete, exists, info, DeleteOutput, EntryType, FileInfo};
 pub use patch::{patch, PatchAction, PatchOperation, PatchOutput};
