@@ -18,6 +18,7 @@
 
 pub mod approval;
 pub mod command;
+pub mod descriptions;
 pub mod error;
 pub mod exec;
 pub mod executables;
@@ -26,6 +27,7 @@ pub mod fs;
 pub mod limits;
 pub mod options;
 mod path;
+pub mod process;
 pub mod schema;
 pub mod worker;
 

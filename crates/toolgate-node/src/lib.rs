@@ -1,12 +1,19 @@
 //! The Node.js binding of toolgate-core: type conversions and forwarding, nothing else.
 //! Doc comments on `#[napi]` items become the JSDoc of the generated `binding.d.ts`.
+//!
+//! Every entry point catches panics (see [`error`]), reads options objects through the core's
+//! strict reader ([`js_value`]) and reports failures as structured errors.
 
+mod approval;
 mod command;
+mod constants;
+mod enums;
 mod error;
-mod exec;
 mod executables;
-mod fs;
+mod files;
+mod js_value;
 mod path;
+mod process;
 mod worker;
 
 /// The runtime that runs every process's pipes, exit watch and timer. Processes are also
