@@ -212,6 +212,19 @@ pub enum ErrorLayer {
 }
 
 impl ErrorLayer {
+    /// Every layer.
+    pub const ALL: [ErrorLayer; 9] = [
+        ErrorLayer::Config,
+        ErrorLayer::Approval,
+        ErrorLayer::Input,
+        ErrorLayer::Paths,
+        ErrorLayer::Command,
+        ErrorLayer::Process,
+        ErrorLayer::Files,
+        ErrorLayer::Tools,
+        ErrorLayer::Internal,
+    ];
+
     /// The spelling JavaScript sees (`config`, `paths`, …).
     pub fn as_str(self) -> &'static str {
         match self {

@@ -12,7 +12,7 @@ use toolgate_core::approval::{
 use toolgate_core::fs::config::{filesystem_tools, CodeAgentGroup as CoreGroup};
 use toolgate_core::options::{
     CodeAgentOptions, CreateCustomToolOptions, FilesystemOptions, LoadCustomToolsOptions,
-    RunWorkerOptions,
+    ResolveModelOptions, RunWorkerOptions,
 };
 
 use crate::enums::{CodeAgentGroup, Decision, OwnApproval, ToolsetKind};
@@ -88,7 +88,11 @@ fn decide(
     known: Vec<String>,
     place: &str,
 ) -> toolgate_core::Result<Vec<ResolvedApproval>> {
-    config.check_names(&known, place)?;
+    // A standalone tool may share one approval block with others (`wrapWithDefaultApproval`
+    // over a list), so only toolsets check that every entry names one of their tools.
+    if toolset != Toolset::Standalone {
+        config.check_names(&known, place)?;
+    }
     let resolved = decide_toolset(toolset, config, &tools, Floors::default());
     Ok(tools
         .into_iter()
@@ -100,7 +104,9 @@ fn decide(
 /// Decides the tools of a toolset from its `approval` option (`{ default?, tools? }`), with
 /// the documented defaults of that toolset. `known` lists the names the block may use (default:
 /// the names of `tools`, and for executable tools also without their prefix). Throws
-/// `CONFIG_INVALID` for an unknown key or a name that is not one of the tools.
+/// `CONFIG_INVALID` for an unknown key or a name that is not one of the tools (except for
+/// `tool`: a standalone tool's block may name other tools); `place` names the block in the
+/// message (default: `<toolset> approval`).
 #[napi]
 pub fn decide_toolset_approval(
     env: Env,
@@ -108,10 +114,11 @@ pub fn decide_toolset_approval(
     tools: Vec<ToolCandidate>,
     approval: Option<Unknown<'_>>,
     known: Option<Vec<String>>,
+    place: Option<String>,
 ) -> napi::Result<Vec<ResolvedApproval>> {
     let toolset = Toolset::from(toolset);
     sync(&env, "decideToolsetApproval", || {
-        let place = format!("{} approval", toolset.as_str());
+        let place = place.unwrap_or_else(|| format!("{} approval", toolset.as_str()));
         let config = approval_config(&env, approval, &place)?;
         let tools: Vec<Candidate> = tools.into_iter().map(Into::into).collect();
         let known = known.unwrap_or_else(|| {
@@ -295,6 +302,17 @@ pub fn check_run_worker_options(
                 .max_steps
                 .map(|steps| u32::try_from(steps.0).unwrap_or(u32::MAX)),
         })
+    })
+}
+
+/// Reads `resolveModel` options strictly; returns the base URL, if given.
+#[napi]
+pub fn check_resolve_model_options(
+    env: Env,
+    options: Option<Unknown<'_>>,
+) -> napi::Result<Option<String>> {
+    sync(&env, "resolveModel", || {
+        js_value::config::<ResolveModelOptions>(&env, options).map(|options| options.base_url)
     })
 }
 

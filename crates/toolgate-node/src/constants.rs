@@ -5,13 +5,15 @@ use toolgate_core::executables::CacheMode as CoreCacheMode;
 use toolgate_core::limits;
 
 use crate::enums::{CacheMode, Decision, OutputAction, PatchAction};
-use crate::error::{error_codes, ErrorCode};
+use crate::error::{error_codes, ErrorCode, ErrorLayer};
 
 /// Defaults, limits and names of toolgate.
 #[napi(object, object_from_js = false)]
 pub struct Constants {
     /// Every error code.
     pub error_codes: Vec<ErrorCode>,
+    /// Every error layer.
+    pub error_layers: Vec<ErrorLayer>,
     /// The approval decisions, least strict first.
     pub decisions: Vec<Decision>,
     pub cache_modes: Vec<CacheMode>,
@@ -45,6 +47,8 @@ pub struct Constants {
     pub default_read_lines: u32,
     /// Default bytes of a read before it is cut.
     pub default_read_bytes: u32,
+    /// Longest line a read shows before it cuts the line.
+    pub max_line_bytes: u32,
     /// Default paths of a glob.
     pub default_glob_results: u32,
     /// Default matching lines of a grep.
@@ -65,6 +69,10 @@ pub fn constants() -> Constants {
     use toolgate_core::fs::PatchAction as P;
     Constants {
         error_codes: error_codes(),
+        error_layers: toolgate_core::error::ErrorLayer::ALL
+            .into_iter()
+            .map(Into::into)
+            .collect(),
         decisions: [D::PreApproved, D::Ask, D::Blocked]
             .into_iter()
             .map(Into::into)
@@ -92,6 +100,7 @@ pub fn constants() -> Constants {
         max_grep_context: small(limits::MAX_GREP_CONTEXT),
         default_read_lines: small(limits::DEFAULT_READ_LINES),
         default_read_bytes: small(toolgate_core::fs::DEFAULT_MAX_BYTES),
+        max_line_bytes: small(toolgate_core::fs::MAX_LINE_BYTES),
         default_glob_results: small(limits::DEFAULT_GLOB_RESULTS),
         default_grep_results: small(limits::DEFAULT_GREP_RESULTS),
         default_tree_depth: small(limits::DEFAULT_TREE_DEPTH),

@@ -235,17 +235,18 @@ pub fn default_tool_directories(work_dir: String) -> Vec<String> {
 
 /// Writes a working example tool into `dir` (created when missing): a protocol tool
 /// `<name>.<py|mjs|sh>`, or with `manifest` a `<name>/tool.yaml` with its entrypoint. Returns the
-/// path written. Throws `INVALID_INPUT` for a bad name, or when the tool exists.
+/// path written. Throws `INVALID_INPUT` for a bad name or language (`python`, `node`, `bash`),
+/// or when the tool exists.
 #[napi]
 pub fn scaffold_tool(
     env: Env,
     dir: String,
     name: String,
-    language: ToolLanguage,
+    language: String,
     manifest: bool,
 ) -> napi::Result<String> {
     sync(&env, "scaffoldTool", || {
-        let language = scaffold::Language::from(language);
+        let language: scaffold::Language = language.parse()?;
         let path = if manifest {
             scaffold::write_manifest_tool(Path::new(&dir), &name, language)
         } else {

@@ -82,6 +82,7 @@ fn misspelled_keys_are_refused_at_two_depths_for_every_options_type() {
     check::<LoadWorkerOptions>(json!({ "work_dir": "." }), None, "");
     check::<RunWorkerOptions>(json!({ "max_steps": 3 }), None, "");
     check::<RefreshOptions>(json!({ "forced": true }), None, "");
+    check::<ResolveModelOptions>(json!({ "baseURL": "http://x" }), None, "");
     check::<ReadOptions>(json!({ "path": "a", "lines": 3 }), None, "");
     check::<GrepOptions>(
         json!({ "pattern": "a", "ignoreCase": true, "case": 1 }),
@@ -110,12 +111,12 @@ fn wrong_types_missing_keys_and_unknown_values_say_what_is_accepted() {
     }));
     assert_eq!(
         text,
-        "option 'guardrails.denyOutput[0].action' is 'hide', expected one of 'block', 'redact'"
+        "option 'guardrails.denyOutput[0].action' is 'hide', expected one of block, redact"
     );
     let text = message::<ShellOptions>(json!({ "default": "sometimes" }));
-    assert!(text.contains("'preApproved', 'ask', 'blocked'"), "{text}");
+    assert!(text.contains("preApproved, ask, blocked"), "{text}");
     let text = message::<ExecutableToolsOptions>(json!({ "cache": "fast" }));
-    assert!(text.contains("'use', 'refresh', 'off'"), "{text}");
+    assert!(text.contains("use, refresh, off"), "{text}");
     let text = message::<ExecOptions>(json!(null));
     assert_eq!(text, "the options must be an object, got null");
 }

@@ -258,11 +258,35 @@ impl CreateCustomToolOptions {
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct LoadCustomToolsOptions {
     /// Whitelist of tool names, in this order.
-    #[serde(default)]
+    #[serde(default, deserialize_with = "tool_names")]
     pub tools: Option<Vec<String>>,
     #[serde(default)]
     pub approval: Option<ApprovalConfig>,
     /// Directory a relative module path is resolved against (default: the current directory).
     #[serde(default)]
     pub base_dir: Option<PathBuf>,
+}
+
+/// A whitelist: a list of tool names (the error says so when it is something else).
+fn tool_names<'de, D: serde::Deserializer<'de>>(
+    deserializer: D,
+) -> std::result::Result<Option<Vec<String>>, D::Error> {
+    struct Names;
+    impl<'de> serde::de::Visitor<'de> for Names {
+        type Value = Vec<String>;
+        fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+            f.write_str("a list of tool names")
+        }
+        fn visit_seq<A: serde::de::SeqAccess<'de>>(
+            self,
+            mut items: A,
+        ) -> std::result::Result<Vec<String>, A::Error> {
+            let mut names = Vec::new();
+            while let Some(name) = items.next_element::<String>()? {
+                names.push(name);
+            }
+            Ok(names)
+        }
+    }
+    deserializer.deserialize_seq(Names).map(Some)
 }

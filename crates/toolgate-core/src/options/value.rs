@@ -251,7 +251,7 @@ fn message(path: &str, problem: &Problem) -> String {
         Problem::UnknownVariant { value, expected } => format!(
             "{} is '{value}', expected one of {}",
             at(path),
-            quoted_list(expected)
+            expected.join(", ")
         ),
         Problem::BadValue(text) => format!("{} {text}", at(path)),
     }

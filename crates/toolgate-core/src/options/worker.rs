@@ -35,3 +35,15 @@ pub struct RunWorkerOptions {
     #[serde(default)]
     pub messages: Option<JsOnly>,
 }
+
+/// `resolveModel` options.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct ResolveModelOptions {
+    /// Base URL for `openai-compatible:` models.
+    #[serde(default)]
+    pub base_url: Option<String>,
+    /// The environment API keys are read from (the SDK reads it).
+    #[serde(default)]
+    pub env: Option<JsOnly>,
+}
