@@ -109,7 +109,10 @@ mod tests {
         assert!(text.contains("cut at 2 KiB"), "{text}");
         assert!(text.contains("killed after 7 s"), "{text}");
         assert!(text.contains("blocked: git push."), "{text}");
-        assert!(text.contains("Commands that no rule allows are blocked."), "{text}");
+        assert!(
+            text.contains("Commands that no rule allows are blocked."),
+            "{text}"
+        );
         let open = ShellConfig {
             default: Some(Decision::Ask),
             ..ShellConfig::default()

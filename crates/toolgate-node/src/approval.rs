@@ -1,13 +1,13 @@
 //! Approval decisions for the SDK's standalone functions (`wrapWithDefaultApproval`, the
-//! toolset functions). Worker files get theirs from the plan ([`crate::worker`]); both call
+//! toolset functions). Worker files get theirs from the plan (`worker.rs`); both call
 //! the core's one resolve function.
 
 use napi::bindgen_prelude::Unknown;
 use napi::Env;
 use napi_derive::napi;
 use toolgate_core::approval::{
-    self, blocked_error, decide_toolset, known_names, ApprovalConfig, Candidate, Floors,
-    Resolved, Toolset,
+    self, blocked_error, decide_toolset, known_names, ApprovalConfig, Candidate, Floors, Resolved,
+    Toolset,
 };
 use toolgate_core::fs::config::{filesystem_tools, CodeAgentGroup as CoreGroup};
 use toolgate_core::options::{
@@ -16,7 +16,7 @@ use toolgate_core::options::{
 };
 
 use crate::enums::{CodeAgentGroup, Decision, OwnApproval, ToolsetKind};
-use crate::error::{sync};
+use crate::error::{infallible, sync};
 use crate::js_value;
 
 /// A tool to decide: its name and its own `needsApproval`.
@@ -131,7 +131,11 @@ pub fn decide_toolset_approval(
 
 /// Checks an approval block; `place` names it in the `CONFIG_INVALID` message.
 #[napi]
-pub fn check_approval_config(env: Env, config: Option<Unknown<'_>>, place: String) -> napi::Result<()> {
+pub fn check_approval_config(
+    env: Env,
+    config: Option<Unknown<'_>>,
+    place: String,
+) -> napi::Result<()> {
     sync(&env, "checkApprovalConfig", || {
         approval_config(&env, config, &place).map(|_| ())
     })
@@ -157,10 +161,19 @@ pub fn plan_filesystem_toolset(env: Env, options: Unknown<'_>) -> napi::Result<F
             .map(|name| Candidate::plain(*name))
             .collect();
         let config = options.approval.unwrap_or_default();
-        let known = filesystem_tools(false).iter().map(|n| n.to_string()).collect();
+        let known = filesystem_tools(false)
+            .iter()
+            .map(|n| n.to_string())
+            .collect();
         Ok(FileToolsetPlan {
             work_dir: work_dir.path.display().to_string(),
-            tools: decide(Toolset::Filesystem, tools, &config, known, "filesystem approval")?,
+            tools: decide(
+                Toolset::Filesystem,
+                tools,
+                &config,
+                known,
+                "filesystem approval",
+            )?,
             deprecations: work_dir.deprecation.into_iter().collect(),
         })
     })
@@ -179,10 +192,20 @@ pub fn plan_code_agent_tools(env: Env, options: Unknown<'_>) -> napi::Result<Fil
             .map(|name| Candidate::plain(*name))
             .collect();
         let config = options.approval.unwrap_or_default();
-        let known = CoreGroup::All.tools().iter().map(|n| n.to_string()).collect();
+        let known = CoreGroup::All
+            .tools()
+            .iter()
+            .map(|n| n.to_string())
+            .collect();
         Ok(FileToolsetPlan {
             work_dir: work_dir.display().to_string(),
-            tools: decide(Toolset::CodeAgent, tools, &config, known, "code_agent approval")?,
+            tools: decide(
+                Toolset::CodeAgent,
+                tools,
+                &config,
+                known,
+                "code_agent approval",
+            )?,
             deprecations: Vec::new(),
         })
     })
@@ -190,7 +213,11 @@ pub fn plan_code_agent_tools(env: Env, options: Unknown<'_>) -> napi::Result<Fil
 
 /// The tool names of each code-agent group, in the order they are offered.
 #[napi]
-pub fn code_agent_group_tools(group: CodeAgentGroup) -> Vec<String> {
+pub fn code_agent_group_tools(env: Env, group: CodeAgentGroup) -> napi::Result<Vec<String>> {
+    infallible(&env, "codeAgentGroupTools", || group_tools(group))
+}
+
+fn group_tools(group: CodeAgentGroup) -> Vec<String> {
     let core = match group {
         CodeAgentGroup::Search => CoreGroup::Search,
         CodeAgentGroup::Read => CoreGroup::Read,
@@ -202,21 +229,27 @@ pub fn code_agent_group_tools(group: CodeAgentGroup) -> Vec<String> {
 
 /// The documented default approval of every tool of a toolset.
 #[napi]
-pub fn documented_approvals(toolset: ToolsetKind, tools: Vec<String>) -> Vec<ResolvedApproval> {
+pub fn documented_approvals(
+    env: Env,
+    toolset: ToolsetKind,
+    tools: Vec<String>,
+) -> napi::Result<Vec<ResolvedApproval>> {
     let toolset = Toolset::from(toolset);
-    tools
-        .into_iter()
-        .map(|name| {
-            let decision = toolset.documented_default(&name);
-            ResolvedApproval::new(
-                name,
-                Resolved {
-                    decision,
-                    dynamic: false,
-                },
-            )
-        })
-        .collect()
+    infallible(&env, "documentedApprovals", || {
+        tools
+            .into_iter()
+            .map(|name| {
+                let decision = toolset.documented_default(&name);
+                ResolvedApproval::new(
+                    name,
+                    Resolved {
+                        decision,
+                        dynamic: false,
+                    },
+                )
+            })
+            .collect()
+    })
 }
 
 /// `createCustomTool`: where tools are written, and the approval of the tool itself.
@@ -319,6 +352,8 @@ pub fn check_resolve_model_options(
 /// Checks a tool name as the model sees it (`^[a-zA-Z0-9_-]+$`, at most 64 characters);
 /// returns the reason it is not acceptable, or `null`.
 #[napi]
-pub fn tool_name_problem(name: String) -> Option<String> {
-    toolgate_core::limits::check_tool_name(&name, "").err()
+pub fn tool_name_problem(env: Env, name: String) -> napi::Result<Option<String>> {
+    infallible(&env, "toolNameProblem", || {
+        toolgate_core::limits::check_tool_name(&name, "").err()
+    })
 }

@@ -16,7 +16,7 @@ use toolgate_core::options::{CliExecuteOptions, ShellOptions};
 use toolgate_core::process::Job;
 
 use crate::enums::{CommandLayer, Decision, DecisionSource, Verdict};
-use crate::error::{sync, ErrorCode};
+use crate::error::{infallible, sync, ErrorCode};
 use crate::js_value;
 use crate::process::ProcessHandle;
 
@@ -166,29 +166,35 @@ impl CliExecutePolicy {
 
     /// The canonical work directory.
     #[napi(getter)]
-    pub fn work_dir(&self) -> String {
-        self.inner.work_dir().display().to_string()
+    pub fn work_dir(&self, env: Env) -> napi::Result<String> {
+        infallible(&env, "CliExecutePolicy.workDir", || {
+            self.inner.work_dir().display().to_string()
+        })
     }
 
     /// The description the model reads, written from this policy and its limits.
     #[napi(getter)]
-    pub fn description(&self) -> String {
-        cli_execute_description(&self.inner, &self.config)
+    pub fn description(&self, env: Env) -> napi::Result<String> {
+        infallible(&env, "CliExecutePolicy.description", || {
+            cli_execute_description(&self.inner, &self.config)
+        })
     }
 
     /// Every allowlisted binary, found or not, in allowlist order.
     #[napi]
-    pub fn availability(&self) -> Vec<BinaryAvailability> {
-        self.inner
-            .availability()
-            .iter()
-            .map(|binary| BinaryAvailability {
-                name: binary.name.clone(),
-                found: binary.path.is_some(),
-                path: binary.path.as_ref().map(|p| p.display().to_string()),
-                real_path: binary.real_path.as_ref().map(|p| p.display().to_string()),
-            })
-            .collect()
+    pub fn availability(&self, env: Env) -> napi::Result<Vec<BinaryAvailability>> {
+        infallible(&env, "CliExecutePolicy.availability", || {
+            self.inner
+                .availability()
+                .iter()
+                .map(|binary| BinaryAvailability {
+                    name: binary.name.clone(),
+                    found: binary.path.is_some(),
+                    path: binary.path.as_ref().map(|p| p.display().to_string()),
+                    real_path: binary.real_path.as_ref().map(|p| p.display().to_string()),
+                })
+                .collect()
+        })
     }
 
     /// Checks a call (allowlist, availability, shell/trampoline, arguments, paths, guardrails)
@@ -247,20 +253,26 @@ impl ShellPolicy {
 
     /// The canonical work directory.
     #[napi(getter)]
-    pub fn work_dir(&self) -> String {
-        self.inner.work_dir().display().to_string()
+    pub fn work_dir(&self, env: Env) -> napi::Result<String> {
+        infallible(&env, "ShellPolicy.workDir", || {
+            self.inner.work_dir().display().to_string()
+        })
     }
 
     /// The description the model reads, written from the rules and limits.
     #[napi(getter)]
-    pub fn description(&self) -> String {
-        shell_description(&self.inner, &self.config)
+    pub fn description(&self, env: Env) -> napi::Result<String> {
+        infallible(&env, "ShellPolicy.description", || {
+            shell_description(&self.inner, &self.config)
+        })
     }
 
     /// Deprecated options that were used (`cwd`), each with what to use instead.
     #[napi(getter)]
-    pub fn deprecations(&self) -> Vec<String> {
-        self.deprecations.clone()
+    pub fn deprecations(&self, env: Env) -> napi::Result<Vec<String>> {
+        infallible(&env, "ShellPolicy.deprecations", || {
+            self.deprecations.clone()
+        })
     }
 
     /// True only when every check passes and the rules say `ask`.

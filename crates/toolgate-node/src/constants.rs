@@ -5,7 +5,8 @@ use toolgate_core::executables::CacheMode as CoreCacheMode;
 use toolgate_core::limits;
 
 use crate::enums::{CacheMode, Decision, OutputAction, PatchAction};
-use crate::error::{error_codes, ErrorCode, ErrorLayer};
+use crate::error::{error_codes, infallible, ErrorCode, ErrorLayer};
+use napi::Env;
 
 /// Defaults, limits and names of toolgate.
 #[napi(object, object_from_js = false)]
@@ -63,7 +64,11 @@ fn small(value: usize) -> u32 {
 
 /// Defaults, limits and names of toolgate.
 #[napi]
-pub fn constants() -> Constants {
+pub fn constants(env: Env) -> napi::Result<Constants> {
+    infallible(&env, "constants", collect)
+}
+
+fn collect() -> Constants {
     use toolgate_core::approval::Decision as D;
     use toolgate_core::command::config::OutputAction as O;
     use toolgate_core::fs::PatchAction as P;
@@ -77,10 +82,14 @@ pub fn constants() -> Constants {
             .into_iter()
             .map(Into::into)
             .collect(),
-        cache_modes: [CoreCacheMode::Use, CoreCacheMode::Refresh, CoreCacheMode::Off]
-            .into_iter()
-            .map(Into::into)
-            .collect(),
+        cache_modes: [
+            CoreCacheMode::Use,
+            CoreCacheMode::Refresh,
+            CoreCacheMode::Off,
+        ]
+        .into_iter()
+        .map(Into::into)
+        .collect(),
         patch_actions: [P::Add, P::Update, P::Delete, P::Move]
             .into_iter()
             .map(Into::into)

@@ -104,7 +104,8 @@ impl From<CoreLayer> for ErrorLayer {
 /// Builds the JavaScript error for a core error and wraps it for napi to throw or reject with.
 pub fn to_js(env: &Env, err: &toolgate_core::Error) -> napi::Error {
     let build = || -> napi::Result<napi::Error> {
-        let mut object = env.create_error(napi::Error::new(Status::GenericFailure, err.to_string()))?;
+        let mut object =
+            env.create_error(napi::Error::new(Status::GenericFailure, err.to_string()))?;
         object.set_named_property("code", err.code())?;
         object.set_named_property("layer", err.layer().as_str())?;
         Ok(napi::Error::from(object.to_unknown()))
@@ -120,6 +121,12 @@ pub fn guard<T>(
     work: impl FnOnce() -> toolgate_core::Result<T>,
 ) -> toolgate_core::Result<T> {
     catch_unwind(AssertUnwindSafe(work)).unwrap_or_else(|panic| Err(panic_error(place, &panic)))
+}
+
+/// Runs a synchronous entry point that cannot fail but for a bug: a panic becomes an
+/// `INTERNAL_ERROR`.
+pub fn infallible<T>(env: &Env, place: &str, work: impl FnOnce() -> T) -> napi::Result<T> {
+    sync(env, place, || Ok(work()))
 }
 
 /// Runs a synchronous entry point: panics and core errors become JavaScript errors.
@@ -198,7 +205,12 @@ impl<T: ToNapiValue> ToNapiValue for Settled<T> {
 }
 
 /// Every error code, in documentation order (the runtime list behind the `ErrorCode` type).
-#[napi]
+#[napi(js_name = "errorCodes")]
+pub fn error_codes_js(env: Env) -> napi::Result<Vec<ErrorCode>> {
+    infallible(&env, "errorCodes", error_codes)
+}
+
+/// Every error code, in documentation order.
 pub fn error_codes() -> Vec<ErrorCode> {
     CoreCode::ALL.into_iter().map(ErrorCode::from).collect()
 }

@@ -6,14 +6,12 @@ use std::sync::Arc;
 use napi::bindgen_prelude::Unknown;
 use napi::Env;
 use napi_derive::napi;
-use toolgate_core::executables::{
-    self, discovery, scaffold, Registry,
-};
+use toolgate_core::executables::{self, discovery, scaffold, Registry};
 use toolgate_core::options::{ExecutableToolsOptions, RefreshOptions};
 use toolgate_core::process::Job;
 
 use crate::enums::{DiagnosticKind, ToolFormat, ToolLanguage};
-use crate::error::{guarded, sync, Settled};
+use crate::error::{guarded, infallible, sync, Settled};
 use crate::js_value;
 use crate::process::ProcessHandle;
 
@@ -182,18 +180,22 @@ impl ExecutableToolRegistry {
 
     /// The tools of the last refresh, highest precedence first.
     #[napi]
-    pub fn tools(&self) -> Vec<ExecutableToolSpec> {
-        self.inner.tools().into_iter().map(Into::into).collect()
+    pub fn tools(&self, env: Env) -> napi::Result<Vec<ExecutableToolSpec>> {
+        infallible(&env, "ExecutableToolRegistry.tools", || {
+            self.inner.tools().into_iter().map(Into::into).collect()
+        })
     }
 
     /// The problems found by the last refresh.
     #[napi]
-    pub fn diagnostics(&self) -> Vec<ExecutableToolDiagnostic> {
-        self.inner
-            .diagnostics()
-            .into_iter()
-            .map(Into::into)
-            .collect()
+    pub fn diagnostics(&self, env: Env) -> napi::Result<Vec<ExecutableToolDiagnostic>> {
+        infallible(&env, "ExecutableToolRegistry.diagnostics", || {
+            self.inner
+                .diagnostics()
+                .into_iter()
+                .map(Into::into)
+                .collect()
+        })
     }
 
     /// Checks `input` against the tool's schema and prepares the run; `wait()` on the handle
@@ -226,11 +228,13 @@ pub fn check_refresh_options(env: Env, options: Option<Unknown<'_>>) -> napi::Re
 /// The default tool directories for a work directory: `<workDir>/toolgate-tools`, then
 /// `~/.toolgate/tools`.
 #[napi]
-pub fn default_tool_directories(work_dir: String) -> Vec<String> {
-    discovery::default_directories(Path::new(&work_dir))
-        .into_iter()
-        .map(|dir| dir.path.display().to_string())
-        .collect()
+pub fn default_tool_directories(env: Env, work_dir: String) -> napi::Result<Vec<String>> {
+    infallible(&env, "defaultToolDirectories", || {
+        discovery::default_directories(Path::new(&work_dir))
+            .into_iter()
+            .map(|dir| dir.path.display().to_string())
+            .collect()
+    })
 }
 
 /// Writes a working example tool into `dir` (created when missing): a protocol tool

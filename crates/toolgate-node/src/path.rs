@@ -1,7 +1,7 @@
 use napi::Env;
 use napi_derive::napi;
 
-use crate::error::{sync};
+use crate::error::{infallible, sync};
 
 /// Confines paths to a root directory, following symlinks.
 #[napi]
@@ -22,8 +22,10 @@ impl PathValidator {
 
     /// The canonical root.
     #[napi(getter)]
-    pub fn root(&self) -> String {
-        self.inner.root().display().to_string()
+    pub fn root(&self, env: Env) -> napi::Result<String> {
+        infallible(&env, "PathValidator.root", || {
+            self.inner.root().display().to_string()
+        })
     }
 
     /// Resolves `path` (relative to the root) with every symlink followed and returns the

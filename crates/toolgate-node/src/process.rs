@@ -10,7 +10,7 @@ use toolgate_core::exec::AbortHandle;
 use toolgate_core::options::ExecOptions;
 use toolgate_core::process::{self, Job};
 
-use crate::error::{guarded, sync, Settled};
+use crate::error::{guarded, infallible, sync, Settled};
 use crate::js_value;
 
 /// What a process produced. Exit codes, signals, timeouts and aborts are data, not errors.
@@ -71,8 +71,8 @@ impl ProcessHandle {
     /// Stops the process group (TERM, a short grace, KILL); `wait()` then resolves with
     /// `aborted: true` (a tool run rejects with `TOOL_FAILED`).
     #[napi]
-    pub fn kill(&self) {
-        self.abort.abort();
+    pub fn kill(&self, env: Env) -> napi::Result<()> {
+        infallible(&env, "ProcessHandle.kill", || self.abort.abort())
     }
 
     /// Runs the process once. Rejects with `BINARY_NOT_FOUND` or `SPAWN_FAILED` when it cannot

@@ -14,7 +14,7 @@ use toolgate_core::worker::{self, LoadOptions, ModuleTools, PlannedWorker};
 use crate::approval::{ResolvedApproval, ToolCandidate};
 use crate::command::{CliExecutePolicy, ShellPolicy};
 use crate::enums::{CodeAgentGroup, ToolsetKind};
-use crate::error::{guarded, sync, Settled};
+use crate::error::{guarded, infallible, sync, Settled};
 use crate::executables::ExecutableToolRegistry;
 use crate::js_value;
 
@@ -203,12 +203,14 @@ impl WorkerPlan {
 impl WorkerPlan {
     /// The workers, the top one first; a worker comes after the worker that calls it.
     #[napi]
-    pub fn workers(&self) -> Vec<PlannedWorkerInfo> {
-        self.inner
-            .workers()
-            .iter()
-            .map(PlannedWorkerInfo::from)
-            .collect()
+    pub fn workers(&self, env: Env) -> napi::Result<Vec<PlannedWorkerInfo>> {
+        infallible(&env, "WorkerPlan.workers", || {
+            self.inner
+                .workers()
+                .iter()
+                .map(PlannedWorkerInfo::from)
+                .collect()
+        })
     }
 
     /// The built shell policy of worker `index`, or `null`.
@@ -269,7 +271,11 @@ impl WorkerPlan {
     /// Throws `CONFIG_INVALID` for an approval entry naming no tool, a reserved or a duplicate
     /// tool name.
     #[napi]
-    pub fn decide(&self, env: Env, modules: Vec<ModuleReport>) -> napi::Result<Vec<Vec<PlannedTool>>> {
+    pub fn decide(
+        &self,
+        env: Env,
+        modules: Vec<ModuleReport>,
+    ) -> napi::Result<Vec<Vec<PlannedTool>>> {
         sync(&env, "WorkerPlan.decide", || {
             let modules: BTreeMap<usize, ModuleTools> = modules
                 .into_iter()
@@ -303,19 +309,23 @@ impl WorkerPlan {
     /// changed since the plan was made. Throws `CONFIG_INVALID` naming the file.
     #[napi]
     pub fn verify(&self, env: Env, index: u32) -> napi::Result<()> {
-        sync(&env, "WorkerPlan.verify", || self.inner.verify(index as usize))
+        sync(&env, "WorkerPlan.verify", || {
+            self.inner.verify(index as usize)
+        })
     }
 }
 
 /// The JSON Schema of worker files.
 #[napi]
-pub fn worker_json_schema() -> String {
-    worker::worker_json_schema()
+pub fn worker_json_schema(env: Env) -> napi::Result<String> {
+    infallible(&env, "workerJsonSchema", worker::worker_json_schema)
 }
 
 /// Whether `model` (`provider:model`) matches one of the `compatible_models` patterns (`*`
 /// matches any text); an empty list allows every model.
 #[napi]
-pub fn model_is_compatible(patterns: Vec<String>, model: String) -> bool {
-    worker::model_is_compatible(&patterns, &model)
+pub fn model_is_compatible(env: Env, patterns: Vec<String>, model: String) -> napi::Result<bool> {
+    infallible(&env, "modelIsCompatible", || {
+        worker::model_is_compatible(&patterns, &model)
+    })
 }

@@ -127,7 +127,7 @@ function globSearch(files: FileTools) {
       '`src/**/*.ts` finds every .ts file below src/, `*.ts` only those directly in the search directory, `**/*.{ts,tsx}` everywhere. ' +
       `Honours .gitignore, skips hidden files unless the pattern names them (\`.github/**\`) and skips ${SKIPPED}. ` +
       'Output: a header line, then one path per line (relative to the work directory), newest first; at most max_results ' +
-      `(default ${LIMITS.defaultGlobResults}), and a final` + ' `[truncated: ... N more not shown ...]` line when more files matched.',
+      `(default ${LIMITS.defaultGlobResults}), and a final \`[truncated: ... N more not shown ...]\` line when more files matched.`,
     inputSchema: z.object({
       pattern: z.string().describe('Glob pattern, relative to path'),
       path: path('Directory to search in (default: the work directory)').optional(),

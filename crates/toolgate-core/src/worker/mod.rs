@@ -336,19 +336,21 @@ fn resolve(
     };
 
     let mut toolsets = file.toolsets;
+    // Joined paths drop their `.` components, so that messages name files as people write them.
+    let anchored = |path: &Path| -> PathBuf { dir.join(path).components().collect() };
     if let Some(custom) = &mut toolsets.custom {
-        custom.module = dir.join(&custom.module);
+        custom.module = anchored(&custom.module);
     }
     if let Some(executables) = &mut toolsets.executables {
         if let Some(dirs) = &mut executables.dirs {
             for entry in dirs.iter_mut() {
-                *entry = dir.join(&*entry);
+                *entry = anchored(entry);
             }
         }
     }
     if let Some(cli) = &mut toolsets.cli_execute {
         for read_root in cli.read_roots.iter_mut() {
-            *read_root = dir.join(&*read_root);
+            *read_root = anchored(read_root);
         }
     }
     if (sandbox.readonly || options.readonly)

@@ -18,7 +18,7 @@ use toolgate_core::options::{
 };
 use toolgate_core::PathValidator;
 
-use crate::error::{sync};
+use crate::error::{guard, infallible, sync};
 use crate::js_value;
 pub use results::*;
 use task::{FileTask, Work};
@@ -45,7 +45,7 @@ impl FileTools {
         T: Send + 'static,
         R: From<T> + napi::bindgen_prelude::ToNapiValue + napi::bindgen_prelude::TypeName,
     {
-        let parsed = js_value::input::<A>(env, args);
+        let parsed = guard(place, || js_value::input::<A>(env, args));
         self.start(place, parsed, signal, work)
     }
 
@@ -67,7 +67,9 @@ impl FileTools {
             signal.on_abort(move || flag.cancel());
         }
         let work = parsed.map(|args| -> Work<T> {
-            Box::new(move |validator: &PathValidator, cancel: &Cancel| work(args, validator, cancel))
+            Box::new(move |validator: &PathValidator, cancel: &Cancel| {
+                work(args, validator, cancel)
+            })
         });
         AsyncTask::with_optional_signal(
             FileTask {
@@ -97,8 +99,10 @@ impl FileTools {
 
     /// The canonical root.
     #[napi(getter)]
-    pub fn root(&self) -> String {
-        self.validator.root().display().to_string()
+    pub fn root(&self, env: Env) -> napi::Result<String> {
+        infallible(&env, "FileTools.root", || {
+            self.validator.root().display().to_string()
+        })
     }
 
     /// Reads lines `offset`.. of a text file (streamed: memory stays bounded whatever the file
@@ -111,9 +115,13 @@ impl FileTools {
         options: Unknown<'_>,
         signal: Option<AbortSignal>,
     ) -> AsyncTask<FileTask<fs::ReadOutput, ReadResult>> {
-        self.task(&env, "FileTools.read", Some(options), signal, |options: ReadOptions, v, _| {
-            fs::read(v, &options.into())
-        })
+        self.task(
+            &env,
+            "FileTools.read",
+            Some(options),
+            signal,
+            |options: ReadOptions, v, _| fs::read(v, &options.into()),
+        )
     }
 
     /// Writes a whole file atomically (temporary file + rename), creating parent directories.
@@ -124,9 +132,12 @@ impl FileTools {
         content: String,
         signal: Option<AbortSignal>,
     ) -> AsyncTask<FileTask<fs::WriteOutput, WriteResult>> {
-        self.start("FileTools.write", Ok((path, content)), signal, |(path, content): (String, String), v, _| {
-            fs::write(v, &path, content.as_bytes())
-        })
+        self.start(
+            "FileTools.write",
+            Ok((path, content)),
+            signal,
+            |(path, content): (String, String), v, _| fs::write(v, &path, content.as_bytes()),
+        )
     }
 
     /// Replaces `oldText` (which must match exactly once unless `replaceAll`) and returns a
@@ -138,9 +149,13 @@ impl FileTools {
         options: Unknown<'_>,
         signal: Option<AbortSignal>,
     ) -> AsyncTask<FileTask<fs::EditOutput, EditResult>> {
-        self.task(&env, "FileTools.edit", Some(options), signal, |options: EditOptions, v, _| {
-            fs::edit(v, &options.into())
-        })
+        self.task(
+            &env,
+            "FileTools.edit",
+            Some(options),
+            signal,
+            |options: EditOptions, v, _| fs::edit(v, &options.into()),
+        )
     }
 
     /// Checks every operation, then applies all of them or none (a failure restores every file).
@@ -172,9 +187,13 @@ impl FileTools {
         options: Unknown<'_>,
         signal: Option<AbortSignal>,
     ) -> AsyncTask<FileTask<fs::GlobOutput, GlobResult>> {
-        self.task(&env, "FileTools.glob", Some(options), signal, |options: GlobOptions, v, cancel| {
-            fs::glob(v, &options.into(), cancel)
-        })
+        self.task(
+            &env,
+            "FileTools.glob",
+            Some(options),
+            signal,
+            |options: GlobOptions, v, cancel| fs::glob(v, &options.into(), cancel),
+        )
     }
 
     /// Regex search with ripgrep's crates: `path:line:text` lines, `path-line-text` context.
@@ -185,9 +204,13 @@ impl FileTools {
         options: Unknown<'_>,
         signal: Option<AbortSignal>,
     ) -> AsyncTask<FileTask<fs::GrepOutput, GrepResult>> {
-        self.task(&env, "FileTools.grep", Some(options), signal, |options: GrepOptions, v, cancel| {
-            fs::grep(v, &options.into(), cancel)
-        })
+        self.task(
+            &env,
+            "FileTools.grep",
+            Some(options),
+            signal,
+            |options: GrepOptions, v, cancel| fs::grep(v, &options.into(), cancel),
+        )
     }
 
     /// Draws the directory tree with sizes from 1 KiB up.
@@ -198,9 +221,13 @@ impl FileTools {
         options: Option<Unknown<'_>>,
         signal: Option<AbortSignal>,
     ) -> AsyncTask<FileTask<fs::TreeOutput, TreeResult>> {
-        self.task(&env, "FileTools.tree", options, signal, |options: TreeOptions, v, cancel| {
-            fs::tree(v, &options.into(), cancel)
-        })
+        self.task(
+            &env,
+            "FileTools.tree",
+            options,
+            signal,
+            |options: TreeOptions, v, cancel| fs::tree(v, &options.into(), cancel),
+        )
     }
 
     /// Whether something exists at `path` (and its type). Outside the root: `PATH_OUTSIDE_ROOT`.
@@ -210,7 +237,12 @@ impl FileTools {
         path: String,
         signal: Option<AbortSignal>,
     ) -> AsyncTask<FileTask<Option<fs::EntryType>, ExistsResult>> {
-        self.start("FileTools.exists", Ok(path), signal, |path: String, v, _| fs::exists(v, &path))
+        self.start(
+            "FileTools.exists",
+            Ok(path),
+            signal,
+            |path: String, v, _| fs::exists(v, &path),
+        )
     }
 
     /// Type, size, times and permission bits of `path`.
@@ -220,7 +252,9 @@ impl FileTools {
         path: String,
         signal: Option<AbortSignal>,
     ) -> AsyncTask<FileTask<fs::FileInfo, FileInfoResult>> {
-        self.start("FileTools.info", Ok(path), signal, |path: String, v, _| fs::info(v, &path))
+        self.start("FileTools.info", Ok(path), signal, |path: String, v, _| {
+            fs::info(v, &path)
+        })
     }
 
     /// Deletes a file (a symlink itself, never its target); directories are refused.
@@ -230,6 +264,11 @@ impl FileTools {
         path: String,
         signal: Option<AbortSignal>,
     ) -> AsyncTask<FileTask<fs::DeleteOutput, DeleteResult>> {
-        self.start("FileTools.delete", Ok(path), signal, |path: String, v, _| fs::delete(v, &path))
+        self.start(
+            "FileTools.delete",
+            Ok(path),
+            signal,
+            |path: String, v, _| fs::delete(v, &path),
+        )
     }
 }

@@ -23,8 +23,10 @@ pub struct FileTask<T, R> {
     pub(super) _result: std::marker::PhantomData<fn() -> R>,
 }
 
-impl<T: Send + 'static, R: From<T> + napi::bindgen_prelude::ToNapiValue + napi::bindgen_prelude::TypeName>
-    Task for FileTask<T, R>
+impl<
+        T: Send + 'static,
+        R: From<T> + napi::bindgen_prelude::ToNapiValue + napi::bindgen_prelude::TypeName,
+    > Task for FileTask<T, R>
 {
     type Output = toolgate_core::Result<T>;
     type JsValue = R;
