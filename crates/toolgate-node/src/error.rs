@@ -144,6 +144,8 @@ fn panic_error(place: &str, panic: &Box<dyn std::any::Any + Send>) -> toolgate_c
         .map(String::as_str)
         .or_else(|| panic.downcast_ref::<&str>().copied())
         .unwrap_or("a panic without a message");
+    // The payload can quote the whole input (a 400 KB pattern); the start says enough.
+    let message: String = message.chars().take(300).collect();
     toolgate_core::Error::Internal(format!("{place}: {message}"))
 }
 

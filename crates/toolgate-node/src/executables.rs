@@ -7,7 +7,7 @@ use napi::bindgen_prelude::Unknown;
 use napi::Env;
 use napi_derive::napi;
 use toolgate_core::executables::{self, discovery, scaffold, Registry};
-use toolgate_core::options::{ExecutableToolsOptions, RefreshOptions};
+use toolgate_core::options::{ExecutableToolsOptions, RefreshOptions, RunToolOptions};
 use toolgate_core::process::Job;
 
 use crate::enums::{DiagnosticKind, ToolFormat, ToolLanguage};
@@ -215,6 +215,14 @@ impl ExecutableToolRegistry {
                 .map(|run| Job::tool(run).into())
         })
     }
+}
+
+/// Reads `registry.run()` options strictly (`{ signal? }`).
+#[napi]
+pub fn check_run_tool_options(env: Env, options: Option<Unknown<'_>>) -> napi::Result<()> {
+    sync(&env, "run", || {
+        js_value::config::<RunToolOptions>(&env, options).map(|_| ())
+    })
 }
 
 /// Reads `registry.refresh()` options strictly; returns `force`.

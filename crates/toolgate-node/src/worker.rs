@@ -8,7 +8,7 @@ use std::sync::Arc;
 use napi::bindgen_prelude::Unknown;
 use napi::Env;
 use napi_derive::napi;
-use toolgate_core::options::LoadWorkerOptions;
+use toolgate_core::options::{LoadWorkerOptions, WorkerToolsOptions};
 use toolgate_core::worker::{self, LoadOptions, ModuleTools, PlannedWorker};
 
 use crate::approval::{ResolvedApproval, ToolCandidate};
@@ -34,6 +34,25 @@ pub fn check_load_worker_options(
 ) -> napi::Result<CheckedLoadWorkerOptions> {
     sync(&env, "loadWorker", || {
         let options: LoadWorkerOptions = js_value::config(&env, options)?;
+        let work_dir = options
+            .work_dir
+            .map(|dir| toolgate_core::options::WorkDir::resolve(Some(dir)))
+            .transpose()?;
+        Ok(CheckedLoadWorkerOptions {
+            work_dir: work_dir.map(|dir| dir.display().to_string()),
+            readonly: options.readonly,
+        })
+    })
+}
+
+/// Reads `workerTools` options strictly (the approval block is decided with the tools).
+#[napi]
+pub fn check_worker_tools_options(
+    env: Env,
+    options: Option<Unknown<'_>>,
+) -> napi::Result<CheckedLoadWorkerOptions> {
+    sync(&env, "workerTools", || {
+        let options: WorkerToolsOptions = js_value::config(&env, options)?;
         let work_dir = options
             .work_dir
             .map(|dir| toolgate_core::options::WorkDir::resolve(Some(dir)))

@@ -110,7 +110,7 @@ export function attachApproval<T extends NamedTool>(tool: T, resolved: ResolvedA
  */
 export function wrapWithDefaultApproval<T extends NamedTool>(tool: T, config: ApprovalConfig = {}): T {
   const [resolved] = callNative(() =>
-    native.decideToolsetApproval('tool', [{ name: tool.name, own: ownApproval(tool) }], config),
+    native.decideToolsetApproval('tool', [{ name: tool.name, own: ownApproval(tool) }], config, undefined, `approval for tool '${tool.name}'`),
   );
   if (!resolved) throw new ToolgateError('INTERNAL_ERROR', `no approval was decided for tool '${tool.name}'`);
   return attachApproval(tool, resolved);

@@ -121,6 +121,7 @@ export class ExecutableToolRegistry {
    * rejects with the signal's reason. Other errors: `TOOL_NOT_FOUND`, `TIMEOUT`, `TOOL_FAILED`.
    */
   async run(name: string, input: unknown, options: { signal?: AbortSignal } = {}): Promise<ExecutableToolResult> {
+    callNative(() => native.checkRunToolOptions(options));
     return this.prepare(name, input).start(options.signal);
   }
 

@@ -19,8 +19,7 @@ export interface WorkerToolsOptions extends LoadWorkerOptions {
  * a file that changes later is refused when the tool is called. Default approval `ask`.
  */
 export async function workerTools(workerPaths: readonly string[], options: WorkerToolsOptions = {}): Promise<NamedTool[]> {
-  const { approval, ...load } = options;
-  const checked = callNative(() => native.checkLoadWorkerOptions(load));
+  const checked = callNative(() => native.checkWorkerToolsOptions(options));
   const tools: NamedTool[] = [];
   for (const path of workerPaths) {
     const plan = await awaitNative(native.planWorker(path, checked.workDir, checked.readonly));
@@ -30,5 +29,5 @@ export async function workerTools(workerPaths: readonly string[], options: Worke
     const description = info.description ?? `Runs the worker '${info.name}' on a task and returns its answer.`;
     tools.push(delegateTool({ name: info.name, description, worker: 0 }, plan, () => called));
   }
-  return gateToolset('workers', tools, approval);
+  return gateToolset('workers', tools, options.approval);
 }

@@ -26,7 +26,7 @@ pub use toolsets::{
     GuardrailOptions, LoadCustomToolsOptions, ShellOptions, WorkDir,
 };
 pub use value::{format_number, parse, JsOnly, OptionValue, Problem};
-pub use worker::{LoadWorkerOptions, ResolveModelOptions, RunWorkerOptions};
+pub use worker::{LoadWorkerOptions, ResolveModelOptions, RunWorkerOptions, WorkerToolsOptions};
 
 #[cfg(test)]
 mod tests;

@@ -47,3 +47,15 @@ pub struct ResolveModelOptions {
     #[serde(default)]
     pub env: Option<JsOnly>,
 }
+
+/// `workerTools` options: where the workers run, and the approval of their tools.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct WorkerToolsOptions {
+    #[serde(default)]
+    pub work_dir: Option<PathBuf>,
+    #[serde(default)]
+    pub readonly: bool,
+    #[serde(default)]
+    pub approval: Option<crate::approval::ApprovalConfig>,
+}
