@@ -1,7 +1,7 @@
 import { chmodSync, existsSync, mkdirSync, readFileSync, symlinkSync, unlinkSync, writeFileSync } from 'node:fs';
 import { homedir } from 'node:os';
 import { join } from 'node:path';
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { beforeEach, describe, expect, it } from 'vitest';
 import { approvalOf, cliExecuteTool, type CliExecuteOptions, type CommandResult } from '../ts/src/index.js';
 import { CALL, commandFixture, refusalOf } from './helpers/commands.js';
 import { tempDir } from './helpers/fs.js';

@@ -401,7 +401,7 @@ describe('approval', () => {
     const error = await failure(loadCustomTools(fixture('format1.ts'), { approval: { tools: { ad: 'blocked' } } }));
     expect(error.code).toBe('CONFIG_INVALID');
     expect(error.message).toBe(
-      `approval.tools.ad names no tool of tools module ${fixture('format1.ts')}; its tools are: add, divide, greet, repeatWords, reverse, undocumented`,
+      `tools module ${fixture('format1.ts')}: approval.tools names 'ad', which is not one of its tools; its tools are: add, divide, greet, repeatWords, reverse, undocumented`,
     );
   });
 
@@ -410,7 +410,7 @@ describe('approval', () => {
       loadCustomTools(fixture('format1.ts'), { approval: { default: 'sometimes' as unknown as 'ask' } }),
     );
     expect(error.code).toBe('CONFIG_INVALID');
-    expect(error.message).toContain('approval.default is "sometimes"');
+    expect(error.message).toBe("option 'approval.default' is 'sometimes', expected one of preApproved, ask, blocked");
   });
 });
 

@@ -2,10 +2,12 @@ export { exec } from './native/exec.js';
 export type { ExecOptions, ExecResult } from './native/exec.js';
 export { PathValidator } from './native/path-validator.js';
 export { ToolgateError, TOOLGATE_ERROR_CODES, isToolgateErrorCode } from './native/errors.js';
-export type { ToolgateErrorCode } from './native/errors.js';
+export type { ToolgateErrorCode, ToolgateErrorLayer } from './native/errors.js';
+export { LIMITS } from './native/constants.js';
 export {
   APPROVAL_DECISIONS,
   approvalOf,
+  attachApproval,
   approvalScopeKey,
   checkApprovalConfig,
   isBlocked,
@@ -14,7 +16,7 @@ export {
   strictest,
   wrapWithDefaultApproval,
 } from './approval/approval.js';
-export type { ApprovalConfig, ApprovalDecision, ApprovalInfo, ApprovalScope } from './approval/approval.js';
+export type { ApprovalConfig, ApprovalDecision, ApprovalInfo, ApprovalScope, ResolvedApproval } from './approval/approval.js';
 export { named, toToolSet } from './approval/named-tool.js';
 export type { NamedTool } from './approval/named-tool.js';
 export { VERSION } from './native/package-root.js';
@@ -27,7 +29,7 @@ export type { ShellInput, ShellRule, ShellToolsetOptions } from './toolsets/shel
 export { explainCommand } from './native/explain-command.js';
 export type { CommandExplanation, CommandLayer } from './native/explain-command.js';
 export { splitCommand } from './native/split-command.js';
-export type { CommandResult } from './native/run-command.js';
+export type { CommandResult } from './native/process-handle.js';
 export { codeAgentTools, CODE_AGENT_DEFAULT_APPROVAL, CODE_AGENT_GROUPS } from './toolsets/code-agent.js';
 export type { CodeAgentGroup, CodeAgentOptions } from './toolsets/code-agent.js';
 export { filesystemToolset, FILESYSTEM_DEFAULT_APPROVAL } from './toolsets/filesystem.js';
@@ -71,6 +73,7 @@ export type { CreateCustomToolInput, CreateCustomToolOptions } from './toolsets/
 export { loadWorker, loadWorkerSpec, workerJsonSchema } from './worker/load-worker.js';
 export type { LoadedWorker, LoadWorkerOptions, WorkerSpec } from './worker/load-worker.js';
 export { workerTools } from './toolsets/workers.js';
+export type { WorkerToolsOptions } from './toolsets/workers.js';
 export * from './worker/index.js';
 export { MODEL_PROVIDERS, modelIsCompatible, resolveModel } from './worker/models.js';
 export type { ResolveModelOptions } from './worker/models.js';

@@ -96,31 +96,224 @@ pub enum Error {
     /// The kernel sandbox a tool requires cannot be applied (kernel support or launcher missing).
     #[error("{0}")]
     SandboxUnavailable(String),
+
+    /// A bug: toolgate itself failed (a panic caught at the Node boundary). The host survives;
+    /// the message says where, so the bug can be reported.
+    #[error("toolgate failed internally ({0}); this is a bug, please report it with the input that caused it")]
+    Internal(String),
+}
+
+/// The stable code of every error toolgate raises, in Rust or in TypeScript: what JavaScript
+/// sees as `err.code`. This is the only list; the Node binding generates its TypeScript union
+/// from it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum ErrorCode {
+    PathOutsideRoot,
+    BinaryNotAllowed,
+    ShellNotAllowed,
+    BinaryNotFound,
+    SpawnFailed,
+    ArgumentRejected,
+    CommandBlocked,
+    GuardrailBlocked,
+    OutputBlocked,
+    Timeout,
+    /// A tool whose approval is `blocked` was called.
+    ToolBlocked,
+    /// A human (or the lack of one) refused a call that needed approval.
+    ApprovalDenied,
+    InvalidInput,
+    ToolNotFound,
+    ToolFailed,
+    ConfigInvalid,
+    /// A tools module (`tools.ts`) cannot be loaded or exports something that is not a tool.
+    ModuleInvalid,
+    FileNotFound,
+    IoError,
+    /// The kernel sandbox a tool requires is not available here.
+    SandboxUnavailable,
+    InternalError,
+}
+
+impl ErrorCode {
+    /// Every code, in documentation order.
+    pub const ALL: [ErrorCode; 21] = [
+        ErrorCode::PathOutsideRoot,
+        ErrorCode::BinaryNotAllowed,
+        ErrorCode::ShellNotAllowed,
+        ErrorCode::BinaryNotFound,
+        ErrorCode::SpawnFailed,
+        ErrorCode::ArgumentRejected,
+        ErrorCode::CommandBlocked,
+        ErrorCode::GuardrailBlocked,
+        ErrorCode::OutputBlocked,
+        ErrorCode::Timeout,
+        ErrorCode::ToolBlocked,
+        ErrorCode::ApprovalDenied,
+        ErrorCode::InvalidInput,
+        ErrorCode::ToolNotFound,
+        ErrorCode::ToolFailed,
+        ErrorCode::ConfigInvalid,
+        ErrorCode::ModuleInvalid,
+        ErrorCode::FileNotFound,
+        ErrorCode::IoError,
+        ErrorCode::SandboxUnavailable,
+        ErrorCode::InternalError,
+    ];
+
+    /// The spelling JavaScript sees (`PATH_OUTSIDE_ROOT`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ErrorCode::PathOutsideRoot => "PATH_OUTSIDE_ROOT",
+            ErrorCode::BinaryNotAllowed => "BINARY_NOT_ALLOWED",
+            ErrorCode::ShellNotAllowed => "SHELL_NOT_ALLOWED",
+            ErrorCode::BinaryNotFound => "BINARY_NOT_FOUND",
+            ErrorCode::SpawnFailed => "SPAWN_FAILED",
+            ErrorCode::ArgumentRejected => "ARGUMENT_REJECTED",
+            ErrorCode::CommandBlocked => "COMMAND_BLOCKED",
+            ErrorCode::GuardrailBlocked => "GUARDRAIL_BLOCKED",
+            ErrorCode::OutputBlocked => "OUTPUT_BLOCKED",
+            ErrorCode::Timeout => "TIMEOUT",
+            ErrorCode::ToolBlocked => "TOOL_BLOCKED",
+            ErrorCode::ApprovalDenied => "APPROVAL_DENIED",
+            ErrorCode::InvalidInput => "INVALID_INPUT",
+            ErrorCode::ToolNotFound => "TOOL_NOT_FOUND",
+            ErrorCode::ToolFailed => "TOOL_FAILED",
+            ErrorCode::ConfigInvalid => "CONFIG_INVALID",
+            ErrorCode::ModuleInvalid => "MODULE_INVALID",
+            ErrorCode::FileNotFound => "FILE_NOT_FOUND",
+            ErrorCode::IoError => "IO_ERROR",
+            ErrorCode::SandboxUnavailable => "SANDBOX_UNAVAILABLE",
+            ErrorCode::InternalError => "INTERNAL_ERROR",
+        }
+    }
+}
+
+impl std::fmt::Display for ErrorCode {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// The part of toolgate that raised an error, so that a caller can tell a refused
+/// configuration from a refused call, a process failure or a bug without reading the message.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum ErrorLayer {
+    /// Options, worker files, toolset configuration.
+    Config,
+    /// The approval model (a blocked tool, a denied call).
+    Approval,
+    /// Input given to a tool or a function.
+    Input,
+    /// Path confinement.
+    Paths,
+    /// The command policy of `cli_execute` and `shell` (allowlist, rules, arguments, guardrails).
+    Command,
+    /// Starting and running processes.
+    Process,
+    /// The file tools.
+    Files,
+    /// Tools: executable tools, tools modules, tool lookup.
+    Tools,
+    /// The kernel sandbox around processes.
+    Sandbox,
+    /// A bug in toolgate.
+    Internal,
+}
+
+impl ErrorLayer {
+    /// Every layer.
+    pub const ALL: [ErrorLayer; 10] = [
+        ErrorLayer::Config,
+        ErrorLayer::Approval,
+        ErrorLayer::Input,
+        ErrorLayer::Paths,
+        ErrorLayer::Command,
+        ErrorLayer::Process,
+        ErrorLayer::Files,
+        ErrorLayer::Tools,
+        ErrorLayer::Sandbox,
+        ErrorLayer::Internal,
+    ];
+
+    /// The spelling JavaScript sees (`config`, `paths`, …).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ErrorLayer::Config => "config",
+            ErrorLayer::Approval => "approval",
+            ErrorLayer::Input => "input",
+            ErrorLayer::Paths => "paths",
+            ErrorLayer::Command => "command",
+            ErrorLayer::Process => "process",
+            ErrorLayer::Files => "files",
+            ErrorLayer::Tools => "tools",
+            ErrorLayer::Sandbox => "sandbox",
+            ErrorLayer::Internal => "internal",
+        }
+    }
+}
+
+impl ErrorCode {
+    /// The layer an error with this code comes from.
+    pub fn layer(self) -> ErrorLayer {
+        match self {
+            ErrorCode::ConfigInvalid => ErrorLayer::Config,
+            ErrorCode::ToolBlocked | ErrorCode::ApprovalDenied => ErrorLayer::Approval,
+            ErrorCode::InvalidInput => ErrorLayer::Input,
+            ErrorCode::PathOutsideRoot => ErrorLayer::Paths,
+            ErrorCode::BinaryNotAllowed
+            | ErrorCode::ShellNotAllowed
+            | ErrorCode::ArgumentRejected
+            | ErrorCode::CommandBlocked
+            | ErrorCode::GuardrailBlocked
+            | ErrorCode::OutputBlocked => ErrorLayer::Command,
+            ErrorCode::BinaryNotFound | ErrorCode::SpawnFailed | ErrorCode::Timeout => {
+                ErrorLayer::Process
+            }
+            ErrorCode::FileNotFound | ErrorCode::IoError => ErrorLayer::Files,
+            ErrorCode::ToolNotFound | ErrorCode::ToolFailed | ErrorCode::ModuleInvalid => {
+                ErrorLayer::Tools
+            }
+            ErrorCode::SandboxUnavailable => ErrorLayer::Sandbox,
+            ErrorCode::InternalError => ErrorLayer::Internal,
+        }
+    }
 }
 
 impl Error {
-    /// The stable code JavaScript sees as `err.code`.
+    /// The stable code JavaScript sees as `err.code` (spelled as in [`ErrorCode::as_str`]).
     pub fn code(&self) -> &'static str {
+        self.error_code().as_str()
+    }
+
+    /// The stable code as an enum.
+    pub fn error_code(&self) -> ErrorCode {
         match self {
-            Error::PathOutsideRoot { .. } => "PATH_OUTSIDE_ROOT",
-            Error::BinaryNotAllowed { .. } => "BINARY_NOT_ALLOWED",
-            Error::ShellNotAllowed { .. } => "SHELL_NOT_ALLOWED",
-            Error::BinaryNotFound { .. } => "BINARY_NOT_FOUND",
-            Error::SpawnFailed { .. } => "SPAWN_FAILED",
-            Error::ArgumentRejected(_) => "ARGUMENT_REJECTED",
-            Error::CommandBlocked(_) => "COMMAND_BLOCKED",
-            Error::GuardrailBlocked(_) => "GUARDRAIL_BLOCKED",
-            Error::OutputBlocked(_) => "OUTPUT_BLOCKED",
-            Error::Timeout(_) => "TIMEOUT",
-            Error::ToolBlocked(_) => "TOOL_BLOCKED",
-            Error::InvalidInput(_) => "INVALID_INPUT",
-            Error::ToolNotFound(_) => "TOOL_NOT_FOUND",
-            Error::ToolFailed(_) => "TOOL_FAILED",
-            Error::ConfigInvalid(_) => "CONFIG_INVALID",
-            Error::FileNotFound(_) => "FILE_NOT_FOUND",
-            Error::Io { .. } => "IO_ERROR",
-            Error::SandboxUnavailable(_) => "SANDBOX_UNAVAILABLE",
+            Error::PathOutsideRoot { .. } => ErrorCode::PathOutsideRoot,
+            Error::BinaryNotAllowed { .. } => ErrorCode::BinaryNotAllowed,
+            Error::ShellNotAllowed { .. } => ErrorCode::ShellNotAllowed,
+            Error::BinaryNotFound { .. } => ErrorCode::BinaryNotFound,
+            Error::SpawnFailed { .. } => ErrorCode::SpawnFailed,
+            Error::ArgumentRejected(_) => ErrorCode::ArgumentRejected,
+            Error::CommandBlocked(_) => ErrorCode::CommandBlocked,
+            Error::GuardrailBlocked(_) => ErrorCode::GuardrailBlocked,
+            Error::OutputBlocked(_) => ErrorCode::OutputBlocked,
+            Error::Timeout(_) => ErrorCode::Timeout,
+            Error::ToolBlocked(_) => ErrorCode::ToolBlocked,
+            Error::InvalidInput(_) => ErrorCode::InvalidInput,
+            Error::ToolNotFound(_) => ErrorCode::ToolNotFound,
+            Error::ToolFailed(_) => ErrorCode::ToolFailed,
+            Error::ConfigInvalid(_) => ErrorCode::ConfigInvalid,
+            Error::FileNotFound(_) => ErrorCode::FileNotFound,
+            Error::Io { .. } => ErrorCode::IoError,
+            Error::SandboxUnavailable(_) => ErrorCode::SandboxUnavailable,
+            Error::Internal(_) => ErrorCode::InternalError,
         }
+    }
+
+    /// The part of toolgate that raised the error.
+    pub fn layer(&self) -> ErrorLayer {
+        self.error_code().layer()
     }
 
     /// Wraps an I/O error with the action and path it concerned; a missing file becomes
@@ -169,5 +362,26 @@ mod tests {
             std::io::Error::from(std::io::ErrorKind::PermissionDenied),
         );
         assert_eq!(err.code(), "IO_ERROR");
+        assert_eq!(err.layer(), ErrorLayer::Files);
+    }
+
+    #[test]
+    fn every_code_is_listed_once_with_a_distinct_spelling() {
+        let spellings: std::collections::HashSet<&str> =
+            ErrorCode::ALL.iter().map(|code| code.as_str()).collect();
+        assert_eq!(spellings.len(), ErrorCode::ALL.len());
+        for code in [
+            "APPROVAL_DENIED",
+            "MODULE_INVALID",
+            "TOOL_BLOCKED",
+            "INTERNAL_ERROR",
+        ] {
+            assert!(spellings.contains(code), "{code}");
+        }
+        assert_eq!(ErrorCode::ToolBlocked.layer(), ErrorLayer::Approval);
+        assert_eq!(
+            Error::Internal("x".into()).error_code(),
+            ErrorCode::InternalError
+        );
     }
 }

@@ -9,7 +9,10 @@
 //! - [`fs`] holds the file tools (read, write, edit, patch, glob, grep, tree) built on it.
 //! - [`executables`] discovers, caches and runs executable tools (protocol and `tool.yaml`).
 //! - [`schema`] compiles JSON Schemas offline and reports violations with JSON pointers.
-//! - [`worker`] reads and checks worker files (YAML, or front matter + Markdown).
+//! - [`worker`] reads and checks worker files (YAML, or front matter + Markdown) and plans a
+//!   worker with its whole delegation graph.
+//! - [`approval`] decides every tool's approval; [`limits`] holds every default and limit;
+//!   [`options`] reads the options objects of JavaScript callers, strictly.
 //!
 //! The Node binding (`toolgate-node`) only converts types; every decision is made here.
 
@@ -17,12 +20,16 @@
 
 pub mod approval;
 pub mod command;
+pub mod descriptions;
 pub mod error;
 pub mod exec;
 pub mod executables;
+pub mod frozen;
 pub mod fs;
 pub mod limits;
+pub mod options;
 mod path;
+pub mod process;
 pub mod sandbox;
 pub mod schema;
 pub mod worker;
@@ -31,8 +38,8 @@ pub mod yaml;
 #[cfg(test)]
 mod test_support;
 
-pub use approval::{ApprovalConfig, ApprovalDecision};
-pub use error::{Error, Result};
+pub use approval::{ApprovalConfig, ApprovalDecision, Decision};
+pub use error::{Error, ErrorCode, ErrorLayer, Result};
 pub use exec::{AbortHandle, ExecOutput, ExecRequest, RunningProcess};
 pub use path::PathValidator;
 pub use sandbox::{Sandbox, SandboxMode, SandboxPolicy};

@@ -1,6 +1,122 @@
-//! Every fixed limit of the core in one place, so that a reader (and the docs) can see what
-//! toolgate refuses and why. Each section says which inputs it bounds; the code that checks a
-//! limit names it in its error message.
+//! Every default and limit of toolgate, defined once. The Node binding hands them to the
+//! TypeScript layer (`limits()`), which never restates them; tool descriptions the model reads
+//! are written from them. The limits on what the model or a repository supplies (patterns,
+//! sizes, nesting) are checked before the library that would see the input, and the code that
+//! checks one names it in its error message.
+
+use std::time::Duration;
+
+// ---------------------------------------------------------------------------------------------
+// Project defaults and names: timeouts, output caps, tool names, delegation, file-tool defaults.
+// Values that belong to a module of their own (the executor, the command engine, the file tools)
+// are re-exported from there, so that there is still only one definition.
+// ---------------------------------------------------------------------------------------------
+
+/// Default timeout of a `cli_execute` or `shell` command (defined by the command engine).
+pub use crate::command::DEFAULT_TIMEOUT as DEFAULT_COMMAND_TIMEOUT;
+
+/// Default cap of each of stdout and stderr, in bytes (defined by the executor).
+pub use crate::exec::DEFAULT_MAX_OUTPUT_BYTES;
+
+/// Default number of lines a read returns (defined by the file tools).
+pub use crate::fs::DEFAULT_MAX_LINES as DEFAULT_READ_LINES;
+
+/// Directories no search or walk descends into (defined by the file tools).
+pub use crate::fs::SKIPPED_DIRS as SKIPPED_DIRECTORIES;
+
+/// Default timeout of one executable tool run.
+pub const DEFAULT_EXECUTABLE_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// How long an executable tool's `description` may take during discovery.
+pub const DESCRIPTION_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// Longest timeout anything accepts: a day. Longer values are almost certainly a unit mistake
+/// (milliseconds given as seconds).
+pub const MAX_TIMEOUT: Duration = Duration::from_secs(24 * 60 * 60);
+
+/// Largest output cap anything accepts, in bytes (1 GiB): a bigger cap is a mistake, and the
+/// output is held in memory.
+pub const MAX_OUTPUT_BYTES: u64 = 1024 * 1024 * 1024;
+
+/// The prefix of every executable tool's name as the model sees it.
+pub const EXECUTABLE_TOOL_PREFIX: &str = "custom_tool_";
+
+/// Longest tool name a model provider accepts (function names of at most 64 characters).
+pub const MAX_TOOL_NAME_LEN: usize = 64;
+
+/// Longest executable tool name: the model sees `custom_tool_<name>`.
+pub const MAX_EXECUTABLE_NAME_LEN: usize = MAX_TOOL_NAME_LEN - EXECUTABLE_TOOL_PREFIX.len();
+
+/// Tools that end a worker's run; no toolset may use these names.
+pub const RESERVED_TOOL_NAMES: [&str; 2] = ["task_completion", "ask_question"];
+
+/// How deep workers may call workers (the top-level worker is depth 0).
+pub const MAX_WORKER_DEPTH: usize = 5;
+
+/// How many workers one delegation graph may hold (every call path counts): loading more is a
+/// configuration mistake, and each is planned when the top worker loads.
+pub const MAX_WORKERS_IN_GRAPH: usize = 64;
+
+/// Model steps of a run when neither the worker file nor the caller says.
+pub const DEFAULT_MAX_STEPS: u32 = 20;
+
+/// The project's executable tool directory, relative to the work directory.
+pub const DEFAULT_TOOL_DIRECTORY: &str = "toolgate-tools";
+
+/// The user's executable tool directory, relative to the home directory.
+pub const GLOBAL_TOOL_DIRECTORY: &str = ".toolgate/tools";
+
+/// Most lines of context `grep` shows on each side of a match (checked by the grep tool).
+pub const MAX_GREP_CONTEXT: usize = crate::fs::MAX_GREP_CONTEXT;
+
+/// Default number of paths a glob lists.
+pub const DEFAULT_GLOB_RESULTS: usize = 100;
+
+/// Default number of matching lines grep shows.
+pub const DEFAULT_GREP_RESULTS: usize = 50;
+
+/// Default depth of a directory tree.
+pub const DEFAULT_TREE_DEPTH: usize = 3;
+
+/// Largest count any count option accepts (results, lines, depth): beyond it the number is a
+/// mistake, not a wish.
+pub const MAX_COUNT: u64 = 1_000_000_000;
+
+/// How deeply an options object from JavaScript may nest.
+pub const MAX_OPTIONS_DEPTH: usize = 32;
+
+/// Checks a tool name as the model will see it (`prefix` + `name`): `^[a-zA-Z0-9_-]+$`, at most
+/// [`MAX_TOOL_NAME_LEN`] characters in all. Returns the reason when it is not acceptable.
+pub fn check_tool_name(name: &str, prefix: &str) -> Result<(), String> {
+    if name.is_empty() {
+        return Err("the name is empty; use letters, digits, '_' and '-'".into());
+    }
+    if let Some(bad) = name
+        .chars()
+        .find(|c| !(c.is_ascii_alphanumeric() || *c == '_' || *c == '-'))
+    {
+        return Err(format!(
+            "the name '{}' contains {:?}; a tool name matches ^[a-zA-Z0-9_-]+$",
+            name.escape_debug(),
+            bad
+        ));
+    }
+    let max = MAX_TOOL_NAME_LEN - prefix.len();
+    if name.len() > max {
+        return Err(if prefix.is_empty() {
+            format!(
+                "the name '{name}' has {} characters; model providers accept at most {MAX_TOOL_NAME_LEN}",
+                name.len()
+            )
+        } else {
+            format!(
+                "the name '{name}' has {} characters; at most {max} are allowed so that '{prefix}{name}' fits the {MAX_TOOL_NAME_LEN} characters model providers accept",
+                name.len()
+            )
+        });
+    }
+    Ok(())
+}
 
 // ---------------------------------------------------------------------------------------------
 // What the model (or a repository) supplies: patterns, sizes, counts and nesting.
@@ -61,3 +177,34 @@ pub const MAX_EDIT_FILE_BYTES: u64 = 64 * 1024 * 1024;
 /// quadratic in flow nesting (16k levels took 1.3 s, 50k levels over 30 s), and serde_yaml
 /// refuses documents deeper than 128 levels anyway.
 pub const MAX_YAML_DEPTH: usize = 100;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tool_names_follow_the_pattern_and_the_provider_limit() {
+        for good in ["a", "weather", "git-log_2", &"x".repeat(MAX_TOOL_NAME_LEN)] {
+            assert!(check_tool_name(good, "").is_ok(), "{good}");
+        }
+        for bad in ["", "a b", "a.b", "ü", &"x".repeat(MAX_TOOL_NAME_LEN + 1)] {
+            assert!(check_tool_name(bad, "").is_err(), "{bad:?}");
+        }
+        let long = "x".repeat(MAX_EXECUTABLE_NAME_LEN + 1);
+        let reason = check_tool_name(&long, EXECUTABLE_TOOL_PREFIX).unwrap_err();
+        assert!(reason.contains("custom_tool_"), "{reason}");
+        assert!(check_tool_name(&long[1..], EXECUTABLE_TOOL_PREFIX).is_ok());
+    }
+
+    #[test]
+    fn defaults_are_inside_their_limits() {
+        assert!(DEFAULT_COMMAND_TIMEOUT <= MAX_TIMEOUT);
+        assert!(DEFAULT_EXECUTABLE_TIMEOUT <= MAX_TIMEOUT);
+        assert!(DEFAULT_MAX_OUTPUT_BYTES as u64 <= MAX_OUTPUT_BYTES);
+        assert_eq!(MAX_GREP_CONTEXT, 20);
+        assert!(SKIPPED_DIRECTORIES.contains(&"node_modules"));
+        assert!(RESERVED_TOOL_NAMES
+            .iter()
+            .all(|name| check_tool_name(name, "").is_ok()));
+    }
+}

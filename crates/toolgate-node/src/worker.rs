@@ -1,37 +1,350 @@
+//! Worker files: the plan of a worker and its whole delegation graph, made off the JavaScript
+//! thread and frozen, with every toolset's policy built and every tool's approval decided.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use napi::bindgen_prelude::Unknown;
+use napi::Env;
 use napi_derive::napi;
-use toolgate_core::worker::{self, LoadOptions};
+use toolgate_core::options::{LoadWorkerOptions, WorkerToolsOptions};
+use toolgate_core::worker::{self, LoadOptions, ModuleTools, PlannedWorker};
 
-use crate::error::{invalid_input, to_napi, Code};
+use crate::approval::{ResolvedApproval, ToolCandidate};
+use crate::command::{CliExecutePolicy, ShellPolicy};
+use crate::enums::{CodeAgentGroup, ToolsetKind};
+use crate::error::{guarded, infallible, sync, Settled};
+use crate::executables::ExecutableToolRegistry;
+use crate::js_value;
 
-/// Reads, checks and resolves a worker file (and the workers it may call): absolute paths,
-/// instructions from the Markdown body, warnings for keys accepted but not acted on. Returns the
-/// resolved worker as a plain object with snake_case keys. Throws `CONFIG_INVALID` naming the
-/// file, line and column. `work_dir` replaces the sandbox root; `readonly` forces a read-only
-/// sandbox (both are how a called worker inherits its caller's sandbox).
+/// `loadWorker` options, checked.
+#[napi(object, object_from_js = false)]
+pub struct CheckedLoadWorkerOptions {
+    /// The work directory that replaces the sandbox root, absolute.
+    pub work_dir: Option<String>,
+    pub readonly: bool,
+}
+
+/// Reads `loadWorker` options strictly.
 #[napi]
-pub fn load_worker_spec(
+pub fn check_load_worker_options(
+    env: Env,
+    options: Option<Unknown<'_>>,
+) -> napi::Result<CheckedLoadWorkerOptions> {
+    sync(&env, "loadWorker", || {
+        let options: LoadWorkerOptions = js_value::config(&env, options)?;
+        let work_dir = options
+            .work_dir
+            .map(|dir| toolgate_core::options::WorkDir::resolve(Some(dir)))
+            .transpose()?;
+        Ok(CheckedLoadWorkerOptions {
+            work_dir: work_dir.map(|dir| dir.display().to_string()),
+            readonly: options.readonly,
+        })
+    })
+}
+
+/// Reads `workerTools` options strictly (the approval block is decided with the tools).
+#[napi]
+pub fn check_worker_tools_options(
+    env: Env,
+    options: Option<Unknown<'_>>,
+) -> napi::Result<CheckedLoadWorkerOptions> {
+    sync(&env, "workerTools", || {
+        let options: WorkerToolsOptions = js_value::config(&env, options)?;
+        let work_dir = options
+            .work_dir
+            .map(|dir| toolgate_core::options::WorkDir::resolve(Some(dir)))
+            .transpose()?;
+        Ok(CheckedLoadWorkerOptions {
+            work_dir: work_dir.map(|dir| dir.display().to_string()),
+            readonly: options.readonly,
+        })
+    })
+}
+
+/// Reads the worker file at `path` and every worker it may call (each with its caller's
+/// sandbox), checks the graph, builds every toolset's policy, discovers the executable tools
+/// and freezes every file read. Runs off the JavaScript thread. Rejects with `CONFIG_INVALID`
+/// naming the file, line and column.
+#[napi(ts_return_type = "Promise<WorkerPlan>")]
+pub async fn plan_worker(
     path: String,
     work_dir: Option<String>,
     readonly: Option<bool>,
-) -> napi::Result<serde_json::Value, Code> {
-    let options = LoadOptions {
-        work_dir: work_dir.map(Into::into),
-        readonly: readonly.unwrap_or(false),
-    };
-    let loaded = worker::load_worker(path, &options).map_err(to_napi)?;
-    worker::check_delegation(&loaded).map_err(to_napi)?;
-    serde_json::to_value(&loaded).map_err(|err| invalid_input(err.to_string()))
+) -> Settled<WorkerPlan> {
+    guarded("planWorker", async move {
+        let options = LoadOptions {
+            work_dir: work_dir.map(PathBuf::from),
+            readonly: readonly.unwrap_or(false),
+        };
+        let plan = tokio::task::spawn_blocking(move || {
+            worker::plan_worker(std::path::Path::new(&path), &options)
+        })
+        .await
+        .map_err(|err| toolgate_core::Error::Internal(format!("planWorker: {err}")))??;
+        let mut plan = plan;
+        plan.discover().await?;
+        Ok(WorkerPlan {
+            inner: Arc::new(plan),
+        })
+    })
+    .await
+}
+
+/// A tools module a worker names.
+#[napi(object, object_from_js = false)]
+pub struct PlannedModule {
+    /// The module file, absolute.
+    pub module: String,
+    /// The whitelist, when the worker file gives one.
+    pub tools: Option<Vec<String>>,
+}
+
+/// A worker another worker may call, as the caller's tool.
+#[napi(object, object_from_js = false)]
+pub struct PlannedDelegate {
+    /// The tool name (the called worker's name).
+    pub name: String,
+    pub description: String,
+    /// Index of the called worker in the plan.
+    pub worker: u32,
+}
+
+/// One worker of a plan, as read and resolved (absolute paths, instructions in place).
+#[napi(object, object_from_js = false)]
+pub struct PlannedWorkerInfo {
+    pub name: String,
+    pub description: Option<String>,
+    pub model: Option<String>,
+    pub instructions: String,
+    pub compatible_models: Vec<String>,
+    pub max_steps: Option<u32>,
+    /// The canonical worker file.
+    pub path: String,
+    /// The work directory (sandbox root and restriction), canonical.
+    pub work_dir: String,
+    pub readonly: bool,
+    /// Keys accepted but not acted on, and other things the user should know.
+    pub warnings: Vec<String>,
+    /// The calling worker's index (`null` for the top worker).
+    pub parent: Option<u32>,
+    /// Worker names from the top down to this one.
+    pub chain: Vec<String>,
+    /// `filesystem` tools after `read_only` and the sandbox's `readonly`.
+    pub filesystem_tools: Option<Vec<String>>,
+    /// `code_agent` group after the sandbox's `readonly`.
+    pub code_agent_group: Option<CodeAgentGroup>,
+    pub shell: bool,
+    pub cli_execute: bool,
+    pub executables: bool,
+    pub custom: Option<PlannedModule>,
+    pub delegates: Vec<PlannedDelegate>,
+}
+
+fn index_u32(index: usize) -> u32 {
+    u32::try_from(index).unwrap_or(u32::MAX)
+}
+
+impl From<&PlannedWorker> for PlannedWorkerInfo {
+    fn from(planned: &PlannedWorker) -> Self {
+        let worker = &planned.worker;
+        Self {
+            name: worker.name.clone(),
+            description: worker.description.clone(),
+            model: worker.model.clone(),
+            instructions: worker.instructions.clone(),
+            compatible_models: worker.compatible_models.clone(),
+            max_steps: worker.max_steps,
+            path: worker.path.display().to_string(),
+            work_dir: worker.work_dir.display().to_string(),
+            readonly: worker.readonly,
+            warnings: worker.warnings.clone(),
+            parent: planned.parent.map(index_u32),
+            chain: planned.chain.clone(),
+            filesystem_tools: planned
+                .filesystem_tools
+                .as_ref()
+                .map(|tools| tools.iter().map(|name| name.to_string()).collect()),
+            code_agent_group: planned.code_agent_group.map(Into::into),
+            shell: planned.shell.is_some(),
+            cli_execute: planned.cli_execute.is_some(),
+            executables: planned.executables.is_some(),
+            custom: worker.toolsets.custom.as_ref().map(|custom| PlannedModule {
+                module: custom.module.display().to_string(),
+                tools: custom.tools.clone(),
+            }),
+            delegates: planned
+                .delegates
+                .iter()
+                .map(|delegate| PlannedDelegate {
+                    name: delegate.name.clone(),
+                    description: delegate.description.clone(),
+                    worker: index_u32(delegate.worker),
+                })
+                .collect(),
+        }
+    }
+}
+
+/// What the SDK found in one worker's tools module.
+#[napi(object, object_to_js = false)]
+pub struct ModuleReport {
+    /// Index of the worker in the plan.
+    pub worker: u32,
+    /// Every valid tool name of the module (for approval name checks).
+    pub available: Vec<String>,
+    /// The tools the worker gets, in order, with their own `needsApproval`.
+    pub selected: Vec<ToolCandidate>,
+}
+
+/// One tool of a worker with its toolset and effective approval.
+#[napi(object, object_from_js = false)]
+pub struct PlannedTool {
+    pub toolset: ToolsetKind,
+    pub approval: ResolvedApproval,
+}
+
+/// A worker and everything it may call, frozen when the plan was made.
+#[napi]
+pub struct WorkerPlan {
+    inner: Arc<worker::WorkerPlan>,
+}
+
+impl WorkerPlan {
+    fn planned(&self, index: u32) -> toolgate_core::Result<&PlannedWorker> {
+        self.inner.worker(index as usize)
+    }
+}
+
+#[napi]
+impl WorkerPlan {
+    /// The workers, the top one first; a worker comes after the worker that calls it.
+    #[napi]
+    pub fn workers(&self, env: Env) -> napi::Result<Vec<PlannedWorkerInfo>> {
+        infallible(&env, "WorkerPlan.workers", || {
+            self.inner
+                .workers()
+                .iter()
+                .map(PlannedWorkerInfo::from)
+                .collect()
+        })
+    }
+
+    /// The built shell policy of worker `index`, or `null`.
+    #[napi]
+    pub fn shell_policy(&self, env: Env, index: u32) -> napi::Result<Option<ShellPolicy>> {
+        sync(&env, "WorkerPlan.shellPolicy", || {
+            let planned = self.planned(index)?;
+            Ok(match (&planned.shell, &planned.worker.toolsets.shell) {
+                (Some(policy), Some(config)) => Some(ShellPolicy::shared(
+                    Arc::clone(policy),
+                    Arc::new(config.clone()),
+                )),
+                _ => None,
+            })
+        })
+    }
+
+    /// The built `cli_execute` policy of worker `index`, or `null`.
+    #[napi]
+    pub fn cli_execute_policy(
+        &self,
+        env: Env,
+        index: u32,
+    ) -> napi::Result<Option<CliExecutePolicy>> {
+        sync(&env, "WorkerPlan.cliExecutePolicy", || {
+            let planned = self.planned(index)?;
+            Ok(
+                match (&planned.cli_execute, &planned.worker.toolsets.cli_execute) {
+                    (Some(policy), Some(config)) => Some(CliExecutePolicy::shared(
+                        Arc::clone(policy),
+                        Arc::new(config.clone()),
+                    )),
+                    _ => None,
+                },
+            )
+        })
+    }
+
+    /// The discovered, frozen executable tools of worker `index`, or `null`.
+    #[napi]
+    pub fn executable_registry(
+        &self,
+        env: Env,
+        index: u32,
+    ) -> napi::Result<Option<ExecutableToolRegistry>> {
+        sync(&env, "WorkerPlan.executableRegistry", || {
+            let planned = self.planned(index)?;
+            Ok(planned
+                .executables
+                .as_ref()
+                .map(|registry| ExecutableToolRegistry::shared(Arc::clone(registry))))
+        })
+    }
+
+    /// Decides every tool of every worker, top-down: each toolset's approval, the worker-level
+    /// floor, and the decisions of the workers above (a called worker is at least as strict as
+    /// its callers, tool by tool). `modules` reports what the SDK found in each tools module.
+    /// Throws `CONFIG_INVALID` for an approval entry naming no tool, a reserved or a duplicate
+    /// tool name.
+    #[napi]
+    pub fn decide(
+        &self,
+        env: Env,
+        modules: Vec<ModuleReport>,
+    ) -> napi::Result<Vec<Vec<PlannedTool>>> {
+        sync(&env, "WorkerPlan.decide", || {
+            let modules: BTreeMap<usize, ModuleTools> = modules
+                .into_iter()
+                .map(|report| {
+                    (
+                        report.worker as usize,
+                        ModuleTools {
+                            available: report.available,
+                            selected: report.selected.into_iter().map(Into::into).collect(),
+                        },
+                    )
+                })
+                .collect();
+            let decided = self.inner.decide(&modules)?;
+            Ok(decided
+                .into_iter()
+                .map(|tools| {
+                    tools
+                        .into_iter()
+                        .map(|tool| PlannedTool {
+                            toolset: tool.toolset.into(),
+                            approval: ResolvedApproval::new(tool.name, tool.resolved),
+                        })
+                        .collect()
+                })
+                .collect())
+        })
+    }
+
+    /// Checks that no file of worker `index` (its worker file, tools module, executable tools)
+    /// changed since the plan was made. Throws `CONFIG_INVALID` naming the file.
+    #[napi]
+    pub fn verify(&self, env: Env, index: u32) -> napi::Result<()> {
+        sync(&env, "WorkerPlan.verify", || {
+            self.inner.verify(index as usize)
+        })
+    }
 }
 
 /// The JSON Schema of worker files.
 #[napi]
-pub fn worker_json_schema() -> String {
-    worker::worker_json_schema()
+pub fn worker_json_schema(env: Env) -> napi::Result<String> {
+    infallible(&env, "workerJsonSchema", worker::worker_json_schema)
 }
 
 /// Whether `model` (`provider:model`) matches one of the `compatible_models` patterns (`*`
 /// matches any text); an empty list allows every model.
 #[napi]
-pub fn model_is_compatible(patterns: Vec<String>, model: String) -> bool {
-    worker::model_is_compatible(&patterns, &model)
+pub fn model_is_compatible(env: Env, patterns: Vec<String>, model: String) -> napi::Result<bool> {
+    infallible(&env, "modelIsCompatible", || {
+        worker::model_is_compatible(&patterns, &model)
+    })
 }

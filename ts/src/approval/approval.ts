@@ -1,11 +1,14 @@
 import type { Tool } from 'ai';
-import { ToolgateError } from '../native/errors.js';
+import { native } from '../native/binding.js';
+import { LIMITS } from '../native/constants.js';
+import { callNative, ToolgateError } from '../native/errors.js';
 import type { NamedTool } from './named-tool.js';
 
 /** What happens when a tool is called: run it, ask a human first, or refuse. */
-export type ApprovalDecision = 'preApproved' | 'ask' | 'blocked';
+export type ApprovalDecision = native.Decision;
 
-export const APPROVAL_DECISIONS: readonly ApprovalDecision[] = ['preApproved', 'ask', 'blocked'];
+/** The decisions, least strict first (the core's order). */
+export const APPROVAL_DECISIONS: readonly ApprovalDecision[] = LIMITS.decisions;
 
 /** Approval configuration of a toolset or worker: a default and per-tool decisions. */
 export interface ApprovalConfig {
@@ -13,32 +16,22 @@ export interface ApprovalConfig {
   tools?: Readonly<Record<string, ApprovalDecision>>;
 }
 
-const RANK: Record<ApprovalDecision, number> = { preApproved: 0, ask: 1, blocked: 2 };
+/** The effective approval of a tool, as the core decided it. */
+export type ResolvedApproval = native.ResolvedApproval;
 
 /** The strictest of the given decisions (blocked > ask > preApproved). */
 export function strictest(...decisions: readonly ApprovalDecision[]): ApprovalDecision {
-  let result: ApprovalDecision = 'preApproved';
-  for (const decision of decisions) if (RANK[decision] > RANK[result]) result = decision;
-  return result;
+  const rank = (decision: ApprovalDecision) => APPROVAL_DECISIONS.indexOf(decision);
+  return decisions.reduce((result, decision) => (rank(decision) > rank(result) ? decision : result), 'preApproved');
 }
 
 export function isApprovalDecision(value: unknown): value is ApprovalDecision {
-  return typeof value === 'string' && (APPROVAL_DECISIONS as readonly string[]).includes(value);
+  return APPROVAL_DECISIONS.some((decision) => decision === value);
 }
 
-/** Throws `CONFIG_INVALID` unless every decision in `config` is a known one. */
+/** Throws `CONFIG_INVALID` unless `config` is a valid approval block (checked by the core). */
 export function checkApprovalConfig(config: ApprovalConfig | undefined, where: string): void {
-  if (!config) return;
-  const check = (value: unknown, key: string) => {
-    if (!isApprovalDecision(value)) {
-      throw new ToolgateError(
-        'CONFIG_INVALID',
-        `${where}: ${key} is ${JSON.stringify(value)}; use one of ${APPROVAL_DECISIONS.join(', ')}`,
-      );
-    }
-  };
-  if (config.default !== undefined) check(config.default, 'approval.default');
-  for (const [name, value] of Object.entries(config.tools ?? {})) check(value, `approval.tools.${name}`);
+  callNative(() => native.checkApprovalConfig(config, where));
 }
 
 /** How a wrapped tool is gated. `dynamic` means its own `needsApproval` function decides per call. */
@@ -46,8 +39,6 @@ export interface ApprovalInfo {
   decision: ApprovalDecision;
   dynamic: boolean;
 }
-
-type NeedsApproval = NonNullable<Tool['needsApproval']>;
 
 const APPROVAL = new WeakMap<object, ApprovalInfo>();
 const SCOPE = new WeakMap<object, ApprovalScope>();
@@ -70,7 +61,7 @@ export function approvalScopeKey(tool: object | undefined, toolName: string, inp
   return scope ? `${toolName}:${scope(input)}` : toolName;
 }
 
-/** The gate `wrapWithDefaultApproval` put on `tool`, or undefined for an unwrapped tool. */
+/** The gate attached to `tool`, or undefined for an ungated tool. */
 export function approvalOf(tool: object): ApprovalInfo | undefined {
   return APPROVAL.get(tool);
 }
@@ -79,43 +70,50 @@ export function isBlocked(tool: object): boolean {
   return APPROVAL.get(tool)?.decision === 'blocked';
 }
 
+/** What the core needs to know of a tool's own `needsApproval`. */
+export function ownApproval(tool: Pick<Tool, 'needsApproval'>): native.OwnApproval {
+  const own = tool.needsApproval;
+  if (own === undefined) return 'none';
+  if (typeof own === 'function') return 'function';
+  return own ? 'always' : 'never';
+}
+
 /**
- * Gates a tool. The candidates are the explicit per-tool entry in `config.tools`, the tool's own
- * `needsApproval` (true → ask, false → preApproved, a function → decided per call), and — only
- * when neither exists — `config.default`, else `ask`. The strictest candidate wins.
+ * Attaches a decision the core made to a tool — the only thing the SDK does with approvals.
  *
  * - `blocked`: the returned tool's `execute` throws `TOOL_BLOCKED`; toolsets leave it out of what
  *   the model sees.
  * - `ask`: `needsApproval: true`, so the AI SDK's own approval flow runs before `execute`.
- * - `preApproved`: `needsApproval: false`, unless the tool's own function still has a say.
+ * - `preApproved`: `needsApproval: false`, unless the tool's own function still decides per call.
  */
-export function wrapWithDefaultApproval<T extends NamedTool>(tool: T, config: ApprovalConfig = {}): T {
-  checkApprovalConfig(config, `approval for tool '${tool.name}'`);
-  const explicit = config.tools?.[tool.name];
-  const own = tool.needsApproval;
-  const candidates: ApprovalDecision[] = [];
-  if (explicit !== undefined) candidates.push(explicit);
-  if (typeof own === 'boolean') candidates.push(own ? 'ask' : 'preApproved');
-  if (explicit === undefined && own === undefined) candidates.push(config.default ?? 'ask');
-  const decision = strictest(...candidates);
-  const dynamic = typeof own === 'function' && decision === 'preApproved';
-
-  const needsApproval: NeedsApproval = dynamic ? (own as NeedsApproval) : decision === 'ask';
-
-  const wrapped = { ...tool, needsApproval } as T;
-  if (decision === 'blocked') {
+export function attachApproval<T extends NamedTool>(tool: T, resolved: ResolvedApproval): T {
+  const info: ApprovalInfo = { decision: resolved.decision, dynamic: resolved.dynamic };
+  const wrapped: T = { ...tool, needsApproval: resolved.dynamic ? tool.needsApproval : resolved.decision === 'ask' };
+  if (resolved.decision === 'blocked') {
     wrapped.needsApproval = false;
+    const message = resolved.blockedMessage ?? `tool '${tool.name}' is blocked`;
     wrapped.execute = () => {
-      throw new ToolgateError(
-        'TOOL_BLOCKED',
-        `tool '${tool.name}' is blocked by its approval configuration; change its approval to 'ask' or 'preApproved' to allow it`,
-      );
+      throw new ToolgateError('TOOL_BLOCKED', message);
     };
   }
-  APPROVAL.set(wrapped, { decision, dynamic });
+  APPROVAL.set(wrapped, info);
   const scope = SCOPE.get(tool);
   if (scope) SCOPE.set(wrapped, scope);
   return wrapped;
+}
+
+/**
+ * Gates a tool. The core decides: the candidates are the explicit per-tool entry in
+ * `config.tools`, the tool's own `needsApproval` (true → ask, false → preApproved, a function →
+ * decided per call), and — only when neither exists — `config.default`, else `ask`. The
+ * strictest candidate wins. `config` may name other tools (a block shared by several tools).
+ */
+export function wrapWithDefaultApproval<T extends NamedTool>(tool: T, config: ApprovalConfig = {}): T {
+  const [resolved] = callNative(() =>
+    native.decideToolsetApproval('tool', [{ name: tool.name, own: ownApproval(tool) }], config, undefined, `approval for tool '${tool.name}'`),
+  );
+  if (!resolved) throw new ToolgateError('INTERNAL_ERROR', `no approval was decided for tool '${tool.name}'`);
+  return attachApproval(tool, resolved);
 }
 
 /** The tools a model may see: wrapped tools minus the blocked ones. */

@@ -1,31 +1,39 @@
-import { type ApprovalConfig, type ApprovalDecision, checkApprovalConfig, wrapWithDefaultApproval } from './approval.js';
-import { ToolgateError } from '../native/errors.js';
+import { attachApproval, ownApproval, type ResolvedApproval } from './approval.js';
+import { native } from '../native/binding.js';
+import { callNative, ToolgateError } from '../native/errors.js';
 import type { NamedTool } from './named-tool.js';
 
 /**
- * Gates the tools of a built-in toolset. Each tool's decision is the caller's entry for it in
- * `config.tools`, else the caller's `config.default`, else the toolset's documented default
- * for that tool; `wrapWithDefaultApproval` then applies it. Names in `config.tools` must be
- * tools of the toolset (`known`), so a typo cannot silently leave a tool ungated.
+ * Gates the tools of a toolset with the decisions the core makes from the toolset's `approval`
+ * option and its documented defaults. Names in the block must be tools of the toolset (`known`,
+ * default: the tools given), so a typo cannot silently leave a tool ungated; `place` names the
+ * block in that error.
  */
 export function gateToolset<T extends NamedTool>(
-  toolset: string,
+  toolset: native.ToolsetKind,
   tools: readonly T[],
-  defaults: Readonly<Record<string, ApprovalDecision>>,
-  config: ApprovalConfig = {},
-  known: readonly string[] = Object.keys(defaults),
+  approval: unknown,
+  known?: readonly string[],
+  place?: string,
 ): T[] {
-  checkApprovalConfig(config, `${toolset} approval`);
-  for (const name of Object.keys(config.tools ?? {})) {
-    if (!known.includes(name)) {
-      throw new ToolgateError(
-        'CONFIG_INVALID',
-        `${toolset} approval names the tool '${name}', which the toolset does not have; its tools are: ${known.join(', ')}`,
-      );
-    }
-  }
+  const resolved = callNative(() =>
+    native.decideToolsetApproval(
+      toolset,
+      tools.map((tool) => ({ name: tool.name, own: ownApproval(tool) })),
+      approval,
+      known ? [...known] : undefined,
+      place,
+    ),
+  );
+  return attachDecided(tools, resolved);
+}
+
+/** Attaches decisions made by the core to the tools of the same names. */
+export function attachDecided<T extends NamedTool>(tools: readonly T[], decided: readonly ResolvedApproval[]): T[] {
+  const byName = new Map(decided.map((resolved) => [resolved.name, resolved]));
   return tools.map((tool) => {
-    const decision = config.tools?.[tool.name] ?? config.default ?? defaults[tool.name] ?? 'ask';
-    return wrapWithDefaultApproval(tool, { tools: { [tool.name]: decision } });
+    const resolved = byName.get(tool.name);
+    if (!resolved) throw new ToolgateError('INTERNAL_ERROR', `no approval was decided for tool '${tool.name}'`);
+    return attachApproval(tool, resolved);
   });
 }

@@ -2,7 +2,6 @@ import type { Tool, ToolSet } from 'ai';
 import { ToolgateError } from '../native/errors.js';
 
 /** An AI SDK tool plus the name the model calls it by. */
-// eslint-disable-next-line @typescript-eslint/no-explicit-any
 export type NamedTool<INPUT = any, OUTPUT = any> = Tool<INPUT, OUTPUT> & { name: string };
 
 /** Attaches a name to an AI SDK tool. */

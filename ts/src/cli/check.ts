@@ -56,7 +56,7 @@ export async function run(argv: readonly string[]): Promise<number> {
   let explanation: CommandExplanation;
   try {
     const options = readShellConfig(values.rules);
-    explanation = explainCommand({ ...options, cwd: values.cwd ?? process.cwd() }, command);
+    explanation = explainCommand({ ...options, workDir: values.cwd ?? process.cwd() }, command);
   } catch (error) {
     if (!(error instanceof ToolgateError)) throw error;
     process.stderr.write(`toolgate check: ${error.code}: ${error.message}\n`);

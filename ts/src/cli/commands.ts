@@ -23,6 +23,6 @@ export const COMMANDS: readonly CliCommand[] = [
     name: 'tools',
     usage: 'tools <list|describe|call|validate|new>',
     summary: 'List, inspect, run, check and create executable tools',
-    load: () => import('./tools.js'),
+    load: () => import('./tools/index.js'),
   },
 ];

@@ -1,30 +1,13 @@
-/**
- * The one error class of toolgate. `code` is stable and documented; the message says what was
- * refused and what to change.
- */
-export const TOOLGATE_ERROR_CODES = [
-  'PATH_OUTSIDE_ROOT',
-  'BINARY_NOT_ALLOWED',
-  'SHELL_NOT_ALLOWED',
-  'BINARY_NOT_FOUND',
-  'SPAWN_FAILED',
-  'ARGUMENT_REJECTED',
-  'COMMAND_BLOCKED',
-  'GUARDRAIL_BLOCKED',
-  'OUTPUT_BLOCKED',
-  'TIMEOUT',
-  'TOOL_BLOCKED',
-  'APPROVAL_DENIED',
-  'INVALID_INPUT',
-  'TOOL_NOT_FOUND',
-  'TOOL_FAILED',
-  'CONFIG_INVALID',
-  'MODULE_INVALID',
-  'FILE_NOT_FOUND',
-  'IO_ERROR',
-] as const;
+import { native } from './binding.js';
 
-export type ToolgateErrorCode = (typeof TOOLGATE_ERROR_CODES)[number];
+/** The stable code of a toolgate error; the list is the Rust core's (`binding.d.ts`). */
+export type ToolgateErrorCode = native.ErrorCode;
+
+/** The part of toolgate an error comes from (`config`, `paths`, `command`, …). */
+export type ToolgateErrorLayer = native.ErrorLayer;
+
+/** Every error code, in documentation order. */
+export const TOOLGATE_ERROR_CODES: readonly ToolgateErrorCode[] = native.errorCodes();
 
 const KNOWN_CODES: ReadonlySet<string> = new Set(TOOLGATE_ERROR_CODES);
 
@@ -32,33 +15,38 @@ export function isToolgateErrorCode(value: unknown): value is ToolgateErrorCode 
   return typeof value === 'string' && KNOWN_CODES.has(value);
 }
 
+/**
+ * The one error class of toolgate. `code` is stable and documented; `layer` says which part of
+ * toolgate raised it; the message says what was refused and what to change.
+ */
 export class ToolgateError extends Error {
   override readonly name = 'ToolgateError';
   readonly code: ToolgateErrorCode;
+  readonly layer: ToolgateErrorLayer | undefined;
 
-  constructor(code: ToolgateErrorCode, message: string, options?: { cause?: unknown }) {
+  constructor(code: ToolgateErrorCode, message: string, options?: { cause?: unknown; layer?: ToolgateErrorLayer }) {
     super(message, options);
     this.code = code;
+    this.layer = options?.layer;
   }
 }
 
-/** `CODE: message`, the form in which the native addon rejects promises. */
-const CODE_PREFIX = /^([A-Z_]+): ([\s\S]*)$/;
+const LAYERS: ReadonlySet<string> = new Set(native.constants().errorLayers);
+
+function isLayer(value: unknown): value is ToolgateErrorLayer {
+  return typeof value === 'string' && LAYERS.has(value);
+}
 
 /**
- * Turns an error thrown by the native addon into a `ToolgateError`. Synchronous native
- * functions set `err.code`; rejected native promises carry the code as a message prefix.
- * Anything else is passed through untouched.
+ * Turns an error thrown or rejected by the native addon into a `ToolgateError`: the addon
+ * builds every error with `code` and `layer` properties, so nothing is parsed. Anything else is
+ * passed through untouched.
  */
 export function fromNativeError(error: unknown): unknown {
   if (error instanceof ToolgateError || !(error instanceof Error)) return error;
-  const code = (error as { code?: unknown }).code;
-  if (isToolgateErrorCode(code)) return new ToolgateError(code, error.message, { cause: error });
-  const prefixed = CODE_PREFIX.exec(error.message);
-  if (prefixed && isToolgateErrorCode(prefixed[1])) {
-    return new ToolgateError(prefixed[1], prefixed[2] ?? '', { cause: error });
-  }
-  return error;
+  const { code, layer } = error as { code?: unknown; layer?: unknown };
+  if (!isToolgateErrorCode(code)) return error;
+  return new ToolgateError(code, error.message, { cause: error, ...(isLayer(layer) ? { layer } : {}) });
 }
 
 /** Runs a native call and rethrows its errors as `ToolgateError`s. */

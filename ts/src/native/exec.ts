@@ -1,5 +1,6 @@
-import { awaitNative, callNative } from './errors.js';
+import { callNative } from './errors.js';
 import { native } from './binding.js';
+import { runProcess } from './process-handle.js';
 
 export interface ExecOptions {
   /** An absolute path, a path relative to `cwd`, or a name looked up on `env.PATH`. */
@@ -14,7 +15,7 @@ export interface ExecOptions {
   env?: Readonly<Record<string, string>>;
   /** Bytes written to the child's stdin; without it stdin is /dev/null. */
   stdin?: string | Uint8Array;
-  /** Kill the whole process group after this many milliseconds. */
+  /** Kill the whole process group after this many milliseconds (1 to 86 400 000). */
   timeoutMs?: number;
   /** Cap for each of stdout and stderr in bytes (default 1 MiB); the rest is discarded. */
   maxOutputBytes?: number;
@@ -39,33 +40,21 @@ export interface ExecResult {
 /**
  * Runs a program without a shell, with exactly the given environment, in its own process
  * group. Exit codes, signals, timeouts and aborts are reported in the result; only a failure
- * to start throws (`BINARY_NOT_FOUND`, `SPAWN_FAILED`).
+ * to start throws (`BINARY_NOT_FOUND`, `SPAWN_FAILED`). The options are checked by the core:
+ * an unknown key or a number out of range is `INVALID_INPUT`.
  */
 export async function exec(options: ExecOptions): Promise<ExecResult> {
-  const { signal } = options;
-  signal?.throwIfAborted();
-  const handle = callNative(() =>
-    native.prepareProcess({
-      command: options.command,
-      args: options.args ? [...options.args] : undefined,
-      cwd: options.cwd ?? process.cwd(),
-      env: options.env ? { ...options.env } : undefined,
-      stdin:
-        options.stdin === undefined
-          ? undefined
-          : typeof options.stdin === 'string'
-            ? options.stdin
-            : Buffer.from(options.stdin.buffer, options.stdin.byteOffset, options.stdin.byteLength),
-      timeoutMs: options.timeoutMs,
-      maxOutputBytes: options.maxOutputBytes,
-    }),
-  );
-  const onAbort = () => handle.kill();
-  signal?.addEventListener('abort', onAbort, { once: true });
-  try {
-    const result = await awaitNative(handle.wait());
-    return { ...result, exitCode: result.exitCode ?? null, signal: result.signal ?? null };
-  } finally {
-    signal?.removeEventListener('abort', onAbort);
-  }
+  options.signal?.throwIfAborted();
+  const handle = callNative(() => native.prepareProcess(options));
+  const result = await runProcess(handle, options.signal, true);
+  return {
+    exitCode: result.exitCode ?? null,
+    signal: result.signal ?? null,
+    stdout: result.stdout,
+    stderr: result.stderr,
+    truncated: result.truncated,
+    timedOut: result.timedOut,
+    aborted: result.aborted,
+    durationMs: result.durationMs,
+  };
 }

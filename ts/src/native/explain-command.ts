@@ -1,9 +1,10 @@
 import type { ApprovalDecision } from '../approval/approval.js';
-import type { ToolgateErrorCode } from './errors.js';
+import type { native } from './binding.js';
+import { callNative, type ToolgateErrorCode } from './errors.js';
 import { shellPolicy, type ShellToolsetOptions } from '../toolsets/shell.js';
 
 /** The check that refused a command, in the order the checks run. */
-export type CommandLayer = 'syntax' | 'shell-or-trampoline' | 'rules' | 'program' | 'arguments' | 'paths';
+export type CommandLayer = native.CommandLayer;
 
 /** Everything the shell policy decided about one command. */
 export interface CommandExplanation {
@@ -13,9 +14,9 @@ export interface CommandExplanation {
   /** The program as found on PATH (absolute), or `null`. */
   program: string | null;
   /** `blocked`: a rule, or no rule and no default; `refused`: another layer refused it. */
-  decision: ApprovalDecision | 'refused';
+  decision: native.Verdict;
   /** Where the approval came from; `null` when the command could not be split. */
-  source: 'rule' | 'default' | 'no-default' | null;
+  source: native.DecisionSource | null;
   /** The rule that matched (0-based `index` into `rules`), or `null`. */
   rule: { index: number; pattern: string; approval: ApprovalDecision } | null;
   /** The layer that refused the command, with the error it raises when run; `null` when it would run. */
@@ -28,22 +29,15 @@ export interface CommandExplanation {
  * `CONFIG_INVALID` when the options are invalid.
  */
 export function explainCommand(options: ShellToolsetOptions, command: string): CommandExplanation {
-  const native = shellPolicy(options).explain(command);
+  const policy = shellPolicy(options);
+  const explanation = callNative(() => policy.explain(command));
   return {
-    command: native.command,
-    argv: native.argv,
-    program: native.program ?? null,
-    decision: native.decision as CommandExplanation['decision'],
-    source: (native.source ?? null) as CommandExplanation['source'],
-    rule: native.rule
-      ? { index: native.rule.index, pattern: native.rule.pattern, approval: native.rule.approval as ApprovalDecision }
-      : null,
-    refusal: native.refusal
-      ? {
-          layer: native.refusal.layer as CommandLayer,
-          code: native.refusal.code as ToolgateErrorCode,
-          message: native.refusal.message,
-        }
-      : null,
+    command: explanation.command,
+    argv: explanation.argv,
+    program: explanation.program ?? null,
+    decision: explanation.decision,
+    source: explanation.source ?? null,
+    rule: explanation.rule ?? null,
+    refusal: explanation.refusal ?? null,
   };
 }

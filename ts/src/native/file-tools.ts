@@ -1,30 +1,77 @@
 import { fromNativeError } from './errors.js';
 import { native } from './binding.js';
 
-type Native = InstanceType<typeof native.FileTools>;
+type Native = native.FileTools;
 
-export type ReadResult = Awaited<ReturnType<Native['read']>>;
-export type WriteResult = Awaited<ReturnType<Native['write']>>;
-export type EditResult = Awaited<ReturnType<Native['edit']>>;
-export type PatchResult = Awaited<ReturnType<Native['patch']>>;
-export type GlobResult = Awaited<ReturnType<Native['glob']>>;
-export type GrepResult = Awaited<ReturnType<Native['grep']>>;
-export type TreeResult = Awaited<ReturnType<Native['tree']>>;
-export type ExistsResult = Awaited<ReturnType<Native['exists']>>;
-export type FileInfoResult = Awaited<ReturnType<Native['info']>>;
-export type DeleteResult = Awaited<ReturnType<Native['delete']>>;
-export type ReadOptions = Parameters<Native['read']>[0];
-export type EditOptions = Parameters<Native['edit']>[0];
-export type PatchOperation = Parameters<Native['patch']>[0][number];
-export type GlobOptions = Parameters<Native['glob']>[0];
-export type GrepOptions = Parameters<Native['grep']>[0];
-export type TreeOptions = Parameters<Native['tree']>[0];
+export type ReadResult = native.ReadResult;
+export type WriteResult = native.WriteResult;
+export type EditResult = native.EditResult;
+export type PatchResult = native.PatchResult;
+export type GlobResult = native.GlobResult;
+export type GrepResult = native.GrepResult;
+export type TreeResult = native.TreeResult;
+export type ExistsResult = native.ExistsResult;
+export type FileInfoResult = native.FileInfoResult;
+export type DeleteResult = native.DeleteResult;
+
+/** Which part of a file `read` returns. */
+export interface ReadOptions {
+  path: string;
+  /** First line (or directory entry) to return, from 1 (default 1). */
+  offset?: number;
+  /** Lines to return at most (default 2000); the output is also capped at 50 KiB. */
+  limit?: number;
+  /** Prefix each line with its number (default true). */
+  lineNumbers?: boolean;
+}
+
+export interface EditOptions {
+  path: string;
+  oldText: string;
+  newText: string;
+  replaceAll?: boolean;
+}
+
+export interface PatchOperation {
+  action: native.PatchAction;
+  path: string;
+  /** Whole new content (`add`, `update`, optional for `move`). */
+  content?: string;
+  /** Destination of a `move`. */
+  newPath?: string;
+}
+
+export interface GlobOptions {
+  pattern: string;
+  path?: string;
+  /** Default 100. */
+  maxResults?: number;
+}
+
+export interface GrepOptions {
+  pattern: string;
+  path?: string;
+  include?: readonly string[];
+  exclude?: readonly string[];
+  /** Context lines on each side (default 0, at most 20). */
+  context?: number;
+  /** Default 50. */
+  maxResults?: number;
+  ignoreCase?: boolean;
+}
+
+export interface TreeOptions {
+  path?: string;
+  /** Default 3. */
+  maxDepth?: number;
+}
 
 /**
  * The file tools confined to one root directory, as plain async functions (the toolsets in
  * `code-agent.ts` and `filesystem.ts` are built on this). Every path goes through toolgate's
  * PathValidator in Rust; the work runs off the JavaScript thread. Errors are `ToolgateError`s;
  * aborting `signal` stops a running search or walk and rejects with the signal's reason.
+ * Arguments are checked by the core: an unknown key or a number out of range is `INVALID_INPUT`.
  */
 export class FileTools {
   readonly #inner: Native;
@@ -56,7 +103,7 @@ export class FileTools {
   }
 
   patch(operations: readonly PatchOperation[], signal?: AbortSignal): Promise<PatchResult> {
-    return run(signal, (inner) => this.#inner.patch([...operations], inner));
+    return run(signal, (inner) => this.#inner.patch(operations, inner));
   }
 
   glob(options: GlobOptions, signal?: AbortSignal): Promise<GlobResult> {

@@ -3,7 +3,7 @@
  * zod schema `fooSchema`; format 2: a tool object) and everything else, with a precise reason
  * for each export that is not a usable tool.
  */
-import { TOOL_NAME, describeValue, isClass, isToolInputSchema, isZodSchema, looksLikeToolObject } from './values.js';
+import { describeValue, isClass, isToolInputSchema, isToolName, isZodSchema, looksLikeToolObject } from './values.js';
 
 const SCHEMA_SUFFIX = 'Schema';
 const NAME_RULE = 'letters, digits, _ and -, at most 64 characters';
@@ -74,7 +74,7 @@ export function classifyExports(namespace: Record<string, unknown>): Classificat
       candidates.push({
         format: 'object',
         exportName,
-        toolName: typeof name === 'string' && TOOL_NAME.test(name) ? name : undefined,
+        toolName: typeof name === 'string' && isToolName(name) ? name : undefined,
         tool: value,
         problems: toolObjectProblems(exportName, value),
       });
@@ -94,7 +94,7 @@ export function classifyExports(namespace: Record<string, unknown>): Classificat
 }
 
 function functionNameProblems(name: string): string[] {
-  if (TOOL_NAME.test(name)) return [];
+  if (isToolName(name)) return [];
   return [`'${name}' is not a valid tool name (${NAME_RULE}); rename the function and its schema`];
 }
 
@@ -114,11 +114,11 @@ function toolObjectProblems(exportName: string, tool: Record<string, unknown>): 
   const problems: string[] = [];
   const { name, description, inputSchema, execute, needsApproval } = tool;
   if (name === undefined) {
-    const suggestion = TOOL_NAME.test(exportName) ? exportName : 'my_tool';
+    const suggestion = isToolName(exportName) ? exportName : 'my_tool';
     problems.push(`${where} has no name; add name: '${suggestion}'`);
   } else if (typeof name !== 'string') {
     problems.push(`${where} has a name that is ${describeValue(name)}; it must be a string (${NAME_RULE})`);
-  } else if (!TOOL_NAME.test(name)) {
+  } else if (!isToolName(name)) {
     problems.push(`${where} has name ${JSON.stringify(name)}, which is not a valid tool name (${NAME_RULE})`);
   }
   if (typeof description !== 'string' || description.trim() === '') {

@@ -8,12 +8,14 @@
  *    `needsApproval` (made with the AI SDK's `tool()` or written out).
  */
 import { readFileSync } from 'node:fs';
-import { type ApprovalConfig, checkApprovalConfig, wrapWithDefaultApproval } from '../approval/approval.js';
+import type { ApprovalConfig } from '../approval/approval.js';
+import { gateToolset } from '../approval/gate-toolset.js';
+import type { NamedTool } from '../approval/named-tool.js';
+import { native } from '../native/binding.js';
+import { callNative, ToolgateError } from '../native/errors.js';
 import { type Candidate, classifyExports } from './classify.js';
 import { checkModuleFile, importModule, resolveModulePath } from './import-module.js';
 import { jsDocOfExport, type ModuleDocs, renderJsDoc, scanModuleDocs } from './jsdoc.js';
-import { ToolgateError } from '../native/errors.js';
-import type { NamedTool } from '../approval/named-tool.js';
 
 export interface LoadCustomToolsOptions {
   /**
@@ -31,22 +33,20 @@ export interface LoadCustomToolsOptions {
 /** The loaded tools, each already gated by `wrapWithDefaultApproval`. */
 export type LoadCustomToolsResult = NamedTool[];
 
-/**
- * Loads a tools module (TypeScript or JavaScript, no build step) and returns its tools, gated with
- * `options.approval`. Errors: `FILE_NOT_FOUND` for a path that does not exist; `MODULE_INVALID`
- * for a syntax error (with file, line and column), a module that throws while loading, a
- * whitelisted name that is not a tool, a missing or non-zod `fooSchema`, or a malformed tool
- * object; `CONFIG_INVALID` for a bad whitelist or approval configuration.
- */
-export async function loadCustomTools(
-  modulePath: string,
-  options: LoadCustomToolsOptions = {},
-): Promise<LoadCustomToolsResult> {
-  const path = resolveModulePath(modulePath, options.baseDir);
-  const whitelist = checkWhitelist(options.tools, path);
-  checkApprovalConfig(options.approval, `approval for tools module ${path}`);
-  checkModuleFile(path, modulePath);
+/** The tools a module offers, not gated yet, and every valid tool name it has. */
+export interface ModuleTools {
+  tools: NamedTool[];
+  /** Every valid tool name of the module, whitelisted or not (approval entries may name them). */
+  available: string[];
+}
 
+/**
+ * Imports the tools module at `path` (absolute) and picks its tools: every valid tool sorted by
+ * name, or the `whitelist` in its order. `modulePath` is the path as the caller gave it, for
+ * messages. Errors: `FILE_NOT_FOUND`, `MODULE_INVALID`.
+ */
+export async function readToolsModule(path: string, whitelist: readonly string[] | undefined, modulePath: string): Promise<ModuleTools> {
+  checkModuleFile(path, modulePath);
   const { candidates, others, exportNames } = classifyExports(await importModule(path));
   const { selected, problems, missing } = select(candidates, others, whitelist);
   if (problems.length > 0) {
@@ -54,8 +54,6 @@ export async function loadCustomTools(
     const body = problems.length === 1 ? ` ${problems[0]}` : `\n${problems.map((problem) => `  - ${problem}`).join('\n')}`;
     throw new ToolgateError('MODULE_INVALID', `tools module ${path}:${body}${available}`);
   }
-  checkApprovalNames(options.approval, toolNames(candidates), path);
-
   let docs: ModuleDocs | undefined;
   const descriptionOf = (exportName: string) => {
     docs ??= scanModuleDocs(readFileSync(path, 'utf8'));
@@ -63,7 +61,25 @@ export async function loadCustomTools(
     return (comment && renderJsDoc(comment)) || `Custom tool: ${exportName}`;
   };
   const ordered = whitelist ? selected : [...selected].sort((a, b) => compare(a.toolName ?? '', b.toolName ?? ''));
-  return ordered.map((candidate) => wrapWithDefaultApproval(build(candidate, descriptionOf), options.approval));
+  return { tools: ordered.map((candidate) => build(candidate, descriptionOf)), available: toolNames(candidates) };
+}
+
+/**
+ * Loads a tools module (TypeScript or JavaScript, no build step) and returns its tools, gated with
+ * `options.approval` (decided by the core). Errors: `FILE_NOT_FOUND` for a path that does not
+ * exist; `MODULE_INVALID` for a syntax error (with file, line and column), a module that throws
+ * while loading, a whitelisted name that is not a tool, a missing or non-zod `fooSchema`, or a
+ * malformed tool object; `CONFIG_INVALID` for an unknown option, a bad whitelist or approval
+ * configuration, or an approval entry that names no tool of the module.
+ */
+export async function loadCustomTools(
+  modulePath: string,
+  options: LoadCustomToolsOptions = {},
+): Promise<LoadCustomToolsResult> {
+  const checked = callNative(() => native.checkLoadCustomToolsOptions(options));
+  const path = resolveModulePath(modulePath, checked.baseDir);
+  const module = await readToolsModule(path, checked.tools, modulePath);
+  return gateToolset('custom', module.tools, options.approval, module.available, `tools module ${path}`);
 }
 
 function build(candidate: Candidate, descriptionOf: (exportName: string) => string): NamedTool {
@@ -114,29 +130,6 @@ function select(candidates: readonly Candidate[], others: ReadonlyMap<string, st
     }
   }
   return { selected, problems, missing };
-}
-
-function checkWhitelist(tools: unknown, path: string): readonly string[] | undefined {
-  if (tools === undefined) return undefined;
-  if (!Array.isArray(tools) || !tools.every((name) => typeof name === 'string')) {
-    throw new ToolgateError('CONFIG_INVALID', `tools for tools module ${path} must be a list of tool names`);
-  }
-  return [...new Set(tools)];
-}
-
-/**
- * A per-tool approval that names no tool of the module is a typo, and a typo in a `blocked`
- * entry would leave the real tool unblocked: refuse it.
- */
-function checkApprovalNames(approval: ApprovalConfig | undefined, available: readonly string[], path: string): void {
-  for (const name of Object.keys(approval?.tools ?? {})) {
-    if (!available.includes(name)) {
-      throw new ToolgateError(
-        'CONFIG_INVALID',
-        `approval.tools.${name} names no tool of tools module ${path}; its tools are: ${list(available)}`,
-      );
-    }
-  }
 }
 
 function toolNames(candidates: readonly Candidate[]): string[] {

@@ -7,7 +7,7 @@ import { z } from 'zod';
 import { z as zodMini } from 'zod/mini';
 import { z as zod3 } from 'zod/v3';
 import { privateCacheDir } from './import-module.js';
-import { describeValue, isToolInputSchema, isZodSchema, TOOL_NAME } from './values.js';
+import { describeValue, isToolInputSchema, isToolName, isZodSchema } from './values.js';
 import { tempDir } from '../../../tests/helpers/fs.js';
 
 const standardSchema = (vendor: string) => ({
@@ -88,11 +88,11 @@ describe('describeValue', () => {
   });
 });
 
-describe('TOOL_NAME', () => {
+describe('isToolName', () => {
   it('accepts what model providers accept and nothing else', () => {
-    for (const name of ['add', 'get_weather', 'delete-everything', 'A1', 'x'.repeat(64)]) expect(TOOL_NAME.test(name), name).toBe(true);
+    for (const name of ['add', 'get_weather', 'delete-everything', 'A1', 'x'.repeat(64)]) expect(isToolName(name), name).toBe(true);
     for (const name of ['', 'has space', 'dot.name', '$dollar', 'ünïcode', 'x'.repeat(65), 'new\nline']) {
-      expect(TOOL_NAME.test(name), name).toBe(false);
+      expect(isToolName(name), name).toBe(false);
     }
   });
 });

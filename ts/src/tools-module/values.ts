@@ -1,3 +1,5 @@
+import { native } from '../native/binding.js';
+
 /**
  * Recognises the kinds of value a tools module exports, and names them in error messages.
  * Recognition is structural (never `instanceof`): the module may load its own copy of zod or of
@@ -85,5 +87,7 @@ export function describeValue(value: unknown): string {
   return `${/^[aeiou]/.test(type) ? 'an' : 'a'} ${type}`;
 }
 
-/** Tool names that model providers accept (OpenAI also caps them at 64 characters). */
-export const TOOL_NAME = /^[a-zA-Z0-9_-]{1,64}$/;
+/** Whether model providers accept `name` as a tool name (the core's rule: `^[a-zA-Z0-9_-]+$`, at most 64 characters). */
+export function isToolName(name: string): boolean {
+  return native.toolNameProblem(name) === null;
+}

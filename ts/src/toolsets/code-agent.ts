@@ -1,17 +1,19 @@
 import { type Tool, tool } from 'ai';
 import { z } from 'zod';
-import type { ApprovalConfig, ApprovalDecision } from '../approval/approval.js';
-import { ToolgateError } from '../native/errors.js';
+import type { ApprovalConfig, ApprovalDecision, ResolvedApproval } from '../approval/approval.js';
+import { attachDecided } from '../approval/gate-toolset.js';
 import { named, type NamedTool } from '../approval/named-tool.js';
+import { native } from '../native/binding.js';
+import { LIMITS } from '../native/constants.js';
+import { callNative } from '../native/errors.js';
 import { FileTools } from '../native/file-tools.js';
-import { gateToolset } from '../approval/gate-toolset.js';
 
 /** Which code-agent tools to offer. */
-export type CodeAgentGroup = 'search' | 'read' | 'write' | 'all';
+export type CodeAgentGroup = native.CodeAgentGroup;
 
 export interface CodeAgentOptions {
-  /** The directory every path is confined to (symlinks included). */
-  workDir: string;
+  /** The directory every path is confined to (symlinks included); default: the current directory. */
+  workDir?: string;
   /** `search`: grep_search, glob_search, directory_tree; `read`: search + file_read;
    * `write`: file_write, file_edit, file_patch; `all` (default). */
   group?: CodeAgentGroup;
@@ -19,30 +21,22 @@ export interface CodeAgentOptions {
   approval?: ApprovalConfig;
 }
 
-const SEARCH_TOOLS = ['grep_search', 'glob_search', 'directory_tree'] as const;
-const READ_TOOLS = [...SEARCH_TOOLS, 'file_read'] as const;
-const WRITE_TOOLS = ['file_write', 'file_edit', 'file_patch'] as const;
-
-/** The tool names of each group, in the order they are offered. */
+/** The tool names of each group, in the order they are offered (the core's lists). */
 export const CODE_AGENT_GROUPS: Readonly<Record<CodeAgentGroup, readonly string[]>> = {
-  search: SEARCH_TOOLS,
-  read: READ_TOOLS,
-  write: WRITE_TOOLS,
-  all: [...READ_TOOLS, ...WRITE_TOOLS],
+  search: native.codeAgentGroupTools('search'),
+  read: native.codeAgentGroupTools('read'),
+  write: native.codeAgentGroupTools('write'),
+  all: native.codeAgentGroupTools('all'),
 };
 
-/** Default approval of each code-agent tool. */
-export const CODE_AGENT_DEFAULT_APPROVAL: Readonly<Record<string, ApprovalDecision>> = {
-  grep_search: 'preApproved',
-  glob_search: 'preApproved',
-  directory_tree: 'preApproved',
-  file_read: 'preApproved',
-  file_write: 'ask',
-  file_edit: 'ask',
-  file_patch: 'ask',
-};
+/** Default approval of each code-agent tool (the core's documented defaults). */
+export const CODE_AGENT_DEFAULT_APPROVAL: Readonly<Record<string, ApprovalDecision>> = Object.fromEntries(
+  native.documentedApprovals('code_agent', native.codeAgentGroupTools('all')).map((tool) => [tool.name, tool.decision]),
+);
 
-const SKIPPED = '.git node_modules vendor __pycache__ .venv dist build';
+const SKIPPED = LIMITS.skippedDirectories.join(' ');
+const LINES = LIMITS.defaultReadLines;
+const READ_CAP = `${LIMITS.defaultReadBytes / 1024} KiB`;
 const path = (what: string) => z.string().describe(`${what}, relative to the work directory`);
 const count = (min: number) => z.number().int().min(min);
 
@@ -50,14 +44,15 @@ function fileRead(files: FileTools) {
   return tool({
     description:
       'Read a text file in the work directory. Returns its lines as `<line number>\\t<text>` (numbered from 1): ' +
-      'at most `limit` lines (default 2000) and 50 KiB; lines longer than 2000 bytes end with `… [line cut: N more bytes]`. ' +
+      `at most \`limit\` lines (default ${LINES}) and ${READ_CAP}; lines longer than ${LIMITS.maxLineBytes} bytes ` +
+      'end with `… [line cut: N more bytes]`. ' +
       "When the output is cut, its last line is `[truncated: showed lines A-B of 'path'; ... Call again with offset=N to continue]`. " +
       'Large files are streamed, so reading a window of a huge log with offset/limit is cheap. ' +
       'A directory gives a listing (`dir|file|link  size  name`); a binary file gives a one-line description instead of its bytes.',
     inputSchema: z.object({
       path: path('File or directory to read'),
       offset: count(1).optional().describe('First line to return, from 1 (default 1)'),
-      limit: count(1).optional().describe('Maximum number of lines to return (default 2000)'),
+      limit: count(1).optional().describe(`Maximum number of lines to return (default ${LINES})`),
     }),
     execute: async ({ path, offset, limit }, { abortSignal }) =>
       (await files.read({ path, offset, limit, lineNumbers: true }, abortSignal)).text,
@@ -132,11 +127,11 @@ function globSearch(files: FileTools) {
       '`src/**/*.ts` finds every .ts file below src/, `*.ts` only those directly in the search directory, `**/*.{ts,tsx}` everywhere. ' +
       `Honours .gitignore, skips hidden files unless the pattern names them (\`.github/**\`) and skips ${SKIPPED}. ` +
       'Output: a header line, then one path per line (relative to the work directory), newest first; at most max_results ' +
-      '(default 100), and a final `[truncated: ... N more not shown ...]` line when more files matched.',
+      `(default ${LIMITS.defaultGlobResults}), and a final \`[truncated: ... N more not shown ...]\` line when more files matched.`,
     inputSchema: z.object({
       pattern: z.string().describe('Glob pattern, relative to path'),
       path: path('Directory to search in (default: the work directory)').optional(),
-      max_results: count(1).optional().describe('Maximum number of paths to return (default 100)'),
+      max_results: count(1).optional().describe(`Maximum number of paths to return (default ${LIMITS.defaultGlobResults})`),
     }),
     execute: async ({ pattern, path, max_results }, { abortSignal }) =>
       (await files.glob({ pattern, path, maxResults: max_results }, abortSignal)).text,
@@ -152,7 +147,7 @@ function grepSearch(files: FileTools) {
       'Search file contents with a regular expression (ripgrep syntax, e.g. `fn \\w+\\(`; escape ( [ { . * + ? | \\ to match ' +
       'them literally; the pattern is never read as an option). Output lines: `path:line:text` for matches, ' +
       '`path-line-text` for context lines (see context), `--` between separate groups. Paths are relative to the work ' +
-      'directory, in path order. At most max_results matching lines (default 50); when more matched, the last line is ' +
+      `directory, in path order. At most max_results matching lines (default ${LIMITS.defaultGrepResults}); when more matched, the last line is ` +
       '`[truncated: showed N of M matching lines in K files; ...]`: narrow the pattern, path or include. ' +
       `Honours .gitignore; skips hidden and binary files and ${SKIPPED} (name such a directory in path to search it).`,
     inputSchema: z.object({
@@ -160,8 +155,8 @@ function grepSearch(files: FileTools) {
       path: path('File or directory to search (default: the work directory)').optional(),
       include: globs.optional().describe("Only search files matching these globs, e.g. '*.ts' or ['src/**', '*.md']"),
       exclude: globs.optional().describe("Skip files and directories matching these globs, e.g. '*.test.ts'"),
-      context: z.number().int().min(0).max(20).optional().describe('Lines of context before and after each match (default 0)'),
-      max_results: count(1).optional().describe('Maximum number of matching lines to show (default 50)'),
+      context: z.number().int().min(0).max(LIMITS.maxGrepContext).optional().describe('Lines of context before and after each match (default 0)'),
+      max_results: count(1).optional().describe(`Maximum number of matching lines to show (default ${LIMITS.defaultGrepResults})`),
       ignore_case: z.boolean().optional().describe('Match regardless of case (default false)'),
     }),
     execute: async ({ pattern, path, include, exclude, context, max_results, ignore_case }, { abortSignal }) =>
@@ -191,15 +186,14 @@ function directoryTree(files: FileTools) {
       '2000 lines with a `[truncated: ...]` line, then call it on a subdirectory or with a lower max_depth.',
     inputSchema: z.object({
       path: path('Directory to draw (default: the work directory)').optional(),
-      max_depth: count(1).optional().describe('Levels to show (default 3)'),
+      max_depth: count(1).optional().describe(`Levels to show (default ${LIMITS.defaultTreeDepth})`),
     }),
     execute: async ({ path, max_depth }, { abortSignal }) =>
       (await files.tree({ path, maxDepth: max_depth }, abortSignal)).text,
   });
 }
 
-// eslint-disable-next-line @typescript-eslint/no-explicit-any
-const FACTORIES: Record<string, (files: FileTools) => Tool<any, any>> = {
+const FACTORIES: Readonly<Record<string, (files: FileTools) => Tool>> = {
   grep_search: grepSearch,
   glob_search: globSearch,
   directory_tree: directoryTree,
@@ -209,23 +203,23 @@ const FACTORIES: Record<string, (files: FileTools) => Tool<any, any>> = {
   file_patch: filePatch,
 };
 
+/** The code-agent tools of `files` with the approvals the core decided, in the order decided. */
+export function buildCodeAgentTools(files: FileTools, decided: readonly ResolvedApproval[]): NamedTool[] {
+  const tools = decided.flatMap(({ name }) => {
+    const factory = FACTORIES[name];
+    return factory ? [named(name, factory(files))] : [];
+  });
+  return attachDecided(tools, decided);
+}
+
 /**
  * The code-agent toolset: read, write, edit, patch, glob, grep and tree, confined to `workDir`.
  * Search and read tools default to `preApproved`, write tools to `ask`; `approval` is applied
- * on top (per-tool entry, else its default, else the toolset default). Throws
- * `CONFIG_INVALID` for a missing work directory, an unknown group or an approval entry for a
- * tool the toolset does not have.
+ * on top (per-tool entry, else its default, else the toolset default). The core reads the
+ * options strictly and decides; throws `CONFIG_INVALID` for an unknown option, a missing work
+ * directory, an unknown group or an approval entry for a tool the toolset does not have.
  */
-export function codeAgentTools(options: CodeAgentOptions): NamedTool[] {
-  const group = options.group ?? 'all';
-  const names = CODE_AGENT_GROUPS[group];
-  if (!names) {
-    throw new ToolgateError(
-      'CONFIG_INVALID',
-      `code_agent group '${String(group)}' is unknown; use one of ${Object.keys(CODE_AGENT_GROUPS).join(', ')}`,
-    );
-  }
-  const files = new FileTools(options.workDir);
-  const tools = names.map((name) => named(name, FACTORIES[name]!(files)));
-  return gateToolset('code_agent', tools, CODE_AGENT_DEFAULT_APPROVAL, options.approval);
+export function codeAgentTools(options: CodeAgentOptions = {}): NamedTool[] {
+  const plan = callNative(() => native.planCodeAgentTools(options));
+  return buildCodeAgentTools(new FileTools(plan.workDir), plan.tools);
 }

@@ -1,10 +1,10 @@
-import { relative, resolve } from 'node:path';
+import { relative } from 'node:path';
 import { jsonSchema, tool } from 'ai';
-import { checkApprovalConfig, wrapWithDefaultApproval, type ApprovalConfig } from '../approval/approval.js';
-import { awaitNative } from '../native/errors.js';
+import { attachApproval, type ApprovalConfig } from '../approval/approval.js';
 import { named, type NamedTool } from '../approval/named-tool.js';
 import { native } from '../native/binding.js';
-import { EXECUTABLE_TOOL_PREFIX } from './executables.js';
+import { LIMITS } from '../native/constants.js';
+import { awaitNative, callNative } from '../native/errors.js';
 
 /** The model-facing name of the tool `createCustomTool` returns. */
 export const CREATE_CUSTOM_TOOL_NAME = 'create_custom_tool';
@@ -25,7 +25,7 @@ export interface CreateCustomToolOptions {
 export interface CreateCustomToolInput {
   name: string;
   description: string;
-  language: 'python' | 'node' | 'bash';
+  language: native.ToolLanguage;
   inputSchema: Record<string, unknown>;
   code: string;
   replace?: boolean;
@@ -46,7 +46,7 @@ const INPUT_SCHEMA = jsonSchema<CreateCustomToolInput>({
     name: {
       type: 'string',
       pattern: '^[a-zA-Z0-9_-]+$',
-      maxLength: 52,
+      maxLength: LIMITS.maxToolNameLength - LIMITS.executableToolPrefix.length,
       description: 'Tool name: letters, digits, "_" and "-"',
     },
     description: { type: 'string', minLength: 1, description: 'What the tool does; the model reads it' },
@@ -69,17 +69,15 @@ const INPUT_SCHEMA = jsonSchema<CreateCustomToolInput>({
  * model then sees why. The next discovery (`executableTools()`) finds it.
  */
 export function createCustomTool(options: CreateCustomToolOptions = {}): NamedTool<CreateCustomToolInput> {
-  checkApprovalConfig(options.approval, CREATE_CUSTOM_TOOL_NAME);
-  const workDir = resolve(options.workDir ?? process.cwd());
-  const dir = resolve(workDir, options.dir ?? 'toolgate-tools');
+  const plan = callNative(() => native.planCreateCustomTool(options));
   const base = tool({
     description: DESCRIPTION,
     inputSchema: INPUT_SCHEMA,
     execute: async (input: CreateCustomToolInput) => {
       const created = await awaitNative(
-        native.createCustomTool(
-          workDir,
-          dir,
+        native.writeCustomTool(
+          plan.workDir,
+          plan.dir,
           {
             name: input.name,
             description: input.description,
@@ -91,12 +89,12 @@ export function createCustomTool(options: CreateCustomToolOptions = {}): NamedTo
         ),
       );
       return {
-        created: relative(workDir, created.path) || created.path,
-        toolName: `${EXECUTABLE_TOOL_PREFIX}${created.name}`,
+        created: relative(plan.workDir, created.path) || created.path,
+        toolName: `${LIMITS.executableToolPrefix}${created.name}`,
         replaced: created.replaced,
         note: 'The tool is available after the next discovery of executable tools.',
       };
     },
   });
-  return wrapWithDefaultApproval(named(CREATE_CUSTOM_TOOL_NAME, base), { default: 'ask', ...options.approval });
+  return attachApproval(named(CREATE_CUSTOM_TOOL_NAME, base), plan.approval);
 }

@@ -1,12 +1,15 @@
-import { isAbsolute, resolve } from 'node:path';
+import { resolve } from 'node:path';
 import { jsonSchema, tool, type JSONSchema7 } from 'ai';
-import { checkApprovalConfig, strictest, wrapWithDefaultApproval, type ApprovalConfig, type ApprovalDecision } from '../approval/approval.js';
-import { awaitNative, callNative } from '../native/errors.js';
+import type { ApprovalConfig, ResolvedApproval } from '../approval/approval.js';
+import { attachDecided, gateToolset } from '../approval/gate-toolset.js';
 import { named, type NamedTool } from '../approval/named-tool.js';
 import { native } from '../native/binding.js';
+import { LIMITS } from '../native/constants.js';
+import { awaitNative, callNative } from '../native/errors.js';
+import { runProcess } from '../native/process-handle.js';
 
-/** The prefix of every executable tool's name as the model sees it. */
-export const EXECUTABLE_TOOL_PREFIX = 'custom_tool_';
+/** The prefix of every executable tool's name as the model sees it (the core's). */
+export const EXECUTABLE_TOOL_PREFIX: string = LIMITS.executableToolPrefix;
 
 /** Where to find executable tools and how to run them. */
 export interface ExecutableToolsOptions {
@@ -35,7 +38,7 @@ export interface ExecutableToolsOptions {
    * `use` (default): unchanged tools are answered from the cache and never spawned for
    * discovery; `refresh`: ask every tool again, then store; `off`: neither read nor write.
    */
-  cache?: 'use' | 'refresh' | 'off';
+  cache?: native.CacheMode;
   /** Cache directory (default `$XDG_CACHE_HOME/toolgate`, else `~/.cache/toolgate`). */
   cacheDir?: string;
   /**
@@ -46,34 +49,16 @@ export interface ExecutableToolsOptions {
 }
 
 /** A discovered tool. */
-export interface ExecutableToolSpec {
-  name: string;
-  description: string;
-  inputSchema: JSONSchema7;
-  format: 'protocol' | 'manifest';
-  /** The executable (protocol) or `tool.yaml` (manifest) as found in its directory. */
-  source: string;
-  /** The program that runs, symlinks resolved. */
-  program: string;
-  /** The tool directory it came from. */
-  directory: string;
-  version?: string;
-  usage?: string;
-  parameters?: { name: string; type: string; required: boolean; description?: string }[];
-}
+export type ExecutableToolSpec = Omit<native.ExecutableToolSpec, 'inputSchema'> & { inputSchema: JSONSchema7 };
 
 /** Why something in a tool directory is not (or not the) tool. */
-export interface ExecutableToolDiagnostic {
-  path: string;
-  kind: 'invalid' | 'shadowed' | 'missing_directory';
-  reason: string;
-}
+export type ExecutableToolDiagnostic = native.ExecutableToolDiagnostic;
 
 export interface ExecutableToolDiscovery {
   tools: ExecutableToolSpec[];
   diagnostics: ExecutableToolDiagnostic[];
   /** What the discovery had to do: `spawned` description processes, cache hits, listings. */
-  stats: { spawned: number; fromCache: number; fromMemory: number; listedDirectories: number };
+  stats: native.DiscoveryStats;
 }
 
 /** What a tool returned. */
@@ -87,33 +72,27 @@ export interface ExecutableToolResult {
   stderr: string;
 }
 
-type NativeRegistry = InstanceType<typeof native.ExecutableToolRegistry>;
+function parseSpec(spec: native.ExecutableToolSpec): ExecutableToolSpec {
+  const inputSchema: JSONSchema7 = JSON.parse(spec.inputSchema);
+  return { ...spec, inputSchema };
+}
 
 /**
  * The executable tools of a set of directories. Discovery, caching, input validation and
  * running all happen in the Rust core; this class only forwards.
  */
 export class ExecutableToolRegistry {
-  readonly #native: NativeRegistry;
-  /** Where tools run. */
-  readonly workDir: string;
+  readonly #native: native.ExecutableToolRegistry;
 
-  constructor(options: Omit<ExecutableToolsOptions, 'approval' | 'onDiagnostics'> & { parallelism?: number } = {}) {
-    this.workDir = resolve(options.workDir ?? process.cwd());
-    this.#native = callNative(
-      () =>
-        new native.ExecutableToolRegistry({
-          workDir: this.workDir,
-          dirs: options.dirs?.map((dir) => ({ path: isAbsolute(dir) ? dir : resolve(this.workDir, dir), optional: false })),
-          timeoutMs: options.timeoutMs,
-          toolTimeoutsMs: options.toolTimeoutsMs ? { ...options.toolTimeoutsMs } : undefined,
-          maxOutputBytes: options.maxOutputBytes,
-          envPassthrough: options.envPassthrough ? [...options.envPassthrough] : undefined,
-          cache: options.cache,
-          cacheDir: options.cacheDir,
-          parallelism: options.parallelism,
-        }),
-    );
+  /**
+   * The core reads `options` strictly: `CONFIG_INVALID` for an unknown option or a bad value.
+   * `built` is a registry the core already built (a worker plan's); `options` are then unused.
+   */
+  constructor(
+    options: ExecutableToolsOptions & { parallelism?: number; descriptionTimeoutMs?: number } = {},
+    built?: native.ExecutableToolRegistry,
+  ) {
+    this.#native = built ?? callNative(() => new native.ExecutableToolRegistry(options));
   }
 
   /**
@@ -121,17 +100,19 @@ export class ExecutableToolRegistry {
    * calls; `force` asks every tool for its description again.
    */
   async refresh(options: { force?: boolean } = {}): Promise<ExecutableToolDiscovery> {
-    return JSON.parse(await awaitNative(this.#native.refresh(options.force ?? false))) as ExecutableToolDiscovery;
+    const force = callNative(() => native.checkRefreshOptions(options));
+    const discovery = await awaitNative(this.#native.refresh(force));
+    return { ...discovery, tools: discovery.tools.map(parseSpec) };
   }
 
   /** The tools of the last refresh, highest precedence first. */
   tools(): ExecutableToolSpec[] {
-    return JSON.parse(this.#native.toolsJson()) as ExecutableToolSpec[];
+    return this.#native.tools().map(parseSpec);
   }
 
   /** The problems found by the last refresh. */
   diagnostics(): ExecutableToolDiagnostic[] {
-    return JSON.parse(this.#native.diagnosticsJson()) as ExecutableToolDiagnostic[];
+    return this.#native.diagnostics();
   }
 
   /**
@@ -140,6 +121,7 @@ export class ExecutableToolRegistry {
    * rejects with the signal's reason. Other errors: `TOOL_NOT_FOUND`, `TIMEOUT`, `TOOL_FAILED`.
    */
   async run(name: string, input: unknown, options: { signal?: AbortSignal } = {}): Promise<ExecutableToolResult> {
+    callNative(() => native.checkRunToolOptions(options));
     return this.prepare(name, input).start(options.signal);
   }
 
@@ -149,7 +131,13 @@ export class ExecutableToolRegistry {
    */
   prepare(name: string, input: unknown): PreparedToolRun {
     const handle = callNative(() => this.#native.prepareRun(name, input ?? {}));
-    return { start: (signal?: AbortSignal) => runHandle(handle, signal), kill: () => handle.kill() };
+    return {
+      start: async (signal?: AbortSignal) => {
+        const output = await runProcess(handle, signal);
+        return { result: output.value, durationMs: output.durationMs, truncated: output.truncated, stderr: output.stderr };
+      },
+      kill: () => handle.kill(),
+    };
   }
 }
 
@@ -159,45 +147,19 @@ export interface PreparedToolRun {
   kill: () => void;
 }
 
-type NativeRunHandle = ReturnType<NativeRegistry['prepareRun']>;
-
-async function runHandle(handle: NativeRunHandle, signal?: AbortSignal): Promise<ExecutableToolResult> {
-  signal?.throwIfAborted();
-  const onAbort = () => handle.kill();
-  signal?.addEventListener('abort', onAbort, { once: true });
-  try {
-    const output = await awaitNative(handle.wait());
-    return { result: output.result, durationMs: output.durationMs, truncated: output.truncated, stderr: output.stderr };
-  } catch (error) {
-    if (signal?.aborted) throw signal.reason;
-    throw error;
-  } finally {
-    signal?.removeEventListener('abort', onAbort);
-  }
-}
-
 /** The default directories for `workDir`: `<workDir>/toolgate-tools`, then `~/.toolgate/tools`. */
 export function defaultToolDirectories(workDir: string = process.cwd()): string[] {
-  return native.defaultToolDirectories(resolve(workDir)).map((dir) => dir.path);
+  return native.defaultToolDirectories(resolve(workDir));
 }
 
-function reportDiagnostics(diagnostics: readonly ExecutableToolDiagnostic[]): void {
+/** Prints what discovery found wrong, one `console.warn` line each, so that nothing is dropped silently. */
+export function reportDiagnostics(diagnostics: readonly ExecutableToolDiagnostic[]): void {
   for (const diagnostic of diagnostics) {
     console.warn(`toolgate: executable tool ${diagnostic.kind.replace('_', ' ')}: ${diagnostic.path}: ${diagnostic.reason}`);
   }
 }
 
-/** The explicit decision for tool `name` from `approval.tools` (bare or prefixed key). */
-function explicitDecision(approval: ApprovalConfig | undefined, name: string): ApprovalDecision | undefined {
-  const entries = [approval?.tools?.[name], approval?.tools?.[`${EXECUTABLE_TOOL_PREFIX}${name}`]].filter(
-    (decision): decision is ApprovalDecision => decision !== undefined,
-  );
-  return entries.length > 0 ? strictest(...entries) : undefined;
-}
-
-/** The AI SDK tool for one discovered executable tool. */
-export function executableTool(registry: ExecutableToolRegistry, spec: ExecutableToolSpec, approval?: ApprovalConfig): NamedTool {
-  const modelName = `${EXECUTABLE_TOOL_PREFIX}${spec.name}`;
+function unapprovedTool(registry: ExecutableToolRegistry, spec: ExecutableToolSpec): NamedTool {
   const base = tool({
     description: spec.description,
     inputSchema: jsonSchema<Record<string, unknown>>(spec.inputSchema),
@@ -206,24 +168,41 @@ export function executableTool(registry: ExecutableToolRegistry, spec: Executabl
       return { result: output.result, durationMs: output.durationMs, truncated: output.truncated };
     },
   });
-  const explicit = explicitDecision(approval, spec.name);
-  return wrapWithDefaultApproval(named(modelName, base), {
-    default: approval?.default ?? 'ask',
-    tools: explicit ? { [modelName]: explicit } : {},
-  });
+  return named(`${EXECUTABLE_TOOL_PREFIX}${spec.name}`, base);
+}
+
+/** The AI SDK tools of a registry's discovered tools, with the approvals the core decided. */
+export function buildExecutableTools(registry: ExecutableToolRegistry, decided: readonly ResolvedApproval[]): NamedTool[] {
+  return attachDecided(
+    registry.tools().map((spec) => unapprovedTool(registry, spec)),
+    decided,
+  );
+}
+
+/**
+ * The AI SDK tool for one discovered executable tool. `approval` entries may name the tool with
+ * or without the `custom_tool_` prefix (the strictest wins); the default is `ask`.
+ */
+export function executableTool(registry: ExecutableToolRegistry, spec: ExecutableToolSpec, approval?: ApprovalConfig): NamedTool {
+  const [gated] = gateToolset('executables', [unapprovedTool(registry, spec)], approval, Object.keys(approval?.tools ?? {}));
+  return gated!;
 }
 
 /**
  * Discovers the executable tools of `dirs` (protocol executables and `<name>/tool.yaml`
  * manifests) and returns them as AI SDK tools named `custom_tool_<name>`, gated with approval
- * `ask` unless configured otherwise. Inputs are checked against each tool's JSON Schema before
- * it runs; runs get a reduced environment, `workDir` as cwd, a timeout that kills the process
- * group and an output cap; `options.abortSignal` of `execute` kills the tool.
+ * `ask` unless configured otherwise; an `approval.tools` entry that names no discovered tool is
+ * `CONFIG_INVALID`. Inputs are checked against each tool's JSON Schema before it runs; runs get
+ * a reduced environment, `workDir` as cwd, a timeout that kills the process group and an output
+ * cap; `options.abortSignal` of `execute` kills the tool.
  */
 export async function executableTools(options: ExecutableToolsOptions = {}): Promise<NamedTool[]> {
-  checkApprovalConfig(options.approval, 'executables');
   const registry = new ExecutableToolRegistry(options);
   const discovery = await registry.refresh();
   if (discovery.diagnostics.length > 0) (options.onDiagnostics ?? reportDiagnostics)(discovery.diagnostics);
-  return discovery.tools.map((spec) => executableTool(registry, spec, options.approval));
+  return gateToolset(
+    'executables',
+    discovery.tools.map((spec) => unapprovedTool(registry, spec)),
+    options.approval,
+  );
 }

@@ -1,44 +1,39 @@
 import { type Tool, tool } from 'ai';
 import { z } from 'zod';
-import type { ApprovalConfig, ApprovalDecision } from '../approval/approval.js';
-import { ToolgateError } from '../native/errors.js';
+import type { ApprovalConfig, ApprovalDecision, ResolvedApproval } from '../approval/approval.js';
+import { attachDecided } from '../approval/gate-toolset.js';
 import { named, type NamedTool } from '../approval/named-tool.js';
+import { native } from '../native/binding.js';
+import { LIMITS } from '../native/constants.js';
+import { warnDeprecated } from '../native/deprecation.js';
+import { callNative, ToolgateError } from '../native/errors.js';
 import { FileTools } from '../native/file-tools.js';
-import { gateToolset } from '../approval/gate-toolset.js';
 
 export interface FilesystemOptions {
-  /** The directory every path is confined to (symlinks included). */
-  root: string;
+  /** The directory every path is confined to (symlinks included); default: the current directory. */
+  workDir?: string;
+  /** @deprecated The old name of `workDir`; it still works for one release, with a warning. */
+  root?: string;
   /** Leave out write_file and delete_file (default false). */
   readOnly?: boolean;
   /** Applied on top of the defaults: reads `preApproved`, write_file and delete_file `ask`. */
   approval?: ApprovalConfig;
 }
 
-/** Default approval of each filesystem tool. */
-export const FILESYSTEM_DEFAULT_APPROVAL: Readonly<Record<string, ApprovalDecision>> = {
-  read_file: 'preApproved',
-  list_files: 'preApproved',
-  file_exists: 'preApproved',
-  file_info: 'preApproved',
-  write_file: 'ask',
-  delete_file: 'ask',
-};
-
-const READ_ONLY_TOOLS = ['read_file', 'list_files', 'file_exists', 'file_info'];
 const path = (what: string) => z.string().describe(`${what}, relative to the root`);
 
 function readFile(files: FileTools) {
   return tool({
     description:
       'Read a text file. Returns { path, kind, content, truncated, nextOffset? }: content is the text itself (no line ' +
-      'numbers), at most `limit` lines (default 2000) and 50 KiB. When cut, truncated is true and content ends with a ' +
+      `numbers), at most \`limit\` lines (default ${LIMITS.defaultReadLines}) and ${LIMITS.defaultReadBytes / 1024} KiB. When cut,` +
+      ' truncated is true and content ends with a ' +
       '`[truncated: ...]` line that says how much is left; call again with offset=nextOffset to continue. A directory ' +
       "gives a listing (kind 'directory'); a binary file gives a short description (kind 'binary').",
     inputSchema: z.object({
       path: path('File to read'),
       offset: z.number().int().min(1).optional().describe('First line to return, from 1 (default 1)'),
-      limit: z.number().int().min(1).optional().describe('Maximum number of lines (default 2000)'),
+      limit: z.number().int().min(1).optional().describe(`Maximum number of lines (default ${LIMITS.defaultReadLines})`),
     }),
     execute: async ({ path, offset, limit }, { abortSignal }) => {
       const result = await files.read({ path, offset, limit, lineNumbers: false }, abortSignal);
@@ -62,12 +57,12 @@ function listFiles(files: FileTools) {
     description:
       'List a directory: one entry per line as `dir|file|link  size  name` (directories first, hidden entries included). ' +
       'With `pattern`, list the files below the directory whose path matches the glob instead (`**/*.md`; `*` stays ' +
-      'within one directory, `**` spans directories; .gitignore and node_modules, .git, dist, build... are skipped), ' +
-      'newest first. Output is capped at 2000 lines / 50 KiB (or max_results paths) with a final `[truncated: ...]` line.',
+      `within one directory, \`**\` spans directories; .gitignore and ${LIMITS.skippedDirectories.join(', ')} are skipped), ` +
+      `newest first. Output is capped at ${LIMITS.defaultReadLines} lines / ${LIMITS.defaultReadBytes / 1024} KiB (or max_results paths) with a final \`[truncated: ...]\` line.`,
     inputSchema: z.object({
       path: path('Directory to list (default: the root)').optional(),
       pattern: z.string().optional().describe('Glob to match file paths below the directory'),
-      max_results: z.number().int().min(1).optional().describe('Maximum paths when pattern is given (default 100)'),
+      max_results: z.number().int().min(1).optional().describe(`Maximum paths when pattern is given (default ${LIMITS.defaultGlobResults})`),
     }),
     execute: async ({ path, pattern, max_results }, { abortSignal }) => {
       if (pattern !== undefined) return (await files.glob({ pattern, path, maxResults: max_results }, abortSignal)).text;
@@ -121,8 +116,7 @@ function fileInfo(files: FileTools) {
   });
 }
 
-// eslint-disable-next-line @typescript-eslint/no-explicit-any
-const FACTORIES: Record<string, (files: FileTools) => Tool<any, any>> = {
+const FACTORIES: Readonly<Record<string, (files: FileTools) => Tool>> = {
   read_file: readFile,
   list_files: listFiles,
   file_exists: fileExists,
@@ -131,16 +125,30 @@ const FACTORIES: Record<string, (files: FileTools) => Tool<any, any>> = {
   delete_file: deleteFile,
 };
 
+/** Default approval of each filesystem tool (the core's documented defaults). */
+export const FILESYSTEM_DEFAULT_APPROVAL: Readonly<Record<string, ApprovalDecision>> = Object.fromEntries(
+  native.documentedApprovals('filesystem', Object.keys(FACTORIES)).map((tool) => [tool.name, tool.decision]),
+);
+
+/** The filesystem tools of `files` with the approvals the core decided, in the order decided. */
+export function buildFilesystemTools(files: FileTools, decided: readonly ResolvedApproval[]): NamedTool[] {
+  const tools = decided.flatMap(({ name }) => {
+    const factory = FACTORIES[name];
+    return factory ? [named(name, factory(files))] : [];
+  });
+  return attachDecided(tools, decided);
+}
+
 /**
  * The filesystem toolset: read_file, list_files, file_exists, file_info, and (unless
- * `readOnly`) write_file and delete_file, confined to `root`. The same Rust functions as the
+ * `readOnly`) write_file and delete_file, confined to `workDir`. The same Rust functions as the
  * code-agent tools run underneath. Reads default to `preApproved`, write/delete to `ask`;
- * `approval` is applied on top. Throws `CONFIG_INVALID` for a missing root or an approval
- * entry for an unknown tool.
+ * `approval` is applied on top. The core reads the options strictly and decides; throws
+ * `CONFIG_INVALID` for an unknown option, a missing directory or an approval entry for an
+ * unknown tool.
  */
-export function filesystemToolset(options: FilesystemOptions): NamedTool[] {
-  const files = new FileTools(options.root);
-  const names = options.readOnly ? READ_ONLY_TOOLS : Object.keys(FACTORIES);
-  const tools = names.map((name) => named(name, FACTORIES[name]!(files)));
-  return gateToolset('filesystem', tools, FILESYSTEM_DEFAULT_APPROVAL, options.approval, Object.keys(FACTORIES));
+export function filesystemToolset(options: FilesystemOptions = {}): NamedTool[] {
+  const plan = callNative(() => native.planFilesystemToolset(options));
+  warnDeprecated(plan.deprecations);
+  return buildFilesystemTools(new FileTools(plan.workDir), plan.tools);
 }

@@ -1,11 +1,13 @@
 import { tool } from 'ai';
 import { z } from 'zod';
-import { setApprovalScope, type ApprovalConfig, type ApprovalDecision, wrapWithDefaultApproval } from '../approval/approval.js';
-import { callNative } from '../native/errors.js';
+import { setApprovalScope, type ApprovalConfig, type ApprovalDecision, type ResolvedApproval } from '../approval/approval.js';
+import { attachDecided } from '../approval/gate-toolset.js';
 import { named, type NamedTool } from '../approval/named-tool.js';
 import { native } from '../native/binding.js';
+import { warnDeprecated } from '../native/deprecation.js';
+import { callNative } from '../native/errors.js';
+import { type CommandResult, runCommand } from '../native/process-handle.js';
 import { splitCommand } from '../native/split-command.js';
-import { type CommandResult, DEFAULT_MAX_OUTPUT_BYTES, DEFAULT_TIMEOUT_MS, describeBytes, runCommand } from '../native/run-command.js';
 
 /** A shell rule: `pattern` matches a command whose words start with the pattern's words. */
 export interface ShellRule {
@@ -15,6 +17,8 @@ export interface ShellRule {
 
 export interface ShellToolsetOptions {
   /** cwd and HOME of every command; path arguments are confined to it (default: `process.cwd()`). */
+  workDir?: string;
+  /** @deprecated The old name of `workDir`; it still works for one release, with a warning. */
   cwd?: string;
   /** The longest matching pattern wins; equal lengths resolve to the strictest approval. */
   rules?: readonly ShellRule[];
@@ -24,7 +28,7 @@ export interface ShellToolsetOptions {
   timeoutMs?: number;
   /** Cap for each of stdout and stderr (default 1 MiB). */
   maxOutputBytes?: number;
-  /** Variables passed to the child when set, besides PATH, LANG, HOME (= cwd) and the proxy variables. */
+  /** Variables passed to the child when set, besides PATH, LANG, HOME and the proxy variables. */
   envPassthrough?: readonly string[];
   /** Approval of the `shell` tool on top of the rules: `ask` or `blocked` here overrides them. */
   approval?: ApprovalConfig;
@@ -34,21 +38,32 @@ export interface ShellInput {
   command: string;
 }
 
-type ShellPolicy = InstanceType<typeof native.ShellPolicy>;
+type ShellPolicy = native.ShellPolicy;
 
-/** Builds the native policy; shared by the toolset and `explainCommand`. */
+/** Builds the native policy from options the core reads strictly; shared by the toolset and `explainCommand`. */
 export function shellPolicy(options: ShellToolsetOptions): ShellPolicy {
-  return callNative(
-    () =>
-      new native.ShellPolicy({
-        cwd: options.cwd ?? process.cwd(),
-        rules: options.rules?.map((rule) => ({ pattern: rule.pattern, approval: rule.approval })),
-        default: options.default,
-        timeoutMs: options.timeoutMs,
-        maxOutputBytes: options.maxOutputBytes,
-        envPassthrough: options.envPassthrough ? [...options.envPassthrough] : undefined,
-      }),
-  );
+  const policy = callNative(() => new native.ShellPolicy(options));
+  warnDeprecated(policy.deprecations);
+  return policy;
+}
+
+/** The `shell` tool over a built policy, with the approval the core decided. */
+export function shellTool(policy: ShellPolicy, decided: ResolvedApproval): NamedTool<ShellInput, CommandResult> {
+  const base = tool({
+    description: policy.description,
+    inputSchema: z.object({
+      command: z.string().describe('One program and its arguments, e.g. `git log --oneline -5`'),
+    }),
+    needsApproval: ({ command }: ShellInput) => callNative(() => policy.needsApproval(command)),
+    execute: async ({ command }, { abortSignal }): Promise<CommandResult> => {
+      abortSignal?.throwIfAborted();
+      const handle = callNative(() => policy.prepare(command));
+      return runCommand(handle, abortSignal);
+    },
+  });
+  const [gated] = attachDecided([named('shell', base)], [decided]);
+  // "always" for a shell command covers the same program and first argument (`git status …`).
+  return setApprovalScope(gated!, (input) => commandScope((input as ShellInput).command));
 }
 
 /**
@@ -56,25 +71,15 @@ export function shellPolicy(options: ShellToolsetOptions): ShellPolicy {
  * The rules decide each command: `preApproved` runs directly, `ask` reaches the AI SDK as
  * `needsApproval`, `blocked` (or no rule and no default) fails with `COMMAND_BLOCKED` and the
  * rule, without a prompt. Pipes, redirections, lists and substitutions are `ARGUMENT_REJECTED`;
- * path confinement, environment, caps and timeout are the same engine as `cli_execute`.
+ * path confinement, environment, caps and timeout are the same engine as `cli_execute`. The core
+ * reads the options strictly (`CONFIG_INVALID` for an unknown option).
  */
 export function shellToolset(options: ShellToolsetOptions = {}): NamedTool<ShellInput, CommandResult> {
   const policy = shellPolicy(options);
-  const base = tool({
-    description: describe(policy.workDir, options),
-    inputSchema: z.object({
-      command: z.string().describe('One program and its arguments, e.g. `git log --oneline -5`'),
-    }),
-    needsApproval: ({ command }: ShellInput) => policy.needsApproval(command),
-    execute: async ({ command }, { abortSignal }): Promise<CommandResult> => {
-      abortSignal?.throwIfAborted();
-      const handle = callNative(() => policy.prepare(command));
-      return runCommand(handle, abortSignal);
-    },
-  });
-  // "always" for a shell command covers the same program and first argument (`git status …`).
-  const gated = wrapWithDefaultApproval(named('shell', base), options.approval ?? {});
-  return setApprovalScope(gated, (input) => commandScope((input as ShellInput).command));
+  const [decided] = callNative(() =>
+    native.decideToolsetApproval('shell', [{ name: 'shell', own: 'function' }], options.approval),
+  );
+  return shellTool(policy, decided!);
 }
 
 /** The program and first argument of a command, or the raw text when it does not split. */
@@ -87,30 +92,14 @@ function commandScope(command: string): string {
 }
 
 /** Reads a YAML shell block, or a worker file's `toolsets.shell`, into toolset options. */
-export function readShellConfig(path: string): Omit<ShellToolsetOptions, 'cwd' | 'approval'> {
+export function readShellConfig(path: string): Omit<ShellToolsetOptions, 'workDir' | 'cwd' | 'approval'> {
   const config = callNative(() => native.readShellConfig(path));
   return {
-    rules: config.rules.map((rule) => ({ pattern: rule.pattern, approval: rule.approval as ApprovalDecision })),
-    ...(config.default === undefined || config.default === null ? {} : { default: config.default as ApprovalDecision }),
-    ...(config.timeoutMs == null ? {} : { timeoutMs: config.timeoutMs }),
-    ...(config.maxOutputBytes == null ? {} : { maxOutputBytes: config.maxOutputBytes }),
+    rules: config.rules,
+    ...(config.default === undefined ? {} : { default: config.default }),
+    ...(config.timeoutMs === undefined ? {} : { timeoutMs: config.timeoutMs }),
+    ...(config.maxOutputBytes === undefined ? {} : { maxOutputBytes: config.maxOutputBytes }),
     envPassthrough: config.envPassthrough,
   };
 }
 
-function describe(cwd: string, options: ShellToolsetOptions): string {
-  const timeoutSeconds = (options.timeoutMs ?? DEFAULT_TIMEOUT_MS) / 1000;
-  const cap = describeBytes(options.maxOutputBytes ?? DEFAULT_MAX_OUTPUT_BYTES);
-  const blocked = (options.rules ?? []).filter((rule) => rule.approval === 'blocked').map((rule) => rule.pattern);
-  const lines = [
-    `Run one command (a program and its arguments) in ${cwd}. No shell is used: words are split with POSIX quotes, and there are no pipes, redirections, ';' or '&&' lists, $(...), \${...}, backticks, globs or variable expansion. Run one command per call.`,
-    `Arguments that are paths must stay inside ${cwd}.`,
-    `Each of stdout and stderr is cut at ${cap}; the command is killed after ${timeoutSeconds} s.`,
-    'The result is { stdout, stderr, exitCode, truncated, timedOut }; a non-zero exitCode is a normal result.',
-  ];
-  if (blocked.length > 0) lines.push(`Commands starting with these words are blocked: ${blocked.join('; ')}.`);
-  if (options.default === undefined || options.default === 'blocked') {
-    lines.push('Commands that no rule allows are blocked.');
-  }
-  return lines.join(' ');
-}

@@ -1,46 +1,33 @@
-import { tool } from 'ai';
-import { z } from 'zod';
-import { runWorker } from '../worker/run-worker.js';
-import { type ApprovalConfig, wrapWithDefaultApproval } from '../approval/approval.js';
-import { named, type NamedTool } from '../approval/named-tool.js';
-import { loadWorker, loadWorkerSpec } from '../worker/load-worker.js';
+import type { ApprovalConfig } from '../approval/approval.js';
+import { gateToolset } from '../approval/gate-toolset.js';
+import type { NamedTool } from '../approval/named-tool.js';
+import { native } from '../native/binding.js';
+import { awaitNative, callNative } from '../native/errors.js';
+import { delegateTool } from '../worker/delegate-tool.js';
+import { buildPlannedWorkers, type LoadWorkerOptions } from '../worker/load-worker.js';
+
+export interface WorkerToolsOptions extends LoadWorkerOptions {
+  /** Approval of the worker tools (default `ask`). */
+  approval?: ApprovalConfig;
+}
 
 /**
- * The `workers` toolset: each allowed worker becomes a tool `{ input, instructions? }` that runs
- * it as a sub-agent with the caller's model (unless it names its own), the caller's approval
- * handler and its "always" answers, in the caller's sandbox (which the called worker may only
- * narrow with `restrict`, and cannot make writable). Default approval `ask`. Depth and cycles are checked when
- * the calling worker is loaded, and again at run time.
+ * The `workers` toolset outside a worker file: each worker file becomes a tool
+ * `{ input, instructions? }` that runs it as a sub-agent with the caller's model (unless it names
+ * its own) and the caller's approval handler, in `workDir` (which the called worker may only
+ * narrow with `restrict`). Each worker, with everything it may call, is planned and frozen now;
+ * a file that changes later is refused when the tool is called. Default approval `ask`.
  */
-export function workerTools(
-  workerPaths: readonly string[],
-  sandbox: { workDir: string; readonly: boolean },
-  approval: ApprovalConfig = {},
-): NamedTool[] {
-  return workerPaths.map((path) => {
-    const spec = loadWorkerSpec(path, sandbox);
-    const delegate = named(
-      spec.name,
-      tool({
-        description: spec.description ?? `Runs the worker '${spec.name}' on a task and returns its answer.`,
-        inputSchema: z.object({
-          input: z.string().describe('The task for the worker'),
-          instructions: z.string().optional().describe('Extra guidance for this task, added to the worker instructions'),
-        }),
-        execute: async ({ input, instructions }, { abortSignal }) => {
-          const child = await loadWorker(path, sandbox);
-          const result = await runWorker(
-            { ...child, instructions: instructions ? `${child.instructions}\n\n${instructions}` : child.instructions },
-            input,
-            abortSignal ? { signal: abortSignal } : {},
-          );
-          return { status: result.status, result: result.text };
-        },
-      }),
-    );
-    return wrapWithDefaultApproval(delegate, {
-      default: approval.default ?? 'ask',
-      ...(approval.tools ? { tools: approval.tools } : {}),
-    });
-  });
+export async function workerTools(workerPaths: readonly string[], options: WorkerToolsOptions = {}): Promise<NamedTool[]> {
+  const checked = callNative(() => native.checkWorkerToolsOptions(options));
+  const tools: NamedTool[] = [];
+  for (const path of workerPaths) {
+    const plan = await awaitNative(native.planWorker(path, checked.workDir, checked.readonly));
+    const [called] = await buildPlannedWorkers(plan);
+    const [info] = plan.workers();
+    if (!called || !info) throw new Error(`the plan of '${path}' has no worker`);
+    const description = info.description ?? `Runs the worker '${info.name}' on a task and returns its answer.`;
+    tools.push(delegateTool({ name: info.name, description, worker: 0 }, plan, () => called));
+  }
+  return gateToolset('workers', tools, options.approval);
 }

@@ -1,67 +1,21 @@
 import type { ToolSet } from 'ai';
-import type { RunnableWorker } from './types.js';
-import { RESERVED_TOOL_NAMES } from './loop-tools.js';
-import { type ApprovalConfig, type ApprovalDecision, type ApprovalInfo, approvalOf, isBlocked, wrapWithDefaultApproval } from '../approval/approval.js';
-import { loadCustomTools } from '../tools-module/load-custom-tools.js';
-import { callNative, ToolgateError } from '../native/errors.js';
+import { type ApprovalInfo, approvalOf, isBlocked, ownApproval, type ResolvedApproval } from '../approval/approval.js';
+import { attachDecided } from '../approval/gate-toolset.js';
 import { type NamedTool, toToolSet } from '../approval/named-tool.js';
 import { native } from '../native/binding.js';
-import { cliExecuteTool } from '../toolsets/cli-execute.js';
-import { codeAgentTools, type CodeAgentGroup } from '../toolsets/code-agent.js';
-import { executableTools } from '../toolsets/executables.js';
-import { filesystemToolset } from '../toolsets/filesystem.js';
-import { shellToolset } from '../toolsets/shell.js';
-import { workerTools } from '../toolsets/workers.js';
+import { awaitNative, callNative } from '../native/errors.js';
+import { FileTools } from '../native/file-tools.js';
+import { type ModuleTools, readToolsModule } from '../tools-module/load-custom-tools.js';
+import { cliExecuteToolOf } from '../toolsets/cli-execute.js';
+import { buildCodeAgentTools } from '../toolsets/code-agent.js';
+import { buildExecutableTools, ExecutableToolRegistry, reportDiagnostics } from '../toolsets/executables.js';
+import { buildFilesystemTools } from '../toolsets/filesystem.js';
+import { shellTool } from '../toolsets/shell.js';
+import { delegateTool } from './delegate-tool.js';
+import type { RunnableWorker } from './types.js';
 
-/** A worker file as the Rust loader resolved it (snake_case, absolute paths). */
-export interface WorkerSpec {
-  name: string;
-  description?: string;
-  model?: string;
-  instructions: string;
-  compatible_models: string[];
-  max_steps?: number;
-  approval?: ApprovalConfig;
-  path: string;
-  work_dir: string;
-  readonly: boolean;
-  toolsets: {
-    filesystem?: { read_only?: boolean; approval?: ApprovalConfig };
-    code_agent?: { group?: CodeAgentGroup; approval?: ApprovalConfig };
-    shell?: {
-      rules?: { pattern: string; approval: ApprovalDecision }[];
-      default?: ApprovalDecision;
-      timeout?: number;
-      max_output_bytes?: number;
-      env_passthrough?: string[];
-      approval?: ApprovalConfig;
-    };
-    cli_execute?: {
-      allowed_binaries: string[];
-      env_passthrough?: string[];
-      read_roots?: string[];
-      timeout?: number;
-      max_output_bytes?: number;
-      guardrails?: {
-        deny_commands?: { pattern: string; message?: string }[];
-        deny_output?: { pattern: string; action?: 'block' | 'redact' }[];
-      };
-      approval?: ApprovalConfig;
-    };
-    custom?: { module: string; tools?: string[]; approval?: ApprovalConfig };
-    executables?: {
-      dirs?: string[];
-      timeout?: number;
-      tool_timeouts?: Record<string, number>;
-      max_output_bytes?: number;
-      env_passthrough?: string[];
-      approval?: ApprovalConfig;
-    };
-    workers?: { allowed_workers: string[]; approval?: ApprovalConfig };
-  };
-  allowed_worker_paths: string[];
-  warnings: string[];
-}
+/** A worker file as the core read and resolved it (absolute paths, instructions in place). */
+export type WorkerSpec = native.PlannedWorkerInfo;
 
 export interface LoadWorkerOptions {
   /** Replaces the sandbox root as the work directory (the CLI's `--work-dir`). */
@@ -90,170 +44,135 @@ export interface LoadedWorker extends RunnableWorker {
   warnings: string[];
 }
 
-const seconds = (value: number | undefined) => (value === undefined ? undefined : value * 1000);
-
-/** Rust serialises absent options as `null`; the toolset options take absent keys. */
-function withoutNulls<T>(value: T): T {
-  if (Array.isArray(value)) return value.map(withoutNulls) as T;
-  if (value !== null && typeof value === 'object') {
-    return Object.fromEntries(
-      Object.entries(value).filter(([, entry]) => entry !== null).map(([key, entry]) => [key, withoutNulls(entry)]),
-    ) as T;
-  }
-  return value;
+/** Plans a worker file and everything it may call (off the JavaScript thread). */
+async function plan(path: string, options: LoadWorkerOptions): Promise<native.WorkerPlan> {
+  const checked = callNative(() => native.checkLoadWorkerOptions(options));
+  return awaitNative(native.planWorker(path, checked.workDir, checked.readonly));
 }
 
-/** Reads and checks a worker file without building its tools. */
-export function loadWorkerSpec(path: string, options: LoadWorkerOptions = {}): WorkerSpec {
-  return withoutNulls(callNative(() => native.loadWorkerSpec(path, options.workDir, options.readonly)) as WorkerSpec);
-}
-
-/** The tools of every configured toolset, each gated by its own toolset's approval. */
-async function buildToolsets(spec: WorkerSpec): Promise<NamedTool[]> {
-  const { toolsets } = spec;
-  const workDir = spec.work_dir;
-  const tools: NamedTool[] = [];
-  if (toolsets.filesystem) {
-    tools.push(
-      ...filesystemToolset({
-        root: workDir,
-        readOnly: spec.readonly || (toolsets.filesystem.read_only ?? false),
-        ...(toolsets.filesystem.approval ? { approval: toolsets.filesystem.approval } : {}),
-      }),
-    );
-  }
-  if (toolsets.code_agent) {
-    const group = toolsets.code_agent.group ?? 'all';
-    tools.push(
-      ...codeAgentTools({
-        workDir,
-        group: spec.readonly && (group === 'all' || group === 'write') ? 'read' : group,
-        ...(toolsets.code_agent.approval ? { approval: toolsets.code_agent.approval } : {}),
-      }),
-    );
-  }
-  if (toolsets.shell) {
-    const shell = toolsets.shell;
-    tools.push(
-      shellToolset({
-        cwd: workDir,
-        ...(shell.rules ? { rules: shell.rules } : {}),
-        ...(shell.default ? { default: shell.default } : {}),
-        ...(shell.timeout === undefined ? {} : { timeoutMs: seconds(shell.timeout) }),
-        ...(shell.max_output_bytes === undefined ? {} : { maxOutputBytes: shell.max_output_bytes }),
-        ...(shell.env_passthrough ? { envPassthrough: shell.env_passthrough } : {}),
-        ...(shell.approval ? { approval: shell.approval } : {}),
-      }),
-    );
-  }
-  if (toolsets.cli_execute) {
-    const cli = toolsets.cli_execute;
-    tools.push(
-      cliExecuteTool({
-        workDir,
-        allowedBinaries: cli.allowed_binaries,
-        ...(cli.env_passthrough ? { envPassthrough: cli.env_passthrough } : {}),
-        ...(cli.read_roots ? { readRoots: cli.read_roots } : {}),
-        ...(cli.timeout === undefined ? {} : { timeoutMs: seconds(cli.timeout) }),
-        ...(cli.max_output_bytes === undefined ? {} : { maxOutputBytes: cli.max_output_bytes }),
-        guardrails: {
-          denyCommands: cli.guardrails?.deny_commands ?? [],
-          denyOutput: cli.guardrails?.deny_output ?? [],
-        },
-        ...(cli.approval ? { approval: cli.approval } : {}),
-      }),
-    );
-  }
-  if (toolsets.custom) {
-    const custom = toolsets.custom;
-    tools.push(
-      ...(await loadCustomTools(custom.module, {
-        ...(custom.tools ? { tools: custom.tools } : {}),
-        ...(custom.approval ? { approval: custom.approval } : {}),
-      })),
-    );
-  }
-  if (toolsets.executables) {
-    const executables = toolsets.executables;
-    tools.push(
-      ...(await executableTools({
-        ...(executables.dirs ? { dirs: executables.dirs } : {}),
-        workDir,
-        ...(executables.timeout === undefined ? {} : { timeoutMs: seconds(executables.timeout) }),
-        ...(executables.tool_timeouts ? { toolTimeoutsMs: Object.fromEntries(Object.entries(executables.tool_timeouts).map(([k, v]) => [k, v * 1000])) } : {}),
-        ...(executables.max_output_bytes === undefined ? {} : { maxOutputBytes: executables.max_output_bytes }),
-        ...(executables.env_passthrough ? { envPassthrough: executables.env_passthrough } : {}),
-        ...(executables.approval ? { approval: executables.approval } : {}),
-      })),
-    );
-  }
-  if (toolsets.workers) {
-    const sandbox = { workDir, readonly: spec.readonly };
-    tools.push(...workerTools(spec.allowed_worker_paths, sandbox, toolsets.workers.approval));
-  }
-  return tools;
-}
-
-/**
- * The worker-level `approval` is a floor over every toolset: its per-tool entries and its
- * default join each tool's own decision, and the strictest wins.
- */
-function applyWorkerApproval(tools: NamedTool[], approval: ApprovalConfig | undefined): NamedTool[] {
-  if (!approval || (approval.default === undefined && !approval.tools)) return tools;
-  const known = new Set(tools.map((tool) => tool.name));
-  for (const name of Object.keys(approval.tools ?? {})) {
-    if (!known.has(name)) {
-      throw new ToolgateError(
-        'CONFIG_INVALID',
-        `approval.tools names '${name}', which no toolset of this worker provides; tools: ${[...known].sort().join(', ')}`,
-      );
-    }
-  }
-  return tools.map((tool) => {
-    const floor = approval.tools?.[tool.name] ?? approval.default;
-    return floor === undefined ? tool : wrapWithDefaultApproval(tool, { tools: { [tool.name]: floor } });
-  });
+/** Reads and checks a worker file (and the workers it may call) without building its tools. */
+export async function loadWorkerSpec(path: string, options: LoadWorkerOptions = {}): Promise<WorkerSpec> {
+  const [top] = (await plan(path, options)).workers();
+  if (!top) throw new Error(`the plan of '${path}' has no worker`);
+  return top;
 }
 
 /**
  * Loads a worker file (`*.yaml`, `*.yml`, or `*.worker` with YAML front matter and a Markdown
- * body) and builds its tools. Parsing and checks happen in Rust: unknown keys, wrong types and
- * bad values are `CONFIG_INVALID` with file, line and column; relative paths resolve against the
- * worker file's directory.
+ * body) and builds its tools, and those of every worker it may call. Everything is read now and
+ * frozen: a worker file, tools module or executable tool of the graph that changes later is
+ * refused when its worker is called. Parsing, policies and approvals are the core's: unknown keys,
+ * wrong types and bad values are `CONFIG_INVALID` with file, line and column; relative paths
+ * resolve against the worker file's directory.
  */
 export async function loadWorker(path: string, options: LoadWorkerOptions = {}): Promise<LoadedWorker> {
-  const spec = loadWorkerSpec(path, options);
-  const gated = applyWorkerApproval(await buildToolsets(spec), spec.approval);
-  for (const tool of gated) {
-    if (RESERVED_TOOL_NAMES.includes(tool.name)) {
-      throw new ToolgateError('CONFIG_INVALID', `${spec.path}: '${tool.name}' is a reserved tool name (it ends the run); rename that tool`);
-    }
+  const [top] = await buildPlannedWorkers(await plan(path, options));
+  if (!top) throw new Error(`the plan of '${path}' has no worker`);
+  return top;
+}
+
+/**
+ * Builds every worker of a plan: imports each tools module once (only JavaScript can), lets
+ * the core decide every tool's approval with what the modules hold, and attaches the decisions.
+ * The top worker comes first.
+ */
+export async function buildPlannedWorkers(workerPlan: native.WorkerPlan): Promise<LoadedWorker[]> {
+  const infos = workerPlan.workers();
+  const modules = new Map<number, ModuleTools>();
+  for (const [index, info] of infos.entries()) {
+    if (info.custom) modules.set(index, await readToolsModule(info.custom.module, info.custom.tools, info.custom.module));
   }
+  // The modules were read after the plan froze them: make sure they are the versions it froze.
+  for (const index of modules.keys()) callNative(() => workerPlan.verify(index));
+  const decided = callNative(() =>
+    workerPlan.decide(
+      [...modules].map(([worker, module]) => ({
+        worker,
+        available: module.available,
+        selected: module.tools.map((tool) => ({ name: tool.name, own: ownApproval(tool) })),
+      })),
+    ),
+  );
+  const workers: LoadedWorker[] = [];
+  for (const [index, info] of infos.entries()) {
+    const context: BuildContext = { plan: workerPlan, index, info, modules, decided: decided[index] ?? [], workers };
+    workers.push(buildWorker(context));
+  }
+  return workers;
+}
+
+interface BuildContext {
+  plan: native.WorkerPlan;
+  index: number;
+  info: native.PlannedWorkerInfo;
+  modules: ReadonlyMap<number, ModuleTools>;
+  decided: readonly native.PlannedTool[];
+  /** Every worker of the plan, filled in order; delegate tools look their worker up when called. */
+  workers: readonly LoadedWorker[];
+}
+
+function approvals(context: BuildContext, toolset: native.ToolsetKind): ResolvedApproval[] {
+  return context.decided.filter((tool) => tool.toolset === toolset).map((tool) => tool.approval);
+}
+
+/** The tools of one planned worker, each gated by the decision the core made. */
+function buildTools(context: BuildContext): NamedTool[] {
+  const { plan: workerPlan, index, info } = context;
+  const tools: NamedTool[] = [];
+  const files = info.filesystemTools || info.codeAgentGroup ? new FileTools(info.workDir) : undefined;
+  if (files && info.filesystemTools) tools.push(...buildFilesystemTools(files, approvals(context, 'filesystem')));
+  if (files && info.codeAgentGroup) tools.push(...buildCodeAgentTools(files, approvals(context, 'code_agent')));
+  const shell = callNative(() => workerPlan.shellPolicy(index));
+  const [shellApproval] = approvals(context, 'shell');
+  if (shell && shellApproval) tools.push(shellTool(shell, shellApproval));
+  const cli = callNative(() => workerPlan.cliExecutePolicy(index));
+  const [cliApproval] = approvals(context, 'cli_execute');
+  if (cli && cliApproval) tools.push(cliExecuteToolOf(cli, cliApproval));
+  const module = context.modules.get(index);
+  if (module) tools.push(...attachDecided(module.tools, approvals(context, 'custom')));
+  const registry = callNative(() => workerPlan.executableRegistry(index));
+  if (registry) {
+    const executables = new ExecutableToolRegistry({}, registry);
+    const diagnostics = executables.diagnostics();
+    if (diagnostics.length > 0) reportDiagnostics(diagnostics);
+    tools.push(...buildExecutableTools(executables, approvals(context, 'executables')));
+  }
+  const delegates = info.delegates.map((delegate) =>
+    delegateTool(delegate, workerPlan, () => {
+      const called = context.workers[delegate.worker];
+      if (!called) throw new Error(`worker ${delegate.worker} of the plan was not built`);
+      return called;
+    }),
+  );
+  tools.push(...attachDecided(delegates, approvals(context, 'workers')));
+  return tools;
+}
+
+function buildWorker(context: BuildContext): LoadedWorker {
+  const { info } = context;
+  const gated = buildTools(context);
   const toolApproval: Record<string, ApprovalInfo> = {};
   for (const tool of gated) {
-    const info = approvalOf(tool);
-    if (info) toolApproval[tool.name] = info;
+    const approval = approvalOf(tool);
+    if (approval) toolApproval[tool.name] = approval;
   }
-  const tools = toToolSet(gated.filter((tool) => !isBlocked(tool)));
-  toToolSet(gated); // name clashes among blocked tools are configuration errors too
   return {
-    name: spec.name,
-    ...(spec.description ? { description: spec.description } : {}),
-    instructions: spec.instructions,
-    ...(spec.model ? { model: spec.model } : {}),
-    ...(spec.max_steps ? { maxSteps: spec.max_steps } : {}),
-    compatibleModels: spec.compatible_models,
-    path: spec.path,
-    workDir: spec.work_dir,
-    readonly: spec.readonly,
-    tools,
+    name: info.name,
+    ...(info.description ? { description: info.description } : {}),
+    instructions: info.instructions,
+    ...(info.model ? { model: info.model } : {}),
+    ...(info.maxSteps ? { maxSteps: info.maxSteps } : {}),
+    compatibleModels: info.compatibleModels,
+    path: info.path,
+    workDir: info.workDir,
+    readonly: info.readonly,
+    tools: toToolSet(gated.filter((tool) => !isBlocked(tool))),
     toolApproval,
-    warnings: spec.warnings,
+    warnings: info.warnings,
   };
 }
 
 /** The JSON Schema of worker files (also shipped as `schemas/worker.schema.json`). */
 export function workerJsonSchema(): unknown {
-  return JSON.parse(native.workerJsonSchema()) as unknown;
+  return JSON.parse(native.workerJsonSchema());
 }
-

@@ -1,14 +1,19 @@
 import { tool } from 'ai';
 import { z } from 'zod';
 import type { NamedTool } from '../approval/named-tool.js';
+import { LIMITS } from '../native/constants.js';
 
 /**
  * Tools that end the run. They have no `execute`: the AI SDK stops at a call to them and
  * `runWorker` turns the call into the run's result.
  */
-export const TASK_COMPLETION = 'task_completion';
-export const ASK_QUESTION = 'ask_question';
-export const RESERVED_TOOL_NAMES: readonly string[] = [TASK_COMPLETION, ASK_QUESTION];
+export const RESERVED_TOOL_NAMES: readonly string[] = LIMITS.reservedToolNames;
+const [taskCompletion, askQuestion] = RESERVED_TOOL_NAMES;
+if (!taskCompletion || !askQuestion) throw new Error('the core names no loop-breaking tools');
+/** Ends the run with a result. */
+export const TASK_COMPLETION: string = taskCompletion;
+/** Ends the run with a question for the user. */
+export const ASK_QUESTION: string = askQuestion;
 
 export function loopBreakingTools(): NamedTool[] {
   return [

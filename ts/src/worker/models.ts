@@ -26,6 +26,7 @@ function requireKey(env: ResolveModelOptions['env'] & object, variable: string, 
  * TOOLGATE_API_KEY). Provider packages are loaded only when used.
  */
 export async function resolveModel(spec: string, options: ResolveModelOptions = {}): Promise<LanguageModel> {
+  callNative(() => native.checkResolveModelOptions(options));
   const env = options.env ?? process.env;
   const colon = spec.indexOf(':');
   const provider = colon > 0 ? spec.slice(0, colon) : '';

@@ -1,6 +1,8 @@
 import { generateText, stepCountIs, type GenerateTextResult, type LanguageModel, type ModelMessage, type ToolSet } from 'ai';
 import { approvalOf, isBlocked } from '../approval/approval.js';
-import { ToolgateError } from '../native/errors.js';
+import { native } from '../native/binding.js';
+import { LIMITS } from '../native/constants.js';
+import { callNative, ToolgateError } from '../native/errors.js';
 import type { NamedTool } from '../approval/named-tool.js';
 import { resolveModel } from './models.js';
 import { modelIsCompatible } from './models.js';
@@ -18,9 +20,10 @@ import type {
   WorkerRunResult,
 } from './types.js';
 
-export const DEFAULT_MAX_STEPS = 20;
-/** How deep workers may call workers (the top-level worker is depth 0). */
-export const MAX_WORKER_DEPTH = 5;
+/** Model steps of a run when neither the worker nor the caller says (the core's default). */
+export const DEFAULT_MAX_STEPS: number = LIMITS.defaultMaxSteps;
+/** How deep workers may call workers (the top-level worker is depth 0; the core's limit). */
+export const MAX_WORKER_DEPTH: number = LIMITS.maxWorkerDepth;
 
 type AnyTool = ToolSet[string];
 
@@ -45,6 +48,7 @@ function toolsByName(tools: ToolSet | readonly NamedTool[]): Map<string, AnyTool
  * executes the approved calls when the loop continues — every tool executes exactly once.
  */
 export async function runWorker(worker: RunnableWorker, input: string, options: RunWorkerOptions = {}): Promise<WorkerRunResult> {
+  const checked = callNative(() => native.checkRunWorkerOptions(options));
   const parent = runContext.getStore();
   // A called worker's events reach its caller's listener, marked with its name.
   const emit = (event: RunEvent) => {
@@ -73,10 +77,8 @@ export async function runWorker(worker: RunnableWorker, input: string, options: 
     );
   }
   const model: LanguageModel = typeof modelSpec === 'string' ? await resolveModel(modelSpec) : modelSpec;
-  const maxSteps = options.maxSteps ?? worker.maxSteps ?? DEFAULT_MAX_STEPS;
-  if (!Number.isInteger(maxSteps) || maxSteps < 1) {
-    throw new ToolgateError('CONFIG_INVALID', `maxSteps must be a whole number >= 1, got ${maxSteps}`);
-  }
+  const maxSteps =
+    checked.maxSteps ?? callNative(() => native.checkRunWorkerOptions({ maxSteps: worker.maxSteps })).maxSteps ?? DEFAULT_MAX_STEPS;
 
   const gate = parent && !options.onApproval ? parent.gate : new ApprovalGate(options.onApproval, emit);
   const context: RunContext = {

@@ -52,10 +52,11 @@ impl Engine {
             None => DEFAULT_TIMEOUT,
             Some(seconds) => Duration::try_from_secs_f64(seconds)
                 .ok()
-                .filter(|duration| !duration.is_zero())
+                .filter(|duration| !duration.is_zero() && *duration <= crate::limits::MAX_TIMEOUT)
                 .ok_or_else(|| {
                     Error::ConfigInvalid(format!(
-                        "timeout is {seconds}; give a number of seconds greater than 0"
+                        "timeout is {seconds}; give a number of seconds greater than 0 and at most {}",
+                        crate::limits::MAX_TIMEOUT.as_secs()
                     ))
                 })?,
         };

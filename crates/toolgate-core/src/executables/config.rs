@@ -27,10 +27,7 @@ use super::discovery::{default_directories, DiscoveryOptions, ToolDirectory};
 use super::registry::RegistryOptions;
 use super::run::RunOptions;
 use crate::error::{Error, Result};
-
-/// Longest accepted timeout: a day. Longer values are almost certainly a unit mistake
-/// (milliseconds given as seconds).
-pub const MAX_TIMEOUT: Duration = Duration::from_secs(24 * 60 * 60);
+use crate::limits::MAX_TIMEOUT;
 
 /// Configuration of the executable tools toolset.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]

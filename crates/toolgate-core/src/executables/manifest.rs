@@ -63,7 +63,8 @@ pub enum ParameterType {
 }
 
 impl ParameterType {
-    fn as_str(self) -> &'static str {
+    /// The spelling in `tool.yaml` and in JSON Schema.
+    pub fn as_str(self) -> &'static str {
         match self {
             ParameterType::String => "string",
             ParameterType::Number => "number",

@@ -37,36 +37,15 @@ pub use discovery::{CacheMode, DiscoveryOptions, DiscoveryStats, ToolDirectory};
 pub use registry::{Registry, RegistryOptions};
 pub use run::{PreparedRun, RunOptions, ToolOutput};
 
-/// The prefix of every executable tool's name as the model sees it.
-pub const LLM_NAME_PREFIX: &str = "custom_tool_";
+pub use crate::limits::{
+    EXECUTABLE_TOOL_PREFIX as LLM_NAME_PREFIX, MAX_EXECUTABLE_NAME_LEN as MAX_TOOL_NAME_LEN,
+};
 
-/// Longest tool name: model providers accept function names of at most 64 characters, and the
-/// model sees `custom_tool_<name>`.
-pub const MAX_TOOL_NAME_LEN: usize = 64 - LLM_NAME_PREFIX.len();
-
-/// Checks a tool name: `^[a-zA-Z0-9_-]+$`, at most [`MAX_TOOL_NAME_LEN`] characters. Returns
-/// the reason when it is not acceptable.
+/// Checks an executable tool name: `^[a-zA-Z0-9_-]+$`, and short enough that the model-facing
+/// `custom_tool_<name>` fits what model providers accept. Returns the reason when it is not
+/// acceptable.
 pub fn check_tool_name(name: &str) -> Result<(), String> {
-    if name.is_empty() {
-        return Err("the name is empty; use letters, digits, '_' and '-'".into());
-    }
-    if let Some(bad) = name
-        .chars()
-        .find(|c| !(c.is_ascii_alphanumeric() || *c == '_' || *c == '-'))
-    {
-        return Err(format!(
-            "the name '{}' contains {:?}; a tool name matches ^[a-zA-Z0-9_-]+$",
-            name.escape_debug(),
-            bad
-        ));
-    }
-    if name.len() > MAX_TOOL_NAME_LEN {
-        return Err(format!(
-            "the name '{name}' has {} characters; at most {MAX_TOOL_NAME_LEN} are allowed so that '{LLM_NAME_PREFIX}{name}' fits the 64 characters model providers accept",
-            name.len()
-        ));
-    }
-    Ok(())
+    crate::limits::check_tool_name(name, LLM_NAME_PREFIX)
 }
 
 /// Which of the two formats a tool uses.

@@ -13,8 +13,7 @@ use super::{check_tool_name, schema_text, SchemaText};
 use crate::exec::{self, ExecOutput, ExecRequest};
 use crate::schema::{clip, kind_of, InputSchema};
 
-/// How long `description` may take.
-pub const DESCRIPTION_TIMEOUT: Duration = Duration::from_secs(5);
+pub use crate::limits::DESCRIPTION_TIMEOUT;
 /// Cap for a description's output; a schema larger than this is not a tool schema.
 pub const DESCRIPTION_MAX_BYTES: usize = 1024 * 1024;
 /// How much of a failing tool's stderr goes into a message.

@@ -5,6 +5,8 @@
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex, OnceLock};
 
+use crate::frozen::FrozenFiles;
+
 use serde_json::Value;
 
 use super::discovery::{discover, DiscoveryOptions, Snapshot};
@@ -65,6 +67,8 @@ struct State {
 pub struct Registry {
     options: RegistryOptions,
     state: Mutex<Arc<State>>,
+    /// Set by [`freeze`](Self::freeze): the tool files as discovered, checked before each run.
+    frozen: OnceLock<FrozenFiles>,
 }
 
 impl Registry {
@@ -76,6 +80,7 @@ impl Registry {
         Ok(Self {
             options,
             state: Mutex::new(Arc::new(State::default())),
+            frozen: OnceLock::new(),
         })
     }
 
@@ -91,6 +96,11 @@ impl Registry {
     /// Discovers again. Unchanged files keep what was learnt about them (no process is
     /// started and the cache file is not touched); `force` asks every protocol tool again.
     pub async fn refresh(&self, force: bool) -> Result<Discovery> {
+        if self.is_frozen() {
+            return Err(Error::ConfigInvalid(
+                "these executable tools belong to a loaded worker and are frozen; load the worker again to discover new or changed tools".into(),
+            ));
+        }
         let previous = Arc::clone(&self.state().snapshot);
         let (discovery, snapshot) = discover(&self.options.discovery, previous, force).await?;
         let old = self.state();
@@ -150,7 +160,33 @@ impl Registry {
                 "no executable tool is named '{name}' ({known}); run `toolgate tools list` to see them"
             ))
         })?;
+        if let Some(frozen) = self.frozen.get() {
+            frozen.verify_paths(
+                [tool.spec.source.as_path(), tool.spec.program.as_path()],
+                &format!("running '{}{name}'", crate::limits::EXECUTABLE_TOOL_PREFIX),
+            )?;
+        }
         prepare(&tool.spec, tool.schema()?, input, &self.options.run)
+    }
+
+    /// Freezes the tools of the last refresh: from now on a tool whose file (its executable, or
+    /// its `tool.yaml` and entrypoint) changed is refused instead of run, and the tools are not
+    /// discovered again. Returns the frozen files. Used for the workers of a delegation graph,
+    /// whose files the model may be able to write.
+    pub fn freeze(&self) -> &FrozenFiles {
+        self.frozen.get_or_init(|| {
+            let mut files = FrozenFiles::default();
+            for spec in self.tools() {
+                files.freeze(&spec.source, "executable tool file");
+                files.freeze(&spec.program, "executable tool program");
+            }
+            files
+        })
+    }
+
+    /// Whether [`freeze`](Self::freeze) was called.
+    pub fn is_frozen(&self) -> bool {
+        self.frozen.get().is_some()
     }
 }
 

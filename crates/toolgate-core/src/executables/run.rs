@@ -10,16 +10,14 @@ use std::time::Duration;
 
 use serde_json::Value;
 
-use super::config::MAX_TIMEOUT;
 use super::manifest::resolve_entrypoint;
 use super::protocol::{ending, stderr_excerpt};
 use super::{ToolFormat, ToolSpec};
 use crate::error::{Error, Result};
 use crate::exec::{self, env, AbortHandle, ExecOutput, ExecRequest, DEFAULT_MAX_OUTPUT_BYTES};
+use crate::limits::{DEFAULT_EXECUTABLE_TIMEOUT, MAX_TIMEOUT};
 use crate::schema::{clip, InputSchema};
 
-/// Default time a tool may run.
-pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(30);
 /// How tools run.
 #[derive(Debug, Clone, PartialEq)]
 pub struct RunOptions {
@@ -39,7 +37,7 @@ impl RunOptions {
     pub fn new(work_dir: impl Into<PathBuf>) -> Self {
         Self {
             work_dir: work_dir.into(),
-            timeout: DEFAULT_TIMEOUT,
+            timeout: DEFAULT_EXECUTABLE_TIMEOUT,
             tool_timeouts: BTreeMap::new(),
             max_output_bytes: DEFAULT_MAX_OUTPUT_BYTES,
             env_passthrough: Vec::new(),

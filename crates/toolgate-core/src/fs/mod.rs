@@ -29,11 +29,12 @@ mod write;
 
 pub use edit::{edit, EditOutput, EditRequest};
 pub use glob::{glob, GlobOutput, GlobRequest};
+pub(crate) use grep::MAX_CONTEXT as MAX_GREP_CONTEXT;
 pub use grep::{grep, GrepOutput, GrepRequest};
 pub use info::{delete, exists, info, DeleteOutput, EntryType, FileInfo};
 pub use patch::{patch, PatchAction, PatchOperation, PatchOutput};
 pub use read::{read, ReadKind, ReadOutput, ReadRequest};
-pub use text::{DEFAULT_MAX_BYTES, DEFAULT_MAX_LINES};
+pub use text::{DEFAULT_MAX_BYTES, DEFAULT_MAX_LINES, MAX_LINE_BYTES};
 pub use tree::{tree, TreeOutput, TreeRequest};
 pub use walk::{Cancel, SKIPPED_DIRS};
 pub use write::{write, WriteAction, WriteOutput};

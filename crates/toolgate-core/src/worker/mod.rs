@@ -15,11 +15,15 @@ use crate::approval::ApprovalConfig;
 use crate::command::config::{CliExecuteConfig, ShellConfig};
 use crate::error::{Error, Result};
 use crate::executables::config::ExecutablesConfig;
+use crate::frozen::{read_stamped, FileStamp};
 use crate::fs::config::{CodeAgentConfig, FilesystemConfig};
 use crate::path::PathValidator;
 
-/// How deep workers may call workers (the top-level worker is depth 0).
-pub const MAX_WORKER_DEPTH: usize = 5;
+mod decide;
+mod plan;
+
+pub use decide::{DecidedTool, ModuleTools};
+pub use plan::{plan_worker, Delegate, PlannedWorker, WorkerPlan};
 
 /// A worker file as written. Its JSON Schema (`schemas/worker.schema.json`) is generated from
 /// this type, so editors validate and complete worker files.
@@ -178,20 +182,25 @@ pub struct LoadOptions {
 
 /// Reads, parses and resolves a worker file.
 pub fn load_worker(path: impl AsRef<Path>, options: &LoadOptions) -> Result<Worker> {
-    let given = path.as_ref();
+    load_worker_stamped(path.as_ref(), options).map(|(worker, _)| worker)
+}
+
+/// Reads, parses and resolves a worker file, and stamps the version that was read (see
+/// [`crate::frozen`]).
+pub fn load_worker_stamped(given: &Path, options: &LoadOptions) -> Result<(Worker, FileStamp)> {
     let path = std::fs::canonicalize(given).map_err(|err| {
         Error::ConfigInvalid(format!(
             "worker file '{}' cannot be read: {err}",
             given.display()
         ))
     })?;
-    let text = std::fs::read_to_string(&path).map_err(|err| {
+    let (text, stamp) = read_stamped(&path).map_err(|err| {
         Error::ConfigInvalid(format!(
             "worker file '{}' cannot be read: {err}",
             path.display()
         ))
     })?;
-    parse_worker(&text, &path, options)
+    parse_worker(&text, &path, options).map(|worker| (worker, stamp))
 }
 
 /// Parses worker `text` that was read from `path` (an absolute path; its extension selects the
@@ -327,19 +336,21 @@ fn resolve(
     };
 
     let mut toolsets = file.toolsets;
+    // Joined paths drop their `.` components, so that messages name files as people write them.
+    let anchored = |path: &Path| -> PathBuf { dir.join(path).components().collect() };
     if let Some(custom) = &mut toolsets.custom {
-        custom.module = dir.join(&custom.module);
+        custom.module = anchored(&custom.module);
     }
     if let Some(executables) = &mut toolsets.executables {
         if let Some(dirs) = &mut executables.dirs {
             for entry in dirs.iter_mut() {
-                *entry = dir.join(&*entry);
+                *entry = anchored(entry);
             }
         }
     }
     if let Some(cli) = &mut toolsets.cli_execute {
         for read_root in cli.read_roots.iter_mut() {
-            *read_root = dir.join(&*read_root);
+            *read_root = anchored(read_root);
         }
     }
     if (sandbox.readonly || options.readonly)
@@ -403,44 +414,6 @@ fn find_worker(dir: &Path, entry: &str) -> std::result::Result<PathBuf, String> 
         "allowed worker '{entry}' was not found; looked for {}",
         tried.join(", ")
     ))
-}
-
-/// Checks the delegation graph below `worker`: every allowed worker (transitively) must load,
-/// no worker may reach itself again (a cycle), and no chain may be deeper than
-/// [`MAX_WORKER_DEPTH`]. Errors name the whole chain.
-pub fn check_delegation(worker: &Worker) -> Result<()> {
-    let mut chain = vec![worker.path.clone()];
-    walk_delegation(worker, &mut chain)
-}
-
-fn walk_delegation(worker: &Worker, chain: &mut Vec<PathBuf>) -> Result<()> {
-    for child_path in &worker.allowed_worker_paths {
-        let describe = |chain: &[PathBuf], last: &Path| {
-            chain
-                .iter()
-                .map(|p| p.display().to_string())
-                .chain(std::iter::once(last.display().to_string()))
-                .collect::<Vec<_>>()
-                .join(" -> ")
-        };
-        if chain.contains(child_path) {
-            return Err(Error::ConfigInvalid(format!(
-                "workers call each other in a cycle: {}; remove one of the allowed_workers entries",
-                describe(chain, child_path)
-            )));
-        }
-        if chain.len() > MAX_WORKER_DEPTH {
-            return Err(Error::ConfigInvalid(format!(
-                "workers are nested more than {MAX_WORKER_DEPTH} deep: {}",
-                describe(chain, child_path)
-            )));
-        }
-        let child = load_worker(child_path, &LoadOptions::default())?;
-        chain.push(child_path.clone());
-        walk_delegation(&child, chain)?;
-        chain.pop();
-    }
-    Ok(())
 }
 
 /// Whether `model` (`provider:model`) matches one of `patterns` (`*` matches any text). An empty

@@ -298,8 +298,8 @@ fn delegation_cycles_and_depth_are_refused_with_the_chain() {
         "b.yaml",
         "name: b\ntoolsets:\n  workers:\n    allowed_workers: [a]\n",
     );
-    let a = load(&d.path.join("a.yaml")).unwrap();
-    let message = check_delegation(&a).unwrap_err().to_string();
+    let plan = |path: &Path| plan_worker(path, &LoadOptions::default());
+    let message = plan(&d.path.join("a.yaml")).unwrap_err().to_string();
     assert!(message.contains("cycle"), "{message}");
     assert!(
         message.contains("a.yaml -> ") && message.contains("b.yaml -> "),
@@ -321,11 +321,9 @@ fn delegation_cycles_and_depth_are_refused_with_the_chain() {
             &format!("name: l{level}\n{next}"),
         );
     }
-    let top = load(&d.path.join("l0.yaml")).unwrap();
-    let message = check_delegation(&top).unwrap_err().to_string();
+    let message = plan(&d.path.join("l0.yaml")).unwrap_err().to_string();
     assert!(message.contains("more than 5 deep"), "{message}");
-    let fine = load(&d.path.join("l1.yaml")).unwrap();
-    check_delegation(&fine).unwrap();
+    plan(&d.path.join("l1.yaml")).unwrap();
 }
 
 /// The front matter (or whole YAML) of a worker file as JSON, for schema validation.

@@ -1,9 +1,13 @@
+use std::os::unix::fs::PermissionsExt;
+use std::time::SystemTime;
+
 use super::*;
 use crate::executables::cache::CACHE_FILE;
+use crate::executables::manifest::MANIFEST_FILE;
 use crate::executables::test_support::{
     count, discovery_options, protocol_tool, write_script, Scratch, OBJECT_SCHEMA,
 };
-use crate::executables::DiagnosticKind;
+use crate::executables::{Diagnostic, DiagnosticKind, ToolFormat};
 
 async fn fresh(options: &DiscoveryOptions) -> Discovery {
     discover(options, Arc::new(Snapshot::default()), false)

@@ -1,0 +1,126 @@
+//! The descriptions the model reads for the command tools, written from the built policy and
+//! its limits, so that what the model is told is what is enforced.
+
+use std::time::Duration;
+
+use crate::approval::Decision;
+use crate::command::{CliExecute, CliExecuteConfig, ShellConfig, ShellToolset};
+use crate::limits::{DEFAULT_COMMAND_TIMEOUT, DEFAULT_MAX_OUTPUT_BYTES};
+
+/// A size for people: `1 MiB`, `64 KiB`, `100 bytes`.
+pub fn describe_bytes(bytes: u64) -> String {
+    const MIB: u64 = 1024 * 1024;
+    if bytes >= MIB && bytes % MIB == 0 {
+        format!("{} MiB", bytes / MIB)
+    } else if bytes >= 1024 && bytes % 1024 == 0 {
+        format!("{} KiB", bytes / 1024)
+    } else {
+        format!("{bytes} bytes")
+    }
+}
+
+fn limits(timeout: Option<f64>, max_output_bytes: Option<u64>) -> (String, String) {
+    let timeout = timeout
+        .and_then(|seconds| Duration::try_from_secs_f64(seconds).ok())
+        .unwrap_or(DEFAULT_COMMAND_TIMEOUT);
+    let cap = max_output_bytes.unwrap_or(DEFAULT_MAX_OUTPUT_BYTES as u64);
+    (format!("{}", timeout.as_secs_f64()), describe_bytes(cap))
+}
+
+const RESULT_SHAPE: &str =
+    "The result is { stdout, stderr, exitCode, truncated, timedOut }; a non-zero exitCode is a normal result.";
+
+/// The description of a `cli_execute` tool: the programs that were found, the work directory,
+/// the read roots and the limits.
+pub fn cli_execute_description(policy: &CliExecute, config: &CliExecuteConfig) -> String {
+    let names: Vec<&str> = policy.available().collect();
+    let (timeout, cap) = limits(config.timeout, config.max_output_bytes);
+    let work_dir = policy.work_dir().display();
+    let roots = if config.read_roots.is_empty() {
+        String::new()
+    } else {
+        let roots: Vec<String> = config
+            .read_roots
+            .iter()
+            .map(|root| root.display().to_string())
+            .collect();
+        format!(" or in {}", roots.join(", "))
+    };
+    [
+        format!("Run one of these programs directly, without a shell: {}.", names.join(", ")),
+        "Give the arguments as an array, one element per argument; they are passed verbatim, so there are no pipes, redirections, globs, variables or command substitution.".into(),
+        format!("The program runs in {work_dir}; arguments that are paths must stay inside it{roots}."),
+        format!("Each of stdout and stderr is cut at {cap}; the program is killed after {timeout} s."),
+        RESULT_SHAPE.into(),
+    ]
+    .join(" ")
+}
+
+/// The description of the `shell` tool: the work directory, the limits, the blocked patterns
+/// and what happens to commands no rule matches.
+pub fn shell_description(policy: &ShellToolset, config: &ShellConfig) -> String {
+    let work_dir = policy.work_dir().display();
+    let (timeout, cap) = limits(config.timeout, config.max_output_bytes);
+    let mut lines = vec![
+        format!("Run one command (a program and its arguments) in {work_dir}. No shell is used: words are split with POSIX quotes, and there are no pipes, redirections, ';' or '&&' lists, $(...), ${{...}}, backticks, globs or variable expansion. Run one command per call."),
+        format!("Arguments that are paths must stay inside {work_dir}."),
+        format!("Each of stdout and stderr is cut at {cap}; the command is killed after {timeout} s."),
+        RESULT_SHAPE.into(),
+    ];
+    let blocked: Vec<&str> = config
+        .rules
+        .iter()
+        .filter(|rule| rule.approval == Decision::Blocked)
+        .map(|rule| rule.pattern.as_str())
+        .collect();
+    if !blocked.is_empty() {
+        lines.push(format!(
+            "Commands starting with these words are blocked: {}.",
+            blocked.join("; ")
+        ));
+    }
+    if matches!(config.default, None | Some(Decision::Blocked)) {
+        lines.push("Commands that no rule allows are blocked.".into());
+    }
+    lines.join(" ")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sizes_read_naturally() {
+        assert_eq!(describe_bytes(1024 * 1024), "1 MiB");
+        assert_eq!(describe_bytes(64 * 1024), "64 KiB");
+        assert_eq!(describe_bytes(100), "100 bytes");
+        assert_eq!(describe_bytes(1536), "1536 bytes");
+    }
+
+    #[test]
+    fn the_shell_description_states_the_enforced_limits_and_rules() {
+        let dir = tempfile::tempdir().unwrap();
+        let config: ShellConfig = serde_yaml::from_str(
+            "rules:\n  - { pattern: 'git push', approval: blocked }\n  - { pattern: 'git status', approval: preApproved }\ntimeout: 7\nmax_output_bytes: 2048\n",
+        )
+        .unwrap();
+        let policy = ShellToolset::new(dir.path(), &config).unwrap();
+        let text = shell_description(&policy, &config);
+        assert!(text.contains("cut at 2 KiB"), "{text}");
+        assert!(text.contains("killed after 7 s"), "{text}");
+        assert!(text.contains("blocked: git push."), "{text}");
+        assert!(
+            text.contains("Commands that no rule allows are blocked."),
+            "{text}"
+        );
+        let open = ShellConfig {
+            default: Some(Decision::Ask),
+            ..ShellConfig::default()
+        };
+        let policy = ShellToolset::new(dir.path(), &open).unwrap();
+        let text = shell_description(&policy, &open);
+        assert!(text.contains("killed after 120 s"), "{text}");
+        assert!(text.contains("cut at 1 MiB"), "{text}");
+        assert!(!text.contains("no rule allows"), "{text}");
+    }
+}

@@ -1,0 +1,292 @@
+//! Options of the toolset functions (`cliExecuteTool`, `shellToolset`, `filesystemToolset`,
+//! `codeAgentTools`, `createCustomTool`, `loadCustomTools`). One name for the confining
+//! directory everywhere: `workDir`. The old `root` (filesystem) and `cwd` (shell) still work for
+//! one release, with a deprecation warning.
+
+use std::path::{Path, PathBuf};
+
+use serde::Deserialize;
+
+use super::{ByteCount, TimeoutMs};
+use crate::approval::{ApprovalConfig, Decision};
+use crate::command::config::{DenyCommand, DenyOutput, Guardrails, OutputAction};
+use crate::command::{CliExecuteConfig, ShellConfig, ShellRule};
+use crate::error::{Error, Result};
+use crate::fs::config::CodeAgentGroup;
+
+/// The confining directory of a toolset, resolved: absolute, and the deprecation warning when
+/// an old key named it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct WorkDir {
+    pub path: PathBuf,
+    pub deprecation: Option<String>,
+}
+
+impl WorkDir {
+    /// `path` made absolute against the current directory; the current directory when absent.
+    pub fn resolve(path: Option<PathBuf>) -> Result<PathBuf> {
+        let cwd = std::env::current_dir().map_err(|err| {
+            Error::ConfigInvalid(format!(
+                "the current directory cannot be read ({err}); give workDir explicitly"
+            ))
+        })?;
+        Ok(match path {
+            Some(path) => cwd.join(path),
+            None => cwd,
+        })
+    }
+
+    /// `workDir`, or the deprecated `old` key (`root`, `cwd`) of `function`. Both at once is an
+    /// error unless they agree.
+    fn from_keys(
+        work_dir: Option<PathBuf>,
+        old: Option<PathBuf>,
+        old_key: &str,
+        function: &str,
+    ) -> Result<WorkDir> {
+        let deprecation = old.as_ref().map(|_| {
+            format!("{function}({{ {old_key} }}) is deprecated and will be removed in the next release; pass workDir instead")
+        });
+        let chosen = match (work_dir, old) {
+            (Some(work_dir), Some(old)) if work_dir != old => {
+                return Err(Error::ConfigInvalid(format!(
+                    "options 'workDir' ('{}') and '{old_key}' ('{}') disagree; give only workDir",
+                    work_dir.display(),
+                    old.display()
+                )))
+            }
+            (Some(work_dir), _) => Some(work_dir),
+            (None, old) => old,
+        };
+        Ok(WorkDir {
+            path: WorkDir::resolve(chosen)?,
+            deprecation,
+        })
+    }
+}
+
+/// `cliExecuteTool` options.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct CliExecuteOptions {
+    /// cwd and HOME of every command; path arguments are confined to it (default: the current
+    /// directory).
+    #[serde(default)]
+    pub work_dir: Option<PathBuf>,
+    pub allowed_binaries: Vec<String>,
+    #[serde(default)]
+    pub env_passthrough: Vec<String>,
+    #[serde(default)]
+    pub read_roots: Vec<PathBuf>,
+    #[serde(default)]
+    pub timeout_ms: Option<TimeoutMs>,
+    #[serde(default)]
+    pub max_output_bytes: Option<ByteCount>,
+    #[serde(default)]
+    pub guardrails: Option<GuardrailOptions>,
+    #[serde(default)]
+    pub approval: Option<ApprovalConfig>,
+}
+
+/// Regex guardrails in their JavaScript spelling.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct GuardrailOptions {
+    #[serde(default)]
+    pub deny_commands: Vec<DenyCommandOption>,
+    #[serde(default)]
+    pub deny_output: Vec<DenyOutputOption>,
+}
+
+/// One `denyCommands` entry.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct DenyCommandOption {
+    pub pattern: String,
+    #[serde(default)]
+    pub message: Option<String>,
+}
+
+/// One `denyOutput` entry.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct DenyOutputOption {
+    pub pattern: String,
+    #[serde(default)]
+    pub action: OutputAction,
+}
+
+impl CliExecuteOptions {
+    /// The work directory and the `cli_execute` configuration.
+    pub fn into_config(self) -> Result<(PathBuf, CliExecuteConfig)> {
+        let work_dir = WorkDir::resolve(self.work_dir)?;
+        let guardrails = self.guardrails.unwrap_or_default();
+        let config = CliExecuteConfig {
+            allowed_binaries: self.allowed_binaries,
+            env_passthrough: self.env_passthrough,
+            read_roots: self.read_roots,
+            timeout: self.timeout_ms.map(|timeout| timeout.0.as_secs_f64()),
+            max_output_bytes: self.max_output_bytes.map(|cap| cap.0),
+            guardrails: Guardrails {
+                deny_commands: guardrails
+                    .deny_commands
+                    .into_iter()
+                    .map(|entry| DenyCommand {
+                        pattern: entry.pattern,
+                        message: entry.message,
+                    })
+                    .collect(),
+                deny_output: guardrails
+                    .deny_output
+                    .into_iter()
+                    .map(|entry| DenyOutput {
+                        pattern: entry.pattern,
+                        action: entry.action,
+                    })
+                    .collect(),
+            },
+        };
+        Ok((work_dir, config))
+    }
+}
+
+/// `shellToolset` (and `explainCommand`) options.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct ShellOptions {
+    #[serde(default)]
+    pub work_dir: Option<PathBuf>,
+    /// Deprecated spelling of `workDir`.
+    #[serde(default)]
+    pub cwd: Option<PathBuf>,
+    #[serde(default)]
+    pub rules: Vec<ShellRule>,
+    #[serde(default)]
+    pub default: Option<Decision>,
+    #[serde(default)]
+    pub timeout_ms: Option<TimeoutMs>,
+    #[serde(default)]
+    pub max_output_bytes: Option<ByteCount>,
+    #[serde(default)]
+    pub env_passthrough: Vec<String>,
+    #[serde(default)]
+    pub approval: Option<ApprovalConfig>,
+}
+
+impl ShellOptions {
+    /// The work directory and the shell configuration.
+    pub fn into_config(self) -> Result<(WorkDir, ShellConfig)> {
+        let work_dir = WorkDir::from_keys(self.work_dir, self.cwd, "cwd", "shellToolset")?;
+        let config = ShellConfig {
+            rules: self.rules,
+            default: self.default,
+            timeout: self.timeout_ms.map(|timeout| timeout.0.as_secs_f64()),
+            max_output_bytes: self.max_output_bytes.map(|cap| cap.0),
+            env_passthrough: self.env_passthrough,
+        };
+        Ok((work_dir, config))
+    }
+}
+
+/// `filesystemToolset` options.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct FilesystemOptions {
+    #[serde(default)]
+    pub work_dir: Option<PathBuf>,
+    /// Deprecated spelling of `workDir`.
+    #[serde(default)]
+    pub root: Option<PathBuf>,
+    #[serde(default)]
+    pub read_only: bool,
+    #[serde(default)]
+    pub approval: Option<ApprovalConfig>,
+}
+
+impl FilesystemOptions {
+    /// The work directory (`workDir`, or the deprecated `root`).
+    pub fn work_dir(&self) -> Result<WorkDir> {
+        WorkDir::from_keys(
+            self.work_dir.clone(),
+            self.root.clone(),
+            "root",
+            "filesystemToolset",
+        )
+    }
+}
+
+/// `codeAgentTools` options.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct CodeAgentOptions {
+    #[serde(default)]
+    pub work_dir: Option<PathBuf>,
+    #[serde(default)]
+    pub group: CodeAgentGroup,
+    #[serde(default)]
+    pub approval: Option<ApprovalConfig>,
+}
+
+/// `createCustomTool` options.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct CreateCustomToolOptions {
+    #[serde(default)]
+    pub work_dir: Option<PathBuf>,
+    /// Where new tools go (default `<workDir>/toolgate-tools`), relative to `workDir`.
+    #[serde(default)]
+    pub dir: Option<PathBuf>,
+    #[serde(default)]
+    pub approval: Option<ApprovalConfig>,
+}
+
+impl CreateCustomToolOptions {
+    /// The work directory and the tool directory, both absolute.
+    pub fn directories(&self) -> Result<(PathBuf, PathBuf)> {
+        let work_dir = WorkDir::resolve(self.work_dir.clone())?;
+        let dir = work_dir.join(
+            self.dir
+                .as_deref()
+                .unwrap_or(Path::new(crate::limits::DEFAULT_TOOL_DIRECTORY)),
+        );
+        Ok((work_dir, dir))
+    }
+}
+
+/// `loadCustomTools` options.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct LoadCustomToolsOptions {
+    /// Whitelist of tool names, in this order.
+    #[serde(default, deserialize_with = "tool_names")]
+    pub tools: Option<Vec<String>>,
+    #[serde(default)]
+    pub approval: Option<ApprovalConfig>,
+    /// Directory a relative module path is resolved against (default: the current directory).
+    #[serde(default)]
+    pub base_dir: Option<PathBuf>,
+}
+
+/// A whitelist: a list of tool names (the error says so when it is something else).
+fn tool_names<'de, D: serde::Deserializer<'de>>(
+    deserializer: D,
+) -> std::result::Result<Option<Vec<String>>, D::Error> {
+    struct Names;
+    impl<'de> serde::de::Visitor<'de> for Names {
+        type Value = Vec<String>;
+        fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+            f.write_str("a list of tool names")
+        }
+        fn visit_seq<A: serde::de::SeqAccess<'de>>(
+            self,
+            mut items: A,
+        ) -> std::result::Result<Vec<String>, A::Error> {
+            let mut names = Vec::new();
+            while let Some(name) = items.next_element::<String>()? {
+                names.push(name);
+            }
+            Ok(names)
+        }
+    }
+    deserializer.deserialize_seq(Names).map(Some)
+}

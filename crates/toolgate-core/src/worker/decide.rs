@@ -1,0 +1,205 @@
+//! The approval of every tool of a planned worker graph, decided top-down: each worker's tools
+//! get their toolset's approval, the worker-level floor and the floor of the workers above it,
+//! so that a called worker is at least as strict as its callers, tool by tool, all the way down.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use super::plan::{PlannedWorker, WorkerPlan};
+use crate::approval::{
+    decide_toolset, known_names, ApprovalConfig, CallerFloor, Candidate, Floors, OwnApproval,
+    Resolved, Toolset,
+};
+use crate::error::{Error, Result};
+use crate::fs::config::{filesystem_tools, CodeAgentGroup};
+use crate::limits::{EXECUTABLE_TOOL_PREFIX, RESERVED_TOOL_NAMES};
+
+/// What the SDK found in a worker's tools module (only JavaScript can load it).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ModuleTools {
+    /// Every valid tool name of the module, whitelisted or not (for approval name checks).
+    pub available: Vec<String>,
+    /// The tools the worker gets, in order, with their own `needsApproval`.
+    pub selected: Vec<Candidate>,
+}
+
+/// One tool of a worker with its effective approval.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DecidedTool {
+    pub name: String,
+    pub toolset: Toolset,
+    pub resolved: Resolved,
+}
+
+impl WorkerPlan {
+    /// Decides every tool of every worker. `modules` holds what the SDK found in the tools
+    /// module of each worker that has one, by worker index. Errors (`CONFIG_INVALID`, naming
+    /// the worker file): an approval entry naming no tool, a reserved or duplicate tool name, a
+    /// missing module report.
+    pub fn decide(&self, modules: &BTreeMap<usize, ModuleTools>) -> Result<Vec<Vec<DecidedTool>>> {
+        let mut decided: Vec<Vec<DecidedTool>> = Vec::with_capacity(self.workers().len());
+        let mut floors: Vec<CallerFloor> = Vec::with_capacity(self.workers().len());
+        for (index, planned) in self.workers().iter().enumerate() {
+            let floor = match planned.parent {
+                Some(parent) => floors[parent].handed_down(
+                    decided[parent]
+                        .iter()
+                        .map(|tool| (tool.name.clone(), tool.resolved.decision)),
+                    self.workers()[parent]
+                        .worker
+                        .approval
+                        .as_ref()
+                        .and_then(|approval| approval.default),
+                ),
+                None => CallerFloor::default(),
+            };
+            let tools = decide_worker(planned, modules.get(&index), &floor)?;
+            decided.push(tools);
+            floors.push(floor);
+        }
+        Ok(decided)
+    }
+}
+
+fn decide_worker(
+    planned: &PlannedWorker,
+    module: Option<&ModuleTools>,
+    floor: &CallerFloor,
+) -> Result<Vec<DecidedTool>> {
+    let worker = &planned.worker;
+    let source = worker.path.display().to_string();
+    let no_approval = ApprovalConfig::default();
+    let floors = Floors {
+        worker: worker.approval.as_ref(),
+        caller: Some(floor),
+    };
+    let mut tools = Vec::new();
+    let mut add = |toolset: Toolset,
+                   config: Option<&ApprovalConfig>,
+                   candidates: Vec<Candidate>,
+                   known: Vec<String>|
+     -> Result<()> {
+        let config = config.unwrap_or(&no_approval);
+        config.check_names(&known, &format!("{source}: toolsets.{}", toolset.as_str()))?;
+        let resolved = decide_toolset(toolset, config, &candidates, floors);
+        tools.extend(
+            candidates
+                .into_iter()
+                .zip(resolved)
+                .map(|(candidate, resolved)| DecidedTool {
+                    name: candidate.name,
+                    toolset,
+                    resolved,
+                }),
+        );
+        Ok(())
+    };
+    let toolsets = &worker.toolsets;
+    if let (Some(config), Some(names)) = (&toolsets.filesystem, &planned.filesystem_tools) {
+        add(
+            Toolset::Filesystem,
+            config.approval.as_ref(),
+            names.iter().map(|name| Candidate::plain(*name)).collect(),
+            strings(filesystem_tools(false)),
+        )?;
+    }
+    if let (Some(config), Some(group)) = (&toolsets.code_agent, planned.code_agent_group) {
+        add(
+            Toolset::CodeAgent,
+            config.approval.as_ref(),
+            group
+                .tools()
+                .iter()
+                .map(|name| Candidate::plain(*name))
+                .collect(),
+            strings(CodeAgentGroup::All.tools()),
+        )?;
+    }
+    if toolsets.shell.is_some() {
+        // The rules decide each command: the tool's own `needsApproval` is a function. A worker
+        // file's shell block has no approval of its own; the worker-level approval applies.
+        let shell = Candidate {
+            name: "shell".into(),
+            own: OwnApproval::Dynamic,
+        };
+        add(Toolset::Shell, None, vec![shell], vec!["shell".into()])?;
+    }
+    if toolsets.cli_execute.is_some() {
+        add(
+            Toolset::CliExecute,
+            None,
+            vec![Candidate::plain("cli_execute")],
+            vec!["cli_execute".into()],
+        )?;
+    }
+    if let Some(config) = &toolsets.custom {
+        let module = module.ok_or_else(|| {
+            Error::ConfigInvalid(format!(
+                "{source}: the tools module '{}' was not loaded before the approvals were decided",
+                config.module.display()
+            ))
+        })?;
+        add(
+            Toolset::ToolsModule,
+            config.approval.as_ref(),
+            module.selected.clone(),
+            module.available.clone(),
+        )?;
+    }
+    if let (Some(config), Some(registry)) = (&toolsets.executables, &planned.executables) {
+        let names: Vec<String> = registry
+            .tools()
+            .into_iter()
+            .map(|spec| format!("{EXECUTABLE_TOOL_PREFIX}{}", spec.name))
+            .collect();
+        let refs: Vec<&str> = names.iter().map(String::as_str).collect();
+        add(
+            Toolset::Executables,
+            config.approval.as_ref(),
+            names.iter().map(Candidate::plain).collect(),
+            known_names(Toolset::Executables, &refs),
+        )?;
+    }
+    if let Some(config) = &toolsets.workers {
+        let names: Vec<String> = planned.delegates.iter().map(|d| d.name.clone()).collect();
+        add(
+            Toolset::Workers,
+            config.approval.as_ref(),
+            names.iter().map(Candidate::plain).collect(),
+            names.clone(),
+        )?;
+    }
+    check_names(&source, worker.approval.as_ref(), &tools)?;
+    Ok(tools)
+}
+
+fn strings(names: &[&str]) -> Vec<String> {
+    names.iter().map(|name| name.to_string()).collect()
+}
+
+/// Reserved and duplicate names, and worker-level approval entries naming no tool.
+fn check_names(
+    source: &str,
+    worker_approval: Option<&ApprovalConfig>,
+    tools: &[DecidedTool],
+) -> Result<()> {
+    let mut seen = BTreeSet::new();
+    for tool in tools {
+        if RESERVED_TOOL_NAMES.contains(&tool.name.as_str()) {
+            return Err(Error::ConfigInvalid(format!(
+                "{source}: '{}' is a reserved tool name (it ends the run); rename that tool",
+                tool.name
+            )));
+        }
+        if !seen.insert(tool.name.as_str()) {
+            return Err(Error::ConfigInvalid(format!(
+                "{source}: two tools are named '{}'; rename one or leave one toolset out",
+                tool.name
+            )));
+        }
+    }
+    if let Some(approval) = worker_approval {
+        let names: Vec<&str> = seen.into_iter().collect();
+        approval.check_names(&names, &format!("{source}: the worker-level approval"))?;
+    }
+    Ok(())
+}

@@ -1,0 +1,272 @@
+//! The plan of a worker: its file and every worker it may call, read once and frozen, with each
+//! toolset's policy built (shell rules compiled, `cli_execute` binaries resolved, executable
+//! tools discovered, file-tool groups narrowed by `readonly`). The SDK builds the AI SDK tools
+//! from the plan and never reads a worker file itself; a call into a worker whose files changed
+//! since the plan was made is refused ([`WorkerPlan::verify`]).
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use super::{load_worker_stamped, LoadOptions, Worker};
+use crate::command::{CliExecute, ShellToolset};
+use crate::error::{Error, Result};
+use crate::executables::Registry;
+use crate::frozen::FrozenFiles;
+use crate::fs::config::{filesystem_tools, CodeAgentGroup};
+use crate::limits::{MAX_WORKERS_IN_GRAPH, MAX_WORKER_DEPTH};
+
+#[cfg(test)]
+mod tests;
+
+/// A worker this worker may call: the tool `name` runs the planned worker `worker`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Delegate {
+    /// The tool name (the called worker's name).
+    pub name: String,
+    /// The tool description the caller's model reads.
+    pub description: String,
+    /// Index of the called worker in the plan.
+    pub worker: usize,
+}
+
+/// One worker of the graph, with its toolsets' policies built.
+#[derive(Debug)]
+pub struct PlannedWorker {
+    pub worker: Worker,
+    /// The worker that calls this one (`None` for the top worker).
+    pub parent: Option<usize>,
+    /// The names of the workers from the top down to this one.
+    pub chain: Vec<String>,
+    /// `filesystem` tool names after `read_only` and the sandbox's `readonly`.
+    pub filesystem_tools: Option<Vec<&'static str>>,
+    /// `code_agent` group after the sandbox's `readonly`.
+    pub code_agent_group: Option<CodeAgentGroup>,
+    pub shell: Option<Arc<ShellToolset>>,
+    pub cli_execute: Option<Arc<CliExecute>>,
+    /// Discovered by [`WorkerPlan::discover`], then frozen.
+    pub executables: Option<Arc<Registry>>,
+    pub delegates: Vec<Delegate>,
+    /// This worker's own files (its worker file, its tools module, its executable tools).
+    files: Vec<PathBuf>,
+}
+
+impl PlannedWorker {
+    /// The files that belong to this worker, checked before it is called.
+    pub fn files(&self) -> &[PathBuf] {
+        &self.files
+    }
+}
+
+/// A worker and everything it may call, frozen when it was planned.
+#[derive(Debug)]
+pub struct WorkerPlan {
+    workers: Vec<PlannedWorker>,
+    files: FrozenFiles,
+}
+
+/// Reads the worker file at `path` and every worker it may call (transitively, each with its
+/// caller's sandbox), checks the graph (no cycles, at most [`MAX_WORKER_DEPTH`] deep, at most
+/// [`MAX_WORKERS_IN_GRAPH`] workers), builds every toolset's policy and freezes the files read.
+/// Executable tools are discovered by [`WorkerPlan::discover`], which runs processes.
+pub fn plan_worker(path: &Path, options: &LoadOptions) -> Result<WorkerPlan> {
+    let mut plan = WorkerPlan {
+        workers: Vec::new(),
+        files: FrozenFiles::default(),
+    };
+    let mut chain = Vec::new();
+    plan.add(path, options, None, &mut chain)?;
+    Ok(plan)
+}
+
+impl WorkerPlan {
+    /// The workers, the top one first; a worker always comes after the worker that calls it.
+    pub fn workers(&self) -> &[PlannedWorker] {
+        &self.workers
+    }
+
+    /// The worker at `index`.
+    pub fn worker(&self, index: usize) -> Result<&PlannedWorker> {
+        self.workers.get(index).ok_or_else(|| {
+            Error::InvalidInput(format!(
+                "the plan has no worker {index}; it has {}",
+                self.workers.len()
+            ))
+        })
+    }
+
+    /// Every frozen file of the graph.
+    pub fn frozen_files(&self) -> &FrozenFiles {
+        &self.files
+    }
+
+    fn add(
+        &mut self,
+        path: &Path,
+        options: &LoadOptions,
+        parent: Option<usize>,
+        chain: &mut Vec<PathBuf>,
+    ) -> Result<usize> {
+        if self.workers.len() >= MAX_WORKERS_IN_GRAPH {
+            return Err(Error::ConfigInvalid(format!(
+                "the delegation graph below '{}' holds more than {MAX_WORKERS_IN_GRAPH} workers (every call path counts); call fewer workers, or flatten the graph",
+                self.workers[0].worker.path.display()
+            )));
+        }
+        let (worker, stamp) = load_worker_stamped(path, options)?;
+        self.files.insert(&worker.path, stamp, "worker file");
+        let mut files = vec![worker.path.clone()];
+        if let Some(custom) = &worker.toolsets.custom {
+            self.files.freeze(&custom.module, "tools module");
+            files.push(custom.module.clone());
+        }
+        let names = parent
+            .map(|index| self.workers[index].chain.clone())
+            .unwrap_or_default();
+        let index = self.workers.len();
+        let planned = build(worker, parent, names, files)?;
+        let children = planned.worker.allowed_worker_paths.clone();
+        let sandbox = LoadOptions {
+            work_dir: Some(planned.worker.work_dir.clone()),
+            readonly: planned.worker.readonly,
+        };
+        chain.push(planned.worker.path.clone());
+        self.workers.push(planned);
+        for child in children {
+            check_chain(chain, &child)?;
+            let child_index = self.add(&child, &sandbox, Some(index), chain)?;
+            let called = &self.workers[child_index].worker;
+            let delegate = Delegate {
+                name: called.name.clone(),
+                description: called.description.clone().unwrap_or_else(|| {
+                    format!(
+                        "Runs the worker '{}' on a task and returns its answer.",
+                        called.name
+                    )
+                }),
+                worker: child_index,
+            };
+            self.workers[index].delegates.push(delegate);
+        }
+        chain.pop();
+        Ok(index)
+    }
+
+    /// Discovers the executable tools of every worker (descriptions run concurrently, the
+    /// cache answers for unchanged tools) and freezes them: a tool file that changes later is
+    /// refused when it is run, and when its worker is called.
+    pub async fn discover(&mut self) -> Result<()> {
+        for planned in &mut self.workers {
+            let Some(registry) = &planned.executables else {
+                continue;
+            };
+            registry.refresh(false).await?;
+            for path in registry.freeze().paths() {
+                self.files.freeze(path, "executable tool file");
+                planned.files.push(path.to_path_buf());
+            }
+        }
+        Ok(())
+    }
+
+    /// Checks that no file of the worker at `index` changed since the plan was made; called
+    /// before that worker runs as a delegate. The error names the file.
+    pub fn verify(&self, index: usize) -> Result<()> {
+        let planned = self.worker(index)?;
+        let what = match &planned.chain[..] {
+            [.., caller, _] => format!("calling worker '{}' from '{caller}'", planned.worker.name),
+            _ => format!("running worker '{}'", planned.worker.name),
+        };
+        self.files
+            .verify_paths(planned.files.iter().map(PathBuf::as_path), &what)
+    }
+}
+
+fn check_chain(chain: &[PathBuf], child: &Path) -> Result<()> {
+    let describe = || {
+        chain
+            .iter()
+            .map(|p| p.display().to_string())
+            .chain(std::iter::once(child.display().to_string()))
+            .collect::<Vec<_>>()
+            .join(" -> ")
+    };
+    if chain.iter().any(|path| path == child) {
+        return Err(Error::ConfigInvalid(format!(
+            "workers call each other in a cycle: {}; remove one of the allowed_workers entries",
+            describe()
+        )));
+    }
+    if chain.len() > MAX_WORKER_DEPTH {
+        return Err(Error::ConfigInvalid(format!(
+            "workers are nested more than {MAX_WORKER_DEPTH} deep: {}",
+            describe()
+        )));
+    }
+    Ok(())
+}
+
+/// Builds the policies of one worker's toolsets.
+fn build(
+    worker: Worker,
+    parent: Option<usize>,
+    mut chain: Vec<String>,
+    files: Vec<PathBuf>,
+) -> Result<PlannedWorker> {
+    let place = |toolset: &str, err: Error| match err {
+        Error::ConfigInvalid(message) => Error::ConfigInvalid(format!(
+            "{}: toolsets.{toolset}: {message}",
+            worker.path.display()
+        )),
+        other => other,
+    };
+    let toolsets = &worker.toolsets;
+    let filesystem_tools = toolsets
+        .filesystem
+        .as_ref()
+        .map(|config| filesystem_tools(worker.readonly || config.read_only).to_vec());
+    let code_agent_group =
+        toolsets
+            .code_agent
+            .as_ref()
+            .map(|config| match (worker.readonly, config.group) {
+                (true, CodeAgentGroup::All | CodeAgentGroup::Write) => CodeAgentGroup::Read,
+                (_, group) => group,
+            });
+    let shell = toolsets
+        .shell
+        .as_ref()
+        .map(|config| ShellToolset::new(&worker.work_dir, config).map(Arc::new))
+        .transpose()
+        .map_err(|err| place("shell", err))?;
+    let cli_execute = toolsets
+        .cli_execute
+        .as_ref()
+        .map(|config| CliExecute::new(&worker.work_dir, config).map(Arc::new))
+        .transpose()
+        .map_err(|err| place("cli_execute", err))?;
+    let config_dir = worker.path.parent().unwrap_or(Path::new("/"));
+    let executables = toolsets
+        .executables
+        .as_ref()
+        .map(|config| {
+            config
+                .registry_options(config_dir, &worker.work_dir)
+                .and_then(Registry::new)
+                .map(Arc::new)
+        })
+        .transpose()
+        .map_err(|err| place("executables", err))?;
+    chain.push(worker.name.clone());
+    Ok(PlannedWorker {
+        parent,
+        chain,
+        filesystem_tools,
+        code_agent_group,
+        shell,
+        cli_execute,
+        executables,
+        delegates: Vec::new(),
+        files,
+        worker,
+    })
+}

@@ -1,0 +1,284 @@
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use super::*;
+use crate::approval::{Candidate, Decision, OwnApproval, Toolset};
+use crate::worker::{DecidedTool, ModuleTools};
+
+fn dir() -> (tempfile::TempDir, PathBuf) {
+    let temp = tempfile::tempdir().unwrap();
+    let path = std::fs::canonicalize(temp.path()).unwrap();
+    (temp, path)
+}
+
+fn write(dir: &Path, name: &str, text: &str) -> PathBuf {
+    let path = dir.join(name);
+    std::fs::write(&path, text).unwrap();
+    path
+}
+
+fn plan(path: &Path) -> WorkerPlan {
+    plan_worker(path, &LoadOptions::default()).unwrap()
+}
+
+fn decision(tools: &[DecidedTool], name: &str) -> Decision {
+    tools
+        .iter()
+        .find(|tool| tool.name == name)
+        .unwrap_or_else(|| panic!("no tool {name} in {tools:?}"))
+        .resolved
+        .decision
+}
+
+fn decide(plan: &WorkerPlan) -> Vec<Vec<DecidedTool>> {
+    plan.decide(&BTreeMap::new()).unwrap()
+}
+
+#[test]
+fn the_graph_is_planned_top_down_with_the_callers_sandbox() {
+    let (_temp, d) = dir();
+    std::fs::create_dir(d.join("src")).unwrap();
+    let top = write(
+        &d,
+        "main.yaml",
+        "name: main\nsandbox: { readonly: true }\ntoolsets:\n  code_agent: {}\n  workers:\n    allowed_workers: [helper]\n",
+    );
+    write(
+        &d,
+        "helper.yaml",
+        "name: helper\ndescription: Helps\nsandbox: { restrict: /src }\ntoolsets:\n  filesystem: {}\n",
+    );
+    let plan = plan(&top);
+    let [main, helper] = plan.workers() else {
+        panic!("two workers expected")
+    };
+    assert_eq!(main.code_agent_group, Some(CodeAgentGroup::Read));
+    assert_eq!(
+        main.delegates,
+        [Delegate {
+            name: "helper".into(),
+            description: "Helps".into(),
+            worker: 1
+        }]
+    );
+    assert_eq!(helper.parent, Some(0));
+    assert_eq!(helper.chain, ["main", "helper"]);
+    assert_eq!(helper.worker.work_dir, d.join("src"));
+    // The caller's read-only sandbox is inherited: no write_file, no delete_file.
+    assert_eq!(
+        helper.filesystem_tools.as_deref(),
+        Some(&["read_file", "list_files", "file_exists", "file_info"][..])
+    );
+}
+
+/// Issue 10 item 9: a delegated run is at least as strict as its callers, tool by tool, all
+/// the way down.
+#[test]
+fn the_callers_decisions_are_a_floor_for_every_worker_below() {
+    let (_temp, d) = dir();
+    let top = write(
+        &d,
+        "main.yaml",
+        "name: main\ntoolsets:\n  filesystem:\n    approval: { tools: { write_file: blocked } }\n  workers:\n    allowed_workers: [helper]\n    approval: { default: preApproved }\n",
+    );
+    write(
+        &d,
+        "helper.yaml",
+        "name: helper\ntoolsets:\n  filesystem:\n    approval: { default: preApproved }\n  workers:\n    allowed_workers: [deep]\n",
+    );
+    write(
+        &d,
+        "deep.yaml",
+        "name: deep\napproval: { default: preApproved }\ntoolsets:\n  filesystem:\n    approval: { default: preApproved }\n",
+    );
+    let plan = plan(&top);
+    let decided = decide(&plan);
+    assert_eq!(decision(&decided[0], "write_file"), Decision::Blocked);
+    assert_eq!(decision(&decided[0], "helper"), Decision::PreApproved);
+    assert_eq!(decision(&decided[1], "write_file"), Decision::Blocked);
+    assert_eq!(decision(&decided[1], "delete_file"), Decision::Ask);
+    assert_eq!(decision(&decided[2], "write_file"), Decision::Blocked);
+    // delete_file is `ask` in main (documented default), so it stays at least `ask` below.
+    assert_eq!(decision(&decided[2], "delete_file"), Decision::Ask);
+    assert_eq!(decision(&decided[2], "read_file"), Decision::PreApproved);
+}
+
+/// Issue 10 item 10: `blocked` wins at every level.
+#[test]
+fn a_worker_level_default_cannot_unblock_a_blocked_tool() {
+    let (_temp, d) = dir();
+    let top = write(
+        &d,
+        "main.yaml",
+        "name: main\napproval: { default: preApproved }\ntoolsets:\n  filesystem:\n    approval: { tools: { delete_file: blocked } }\n",
+    );
+    let decided = decide(&plan(&top));
+    assert_eq!(decision(&decided[0], "delete_file"), Decision::Blocked);
+    assert_eq!(decision(&decided[0], "write_file"), Decision::Ask);
+    let top = write(
+        &d,
+        "tight.yaml",
+        "name: tight\napproval: { tools: { read_file: blocked }, default: ask }\ntoolsets:\n  filesystem: {}\n",
+    );
+    let decided = decide(&plan(&top));
+    assert_eq!(decision(&decided[0], "read_file"), Decision::Blocked);
+    assert_eq!(decision(&decided[0], "file_info"), Decision::Ask);
+}
+
+#[test]
+fn module_tools_are_decided_from_what_the_sdk_found() {
+    let (_temp, d) = dir();
+    write(&d, "tools.ts", "export {}\n");
+    let top = write(
+        &d,
+        "main.yaml",
+        "name: main\ntoolsets:\n  custom:\n    module: ./tools.ts\n    approval: { default: preApproved, tools: { deploy: blocked } }\n",
+    );
+    let plan = plan(&top);
+    let err = plan.decide(&BTreeMap::new()).unwrap_err();
+    assert!(err.to_string().contains("was not loaded"), "{err}");
+    let module = ModuleTools {
+        available: vec!["deploy".into(), "greet".into(), "ping".into()],
+        selected: vec![
+            Candidate::plain("greet"),
+            Candidate {
+                name: "ping".into(),
+                own: OwnApproval::from_flag(true),
+            },
+            Candidate {
+                name: "check".into(),
+                own: OwnApproval::Dynamic,
+            },
+        ],
+    };
+    let decided = plan.decide(&BTreeMap::from([(0, module.clone())])).unwrap();
+    let tools = &decided[0];
+    assert_eq!(decision(tools, "greet"), Decision::PreApproved);
+    assert_eq!(decision(tools, "ping"), Decision::Ask);
+    assert!(tools[2].resolved.dynamic);
+    assert!(tools
+        .iter()
+        .all(|tool| tool.toolset == Toolset::ToolsModule));
+
+    let typo = ModuleTools {
+        available: vec!["greet".into()],
+        ..module
+    };
+    let err = plan.decide(&BTreeMap::from([(0, typo)])).unwrap_err();
+    assert_eq!(err.code(), "CONFIG_INVALID");
+    assert!(err.to_string().contains("'deploy'"), "{err}");
+}
+
+#[test]
+fn approval_names_reserved_names_and_clashes_are_configuration_errors() {
+    let (_temp, d) = dir();
+    let cases = [
+        (
+            "name: a\napproval: { tools: { wirte_file: blocked } }\ntoolsets:\n  filesystem: {}\n",
+            "'wirte_file'",
+        ),
+        (
+            "name: a\ntoolsets:\n  filesystem:\n    approval: { tools: { file_read: ask } }\n",
+            "'file_read'",
+        ),
+        (
+            "name: a\ntoolsets:\n  workers:\n    allowed_workers: [task_completion]\n",
+            "reserved tool name",
+        ),
+        (
+            "name: a\ntoolsets:\n  workers:\n    allowed_workers: [b, ./b.yaml]\n",
+            "two tools are named 'b'",
+        ),
+        (
+            "name: a\ntoolsets:\n  executables:\n    dirs: [./tools]\n    approval: { tools: { wether: blocked } }\n",
+            "'wether'",
+        ),
+    ];
+    std::fs::create_dir(d.join("tools")).unwrap();
+    write(&d, "task_completion.yaml", "name: task_completion\n");
+    write(&d, "b.yaml", "name: b\n");
+    for (index, (yaml, expected)) in cases.iter().enumerate() {
+        let path = write(&d, &format!("case{index}.yaml"), yaml);
+        let err = plan(&path).decide(&BTreeMap::new()).unwrap_err();
+        assert_eq!(err.code(), "CONFIG_INVALID", "{yaml}");
+        let message = err.to_string();
+        assert!(message.contains(expected), "{yaml}: {message}");
+        assert!(message.contains(&format!("case{index}.yaml")), "{message}");
+    }
+}
+
+/// Issue 10 item 8: the graph is frozen when the top worker loads.
+#[test]
+fn a_file_of_the_graph_that_changed_after_planning_is_refused() {
+    let (_temp, d) = dir();
+    write(&d, "helper_tools.ts", "export {}\n");
+    let top = write(
+        &d,
+        "main.yaml",
+        "name: main\ntoolsets:\n  workers:\n    allowed_workers: [helper]\n",
+    );
+    write(
+        &d,
+        "helper.worker",
+        "---\nname: helper\ntoolsets:\n  custom:\n    module: ./helper_tools.ts\n  workers:\n    allowed_workers: [deep]\n---\nHelp.\n",
+    );
+    write(&d, "deep.yaml", "name: deep\n");
+    let plan = plan(&top);
+    plan.verify(1).unwrap();
+    plan.verify(2).unwrap();
+
+    write(&d, "deep.yaml", "name: deep\ninstructions: changed\n");
+    plan.verify(1).unwrap();
+    let message = plan.verify(2).unwrap_err().to_string();
+    assert!(
+        message.contains("deep.yaml' changed after the run started"),
+        "{message}"
+    );
+    assert!(
+        message.contains("calling worker 'deep' from 'helper'"),
+        "{message}"
+    );
+
+    write(&d, "helper_tools.ts", "import './evil.mjs'\n");
+    let message = plan.verify(1).unwrap_err().to_string();
+    assert!(message.contains("tools module"), "{message}");
+    assert!(message.contains("helper_tools.ts"), "{message}");
+
+    let plan = super::plan_worker(&top, &LoadOptions::default()).unwrap();
+    write(
+        &d,
+        "helper.worker",
+        "---\nname: helper\ntoolsets:\n  custom:\n    module: ./evil.mjs\n---\nHelp.\n",
+    );
+    let message = plan.verify(1).unwrap_err().to_string();
+    assert!(message.contains("worker file"), "{message}");
+    assert!(message.contains("helper.worker"), "{message}");
+}
+
+#[test]
+fn too_many_workers_in_one_graph_are_refused() {
+    let (_temp, d) = dir();
+    // Four levels of eight: far more call paths than the limit.
+    for level in 0..4 {
+        let next: Vec<String> = (0..8)
+            .map(|i| format!("./l{}_{i}.yaml", level + 1))
+            .collect();
+        for i in 0..8 {
+            let workers = if level < 3 {
+                format!(
+                    "toolsets:\n  workers:\n    allowed_workers: [{}]\n",
+                    next.join(", ")
+                )
+            } else {
+                String::new()
+            };
+            write(
+                &d,
+                &format!("l{level}_{i}.yaml"),
+                &format!("name: w{level}_{i}\n{workers}"),
+            );
+        }
+    }
+    let err = plan_worker(&d.join("l0_0.yaml"), &LoadOptions::default()).unwrap_err();
+    assert!(err.to_string().contains("more than 64 workers"), "{err}");
+}

@@ -1,0 +1,359 @@
+//! Approval decisions for the SDK's standalone functions (`wrapWithDefaultApproval`, the
+//! toolset functions). Worker files get theirs from the plan (`worker.rs`); both call
+//! the core's one resolve function.
+
+use napi::bindgen_prelude::Unknown;
+use napi::Env;
+use napi_derive::napi;
+use toolgate_core::approval::{
+    self, blocked_error, decide_toolset, known_names, ApprovalConfig, Candidate, Floors, Resolved,
+    Toolset,
+};
+use toolgate_core::fs::config::{filesystem_tools, CodeAgentGroup as CoreGroup};
+use toolgate_core::options::{
+    CodeAgentOptions, CreateCustomToolOptions, FilesystemOptions, LoadCustomToolsOptions,
+    ResolveModelOptions, RunWorkerOptions,
+};
+
+use crate::enums::{CodeAgentGroup, Decision, OwnApproval, ToolsetKind};
+use crate::error::{infallible, sync};
+use crate::js_value;
+
+/// A tool to decide: its name and its own `needsApproval`.
+#[napi(object, object_to_js = false)]
+pub struct ToolCandidate {
+    pub name: String,
+    pub own: OwnApproval,
+}
+
+impl From<ToolCandidate> for Candidate {
+    fn from(tool: ToolCandidate) -> Self {
+        Candidate {
+            name: tool.name,
+            own: tool.own.into(),
+        }
+    }
+}
+
+/// The effective approval of one tool.
+#[napi(object, object_from_js = false)]
+pub struct ResolvedApproval {
+    pub name: String,
+    pub decision: Decision,
+    /// The tool's own `needsApproval` function decides each call (only with `preApproved`).
+    pub dynamic: bool,
+    /// The `TOOL_BLOCKED` message a direct call of a blocked tool throws.
+    pub blocked_message: Option<String>,
+}
+
+impl ResolvedApproval {
+    /// The approval of tool `name`.
+    pub fn new(name: String, resolved: Resolved) -> Self {
+        let blocked_message = (resolved.decision == approval::Decision::Blocked)
+            .then(|| blocked_error(&name).to_string());
+        Self {
+            decision: resolved.decision.into(),
+            dynamic: resolved.dynamic,
+            blocked_message,
+            name,
+        }
+    }
+}
+
+/// Reads an approval block (`{ default?, tools? }`) strictly; `place` names it in errors.
+fn approval_config(
+    env: &Env,
+    value: Option<Unknown<'_>>,
+    place: &str,
+) -> toolgate_core::Result<ApprovalConfig> {
+    js_value::config(env, value).map_err(|err| prefixed(place, err))
+}
+
+fn prefixed(place: &str, err: toolgate_core::Error) -> toolgate_core::Error {
+    match err {
+        toolgate_core::Error::ConfigInvalid(message) => {
+            toolgate_core::Error::ConfigInvalid(format!("{place}: {message}"))
+        }
+        other => other,
+    }
+}
+
+/// Decides `tools` of one toolset with its approval block: unknown names in the block are
+/// refused (`known` lists the accepted names; default: the toolset's tools), then each tool
+/// gets its effective decision.
+fn decide(
+    toolset: Toolset,
+    tools: Vec<Candidate>,
+    config: &ApprovalConfig,
+    known: Vec<String>,
+    place: &str,
+) -> toolgate_core::Result<Vec<ResolvedApproval>> {
+    // A standalone tool may share one approval block with others (`wrapWithDefaultApproval`
+    // over a list), so only toolsets check that every entry names one of their tools.
+    if toolset != Toolset::Standalone {
+        config.check_names(&known, place)?;
+    }
+    let resolved = decide_toolset(toolset, config, &tools, Floors::default());
+    Ok(tools
+        .into_iter()
+        .zip(resolved)
+        .map(|(tool, resolved)| ResolvedApproval::new(tool.name, resolved))
+        .collect())
+}
+
+/// Decides the tools of a toolset from its `approval` option (`{ default?, tools? }`), with
+/// the documented defaults of that toolset. `known` lists the names the block may use (default:
+/// the names of `tools`, and for executable tools also without their prefix). Throws
+/// `CONFIG_INVALID` for an unknown key or a name that is not one of the tools (except for
+/// `tool`: a standalone tool's block may name other tools); `place` names the block in the
+/// message (default: `<toolset> approval`).
+#[napi]
+pub fn decide_toolset_approval(
+    env: Env,
+    toolset: ToolsetKind,
+    tools: Vec<ToolCandidate>,
+    approval: Option<Unknown<'_>>,
+    known: Option<Vec<String>>,
+    place: Option<String>,
+) -> napi::Result<Vec<ResolvedApproval>> {
+    let toolset = Toolset::from(toolset);
+    sync(&env, "decideToolsetApproval", || {
+        let place = place.unwrap_or_else(|| format!("{} approval", toolset.as_str()));
+        let config = approval_config(&env, approval, &place)?;
+        let tools: Vec<Candidate> = tools.into_iter().map(Into::into).collect();
+        let known = known.unwrap_or_else(|| {
+            let names: Vec<&str> = tools.iter().map(|tool| tool.name.as_str()).collect();
+            known_names(toolset, &names)
+        });
+        decide(toolset, tools, &config, known, &place)
+    })
+}
+
+/// Checks an approval block; `place` names it in the `CONFIG_INVALID` message.
+#[napi]
+pub fn check_approval_config(
+    env: Env,
+    config: Option<Unknown<'_>>,
+    place: String,
+) -> napi::Result<()> {
+    sync(&env, "checkApprovalConfig", || {
+        approval_config(&env, config, &place).map(|_| ())
+    })
+}
+
+/// `filesystemToolset`: the work directory, the tools offered (after `readOnly`) with their
+/// approvals, and deprecation notes.
+#[napi(object, object_from_js = false)]
+pub struct FileToolsetPlan {
+    pub work_dir: String,
+    pub tools: Vec<ResolvedApproval>,
+    pub deprecations: Vec<String>,
+}
+
+/// Reads `filesystemToolset` options strictly and decides its tools.
+#[napi]
+pub fn plan_filesystem_toolset(env: Env, options: Unknown<'_>) -> napi::Result<FileToolsetPlan> {
+    sync(&env, "filesystemToolset", || {
+        let options: FilesystemOptions = js_value::config(&env, Some(options))?;
+        let work_dir = options.work_dir()?;
+        let tools = filesystem_tools(options.read_only)
+            .iter()
+            .map(|name| Candidate::plain(*name))
+            .collect();
+        let config = options.approval.unwrap_or_default();
+        let known = filesystem_tools(false)
+            .iter()
+            .map(|n| n.to_string())
+            .collect();
+        Ok(FileToolsetPlan {
+            work_dir: work_dir.path.display().to_string(),
+            tools: decide(
+                Toolset::Filesystem,
+                tools,
+                &config,
+                known,
+                "filesystem approval",
+            )?,
+            deprecations: work_dir.deprecation.into_iter().collect(),
+        })
+    })
+}
+
+/// Reads `codeAgentTools` options strictly and decides the tools of the group.
+#[napi]
+pub fn plan_code_agent_tools(env: Env, options: Unknown<'_>) -> napi::Result<FileToolsetPlan> {
+    sync(&env, "codeAgentTools", || {
+        let options: CodeAgentOptions = js_value::config(&env, Some(options))?;
+        let work_dir = toolgate_core::options::WorkDir::resolve(options.work_dir)?;
+        let tools = options
+            .group
+            .tools()
+            .iter()
+            .map(|name| Candidate::plain(*name))
+            .collect();
+        let config = options.approval.unwrap_or_default();
+        let known = CoreGroup::All
+            .tools()
+            .iter()
+            .map(|n| n.to_string())
+            .collect();
+        Ok(FileToolsetPlan {
+            work_dir: work_dir.display().to_string(),
+            tools: decide(
+                Toolset::CodeAgent,
+                tools,
+                &config,
+                known,
+                "code_agent approval",
+            )?,
+            deprecations: Vec::new(),
+        })
+    })
+}
+
+/// The tool names of each code-agent group, in the order they are offered.
+#[napi]
+pub fn code_agent_group_tools(env: Env, group: CodeAgentGroup) -> napi::Result<Vec<String>> {
+    infallible(&env, "codeAgentGroupTools", || group_tools(group))
+}
+
+fn group_tools(group: CodeAgentGroup) -> Vec<String> {
+    let core = match group {
+        CodeAgentGroup::Search => CoreGroup::Search,
+        CodeAgentGroup::Read => CoreGroup::Read,
+        CodeAgentGroup::Write => CoreGroup::Write,
+        CodeAgentGroup::All => CoreGroup::All,
+    };
+    core.tools().iter().map(|name| name.to_string()).collect()
+}
+
+/// The documented default approval of every tool of a toolset.
+#[napi]
+pub fn documented_approvals(
+    env: Env,
+    toolset: ToolsetKind,
+    tools: Vec<String>,
+) -> napi::Result<Vec<ResolvedApproval>> {
+    let toolset = Toolset::from(toolset);
+    infallible(&env, "documentedApprovals", || {
+        tools
+            .into_iter()
+            .map(|name| {
+                let decision = toolset.documented_default(&name);
+                ResolvedApproval::new(
+                    name,
+                    Resolved {
+                        decision,
+                        dynamic: false,
+                    },
+                )
+            })
+            .collect()
+    })
+}
+
+/// `createCustomTool`: where tools are written, and the approval of the tool itself.
+#[napi(object, object_from_js = false)]
+pub struct CreateCustomToolPlan {
+    pub work_dir: String,
+    pub dir: String,
+    pub approval: ResolvedApproval,
+}
+
+/// Reads `createCustomTool` options strictly and decides its approval (default `ask`).
+#[napi]
+pub fn plan_create_custom_tool(
+    env: Env,
+    options: Option<Unknown<'_>>,
+) -> napi::Result<CreateCustomToolPlan> {
+    sync(&env, "createCustomTool", || {
+        let options: CreateCustomToolOptions = js_value::config(&env, options)?;
+        let (work_dir, dir) = options.directories()?;
+        let config = options.approval.clone().unwrap_or_default();
+        let name = "create_custom_tool".to_string();
+        let mut decided = decide(
+            Toolset::CreateCustomTool,
+            vec![Candidate::plain(name.clone())],
+            &config,
+            vec![name],
+            "create_custom_tool approval",
+        )?;
+        Ok(CreateCustomToolPlan {
+            work_dir: work_dir.display().to_string(),
+            dir: dir.display().to_string(),
+            approval: decided.remove(0),
+        })
+    })
+}
+
+/// `loadCustomTools` options, checked.
+#[napi(object, object_from_js = false)]
+pub struct CheckedLoadCustomToolsOptions {
+    /// The whitelist without repeats, in order.
+    pub tools: Option<Vec<String>>,
+    pub base_dir: Option<String>,
+}
+
+/// Reads `loadCustomTools` options strictly (the approval block is decided with the tools).
+#[napi]
+pub fn check_load_custom_tools_options(
+    env: Env,
+    options: Option<Unknown<'_>>,
+) -> napi::Result<CheckedLoadCustomToolsOptions> {
+    sync(&env, "loadCustomTools", || {
+        let options: LoadCustomToolsOptions = js_value::config(&env, options)?;
+        let tools = options.tools.map(|tools| {
+            let mut seen = std::collections::BTreeSet::new();
+            tools
+                .into_iter()
+                .filter(|name| seen.insert(name.clone()))
+                .collect()
+        });
+        Ok(CheckedLoadCustomToolsOptions {
+            tools,
+            base_dir: options.base_dir.map(|dir| dir.display().to_string()),
+        })
+    })
+}
+
+/// `runWorker` options, checked.
+#[napi(object, object_from_js = false)]
+pub struct CheckedRunWorkerOptions {
+    pub max_steps: Option<u32>,
+}
+
+/// Reads `runWorker` options strictly (functions, signals and models are the SDK's).
+#[napi]
+pub fn check_run_worker_options(
+    env: Env,
+    options: Option<Unknown<'_>>,
+) -> napi::Result<CheckedRunWorkerOptions> {
+    sync(&env, "runWorker", || {
+        let options: RunWorkerOptions = js_value::config(&env, options)?;
+        Ok(CheckedRunWorkerOptions {
+            max_steps: options
+                .max_steps
+                .map(|steps| u32::try_from(steps.0).unwrap_or(u32::MAX)),
+        })
+    })
+}
+
+/// Reads `resolveModel` options strictly; returns the base URL, if given.
+#[napi]
+pub fn check_resolve_model_options(
+    env: Env,
+    options: Option<Unknown<'_>>,
+) -> napi::Result<Option<String>> {
+    sync(&env, "resolveModel", || {
+        js_value::config::<ResolveModelOptions>(&env, options).map(|options| options.base_url)
+    })
+}
+
+/// Checks a tool name as the model sees it (`^[a-zA-Z0-9_-]+$`, at most 64 characters);
+/// returns the reason it is not acceptable, or `null`.
+#[napi]
+pub fn tool_name_problem(env: Env, name: String) -> napi::Result<Option<String>> {
+    infallible(&env, "toolNameProblem", || {
+        toolgate_core::limits::check_tool_name(&name, "").err()
+    })
+}

@@ -1,0 +1,104 @@
+//! One killable handle and one result for every process toolgate runs: `exec`, `cli_execute`,
+//! `shell` and executable tools.
+
+use std::sync::Mutex;
+
+use napi::bindgen_prelude::Unknown;
+use napi::Env;
+use napi_derive::napi;
+use toolgate_core::exec::AbortHandle;
+use toolgate_core::options::ExecOptions;
+use toolgate_core::process::{self, Job};
+
+use crate::error::{guarded, infallible, sync, Settled};
+use crate::js_value;
+
+/// What a process produced. Exit codes, signals, timeouts and aborts are data, not errors.
+#[napi(object, object_from_js = false)]
+pub struct ProcessResult {
+    /// `null` when a signal ended the process.
+    pub exit_code: Option<i32>,
+    /// The terminating signal (`SIGKILL`), or `null`.
+    pub signal: Option<String>,
+    pub stdout: String,
+    pub stderr: String,
+    /// Whether stdout or stderr was cut at the cap.
+    pub truncated: bool,
+    pub timed_out: bool,
+    pub aborted: bool,
+    pub duration_ms: f64,
+    /// An executable tool's result (its stdout parsed as JSON when it is JSON, else the text);
+    /// absent for other processes.
+    pub value: Option<serde_json::Value>,
+}
+
+impl From<process::ProcessResult> for ProcessResult {
+    fn from(out: process::ProcessResult) -> Self {
+        Self {
+            exit_code: out.exit_code,
+            signal: out.signal,
+            stdout: out.stdout,
+            stderr: out.stderr,
+            truncated: out.truncated,
+            timed_out: out.timed_out,
+            aborted: out.aborted,
+            duration_ms: out.duration.as_secs_f64() * 1000.0,
+            value: out.value,
+        }
+    }
+}
+
+/// A checked process that has not started. `wait()` starts it (on toolgate's I/O runtime, so
+/// that many processes start in parallel without blocking JavaScript) and resolves with its
+/// result; `kill()` stops its whole process group, also before it has started.
+#[napi]
+pub struct ProcessHandle {
+    abort: AbortHandle,
+    job: Mutex<Option<Job>>,
+}
+
+impl From<Job> for ProcessHandle {
+    fn from(job: Job) -> Self {
+        Self {
+            abort: job.abort_handle(),
+            job: Mutex::new(Some(job)),
+        }
+    }
+}
+
+#[napi]
+impl ProcessHandle {
+    /// Stops the process group (TERM, a short grace, KILL); `wait()` then resolves with
+    /// `aborted: true` (a tool run rejects with `TOOL_FAILED`).
+    #[napi]
+    pub fn kill(&self, env: Env) -> napi::Result<()> {
+        infallible(&env, "ProcessHandle.kill", || self.abort.abort())
+    }
+
+    /// Runs the process once. Rejects with `BINARY_NOT_FOUND` or `SPAWN_FAILED` when it cannot
+    /// start, `OUTPUT_BLOCKED` when a `deny_output` block pattern matches, and for tools with
+    /// `TIMEOUT` or `TOOL_FAILED`.
+    #[napi(ts_return_type = "Promise<ProcessResult>")]
+    pub async fn wait(&self) -> Settled<ProcessResult> {
+        let job = self.job.lock().ok().and_then(|mut slot| slot.take());
+        guarded("ProcessHandle.wait", async move {
+            let job = job.ok_or_else(|| {
+                toolgate_core::Error::InvalidInput(
+                    "wait() was already called on this process".into(),
+                )
+            })?;
+            job.run().await.map(ProcessResult::from)
+        })
+        .await
+    }
+}
+
+/// Prepares a process for `exec` (no shell, exact environment, own process group); `wait()`
+/// runs it. Throws `INVALID_INPUT` for options that are unknown or out of range.
+#[napi]
+pub fn prepare_process(env: Env, options: Unknown<'_>) -> napi::Result<ProcessHandle> {
+    sync(&env, "prepareProcess", || {
+        let options: ExecOptions = js_value::input(&env, Some(options))?;
+        Ok(Job::exec(options.into_request()?).into())
+    })
+}

@@ -1,0 +1,78 @@
+import { createInterface } from 'node:readline';
+import { ToolgateError } from '../../native/errors.js';
+import { UsageError } from './errors.js';
+import { writeJson } from './format.js';
+import type { Flags } from './options.js';
+import { registryFor } from './registry.js';
+
+function parseInput(text: string | undefined): unknown {
+  if (text === undefined) return {};
+  try {
+    return JSON.parse(text);
+  } catch (error) {
+    throw new ToolgateError('INVALID_INPUT', `the input is not valid JSON (${(error as Error).message}); pass one JSON object, e.g. '{"city": "Oslo"}'`);
+  }
+}
+
+function parseTimeout(text: string | undefined): number | undefined {
+  if (text === undefined) return undefined;
+  const seconds = Number(text);
+  if (!Number.isFinite(seconds) || seconds <= 0) throw new UsageError(`--timeout must be a positive number of seconds, got '${text}'`);
+  return seconds * 1000;
+}
+
+/** Asks on the terminal; resolves true only for an explicit yes. */
+async function askApproval(name: string, input: unknown): Promise<boolean> {
+  const rl = createInterface({ input: process.stdin, output: process.stderr });
+  try {
+    const answer = await new Promise<string>((resolveAnswer) => {
+      rl.question(`Run tool '${name}' with input ${JSON.stringify(input)}? [y/N] `, resolveAnswer);
+      rl.once('close', () => resolveAnswer(''));
+    });
+    return /^(y|yes)$/i.test(answer.trim());
+  } finally {
+    rl.close();
+  }
+}
+
+/** `toolgate tools call <name> [json]`: runs a tool, asking for approval first. */
+export async function call(flags: Flags, [name, json]: string[]): Promise<number> {
+  const input = parseInput(json);
+  const timeoutMs = parseTimeout(flags.timeout);
+  const registry = registryFor(flags, undefined, undefined, timeoutMs);
+  const discovery = await registry.refresh();
+  const relevant = discovery.diagnostics.filter((d) => d.kind !== 'shadowed');
+  const prepared = registry.prepare(name as string, input); // TOOL_NOT_FOUND / INVALID_INPUT before any question
+  if (!flags.yes) {
+    if (!process.stdin.isTTY) {
+      prepared.kill();
+      throw new ToolgateError(
+        'APPROVAL_DENIED',
+        `tool '${name}' needs approval and there is no terminal to ask; pass --yes to run it without asking`,
+      );
+    }
+    if (!(await askApproval(name as string, input))) {
+      prepared.kill();
+      throw new ToolgateError('APPROVAL_DENIED', `tool '${name}' was not approved; nothing ran`);
+    }
+  }
+  // Ctrl-C reaches only our process group; the tool runs in its own, so kill it explicitly.
+  const controller = new AbortController();
+  const onInterrupt = () => controller.abort(new ToolgateError('TOOL_FAILED', `tool '${name}' was interrupted`));
+  process.once('SIGINT', onInterrupt);
+  try {
+    const output = await prepared.start(controller.signal);
+    if (flags.json) {
+      writeJson({ result: output.result, durationMs: output.durationMs, truncated: output.truncated });
+    } else {
+      const text = typeof output.result === 'string' ? output.result : JSON.stringify(output.result, null, 2);
+      process.stdout.write(`${text}\n`);
+      if (relevant.length > 0 && process.stderr.isTTY) {
+        process.stderr.write(`(${relevant.length} other tool problem(s); see 'toolgate tools list')\n`);
+      }
+    }
+    return 0;
+  } finally {
+    process.removeListener('SIGINT', onInterrupt);
+  }
+}

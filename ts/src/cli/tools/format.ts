@@ -1,0 +1,40 @@
+import { isAbsolute, relative } from 'node:path';
+import { LIMITS } from '../../native/constants.js';
+import type { ExecutableToolDiagnostic, ExecutableToolSpec } from '../../toolsets/executables.js';
+
+/** A path as the user would type it: relative to the current directory when inside it. */
+export function shown(path: string): string {
+  const rel = relative(process.cwd(), path);
+  return rel && !rel.startsWith('..') && !isAbsolute(rel) ? rel : path;
+}
+
+export function writeJson(value: unknown): void {
+  process.stdout.write(`${JSON.stringify(value, null, 2)}\n`);
+}
+
+export function firstLine(text: string, width: number): string {
+  const line = text.split('\n')[0] ?? '';
+  return line.length > width ? `${line.slice(0, width - 1)}…` : line;
+}
+
+export function table(rows: string[][]): string {
+  const widths = rows[0]?.map((_, column) => Math.max(...rows.map((row) => (row[column] ?? '').length))) ?? [];
+  return rows
+    .map((row) =>
+      row
+        .map((cell, column) => (column === row.length - 1 ? cell : cell.padEnd(widths[column] ?? 0)))
+        .join('  ')
+        .trimEnd(),
+    )
+    .join('\n');
+}
+
+export function problems(diagnostics: readonly ExecutableToolDiagnostic[]): string {
+  if (diagnostics.length === 0) return '';
+  const lines = diagnostics.map((d) => `  ${d.kind.replace('_', ' ')}: ${shown(d.path)}\n    ${d.reason.replace(/\n/g, '\n    ')}`);
+  return `\nProblems (${diagnostics.length}):\n${lines.join('\n')}\n`;
+}
+
+export function specJson(spec: ExecutableToolSpec) {
+  return { ...spec, modelName: `${LIMITS.executableToolPrefix}${spec.name}` };
+}
