@@ -6,11 +6,11 @@
 //! must stay inside the work directory or a read root. The candidates of an argument are:
 //!
 //! - the argument itself;
-//! - what follows each `=`, `@` and `<`: `--file=/etc/shadow`, `if=/etc/shadow`, curl's
+//! - what follows each `=` and `@`: `--file=/etc/shadow`, `if=/etc/shadow`, curl's
 //!   `-d @file`, `-F 'name=<file'`, `--data-urlencode name@file`, httpie's `field:=@file`;
 //! - each element of a list separated by `:`, `,`, `;`, `{` or `}` (`--include=src:/etc`,
 //!   `-Wl,-rpath,/x`, `name=@file;type=text/plain`, curl's `%output{/x}`), and what follows an
-//!   `=`, `@` or `<` in it;
+//!   `=` or `@` in it;
 //! - for a single-dash argument, the value attached to a short flag: what follows the first
 //!   letter (`-f/etc/x`), and what follows a run of letters when it starts like a path
 //!   (`-xvf/etc/x`);
@@ -236,9 +236,10 @@ impl<'a> Collector<'a> {
         }
     }
 
-    /// Adds what follows each `=`, `@` and `<` in `text`.
+    /// Adds what follows each `=` and `@` in `text` (a `<` right after `=` or at the start is
+    /// removed by [`add`](Self::add); elsewhere it is text such as `a<b>`).
     fn add_values(&mut self, text: &'a str) {
-        for (at, _) in text.match_indices(['=', '@', '<']) {
+        for (at, _) in text.match_indices(['=', '@']) {
             self.add(&text[at + 1..], false);
         }
     }
@@ -272,36 +273,57 @@ pub(crate) fn candidates_of(arg: &str) -> Vec<Candidate<'_>> {
     out.list
 }
 
-/// The elements of a list separated by `:`, `,`, `;`, `{` or `}`; the piece after `scheme:`
-/// that starts with `//` is marked as a URL authority.
+/// The elements of a list separated by `:`, `,`, `;` or `{`, each ending at the next of these or
+/// at `}` (what follows a `}` is the text around a group, not an element: in
+/// `https://x/{a,b}/y` the elements are `a` and `b`). The piece after `scheme:` that starts
+/// with `//` is marked as a URL authority, and the whole `scheme://…` up to the next separator
+/// other than `:` is an element too (`a,ftp://x` is `a` and `ftp://x`).
 fn list_pieces(arg: &str) -> Vec<Candidate<'_>> {
     let mut pieces = Vec::new();
-    let mut start = 0;
+    // Where the current element starts; `None` after a `}`, until the next separator.
+    let mut start = Some(0);
     let mut authority_next = false;
     for (at, separator) in arg.match_indices([':', ',', ';', '{', '}']) {
-        let piece = &arg[start..at];
+        let Some(from) = start else {
+            start = (separator != "}").then_some(at + 1);
+            authority_next = false;
+            continue;
+        };
+        let piece = &arg[from..at];
         pieces.push(Candidate {
             text: piece,
             url_authority: authority_next,
         });
-        authority_next =
-            separator == ":" && arg[at + 1..].starts_with("//") && ends_with_scheme(piece);
-        start = at + 1;
+        let scheme = scheme_at_end(piece);
+        authority_next = separator == ":" && arg[at + 1..].starts_with("//") && scheme.is_some();
+        if let (true, Some(scheme)) = (authority_next, scheme) {
+            let end = arg[at..]
+                .find([',', ';', '{', '}'])
+                .map_or(arg.len(), |offset| at + offset);
+            pieces.push(Candidate {
+                text: &arg[from + scheme..end],
+                url_authority: false,
+            });
+        }
+        start = (separator != "}").then_some(at + 1);
     }
-    pieces.push(Candidate {
-        text: &arg[start..],
-        url_authority: authority_next,
-    });
+    if let Some(from) = start {
+        pieces.push(Candidate {
+            text: &arg[from..],
+            url_authority: authority_next,
+        });
+    }
     pieces
 }
 
-/// Whether `text` ends with an RFC 3986 scheme name (`https`, `git+ssh`, `--url=ftp`).
-fn ends_with_scheme(text: &str) -> bool {
+/// Where the RFC 3986 scheme name that `text` ends with starts (`https`, `git+ssh`,
+/// `--url=ftp`), or `None`.
+fn scheme_at_end(text: &str) -> Option<usize> {
     let start = text
         .rfind(|c: char| !(c.is_ascii_alphanumeric() || matches!(c, '+' | '-' | '.')))
         .map_or(0, |i| i + 1);
     let scheme = text[start..].trim_start_matches(|c: char| !c.is_ascii_alphabetic());
-    !scheme.is_empty()
+    (!scheme.is_empty()).then(|| text.len() - scheme.len())
 }
 
 /// `<base>` in git's `url.<base>.insteadOf` / `url.<base>.pushInsteadOf` (any case): a URL or
@@ -453,6 +475,8 @@ mod tests {
             "http://localhost:8080/x?y=1&z=2",
             "https://user@host.example:8443/a",
             "http://[::1]:8080/",
+            "http://127.0.0.1:9/{a,b}/[1-2].png",
+            "%{http_code}/%{size_download}",
             "git clone https://host/x.git",
             "https://host/x.git",
             "git@github.com:org/repo.git",
@@ -470,6 +494,8 @@ mod tests {
             "name=@src/main.rs;type=text/plain",
             r#"{"key":"value","n":[1,2]}"#,
             "12:30",
+            "name=<b>bold</b>",
+            "a<b",
         ] {
             passes(&c, arg);
         }
@@ -520,6 +546,8 @@ mod tests {
             "--url=https://../../outside/secret",
             "src:https://../../x",
             "a,ftp://etc",
+            "a,x://secret",
+            "--files=a;x://secret;b",
             "gopher://tmp/x",
             "any:///etc/passwd",
             "scheme://../x",
