@@ -73,13 +73,17 @@ describe('PATH_OUTSIDE_ROOT says the same whatever lies outside', () => {
     await expectOneShape(asked.map((path) => [path, () => validator.resolve(path)]));
   });
 
-  it('from the file tools: read, info, exists and write', async () => {
+  it('from the file tools: read, info, exists, write, edit, glob, grep, tree', async () => {
     const files = new FileTools(fx.work);
     for (const operation of [
       (path: string) => files.read({ path }),
       (path: string) => files.info(path),
       (path: string) => files.exists(path),
       (path: string) => files.write(path, 'x'),
+      (path: string) => files.edit({ path, oldText: 'a', newText: 'b' }),
+      (path: string) => files.glob({ pattern: '*', path }),
+      (path: string) => files.grep({ pattern: 'SECRET', path }),
+      (path: string) => files.tree({ path }),
     ]) {
       await expectOneShape(asked.map((path) => [path, () => operation(path)]));
     }

@@ -16,7 +16,8 @@
 //!   `docker compose`), which is how multi-call programs such as git dispatch on their name.
 //!   The pattern's words must then appear in order, with only options (`-C .`, `-c a=b`,
 //!   `--no-pager`, each option possibly followed by its value) before and between them:
-//!   `git -C . push` and `git --git-dir=x -c a=b push` match `git push`.
+//!   `git -C . push` and `git --git-dir=x -c a=b push` match `git push`, and so does
+//!   `git -c alias.p=push p` (an alias defined in the arguments is spelled out).
 //!
 //! The match that covers the most of the command wins (exact: the pattern's word count; loose:
 //! up to the last word matched, options included); equal spans resolve to the strictest
@@ -158,6 +159,27 @@ fn views<'a>(key: &'a ProgramKey, args: &'a [String]) -> Vec<View<'a>> {
         id: key.id,
         args: args.iter().map(String::as_str).collect(),
     }];
+    // `git -c alias.p=push p` runs `git push`: a view with each alias spelled out.
+    for (name, value) in alias_definitions(args) {
+        let words: Vec<&str> = value
+            .trim_start_matches('!')
+            .split_whitespace()
+            .skip_while(|word| word.eq_ignore_ascii_case(&key.basename))
+            .collect();
+        let mut expanded = Vec::with_capacity(args.len() + words.len());
+        for arg in args {
+            if arg.eq_ignore_ascii_case(name) {
+                expanded.extend(words.iter().copied());
+            } else {
+                expanded.push(arg.as_str());
+            }
+        }
+        all.push(View {
+            names: all[0].names.clone(),
+            id: key.id,
+            args: expanded,
+        });
+    }
     for (at, _) in key.basename.match_indices('-') {
         let (program, sub) = (&key.basename[..at], &key.basename[at + 1..]);
         if program.is_empty() || sub.is_empty() {
@@ -172,6 +194,26 @@ fn views<'a>(key: &'a ProgramKey, args: &'a [String]) -> Vec<View<'a>> {
         });
     }
     all
+}
+
+/// Command aliases defined in the arguments (`-c alias.<name>=<value>`, `-calias.<name>=…`, as
+/// git takes them): (name, value).
+fn alias_definitions(args: &[String]) -> Vec<(&str, &str)> {
+    let mut found = Vec::new();
+    for (at, arg) in args.iter().enumerate() {
+        let definition = match arg.strip_prefix("-c") {
+            Some("") => args.get(at + 1).map(String::as_str),
+            Some(attached) => Some(attached),
+            None => None,
+        };
+        let Some((key, value)) = definition.and_then(|d| d.split_once('=')) else {
+            continue;
+        };
+        if key.len() > "alias.".len() && key[..6].eq_ignore_ascii_case("alias.") {
+            found.push((&key[6..], value));
+        }
+    }
+    found
 }
 
 /// The forms of a name a loose match compares: lowercase, and without what follows the first
@@ -521,6 +563,10 @@ mod tests {
             "git -C . -c x=y --no-pager push --force",
             "git -p push",
             "git PUSH",
+            "git -c alias.p=push p origin",
+            "git -calias.p=push p",
+            "git -c alias.P=!git push P",
+            "git -c alias.x=push -c user.name=y x",
         ] {
             assert_eq!(decide(&set, &e, command).approval, Blocked, "{command}");
         }
