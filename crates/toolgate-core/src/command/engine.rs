@@ -137,16 +137,14 @@ impl Engine {
 
     /// The program started from `path` (already found): its real file, identity and kind.
     pub fn resolve_program_at(&self, path: &Path) -> Result<Program> {
-        let path = path.to_path_buf();
-        let name = path.display().to_string();
-        let real = std::fs::canonicalize(&path).map_err(|err| Error::BinaryNotFound {
-            program: name.to_string(),
+        let real = std::fs::canonicalize(path).map_err(|err| Error::BinaryNotFound {
+            program: path.display().to_string(),
             searched: format!(" ('{}' cannot be resolved: {err})", path.display()),
         })?;
         Ok(Program {
             id: identity(&real),
             loader: is_dynamic_loader(&real),
-            path,
+            path: path.to_path_buf(),
             real,
         })
     }

@@ -16,7 +16,8 @@
 //!   (`-xvf/etc/x`);
 //! - the base of a git URL rewrite, `url.<base>.insteadOf`.
 //!
-//! Each candidate is also taken with blanks, quotes and leading `=`, `@`, `<`, `>` removed.
+//! Each candidate is also taken with quotes and leading `=`, `@`, `<`, `>` removed, and a value
+//! after `=` or `@` also without surrounding blanks.
 //! `~` is the real home directory for this check (from `$HOME` and from the password database;
 //! the candidate must be allowed under each), and `~user` that user's home.
 //!
@@ -204,16 +205,15 @@ struct Collector<'a> {
 }
 
 impl<'a> Collector<'a> {
-    /// Adds `text` as written and, if different, without blanks, quotes and leading prefix
-    /// operators (`@file`, `<file`, `=@file`, `>>file`, `"file"`).
+    /// Adds `text` as written and, if different, without quotes and leading prefix operators
+    /// (`@file`, `<file`, `=@file`, `>>file`, `"file"`).
     fn add(&mut self, text: &'a str, url_authority: bool) {
         self.push(text, url_authority);
-        let mut bare = text.trim();
+        let mut bare = text;
         loop {
             let next = bare
                 .trim_start_matches(['=', '@', '<', '>'])
-                .trim_matches(['"', '\''])
-                .trim();
+                .trim_matches(['"', '\'']);
             if next == bare {
                 break;
             }
@@ -236,11 +236,14 @@ impl<'a> Collector<'a> {
         }
     }
 
-    /// Adds what follows each `=` and `@` in `text` (a `<` right after `=` or at the start is
-    /// removed by [`add`](Self::add); elsewhere it is text such as `a<b>`).
+    /// Adds what follows each `=` and `@` in `text`, without surrounding blanks (wget's
+    /// `-e 'output_document = /x'`). A `<` right after `=` or at the start is removed by
+    /// [`add`](Self::add); elsewhere it is text such as `a<b>`.
     fn add_values(&mut self, text: &'a str) {
         for (at, _) in text.match_indices(['=', '@']) {
-            self.add(&text[at + 1..], false);
+            let value = &text[at + 1..];
+            self.add(value, false);
+            self.add(value.trim(), false);
         }
     }
 }
@@ -496,6 +499,9 @@ mod tests {
             "12:30",
             "name=<b>bold</b>",
             "a<b",
+            "fix: /etc/hosts is parsed again",
+            "X-Path: /usr/local",
+            "Co-authored-by: A <a@b.example>",
         ] {
             passes(&c, arg);
         }
