@@ -6,7 +6,9 @@
  * command), then through `cli_execute` and `shell`, which must refuse it. Skipped where curl or
  * git is not installed.
  */
-import { existsSync, writeFileSync } from 'node:fs';
+import { execFile } from 'node:child_process';
+import { existsSync, rmSync, writeFileSync } from 'node:fs';
+import { createServer } from 'node:http';
 import { join } from 'node:path';
 import { beforeEach, describe, expect, it } from 'vitest';
 import { attackFixture, type AttackFixture, cli, plain, refusedWith, SECRET, shell, skip, which } from './fixture.js';
@@ -97,8 +99,22 @@ describe("git's ext:: and fd:: transports", () => {
 
 describe('wget command files', () => {
   it.each([['--config=cfg'], ['--config', 'cfg'], ['--conf=cfg']])('refuses %s', async (...args) => {
-    if (!which('wget')) return skip('wget is not installed');
+    const wget = which('wget');
+    if (!wget) return skip('wget is not installed');
     writeFileSync(join(fx.work, 'cfg'), `output_document = ${join(fx.outside, 'written')}\n`);
-    expect(await refusedWith(() => cli(fx, ['wget'])('wget', [...args, 'http://127.0.0.1:9/']))).toBe('ARGUMENT_REJECTED');
+    const server = createServer((_request, response) => response.end('from the server'));
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    const address = server.address();
+    const url = `http://127.0.0.1:${typeof address === 'object' && address ? address.port : 0}/x`;
+    try {
+      // Without toolgate, the command file makes wget write outside.
+      await new Promise((resolve) => execFile(wget, ['-q', ...args, url], { cwd: fx.work }, resolve));
+      expect(existsSync(join(fx.outside, 'written')), 'the attack works without toolgate').toBe(true);
+      rmSync(join(fx.outside, 'written'));
+      expect(await refusedWith(() => cli(fx, ['wget'])('wget', ['-q', ...args, url]))).toBe('ARGUMENT_REJECTED');
+      expect(existsSync(join(fx.outside, 'written'))).toBe(false);
+    } finally {
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+    }
   });
 });
