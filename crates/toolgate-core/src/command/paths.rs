@@ -8,9 +8,10 @@
 //! - the argument itself;
 //! - what follows each `=` and `@`: `--file=/etc/shadow`, `if=/etc/shadow`, curl's
 //!   `-d @file`, `-F 'name=<file'`, `--data-urlencode name@file`, httpie's `field:=@file`;
-//! - each element of a list separated by `:`, `,`, `;`, `{` or `}` (`--include=src:/etc`,
-//!   `-Wl,-rpath,/x`, `name=@file;type=text/plain`, curl's `%output{/x}`), and what follows an
-//!   `=` or `@` in it;
+//! - each element of a list separated by `:`, `,`, `;` or `{`, ending there or at `}`
+//!   (`--include=src:/etc`, `-Wl,-rpath,/x`, `name=@file;type=text/plain`, curl's
+//!   `%output{/x}`), with `scheme://…` kept whole as one element, and what follows an `=` or
+//!   `@` in each;
 //! - for a single-dash argument, the value attached to a short flag: what follows the first
 //!   letter (`-f/etc/x`), and what follows a run of letters when it starts like a path
 //!   (`-xvf/etc/x`);
@@ -36,7 +37,7 @@ use crate::path::{PathValidator, OUTSIDE_DETAIL};
 /// More separators than this in one argument is refused: each makes candidates that cost a
 /// look at the file system (long data belongs on stdin or in a file).
 const MAX_SEPARATORS: usize = 256;
-/// The characters that start a new candidate.
+/// The characters that start new candidates (counted against [`MAX_SEPARATORS`]).
 const SEPARATORS: [char; 8] = ['=', '@', '<', ':', ',', ';', '{', '}'];
 
 /// The work directory and the read roots that path arguments may name.
