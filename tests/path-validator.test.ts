@@ -60,7 +60,7 @@ describe('PathValidator', () => {
     const validator = new PathValidator(root);
     const error = refusal(validator, 'leak.txt');
     expect(error.code).toBe('PATH_OUTSIDE_ROOT');
-    expect(error.message).toContain('symlink');
+    expect(error.message).not.toContain(outside);
     expect(refusal(validator, 'leakdir/secret.txt').code).toBe('PATH_OUTSIDE_ROOT');
     expect(refusal(validator, 'leakdir/new.txt').code).toBe('PATH_OUTSIDE_ROOT');
   });

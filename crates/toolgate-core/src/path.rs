@@ -5,7 +5,14 @@
 //! resolved prefix, and components that do not exist yet are appended as written, so a path
 //! that is about to be created is judged by where it *would* land. The result must be the root
 //! or lie below it, compared component-wise (`/work/app2` is not inside `/work/app`).
+//!
+//! A refusal never tells the caller anything about what lies outside the root: every path that
+//! lands outside — or fails to resolve once the walk has been outside (a symlink loop, an
+//! unreadable link) — gets the same `PATH_OUTSIDE_ROOT` message, which names only the path as
+//! the caller gave it and the root. Whether the outside target exists, is missing, is a
+//! symlink or a loop makes no difference to the message.
 
+use std::borrow::Cow;
 use std::ffi::OsStr;
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Component, Path, PathBuf};
@@ -16,6 +23,10 @@ use crate::error::{Error, Result};
 const MAX_SYMLINK_HOPS: usize = 40;
 /// Linux `PATH_MAX`, including the terminating NUL.
 const PATH_MAX: usize = libc::PATH_MAX as usize;
+
+/// The one detail every `PATH_OUTSIDE_ROOT` refusal of a resolved path carries: it says how a
+/// path can land outside without saying where this one went.
+pub(crate) const OUTSIDE_DETAIL: &str = " (once '..' and symlinks are followed)";
 
 /// Resolves paths against a root and refuses any that would land outside it.
 #[derive(Debug, Clone)]
@@ -28,7 +39,7 @@ impl PathValidator {
     /// be reached through symlinks; it is canonicalised here, once.
     pub fn new(root: impl AsRef<Path>) -> Result<Self> {
         let given = root.as_ref();
-        check_path_text(&given.to_string_lossy(), given.as_os_str())?;
+        check_path_text(&given.to_string_lossy(), given.as_os_str(), true)?;
         let root = std::fs::canonicalize(given).map_err(|err| {
             Error::ConfigInvalid(format!(
                 "root '{}' cannot be used: {err}; give an existing directory",
@@ -53,31 +64,36 @@ impl PathValidator {
     /// symlink followed, and refuses it with `PATH_OUTSIDE_ROOT` unless it is inside the root.
     /// `~` is an ordinary file name here, never the home directory.
     pub fn resolve(&self, path: impl AsRef<Path>) -> Result<PathBuf> {
-        let path = path.as_ref();
-        check_path_text(&path.to_string_lossy(), path.as_os_str())?;
-        let resolved = resolve_beneath(&self.root, path).map_err(|reason| {
-            Error::InvalidInput(format!(
+        self.resolve_checked(path.as_ref(), true)
+    }
+
+    /// [`resolve`](Self::resolve) without the `PATH_MAX` limit on the text: for command
+    /// arguments, which a program may shorten before it opens them, so a long one is still
+    /// judged by where its components lead.
+    pub(crate) fn resolve_any_length(&self, path: &Path) -> Result<PathBuf> {
+        self.resolve_checked(path, false)
+    }
+
+    fn resolve_checked(&self, path: &Path, limit_length: bool) -> Result<PathBuf> {
+        check_path_text(&path.to_string_lossy(), path.as_os_str(), limit_length)?;
+        match resolve_beneath(&self.root, path) {
+            Ok(resolved) => Ok(resolved),
+            Err(Unresolved::Outside) => Err(self.outside(&path.display().to_string())),
+            Err(Unresolved::Inside(reason)) => Err(Error::InvalidInput(format!(
                 "path '{}' cannot be resolved: {reason}",
                 path.display()
-            ))
-        })?;
-        if resolved.starts_with(&self.root) {
-            return Ok(resolved.path);
+            ))),
         }
-        let detail = match resolved.symlink {
-            Some((link, target)) => format!(
-                " (it goes through the symlink '{}' -> '{}', which resolves to '{}')",
-                link.display(),
-                target.display(),
-                resolved.path.display()
-            ),
-            None => format!(" (it resolves to '{}')", resolved.path.display()),
-        };
-        Err(Error::PathOutsideRoot {
-            path: path.display().to_string(),
+    }
+
+    /// The `PATH_OUTSIDE_ROOT` refusal of `path` (the caller's text): the same message whatever
+    /// lies outside.
+    pub fn outside(&self, path: &str) -> Error {
+        Error::PathOutsideRoot {
+            path: path.to_string(),
             root: self.root.clone(),
-            detail,
-        })
+            detail: OUTSIDE_DETAIL.to_string(),
+        }
     }
 
     /// Like [`resolve`](Self::resolve), but also returns the path relative to the root, for
@@ -98,8 +114,9 @@ impl PathValidator {
     }
 }
 
-/// Refuses text that no file system call would treat as the caller intends.
-fn check_path_text(display: &str, raw: &OsStr) -> Result<()> {
+/// Refuses text that no file system call would treat as the caller intends. `limit_length`
+/// applies the kernel's `PATH_MAX`.
+fn check_path_text(display: &str, raw: &OsStr, limit_length: bool) -> Result<()> {
     let bytes = raw.as_bytes();
     if bytes.is_empty() {
         return Err(Error::InvalidInput(
@@ -112,7 +129,7 @@ fn check_path_text(display: &str, raw: &OsStr) -> Result<()> {
             display.replace('\0', "\\0")
         )));
     }
-    if bytes.len() >= PATH_MAX {
+    if limit_length && bytes.len() >= PATH_MAX {
         return Err(Error::InvalidInput(format!(
             "path is {} bytes long; the limit is {} bytes",
             bytes.len(),
@@ -122,95 +139,159 @@ fn check_path_text(display: &str, raw: &OsStr) -> Result<()> {
     Ok(())
 }
 
-/// The outcome of a resolution: the final path and the last symlink followed (for messages).
-struct Resolved {
-    path: PathBuf,
-    symlink: Option<(PathBuf, PathBuf)>,
+/// Why a path did not resolve to a place inside the root.
+enum Unresolved {
+    /// It lands outside, or failed after the walk had been outside: nothing more may be said.
+    Outside,
+    /// It failed while the walk stayed inside the root (or on the root's own ancestors); the
+    /// reason names only places inside the root.
+    Inside(String),
 }
 
-impl Resolved {
-    fn starts_with(&self, root: &Path) -> bool {
-        self.path.starts_with(root)
-    }
-}
-
-/// Resolves `path` against `base` the way the kernel would, except that missing components are
-/// kept as written instead of failing.
-fn resolve_beneath(base: &Path, path: &Path) -> std::result::Result<Resolved, String> {
-    let mut last_symlink = None;
+/// Resolves `path` against `root` the way the kernel would, except that missing components are
+/// kept as written instead of failing, and refuses a result outside `root`.
+fn resolve_beneath(root: &Path, path: &Path) -> std::result::Result<PathBuf, Unresolved> {
     let mut hops = 0usize;
-    // A relative path starts at `base`, which is canonical (no symlinks, exists), so its own
+    // A relative path starts at `root`, which is canonical (no symlinks, exists), so its own
     // components need no inspection: only what lies below it is walked.
     let mut resolved = if path.is_absolute() {
         PathBuf::from("/")
     } else {
-        base.to_path_buf()
+        root.to_path_buf()
     };
+    // Where the walk stands. Once it has stood anywhere but inside the root or on one of its
+    // ancestors, every failure is reported as "outside", so failures cannot describe what is
+    // there.
+    let mut place = if path.is_absolute() {
+        Place::of(root, &resolved)
+    } else {
+        Place::Inside
+    };
+    let mut been_outside = false;
     // Components still to walk, in reverse so that pushing a symlink's target is cheap.
-    let mut pending: Vec<std::ffi::OsString> = components_of(path);
+    let mut pending: Vec<Cow<'_, OsStr>> = components_of(path).map(Cow::Borrowed).collect();
     pending.reverse();
     // Once a component is missing, nothing below it can exist or be a symlink.
     let mut missing_depth: Option<usize> = None;
 
     while let Some(component) = pending.pop() {
-        if component == ".." {
+        if component.as_bytes() == b".." {
             resolved.pop();
             if let Some(depth) = missing_depth {
                 if resolved.components().count() < depth {
                     missing_depth = None;
                 }
             }
+            place = Place::of(root, &resolved);
+            been_outside |= place == Place::Outside;
             continue;
         }
         resolved.push(&component);
+        // Below the root or below an outside place nothing changes; from an ancestor of the
+        // root a step can lead in, stay on the way, or leave.
+        if place == Place::Ancestor {
+            place = Place::of(root, &resolved);
+            been_outside |= place == Place::Outside;
+        }
         if missing_depth.is_some() {
             continue;
         }
+        let failed = |reason: String| {
+            if been_outside {
+                Unresolved::Outside
+            } else {
+                Unresolved::Inside(reason)
+            }
+        };
         match std::fs::symlink_metadata(&resolved) {
             Ok(meta) if meta.file_type().is_symlink() => {
                 hops += 1;
                 if hops > MAX_SYMLINK_HOPS {
-                    return Err(format!(
+                    return Err(failed(format!(
                         "more than {MAX_SYMLINK_HOPS} symlinks were followed (a symlink loop?)"
-                    ));
+                    )));
                 }
                 let target = std::fs::read_link(&resolved).map_err(|err| {
-                    format!("cannot read symlink '{}': {err}", resolved.display())
+                    failed(format!(
+                        "cannot read symlink '{}': {err}",
+                        shown(root, &resolved)
+                    ))
                 })?;
-                last_symlink = Some((resolved.clone(), target.clone()));
                 resolved.pop();
                 if target.is_absolute() {
                     resolved = PathBuf::from("/");
                 }
-                let mut target_components = components_of(&target);
-                target_components.reverse();
-                pending.extend(target_components);
+                place = Place::of(root, &resolved);
+                let at = pending.len();
+                pending.extend(components_of(&target).map(|c| Cow::Owned(c.to_os_string())));
+                pending[at..].reverse();
             }
             Ok(_) => {}
-            Err(err) if err.kind() == std::io::ErrorKind::NotFound => {
+            Err(err)
+                if err.kind() == std::io::ErrorKind::NotFound
+                    || matches!(
+                        err.raw_os_error(),
+                        Some(libc::ENOTDIR) | Some(libc::ENAMETOOLONG)
+                    ) =>
+            {
+                // Missing, below a file, or a name no directory can hold: nothing is there.
                 missing_depth = Some(resolved.components().count());
             }
-            Err(err) if err.raw_os_error() == Some(libc::ENOTDIR) => {
-                missing_depth = Some(resolved.components().count());
+            Err(err) => {
+                return Err(failed(format!(
+                    "cannot inspect '{}': {err}",
+                    shown(root, &resolved)
+                )))
             }
-            Err(err) => return Err(format!("cannot inspect '{}': {err}", resolved.display())),
         }
     }
-    Ok(Resolved {
-        path: resolved,
-        symlink: last_symlink,
-    })
+    if place == Place::Inside {
+        Ok(resolved)
+    } else {
+        Err(Unresolved::Outside)
+    }
+}
+
+/// Where a path stands relative to the root.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Place {
+    /// The root or below it.
+    Inside,
+    /// On the way to the root (`/`, `/srv` for the root `/srv/app`).
+    Ancestor,
+    /// Anywhere else.
+    Outside,
+}
+
+impl Place {
+    fn of(root: &Path, path: &Path) -> Place {
+        if path.starts_with(root) {
+            Place::Inside
+        } else if root.starts_with(path) {
+            Place::Ancestor
+        } else {
+            Place::Outside
+        }
+    }
+}
+
+/// `path` for a message about a failure inside the root: relative to the root.
+fn shown(root: &Path, path: &Path) -> String {
+    match path.strip_prefix(root) {
+        Ok(rel) if rel.as_os_str().is_empty() => ".".into(),
+        Ok(rel) => rel.display().to_string(),
+        // An ancestor of the root: the caller's own path led there, and it holds the root.
+        Err(_) => path.display().to_string(),
+    }
 }
 
 /// The normal and `..` components of a path; `.` and the root are dropped.
-fn components_of(path: &Path) -> Vec<std::ffi::OsString> {
-    path.components()
-        .filter_map(|component| match component {
-            Component::Normal(name) => Some(name.to_os_string()),
-            Component::ParentDir => Some("..".into()),
-            Component::RootDir | Component::CurDir | Component::Prefix(_) => None,
-        })
-        .collect()
+fn components_of(path: &Path) -> impl Iterator<Item = &OsStr> {
+    path.components().filter_map(|component| match component {
+        Component::Normal(name) => Some(name),
+        Component::ParentDir => Some(OsStr::new("..")),
+        Component::RootDir | Component::CurDir | Component::Prefix(_) => None,
+    })
 }
 
 #[cfg(test)]
@@ -301,7 +382,7 @@ mod tests {
         let v = PathValidator::new(&f.root).unwrap();
         let err = v.resolve("leak.txt").unwrap_err();
         assert_eq!(err.code(), "PATH_OUTSIDE_ROOT");
-        assert!(err.to_string().contains("symlink"), "{err}");
+        assert!(!err.to_string().contains("secret"), "{err}");
         assert_outside(v.resolve("leakdir/secret.txt"));
         assert_outside(v.resolve("leakdir"));
         assert_outside(v.resolve("leakdir/new-file"));
@@ -402,6 +483,68 @@ mod tests {
         let err = v.resolve(&long).unwrap_err();
         assert_eq!(err.code(), "INVALID_INPUT");
         assert!(err.to_string().contains("limit"));
+    }
+
+    #[test]
+    fn refusals_say_the_same_whatever_lies_outside() {
+        let f = fixture();
+        let outside = &f.outside;
+        std::fs::create_dir(outside.join("dir")).unwrap();
+        symlink(outside.join("loop-b"), outside.join("loop-a")).unwrap();
+        symlink(outside.join("loop-a"), outside.join("loop-b")).unwrap();
+        let links = [
+            ("existing", outside.join("secret.txt")),
+            ("missing", outside.join("no-such-file")),
+            ("to-dir", outside.join("dir")),
+            ("dangling-chain", outside.join("loop-a")),
+            ("etc", PathBuf::from("/etc/passwd")),
+        ];
+        for (name, target) in &links {
+            symlink(target, f.root.join(name)).unwrap();
+        }
+        let v = PathValidator::new(&f.root).unwrap();
+        let mut asked: Vec<String> = links.iter().map(|(name, _)| name.to_string()).collect();
+        asked.extend(
+            [
+                "../outside/secret.txt",
+                "../outside/no-such-file",
+                "../outside/loop-a/x",
+                "../outside/dir/../secret.txt",
+                "src/../../outside",
+                "/etc/passwd",
+                "existing/x",
+                "to-dir/new",
+            ]
+            .map(String::from),
+        );
+        asked.push(outside.join("loop-a").display().to_string());
+        let mut shapes = std::collections::BTreeSet::new();
+        for path in &asked {
+            let err = v.resolve(path).unwrap_err();
+            assert_eq!(err.code(), "PATH_OUTSIDE_ROOT", "{path}: {err}");
+            let message = err.to_string();
+            for secret in ["secret.txt", "no-such-file", "loop-b", "passwd", "outside/"] {
+                if !path.contains(secret) {
+                    assert!(!message.contains(secret), "{path}: {message}");
+                }
+            }
+            shapes.insert(message.replace(&format!("'{path}'"), "'<path>'"));
+        }
+        assert_eq!(shapes.len(), 1, "{shapes:#?}");
+    }
+
+    #[test]
+    fn a_long_argument_is_judged_by_its_components() {
+        let f = fixture();
+        let v = PathValidator::new(&f.root).unwrap();
+        let long = format!("{}../../outside", "a/../".repeat(PATH_MAX));
+        assert_eq!(v.resolve(&long).unwrap_err().code(), "INVALID_INPUT");
+        assert_outside(v.resolve_any_length(Path::new(&long)));
+        let name = "n".repeat(300);
+        assert_eq!(
+            v.resolve_any_length(Path::new(&name)).unwrap(),
+            f.root.join(&name)
+        );
     }
 
     #[test]

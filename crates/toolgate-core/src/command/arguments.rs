@@ -1,11 +1,13 @@
 //! Argument text that is refused before anything else looks at it: what only a shell would act
-//! on (`$(`, backticks), what no argument should carry (CR, LF, NUL), and `file:` URLs, which
-//! name local files in a form that path confinement cannot see through.
+//! on (`$(`, backticks), what no argument should carry (CR, LF, NUL), `file:` URLs, which name
+//! local files in a form that path confinement cannot see through, and git's `ext::` and `fd::`
+//! remote transports, which run a command or talk over inherited descriptors instead of
+//! fetching from a place.
 
 use crate::error::{Error, Result};
 
 /// Refuses `arg` (at `index` in the argument list) when it contains `$(`, a backtick, CR, LF,
-/// NUL, or a `file:` URL in any case with any number of slashes.
+/// NUL, a `file:` URL in any case with any number of slashes, or an `ext::` / `fd::` remote.
 pub fn check_argument_text(index: usize, arg: &str) -> Result<()> {
     let refused = |what: &str, fix: &str| {
         Err(Error::ArgumentRejected(format!(
@@ -30,21 +32,33 @@ pub fn check_argument_text(index: usize, arg: &str) -> Result<()> {
     if arg.contains('`') {
         return refused("a backtick (command substitution)", NO_SHELL);
     }
-    if contains_file_url(arg) {
+    if !arg.contains(':') {
+        return Ok(());
+    }
+    let lower = arg.to_ascii_lowercase();
+    if contains_scheme(&lower, "file:") {
         return refused(
             "a file: URL",
             "name local files by their path, which is checked against the work directory",
         );
     }
+    for transport in ["ext::", "fd::"] {
+        if contains_scheme(&lower, transport) {
+            return refused(
+                &format!("git's '{transport}' remote transport (it runs a command or uses inherited descriptors)"),
+                "give a repository URL or a path in the work directory",
+            );
+        }
+    }
     Ok(())
 }
 
-/// `file:` as a URL scheme: at the start or after a character that cannot be part of a scheme
-/// name, so `profile:x` is not one but `--url=FILE:///etc` and `git+file:/x` are.
-fn contains_file_url(arg: &str) -> bool {
-    let lower = arg.to_ascii_lowercase();
+/// `scheme` (such as `file:`) at the start of `lower` (lowercase text) or after a character that
+/// cannot be part of a scheme name: `profile:x` is not `file:`, but `--url=FILE:///etc` and
+/// `git+file:/x` are.
+fn contains_scheme(lower: &str, scheme: &str) -> bool {
     lower
-        .match_indices("file:")
+        .match_indices(scheme)
         .any(|(at, _)| at == 0 || !lower.as_bytes()[at - 1].is_ascii_alphanumeric())
 }
 
@@ -93,6 +107,22 @@ mod tests {
             "x,file:/etc",
         ] {
             assert!(rejected(arg).contains("file: URL"), "{arg}");
+        }
+    }
+
+    #[test]
+    fn git_command_transports_are_refused() {
+        for arg in [
+            "ext::sh -c touch% /tmp/pwned",
+            "EXT::sh",
+            "--repo=ext::x",
+            "fd::3",
+            "-c remote.x.url=ext::sh",
+        ] {
+            assert!(rejected(arg).contains("transport"), "{arg}");
+        }
+        for arg in ["next::x", "text::y", "a::b", "std::fs::read"] {
+            check_argument_text(0, arg).unwrap_or_else(|err| panic!("{arg}: {err}"));
         }
     }
 

@@ -4,7 +4,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use super::config::CliExecuteConfig;
-use super::engine::{check_not_trampoline, identity, Engine, FileId, Program};
+use super::engine::{identity, Engine, Program};
 use super::guardrails::{compile, CommandGuardrails, OutputGuardrails};
 use super::prepared::PreparedCommand;
 use super::trampoline::refusal_reason;
@@ -28,8 +28,9 @@ pub struct BinaryAvailability {
 pub struct CliExecute {
     engine: Engine,
     binaries: Vec<BinaryAvailability>,
-    /// (device, inode) of each found binary's real file, to notice a swap cheaply.
-    identities: Vec<Option<FileId>>,
+    /// Each found binary as resolved when the tool was built; its (device, inode) notices a
+    /// swap cheaply.
+    programs: Vec<Option<Program>>,
     commands: CommandGuardrails,
     output: Arc<OutputGuardrails>,
 }
@@ -57,11 +58,14 @@ impl CliExecute {
             ));
         }
         let mut binaries: Vec<BinaryAvailability> = Vec::new();
+        let mut programs = Vec::new();
         for name in &config.allowed_binaries {
             if binaries.iter().any(|known| &known.name == name) {
                 continue;
             }
-            binaries.push(availability_of(&engine, name)?);
+            let (availability, program) = availability_of(&engine, name)?;
+            binaries.push(availability);
+            programs.push(program);
         }
         if binaries.iter().all(|binary| binary.path.is_none()) {
             let names: Vec<&str> = binaries.iter().map(|binary| binary.name.as_str()).collect();
@@ -71,14 +75,10 @@ impl CliExecute {
                 engine.search_path()
             )));
         }
-        let identities = binaries
-            .iter()
-            .map(|binary| binary.real_path.as_deref().and_then(identity))
-            .collect();
         Ok(Self {
             engine,
             binaries,
-            identities,
+            programs,
             commands,
             output: Arc::new(output),
         })
@@ -117,8 +117,7 @@ impl CliExecute {
             .iter()
             .position(|entry| entry.name == binary)
             .ok_or_else(|| Refusal::new(Layer::Allowlist, self.not_allowed(binary)))?;
-        let entry = &self.binaries[position];
-        let path = entry.path.as_ref().ok_or_else(|| {
+        let found = self.programs[position].as_ref().ok_or_else(|| {
             Refusal::new(
                 Layer::Program,
                 Error::BinaryNotFound {
@@ -132,31 +131,33 @@ impl CliExecute {
         })?;
         // The file behind the path may have been replaced since construction (a symlink
         // re-pointed at a shell): when it is no longer the same file, judge it again.
-        if identity(path) != self.identities[position] {
-            let real = std::fs::canonicalize(path).map_err(|err| {
+        let swapped;
+        let program = if identity(&found.path) == found.id {
+            found
+        } else {
+            swapped = self.engine.resolve_program_at(&found.path).map_err(|_| {
                 Refusal::new(
                     Layer::Program,
                     Error::BinaryNotFound {
                         program: binary.to_string(),
-                        searched: format!(" ('{}' is gone: {err})", path.display()),
+                        searched: format!(
+                            " ('{}' is gone since the tool was built)",
+                            found.path.display()
+                        ),
                     },
                 )
             })?;
-            check_not_trampoline(
-                binary,
-                Some(&Program {
-                    path: path.clone(),
-                    real,
-                }),
-            )
-            .map_err(|error| Refusal::new(Layer::ShellOrTrampoline, error))?;
-        }
-        self.engine.check_arguments(args)?;
+            self.engine
+                .check_not_trampoline(binary, Some(&swapped))
+                .map_err(|error| Refusal::new(Layer::ShellOrTrampoline, error))?;
+            &swapped
+        };
+        self.engine.check_arguments(program, args)?;
         self.commands
             .check(binary, args)
             .map_err(|error| Refusal::new(Layer::Guardrails, error))?;
         Ok(PreparedCommand::new(
-            self.engine.request(path, args, stdin),
+            self.engine.request(&program.path, args, stdin),
             Some(Arc::clone(&self.output)),
         ))
     }
@@ -186,7 +187,7 @@ impl CliExecute {
 }
 
 /// Resolves one allowlisted name, refusing shells and trampolines under any name.
-fn availability_of(engine: &Engine, name: &str) -> Result<BinaryAvailability> {
+fn availability_of(engine: &Engine, name: &str) -> Result<(BinaryAvailability, Option<Program>)> {
     if name.is_empty() || name.contains('/') || name.contains('\0') {
         return Err(Error::ConfigInvalid(format!(
             "allowed_binaries entry '{}' is not a program name; give bare names such as 'git' (they are looked up on PATH)",
@@ -194,18 +195,21 @@ fn availability_of(engine: &Engine, name: &str) -> Result<BinaryAvailability> {
         )));
     }
     let program = engine.resolve_program(name).ok();
-    check_not_trampoline(name, program.as_ref()).map_err(|err| {
-        Error::ConfigInvalid(format!(
-            "allowed_binaries cannot contain '{name}': {}; remove it",
-            match &err {
-                Error::ShellNotAllowed { reason, .. } => reason.clone(),
-                other => other.to_string(),
-            }
-        ))
-    })?;
-    Ok(BinaryAvailability {
+    engine
+        .check_not_trampoline(name, program.as_ref())
+        .map_err(|err| {
+            Error::ConfigInvalid(format!(
+                "allowed_binaries cannot contain '{name}': {}; remove it",
+                match &err {
+                    Error::ShellNotAllowed { reason, .. } => reason.clone(),
+                    other => other.to_string(),
+                }
+            ))
+        })?;
+    let availability = BinaryAvailability {
         name: name.to_string(),
         path: program.as_ref().map(|program| program.path.clone()),
-        real_path: program.map(|program| program.real),
-    })
+        real_path: program.as_ref().map(|program| program.real.clone()),
+    };
+    Ok((availability, program))
 }

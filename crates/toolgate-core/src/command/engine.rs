@@ -11,7 +11,10 @@ use std::time::Duration;
 use super::arguments::check_argument_text;
 use super::environment::{child_environment, lookup};
 use super::paths::Confinement;
-use super::trampoline::refusal_reason;
+use super::programs::{self, Families};
+use super::trampoline::{
+    is_dynamic_loader, refusal_reason, refusal_reason_as, RefusedFiles, LOADER, PROGRAM_DIRS,
+};
 use super::{Layer, Refusal};
 use crate::error::{Error, Result};
 use crate::exec::{self, ExecRequest, DEFAULT_MAX_OUTPUT_BYTES};
@@ -26,14 +29,25 @@ pub(crate) struct Engine {
     env: Vec<(OsString, OsString)>,
     timeout: Duration,
     max_output_bytes: usize,
+    /// The child's PATH directories, then the usual program directories.
+    program_dirs: Vec<PathBuf>,
+    /// Shells and trampolines in `program_dirs`, by file.
+    refused: RefusedFiles,
+    /// Programs whose own argument handling is checked, by file.
+    families: Families,
 }
 
-/// A program found for a name: the path it is started from, and the file that path really is
-/// (every symlink resolved), whose basename the shell and trampoline check looks at.
+/// A program found for a name: the path it is started from, the file that path really is
+/// (every symlink resolved), whose basename the shell and trampoline check looks at, and that
+/// file's identity.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct Program {
     pub path: PathBuf,
     pub real: PathBuf,
+    /// (device, inode) of the file.
+    pub id: Option<FileId>,
+    /// Whether the file is a dynamic loader by its ELF headers, whatever its name.
+    pub loader: bool,
 }
 
 impl Engine {
@@ -69,12 +83,32 @@ impl Engine {
             }
             Some(bytes) => usize::try_from(bytes).unwrap_or(usize::MAX),
         };
+        let mut program_dirs: Vec<PathBuf> = Vec::new();
+        let search_path = lookup(&env, "PATH").cloned().unwrap_or_default();
+        for dir in std::env::split_paths(&search_path)
+            .filter(|dir| dir.is_absolute())
+            .chain(PROGRAM_DIRS.iter().map(PathBuf::from))
+        {
+            if !program_dirs.contains(&dir) {
+                program_dirs.push(dir);
+            }
+        }
+        let refused = RefusedFiles::scan(program_dirs.iter().map(PathBuf::as_path));
+        let families = Families::find(program_dirs.iter().map(PathBuf::as_path));
         Ok(Self {
             confinement,
             env,
             timeout,
             max_output_bytes,
+            program_dirs,
+            refused,
+            families,
         })
+    }
+
+    /// The child's PATH directories (absolute ones), then the usual program directories.
+    pub fn program_dirs(&self) -> &[PathBuf] {
+        &self.program_dirs
     }
 
     /// The canonical work directory (the child's cwd and HOME).
@@ -93,19 +127,44 @@ impl Engine {
     /// relative to the work directory.
     pub fn resolve_program(&self, name: &str) -> Result<Program> {
         let path = exec::resolve_program(name.as_ref(), self.work_dir(), &self.env)?;
-        let real = std::fs::canonicalize(&path).map_err(|err| Error::BinaryNotFound {
-            program: name.to_string(),
-            searched: format!(" ('{}' cannot be resolved: {err})", path.display()),
-        })?;
-        Ok(Program { path, real })
+        self.resolve_program_at(&path).map_err(|err| match err {
+            Error::BinaryNotFound { searched, .. } => Error::BinaryNotFound {
+                program: name.to_string(),
+                searched,
+            },
+            other => other,
+        })
     }
 
-    /// Refuses argument text (`$(`, backticks, CR, LF, NUL, `file:` URLs), then path-like
-    /// arguments outside the work directory and the read roots.
-    pub fn check_arguments(&self, args: &[String]) -> std::result::Result<(), Refusal> {
+    /// The program started from `path` (already found): its real file, identity and kind.
+    pub fn resolve_program_at(&self, path: &Path) -> Result<Program> {
+        let real = std::fs::canonicalize(path).map_err(|err| Error::BinaryNotFound {
+            program: path.display().to_string(),
+            searched: format!(" ('{}' cannot be resolved: {err})", path.display()),
+        })?;
+        Ok(Program {
+            id: identity(&real),
+            loader: is_dynamic_loader(&real),
+            path: path.to_path_buf(),
+            real,
+        })
+    }
+
+    /// Refuses argument text (`$(`, backticks, CR, LF, NUL, `file:` URLs, git's command
+    /// transports), then what `program` would make of its arguments (curl's URL globs, option
+    /// files), then arguments that could name a file outside the work directory and the read
+    /// roots.
+    pub fn check_arguments(
+        &self,
+        program: &Program,
+        args: &[String],
+    ) -> std::result::Result<(), Refusal> {
         for (index, arg) in args.iter().enumerate() {
             check_argument_text(index, arg)
                 .map_err(|error| Refusal::new(Layer::Arguments, error))?;
+        }
+        if let Some(family) = self.families.of(program) {
+            programs::check(family, args).map_err(|error| Refusal::new(Layer::Arguments, error))?;
         }
         for (index, arg) in args.iter().enumerate() {
             self.confinement
@@ -133,11 +192,10 @@ impl Engine {
 /// with one `stat` per use). Names with a `/` are not remembered.
 #[derive(Debug, Default)]
 pub(crate) struct ProgramCache {
-    found: Mutex<HashMap<String, (Program, Option<FileId>)>>,
+    found: Mutex<HashMap<String, Program>>,
 }
 
-/// (device, inode): which file a path leads to.
-pub(crate) type FileId = (u64, u64);
+pub(crate) use super::trampoline::FileId;
 
 impl ProgramCache {
     pub fn resolve(&self, engine: &Engine, name: &str) -> Result<Program> {
@@ -149,14 +207,14 @@ impl ProgramCache {
             .lock()
             .ok()
             .and_then(|found| found.get(name).cloned());
-        if let Some((program, id)) = remembered {
-            if id.is_some() && identity(&program.path) == id {
+        if let Some(program) = remembered {
+            if program.id.is_some() && identity(&program.path) == program.id {
                 return Ok(program);
             }
         }
         let program = engine.resolve_program(name)?;
         if let Ok(mut found) = self.found.lock() {
-            found.insert(name.to_string(), (program.clone(), identity(&program.real)));
+            found.insert(name.to_string(), program.clone());
         }
         Ok(program)
     }
@@ -170,23 +228,46 @@ pub(crate) fn identity(path: &Path) -> Option<FileId> {
         .map(|meta| (meta.dev(), meta.ino()))
 }
 
-/// Refuses a shell or trampoline, recognised by the name asked for and by the real basename of
-/// the program it resolves to.
-pub(crate) fn check_not_trampoline(asked: &str, program: Option<&Program>) -> Result<()> {
-    if let Some(reason) = refusal_reason(asked) {
-        return Err(Error::ShellNotAllowed {
-            binary: asked.to_string(),
-            reason: reason.to_string(),
-        });
-    }
-    if let Some(program) = program {
-        let real = program.real.to_string_lossy();
-        if let Some(reason) = refusal_reason(&real) {
-            return Err(Error::ShellNotAllowed {
+impl Engine {
+    /// Refuses a shell or trampoline: by the name asked for, by the real basename of the file it
+    /// resolves to, by that file being one of the refused programs under another name (a hard
+    /// link), and by the file being a dynamic loader. A single-binary coreutils run under the
+    /// name of one of its ordinary programs is that program.
+    pub fn check_not_trampoline(&self, asked: &str, program: Option<&Program>) -> Result<()> {
+        let refuse = |reason: String| {
+            Err(Error::ShellNotAllowed {
                 binary: asked.to_string(),
-                reason: format!("it resolves to '{real}'; {reason}"),
-            });
+                reason,
+            })
+        };
+        if let Some(reason) = refusal_reason(asked) {
+            return refuse(reason.to_string());
         }
+        let Some(program) = program else {
+            return Ok(());
+        };
+        let asked_base = basename(&program.path);
+        let real = program.real.to_string_lossy();
+        if let Some(reason) = refusal_reason_as(&basename(&program.real), &asked_base) {
+            return refuse(format!("it resolves to '{real}'; {reason}"));
+        }
+        if let Some((name, path)) = program.id.and_then(|id| self.refused.get(id)) {
+            if let Some(reason) = refusal_reason_as(name, &asked_base) {
+                return refuse(format!(
+                    "it is the same file as '{}'; {reason}",
+                    path.display()
+                ));
+            }
+        }
+        if program.loader {
+            return refuse(format!("it resolves to '{real}'; {LOADER}"));
+        }
+        Ok(())
     }
-    Ok(())
+}
+
+/// The last component of `path`, as text.
+fn basename(path: &Path) -> String {
+    path.file_name()
+        .map_or_else(String::new, |name| name.to_string_lossy().into_owned())
 }

@@ -1,12 +1,14 @@
 //! The command policy: what `cli_execute` and the shell toolset may run, and how.
 //!
 //! Both share one engine ([`engine`]): programs are found once and refused when they are shells
-//! or trampolines (by the name asked for and by the real basename); arguments are refused for
-//! shell syntax, control characters and `file:` URLs; path-like arguments are confined to the
-//! work directory (plus read roots); the child gets a reduced environment, cwd = HOME = the work
-//! directory, an output cap and a timeout that kills its process group. `cli_execute` adds an
-//! allowlist and regex guardrails; the shell toolset adds POSIX word splitting without a shell
-//! and token-prefix approval rules.
+//! or trampolines (by the name asked for, by the real basename, by file identity, and — for the
+//! dynamic loader — by ELF headers); arguments are refused for shell syntax, control
+//! characters, `file:` URLs and git's command transports, and for what a few programs would
+//! make of them ([`programs`]: curl's URL globs and option files); every piece of an argument
+//! that could name a file is confined to the work directory (plus read roots), URL-shaped or
+//! not; the child gets a reduced environment, an output cap and a timeout that kills its
+//! process group. `cli_execute` adds an allowlist and regex guardrails; the shell toolset adds
+//! POSIX word splitting without a shell and approval rules that identify programs by file.
 
 mod arguments;
 mod cli_execute;
@@ -16,11 +18,14 @@ mod environment;
 mod guardrails;
 mod paths;
 mod prepared;
+mod programs;
 mod rules;
 mod shell;
 mod split;
 mod trampoline;
 
+#[cfg(test)]
+mod attack_tests;
 #[cfg(test)]
 mod tests;
 
@@ -49,7 +54,8 @@ pub enum Layer {
     Rules,
     /// Finding the program.
     Program,
-    /// Argument text (`$(`, backticks, CR, LF, NUL, `file:` URLs).
+    /// Argument text (`$(`, backticks, CR, LF, NUL, `file:` URLs, `ext::`/`fd::`) and what the
+    /// program would make of it (curl's URL globs, option files).
     Arguments,
     /// Path confinement.
     Paths,

@@ -5,7 +5,7 @@
 use std::path::{Path, PathBuf};
 
 use super::config::{Approval, ShellConfig};
-use super::engine::{check_not_trampoline, Engine, ProgramCache};
+use super::engine::{Engine, ProgramCache};
 use super::prepared::PreparedCommand;
 use super::rules::{DecisionSource, ProgramKey, RuleDecision, RuleSet};
 use super::split::split_command;
@@ -147,7 +147,8 @@ impl ShellToolset {
         };
         let program = self.programs.resolve(&self.engine, program_text);
         out.program = program.as_ref().ok().map(|program| program.path.clone());
-        check_not_trampoline(program_text, program.as_ref().ok())
+        self.engine
+            .check_not_trampoline(program_text, program.as_ref().ok())
             .map_err(|error| Refusal::new(Layer::ShellOrTrampoline, error))?;
         let key = ProgramKey::new(program_text, program.as_ref().ok());
         let decision = self.rules.decide(&key, args);
@@ -157,7 +158,7 @@ impl ShellToolset {
             return Err(Refusal::new(Layer::Rules, self.blocked(command, out)));
         }
         let program = program.map_err(|error| Refusal::new(Layer::Program, error))?;
-        self.engine.check_arguments(args)?;
+        self.engine.check_arguments(&program, args)?;
         out.prepared = Some(PreparedCommand::new(
             self.engine.request(&program.path, args, None),
             None,

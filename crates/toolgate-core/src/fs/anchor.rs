@@ -18,7 +18,7 @@ use rustix::io::Errno;
 
 use super::temp;
 use crate::error::{Error, Result};
-use crate::path::PathValidator;
+use crate::path::{PathValidator, OUTSIDE_DETAIL};
 
 /// A directory inside the root, held open by descriptor.
 #[derive(Debug)]
@@ -186,10 +186,11 @@ impl Target {
             Mode::empty(),
         )
         .map_err(|errno| match errno {
+            // A symlink swapped in after validation: refused like any other way out.
             Errno::LOOP => Error::PathOutsideRoot {
                 path: self.relative.display().to_string(),
-                root: self.parent.path.clone(),
-                detail: " (it became a symlink after it was checked)".into(),
+                root: root_of(&self.absolute, &self.relative),
+                detail: OUTSIDE_DETAIL.into(),
             },
             other => io_error("opening", &self.absolute, other),
         })?;
@@ -414,20 +415,31 @@ pub(crate) fn io_error(action: &'static str, path: &Path, errno: Errno) -> Error
     Error::io(action, path, std::io::Error::from(errno))
 }
 
+/// The refusal of a path that is not below the root. Only its final name is shown: the path is
+/// already resolved, and where it leads is not the caller's to learn.
 fn outside(validator: &PathValidator, path: &Path) -> Error {
-    Error::PathOutsideRoot {
-        path: path.display().to_string(),
-        root: validator.root().to_path_buf(),
-        detail: String::new(),
-    }
+    let name = path.file_name().map_or_else(
+        || ".".to_string(),
+        |name| name.to_string_lossy().into_owned(),
+    );
+    validator.outside(&name)
 }
 
+/// The refusal of a path one of whose directories became a symlink after it was checked: the
+/// same message as every other way out of the root.
 fn swapped(validator: &PathValidator, path: &Path) -> Error {
-    Error::PathOutsideRoot {
-        path: validator.relative(path).display().to_string(),
-        root: validator.root().to_path_buf(),
-        detail: " (a directory on the way became a symlink after the path was checked)".into(),
+    validator.outside(&validator.relative(path).display().to_string())
+}
+
+/// The root a target was resolved against: its absolute path without the relative part.
+fn root_of(absolute: &Path, relative: &Path) -> PathBuf {
+    let mut root = absolute.to_path_buf();
+    if relative != Path::new(".") {
+        for _ in relative.components() {
+            root.pop();
+        }
     }
+    root
 }
 
 #[cfg(test)]
