@@ -27,6 +27,9 @@ pub use crate::fs::SKIPPED_DIRS as SKIPPED_DIRECTORIES;
 /// Default timeout of one executable tool run.
 pub const DEFAULT_EXECUTABLE_TIMEOUT: Duration = Duration::from_secs(30);
 
+/// How long importing a tools module (`tools.ts`, its imports included) may take.
+pub const DEFAULT_IMPORT_TIMEOUT: Duration = Duration::from_secs(30);
+
 /// How long an executable tool's `description` may take during discovery.
 pub const DESCRIPTION_TIMEOUT: Duration = Duration::from_secs(5);
 

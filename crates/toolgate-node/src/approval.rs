@@ -292,6 +292,8 @@ pub struct CheckedLoadCustomToolsOptions {
     /// The whitelist without repeats, in order.
     pub tools: Option<Vec<String>>,
     pub base_dir: Option<String>,
+    /// Milliseconds importing the module may take (the core's default when not given).
+    pub import_timeout_ms: f64,
 }
 
 /// Reads `loadCustomTools` options strictly (the approval block is decided with the tools).
@@ -312,6 +314,12 @@ pub fn check_load_custom_tools_options(
         Ok(CheckedLoadCustomToolsOptions {
             tools,
             base_dir: options.base_dir.map(|dir| dir.display().to_string()),
+            import_timeout_ms: options
+                .import_timeout_ms
+                .map_or(toolgate_core::limits::DEFAULT_IMPORT_TIMEOUT, |timeout| {
+                    timeout.0
+                })
+                .as_millis() as f64,
         })
     })
 }

@@ -24,6 +24,8 @@ pub struct Constants {
     pub default_command_timeout_ms: f64,
     /// Default timeout of an executable tool run, in milliseconds.
     pub default_executable_timeout_ms: f64,
+    /// How long importing a tools module may take by default.
+    pub default_import_timeout_ms: f64,
     /// Longest timeout anything accepts, in milliseconds.
     pub max_timeout_ms: f64,
     /// Default cap of each of stdout and stderr, in bytes.
@@ -97,6 +99,7 @@ fn collect() -> Constants {
         output_actions: [O::Block, O::Redact].into_iter().map(Into::into).collect(),
         default_command_timeout_ms: limits::DEFAULT_COMMAND_TIMEOUT.as_millis() as f64,
         default_executable_timeout_ms: limits::DEFAULT_EXECUTABLE_TIMEOUT.as_millis() as f64,
+        default_import_timeout_ms: limits::DEFAULT_IMPORT_TIMEOUT.as_millis() as f64,
         max_timeout_ms: limits::MAX_TIMEOUT.as_millis() as f64,
         default_max_output_bytes: limits::DEFAULT_MAX_OUTPUT_BYTES as f64,
         executable_tool_prefix: limits::EXECUTABLE_TOOL_PREFIX.into(),

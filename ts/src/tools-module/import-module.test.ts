@@ -2,7 +2,9 @@ import { spawnSync } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { DEFAULT_IMPORT_TIMEOUT_MS, importModule } from './import-module.js';
+import { importModule } from './import-module.js';
+import { loadCustomTools } from './load-custom-tools.js';
+import { LIMITS } from '../native/constants.js';
 import { tempDir } from '../../../tests/helpers/fs.js';
 
 const NEVER_SETTLES = 'await new Promise(() => {});\nexport const add = (a: number, b: number) => a + b;\n';
@@ -24,8 +26,8 @@ async function rejection(promise: Promise<unknown>): Promise<{ code?: string; me
 }
 
 describe('importModule timeout', () => {
-  it('defaults to 30 seconds', () => {
-    expect(DEFAULT_IMPORT_TIMEOUT_MS).toBe(30_000);
+  it('defaults to the core\'s 30 seconds', () => {
+    expect(LIMITS.defaultImportTimeoutMs).toBe(30_000);
   });
 
   it.each([
@@ -66,10 +68,16 @@ describe('importModule timeout', () => {
     expect(error.message).toContain('threw while loading: boom at load');
   });
 
-  it.each([0, -1, Number.NaN, Number.POSITIVE_INFINITY, 1e300, 2 ** 31])('refuses a timeout of %s with CONFIG_INVALID', async (timeoutMs) => {
-    const error = await rejection(importModule(moduleFile('ok.ts', 'export const x = 1;\n'), { timeoutMs }));
+  it.each([0, -1, Number.NaN, Number.POSITIVE_INFINITY, 1e300, 2 ** 31])('loadCustomTools refuses an import timeout of %s with CONFIG_INVALID', async (importTimeoutMs) => {
+    const error = await rejection(loadCustomTools(moduleFile('ok.ts', 'export const x = 1;\n'), { importTimeoutMs }));
     expect(error.code).toBe('CONFIG_INVALID');
-    expect(error.message).toContain('from 1 to 2147483647');
+    expect(error.message).toContain('importTimeoutMs');
+  });
+
+  it('loadCustomTools passes its import timeout on', async () => {
+    const error = await rejection(loadCustomTools(moduleFile('tools.ts', NEVER_SETTLES), { importTimeoutMs: 300 }));
+    expect(error.code).toBe('MODULE_INVALID');
+    expect(error.message).toContain('tools.ts');
   });
 
   it('ends a program whose only pending work is the stuck module with the error, not silently', () => {

@@ -6,6 +6,7 @@ import { existsSync, lstatSync, mkdirSync, readFileSync, realpathSync, statSync 
 import { homedir } from 'node:os';
 import { dirname, extname, join, resolve } from 'node:path';
 import type { Jiti } from 'jiti';
+import { LIMITS } from '../native/constants.js';
 import { ToolgateError } from '../native/errors.js';
 
 const MODULE_EXTENSIONS = ['.ts', '.mts', '.cts', '.js', '.mjs', '.cjs'];
@@ -83,15 +84,11 @@ export function privateCacheDir(): string | false {
   }
 }
 
-/** How long importing a tools module may take unless told otherwise: 30 seconds. */
-export const DEFAULT_IMPORT_TIMEOUT_MS = 30_000;
-/** The longest timeout a timer can wait for (about 24.8 days); Node fires longer ones at once. */
-const MAX_TIMER_MS = 2_147_483_647;
-
 export interface ImportModuleOptions {
   /**
    * Milliseconds the import (the module's top-level code, its imports included) may take
-   * before it fails with `MODULE_INVALID`; default {@link DEFAULT_IMPORT_TIMEOUT_MS}.
+   * before it fails with `MODULE_INVALID`; default `LIMITS.defaultImportTimeoutMs` (the core's). Callers
+   * pass a value the core has checked (`loadCustomTools`' `importTimeoutMs`).
    */
   timeoutMs?: number;
 }
@@ -103,7 +100,7 @@ export interface ImportModuleOptions {
  * stopped: whatever it is waiting for stays pending, and importing it again waits again.
  */
 export async function importModule(path: string, options: ImportModuleOptions = {}): Promise<Record<string, unknown>> {
-  const timeoutMs = checkTimeout(options.timeoutMs);
+  const timeoutMs = options.timeoutMs ?? LIMITS.defaultImportTimeoutMs;
   const instance = await loader();
   const imported = instance.import(path).then(
     (namespace) => namespace as Record<string, unknown>,
@@ -122,17 +119,6 @@ export async function importModule(path: string, options: ImportModuleOptions = 
   } finally {
     clearTimeout(timer);
   }
-}
-
-function checkTimeout(timeoutMs: number | undefined): number {
-  if (timeoutMs === undefined) return DEFAULT_IMPORT_TIMEOUT_MS;
-  if (typeof timeoutMs !== 'number' || !Number.isFinite(timeoutMs) || timeoutMs <= 0 || timeoutMs > MAX_TIMER_MS) {
-    throw new ToolgateError(
-      'CONFIG_INVALID',
-      `the import timeout must be a number of milliseconds from 1 to ${MAX_TIMER_MS}; got ${String(timeoutMs)}`,
-    );
-  }
-  return timeoutMs;
 }
 
 function timeoutError(path: string, timeoutMs: number): ToolgateError {

@@ -28,6 +28,11 @@ export interface LoadCustomToolsOptions {
   approval?: ApprovalConfig;
   /** Directory a relative `modulePath` is resolved against; default `process.cwd()`. */
   baseDir?: string;
+  /**
+   * Milliseconds importing the module (its top-level code and imports) may take before it fails
+   * with `MODULE_INVALID`; default `LIMITS.defaultImportTimeoutMs` (30 s).
+   */
+  importTimeoutMs?: number;
 }
 
 /** The loaded tools, each already gated by `wrapWithDefaultApproval`. */
@@ -45,9 +50,15 @@ export interface ModuleTools {
  * name, or the `whitelist` in its order. `modulePath` is the path as the caller gave it, for
  * messages. Errors: `FILE_NOT_FOUND`, `MODULE_INVALID`.
  */
-export async function readToolsModule(path: string, whitelist: readonly string[] | undefined, modulePath: string): Promise<ModuleTools> {
+export async function readToolsModule(
+  path: string,
+  whitelist: readonly string[] | undefined,
+  modulePath: string,
+  importTimeoutMs?: number,
+): Promise<ModuleTools> {
   checkModuleFile(path, modulePath);
-  const { candidates, others, exportNames } = classifyExports(await importModule(path));
+  const imported = await importModule(path, importTimeoutMs === undefined ? {} : { timeoutMs: importTimeoutMs });
+  const { candidates, others, exportNames } = classifyExports(imported);
   const { selected, problems, missing } = select(candidates, others, whitelist);
   if (problems.length > 0) {
     const available = missing ? `\navailable tools: ${list(toolNames(candidates))}; exports: ${list(exportNames)}` : '';
@@ -78,7 +89,7 @@ export async function loadCustomTools(
 ): Promise<LoadCustomToolsResult> {
   const checked = callNative(() => native.checkLoadCustomToolsOptions(options));
   const path = resolveModulePath(modulePath, checked.baseDir);
-  const module = await readToolsModule(path, checked.tools, modulePath);
+  const module = await readToolsModule(path, checked.tools, modulePath, checked.importTimeoutMs);
   return gateToolset('custom', module.tools, options.approval, module.available, `tools module ${path}`);
 }
 

@@ -265,6 +265,10 @@ pub struct LoadCustomToolsOptions {
     /// Directory a relative module path is resolved against (default: the current directory).
     #[serde(default)]
     pub base_dir: Option<PathBuf>,
+    /// Milliseconds importing the module may take (default
+    /// [`DEFAULT_IMPORT_TIMEOUT`](crate::limits::DEFAULT_IMPORT_TIMEOUT)).
+    #[serde(default)]
+    pub import_timeout_ms: Option<TimeoutMs>,
 }
 
 /// A whitelist: a list of tool names (the error says so when it is something else).
