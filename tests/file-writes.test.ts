@@ -115,8 +115,9 @@ describe('read then write changes no byte', () => {
     const root = tempDir();
     writeFileSync(join(root, 'f.txt'), text);
     const tools = filesystemToolset({ root });
-    const read = await call<{ content: string }>(byName(tools, 'read_file'), { path: 'f.txt' });
+    const read = await call<{ content: string; noFinalNewline?: boolean }>(byName(tools, 'read_file'), { path: 'f.txt' });
     expect(read.content).toBe(text);
+    expect(read.noFinalNewline ?? false).toBe(text.length > 0 && !text.endsWith('\n'));
     await call(byName(tools, 'write_file'), { path: 'f.txt', content: read.content });
     expect(readFileSync(join(root, 'f.txt'), 'utf8')).toBe(text);
   });

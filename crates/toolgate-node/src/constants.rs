@@ -58,6 +58,10 @@ pub struct Constants {
     pub default_grep_results: u32,
     /// Default depth of a directory tree.
     pub default_tree_depth: u32,
+    /// Most paths a glob lists and most matching lines grep shows (`max_results`).
+    pub max_search_results: u32,
+    /// Deepest `directory_tree` drawing (`max_depth`).
+    pub max_tree_depth: u32,
 }
 
 fn small(value: usize) -> u32 {
@@ -116,5 +120,7 @@ fn collect() -> Constants {
         default_glob_results: small(limits::DEFAULT_GLOB_RESULTS),
         default_grep_results: small(limits::DEFAULT_GREP_RESULTS),
         default_tree_depth: small(limits::DEFAULT_TREE_DEPTH),
+        max_search_results: small(limits::MAX_SEARCH_RESULTS),
+        max_tree_depth: small(limits::MAX_TREE_DEPTH),
     }
 }

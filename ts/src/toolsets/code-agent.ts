@@ -45,7 +45,8 @@ function fileRead(files: FileTools) {
     description:
       'Read a text file in the work directory. Returns its lines as `<line number>\\t<text>` (numbered from 1): ' +
       `at most \`limit\` lines (default ${LINES}) and ${READ_CAP}; lines longer than ${LIMITS.maxLineBytes} bytes ` +
-      'end with `… [line cut: N more bytes]`. ' +
+      'end with `… [line cut: N more bytes]`. Line breaks are kept as in the file (CRLF stays CRLF); when the last ' +
+      'line has no line break, the output ends with `[no newline at end of file]`. ' +
       "When the output is cut, its last line is `[truncated: showed lines A-B of 'path'; ... Call again with offset=N to continue]`. " +
       'Large files are streamed, so reading a window of a huge log with offset/limit is cheap. ' +
       'A directory gives a listing (`dir|file|link  size  name`); a binary file gives a one-line description instead of its bytes.',
@@ -131,7 +132,7 @@ function globSearch(files: FileTools) {
     inputSchema: z.object({
       pattern: z.string().describe('Glob pattern, relative to path'),
       path: path('Directory to search in (default: the work directory)').optional(),
-      max_results: count(1).optional().describe(`Maximum number of paths to return (default ${LIMITS.defaultGlobResults})`),
+      max_results: count(1).max(LIMITS.maxSearchResults).optional().describe(`Maximum number of paths to return (default ${LIMITS.defaultGlobResults})`),
     }),
     execute: async ({ pattern, path, max_results }, { abortSignal }) =>
       (await files.glob({ pattern, path, maxResults: max_results }, abortSignal)).text,
@@ -156,7 +157,7 @@ function grepSearch(files: FileTools) {
       include: globs.optional().describe("Only search files matching these globs, e.g. '*.ts' or ['src/**', '*.md']"),
       exclude: globs.optional().describe("Skip files and directories matching these globs, e.g. '*.test.ts'"),
       context: z.number().int().min(0).max(LIMITS.maxGrepContext).optional().describe('Lines of context before and after each match (default 0)'),
-      max_results: count(1).optional().describe(`Maximum number of matching lines to show (default ${LIMITS.defaultGrepResults})`),
+      max_results: count(1).max(LIMITS.maxSearchResults).optional().describe(`Maximum number of matching lines to show (default ${LIMITS.defaultGrepResults})`),
       ignore_case: z.boolean().optional().describe('Match regardless of case (default false)'),
     }),
     execute: async ({ pattern, path, include, exclude, context, max_results, ignore_case }, { abortSignal }) =>
@@ -186,7 +187,7 @@ function directoryTree(files: FileTools) {
       '2000 lines with a `[truncated: ...]` line, then call it on a subdirectory or with a lower max_depth.',
     inputSchema: z.object({
       path: path('Directory to draw (default: the work directory)').optional(),
-      max_depth: count(1).optional().describe(`Levels to show (default ${LIMITS.defaultTreeDepth})`),
+      max_depth: count(1).max(LIMITS.maxTreeDepth).optional().describe(`Levels to show (default ${LIMITS.defaultTreeDepth})`),
     }),
     execute: async ({ path, max_depth }, { abortSignal }) =>
       (await files.tree({ path, maxDepth: max_depth }, abortSignal)).text,

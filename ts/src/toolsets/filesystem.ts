@@ -25,8 +25,10 @@ const path = (what: string) => z.string().describe(`${what}, relative to the roo
 function readFile(files: FileTools) {
   return tool({
     description:
-      'Read a text file. Returns { path, kind, content, truncated, nextOffset? }: content is the text itself (no line ' +
-      `numbers), at most \`limit\` lines (default ${LIMITS.defaultReadLines}) and ${LIMITS.defaultReadBytes / 1024} KiB. When cut,` +
+      'Read a text file. Returns { path, kind, content, truncated, nextOffset?, noFinalNewline? }: content is the ' +
+      'exact text (no line numbers, line breaks as in the file; noFinalNewline is true when the file does not end ' +
+      'with a line break, so writing content back keeps the file as it was), ' +
+      `at most \`limit\` lines (default ${LIMITS.defaultReadLines}) and ${LIMITS.defaultReadBytes / 1024} KiB. When cut,` +
       ' truncated is true and content ends with a ' +
       '`[truncated: ...]` line that says how much is left; call again with offset=nextOffset to continue. A directory ' +
       "gives a listing (kind 'directory'); a binary file gives a short description (kind 'binary').",
@@ -37,7 +39,14 @@ function readFile(files: FileTools) {
     }),
     execute: async ({ path, offset, limit }, { abortSignal }) => {
       const result = await files.read({ path, offset, limit, lineNumbers: false }, abortSignal);
-      return { path: result.path, kind: result.kind, content: result.text, truncated: result.truncated, nextOffset: result.nextOffset };
+      return {
+        path: result.path,
+        kind: result.kind,
+        content: result.text,
+        truncated: result.truncated,
+        nextOffset: result.nextOffset,
+        ...(result.noFinalNewline ? { noFinalNewline: true } : {}),
+      };
     },
   });
 }

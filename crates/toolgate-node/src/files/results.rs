@@ -17,6 +17,9 @@ pub struct ReadResult {
     pub next_offset: Option<f64>,
     /// File size in bytes.
     pub size: f64,
+    /// The file's last line has no line break (only set on the read that reaches the end):
+    /// writing `text` back as read keeps it that way.
+    pub no_final_newline: bool,
 }
 
 impl From<fs::ReadOutput> for ReadResult {
@@ -28,6 +31,7 @@ impl From<fs::ReadOutput> for ReadResult {
             truncated: out.truncated,
             next_offset: out.next_offset.map(|n| n as f64),
             size: out.size as f64,
+            no_final_newline: out.missing_final_newline,
         }
     }
 }
