@@ -3,8 +3,9 @@
 //! Both share one engine ([`engine`]): programs are found once and refused when they are shells
 //! or trampolines (by the name asked for and by the real basename); arguments are refused for
 //! shell syntax, control characters and `file:` URLs; path-like arguments are confined to the
-//! work directory (plus read roots); the child gets a reduced environment, cwd = HOME = the work
-//! directory, an output cap and a timeout that kills its process group. `cli_execute` adds an
+//! work directory (plus read roots); the child gets a reduced environment, cwd = the work
+//! directory, a private HOME/TMPDIR per call, the tool's kernel sandbox, an output cap and a
+//! timeout that kills its process group. `cli_execute` adds an
 //! allowlist and regex guardrails; the shell toolset adds POSIX word splitting without a shell
 //! and token-prefix approval rules.
 

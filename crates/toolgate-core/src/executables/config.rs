@@ -28,6 +28,7 @@ use super::registry::RegistryOptions;
 use super::run::RunOptions;
 use crate::error::{Error, Result};
 use crate::limits::MAX_TIMEOUT;
+use crate::sandbox_config::SandboxFields;
 
 /// Configuration of the executable tools toolset.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
@@ -52,6 +53,11 @@ pub struct ExecutablesConfig {
     /// Approval of the tools (default `ask`).
     #[serde(default)]
     pub approval: Option<ApprovalConfig>,
+    /// Narrows the worker's kernel sandbox for these tools (network off, fewer roots, a
+    /// stricter mode); it cannot widen it. `description` runs at discovery get no network and
+    /// a read-only work directory whatever it says.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sandbox: Option<SandboxFields>,
 }
 
 impl ExecutablesConfig {
