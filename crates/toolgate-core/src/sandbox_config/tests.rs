@@ -360,10 +360,10 @@ fn version_managers_on_the_path_are_readable_but_never_a_home() {
     );
     // `shims` directly in a home grants nothing: the home would be the root.
     let home_shims = std::env::join_paths([d.root.join("shims")]).unwrap();
-    assert!(scope::roots_of_shims(&home_shims, &[d.root.clone()]).is_empty());
+    assert!(scope::roots_of_shims(&home_shims, std::slice::from_ref(&d.root)).is_empty());
     assert_eq!(
         scope::roots_of_shims(&home_shims, &[]),
-        [d.root.clone()],
+        std::slice::from_ref(&d.root),
         "the same directory when it is nobody's home"
     );
 }
