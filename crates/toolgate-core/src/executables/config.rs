@@ -47,7 +47,8 @@ pub struct ExecutablesConfig {
     /// Cap for each of stdout and stderr in bytes (default 1 MiB).
     #[serde(default)]
     pub max_output_bytes: Option<u64>,
-    /// Names of environment variables passed to tools besides PATH, HOME, USER and LANG.
+    /// Names of environment variables passed to tools besides PATH, LANG, LC_*, TZ, USER and
+    /// LOGNAME (HOME and TMPDIR are private to each run).
     #[serde(default)]
     pub env_passthrough: Vec<String>,
     /// Approval of the tools (default `ask`).
