@@ -5,7 +5,7 @@ import { beforeEach, describe, expect, it } from 'vitest';
 import { approvalOf, cliExecuteTool, type CliExecuteOptions, type CommandResult } from '../ts/src/index.js';
 import { CALL, commandFixture, refusalOf } from './helpers/commands.js';
 import { tempDir } from './helpers/fs.js';
-import { waitUntilGone } from './helpers/processes.js';
+import { backgroundSleepRecordingPid, HOST_PID, waitUntilGone } from './helpers/processes.js';
 
 const ALLOWED = ['cat', 'ls', 'touch', 'printf', 'git', 'head', 'sleep', 'pwd', 'printenv', 'no-such-tool-xyz'];
 
@@ -232,7 +232,7 @@ describe('cli_execute', () => {
     expect((await call({ binary: 'cat', args: [], stdin: 'from stdin' })).stdout).toBe('from stdin');
   });
 
-  it('passes only PATH, LANG, HOME = work directory, proxies and the passthrough list', async () => {
+  it('passes only PATH, LANG, a private HOME/TMPDIR, proxies and the passthrough list', async () => {
     process.env.TOOLGATE_TEST_SECRET = 'hunter2';
     process.env.TOOLGATE_TEST_TOKEN = 'passed-through';
     process.env.https_proxy = 'http://proxy.invalid:3128';
@@ -241,11 +241,15 @@ describe('cli_execute', () => {
       const { stdout } = await call({ binary: 'printenv', args: [] }, tool);
       const names = stdout.trim().split('\n').map((line) => line.split('=')[0]).sort();
       expect(stdout).not.toContain('hunter2');
-      expect(stdout).toContain(`HOME=${fx.work}\n`);
+      // HOME is a private, empty directory of the call, never the work directory (issue 10 item 4).
+      const home = /^HOME=(.*)$/m.exec(stdout)?.[1] ?? '';
+      expect(home).toMatch(/\/toolgate-call-[0-9a-f]+\/home$/);
+      expect(home.startsWith(fx.work)).toBe(false);
+      expect(stdout).toMatch(/^TMPDIR=.*\/toolgate-call-[0-9a-f]+\/tmp$/m);
       expect(stdout).toContain('TOOLGATE_TEST_TOKEN=passed-through\n');
       expect(stdout).toContain('https_proxy=http://proxy.invalid:3128\n');
       // The one child-environment policy (Rust exec::env): also TZ, USER, LOGNAME and LC_* when set.
-      const allowed = new Set(['PATH', 'HOME', 'LANG', 'TZ', 'USER', 'LOGNAME', 'TOOLGATE_TEST_TOKEN', 'https_proxy', 'http_proxy', 'no_proxy', 'HTTP_PROXY', 'HTTPS_PROXY', 'NO_PROXY', 'all_proxy', 'ALL_PROXY', 'ftp_proxy', 'FTP_PROXY']);
+      const allowed = new Set(['PATH', 'HOME', 'TMPDIR', 'XDG_CONFIG_HOME', 'XDG_CACHE_HOME', 'XDG_DATA_HOME', 'XDG_STATE_HOME', 'LANG', 'TZ', 'USER', 'LOGNAME', 'TOOLGATE_TEST_TOKEN', 'https_proxy', 'http_proxy', 'no_proxy', 'HTTP_PROXY', 'HTTPS_PROXY', 'NO_PROXY', 'all_proxy', 'ALL_PROXY', 'ftp_proxy', 'FTP_PROXY']);
       for (const name of names) expect(allowed.has(name ?? '') || (name ?? '').startsWith('LC_'), `unexpected ${name}`).toBe(true);
     } finally {
       delete process.env.TOOLGATE_TEST_SECRET;
@@ -278,7 +282,7 @@ describe('cli_execute', () => {
     const bin = tempDir('toolgate-bin-');
     // A program that starts a grandchild and prints its pid, then waits: the abort must reach both.
     const script = join(bin, 'spawner');
-    writeFileSync(script, '#!/bin/sh\nsleep 30 &\necho $! > "$1"\necho $$ >> "$1"\nwait\n');
+    writeFileSync(script, `#!/bin/sh\n${backgroundSleepRecordingPid('$1')}\n${HOST_PID}\necho $pid >> "$1"\nwait\n`);
     chmodSync(script, 0o755);
     const tool = withPath(bin, () => cliExecuteTool({ workDir: fx.work, allowedBinaries: ['spawner'] }));
     const controller = new AbortController();

@@ -15,7 +15,7 @@ import {
   type NamedTool,
 } from '../ts/src/index.js';
 import { tempDir } from './helpers/fs.js';
-import { waitUntilGone } from './helpers/processes.js';
+import { backgroundSleepRecordingPid, waitUntilGone } from './helpers/processes.js';
 
 // Nothing in this file may touch the real ~/.cache: defaults point into a temp dir.
 process.env.XDG_CACHE_HOME = mkdtempSync(join(tmpdir(), 'toolgate-xdg-'));
@@ -180,8 +180,8 @@ describe('executableTools', () => {
 
   it('kills the whole process group when the AbortSignal fires', async () => {
     const f = fixture();
-    const pidFile = join(f.root, 'pid');
-    protocolTool(f.tools, 'forever', `sleep 30 & echo $! > '${pidFile}'; wait`);
+    const pidFile = join(f.work, 'pid');
+    protocolTool(f.tools, 'forever', `${backgroundSleepRecordingPid(pidFile)}\nwait`);
     const forever = byName(await load(f), 'custom_tool_forever');
     const controller = new AbortController();
     const started = Date.now();
@@ -199,8 +199,8 @@ describe('executableTools', () => {
 
   it('times out, killing a grandchild that holds the pipes', async () => {
     const f = fixture();
-    const pidFile = join(f.root, 'pid');
-    protocolTool(f.tools, 'slow', `sleep 30 & echo $! > '${pidFile}'; wait`);
+    const pidFile = join(f.work, 'pid');
+    protocolTool(f.tools, 'slow', `${backgroundSleepRecordingPid(pidFile)}\nwait`);
     const slow = byName(await load(f, { timeoutMs: 30_000, toolTimeoutsMs: { slow: 600 } }), 'custom_tool_slow');
     const started = Date.now();
     const error = await rejection(execute(slow, {}));
@@ -260,13 +260,15 @@ describe('executableTools', () => {
     const counter = join(f.root, 'counter');
     for (const name of ['a', 'b']) protocolTool(f.tools, name, 'cat', ANY, counter);
     const spawns = () => readFileSync(counter, 'utf8').split('\n').filter(Boolean).length;
-    await load(f);
+    // The counter lives outside the work directory, where a sandboxed description cannot write.
+    const unsandboxed = { sandbox: false } as const;
+    await load(f, unsandboxed);
     expect(spawns()).toBe(2);
-    await load(f);
-    await load(f);
+    await load(f, unsandboxed);
+    await load(f, unsandboxed);
     expect(spawns()).toBe(2);
     protocolTool(f.tools, 'b', 'echo changed', ANY, counter);
-    await load(f);
+    await load(f, unsandboxed);
     expect(spawns()).toBe(3);
     // The default location is $XDG_CACHE_HOME/toolgate.
     const defaults = fixture();

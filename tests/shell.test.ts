@@ -218,12 +218,12 @@ describe('shell rules', () => {
     expect(() => shellToolset({ cwd: fx.work, rules: [{ pattern: 'sudo', approval: 'blocked' }] })).not.toThrow();
   });
 
-  it('uses the cli_execute engine: cwd, HOME, environment, caps and timeout', async () => {
+  it('uses the cli_execute engine: cwd, a private HOME, environment, caps and timeout', async () => {
     process.env.TOOLGATE_TEST_SECRET = 'hunter2';
     try {
       const tool = shell({ default: 'preApproved', maxOutputBytes: 10, timeoutMs: 300 });
       const env = await run('printenv HOME TOOLGATE_TEST_SECRET', shell({ default: 'preApproved' }));
-      expect(env.stdout).toBe(`${fx.work}\n`);
+      expect(env.stdout).toMatch(/^\/.*\/toolgate-call-[0-9a-f]+\/home\n$/);
       expect(env.exitCode).toBe(1);
       const capped = await run('printf 0123456789abcdef', tool);
       expect(capped).toMatchObject({ stdout: '0123456789', truncated: true });

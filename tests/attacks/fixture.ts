@@ -58,14 +58,28 @@ export function plain(program: string, args: string[], cwd: string): string {
 }
 
 /** A preApproved `cli_execute` tool for `binaries` in the fixture's work directory. */
+// These suites test the argument layer, which refuses before anything starts; the positive controls
+// talk to a local server, so the kernel sandbox (tested on its own in tests/sandbox*.test.ts) lets
+// them reach the network.
 export function cli(fx: AttackFixture, binaries: string[]) {
-  const tool = cliExecuteTool({ workDir: fx.work, allowedBinaries: binaries, approval: { default: 'preApproved' } });
+  const tool = cliExecuteTool({
+    workDir: fx.work,
+    allowedBinaries: binaries,
+    approval: { default: 'preApproved' },
+    sandbox: { network: true },
+  });
   return (binary: string, args: string[]) => tool.execute!({ binary, args }, CALL) as Promise<CommandResult>;
 }
 
 /** A `shell` tool whose default is preApproved, with `rules` on top. */
 export function shell(fx: AttackFixture, rules: ShellRule[] = []) {
-  const tool = shellToolset({ cwd: fx.work, rules, default: 'preApproved', approval: { default: 'preApproved' } });
+  const tool = shellToolset({
+    workDir: fx.work,
+    rules,
+    default: 'preApproved',
+    approval: { default: 'preApproved' },
+    sandbox: { network: true },
+  });
   return (command: string) => tool.execute!({ command }, CALL) as Promise<CommandResult>;
 }
 

@@ -1,5 +1,20 @@
 import { readdirSync, readFileSync } from 'node:fs';
 
+/**
+ * A `sh` fragment that sets `$pid` to the pid of the shell running it as the host sees it.
+ * Inside the sandbox's PID namespace `$$` and `$!` are other numbers; `/proc` is the host's,
+ * so the shell's own `/proc/self/stat` names it by its host pid.
+ */
+export const HOST_PID = 'read pid rest < /proc/self/stat';
+
+/**
+ * A `sh` command line that starts `sleep 30` in the background and appends its host pid to
+ * `file` (a path, or a parameter of the calling script such as `$1`).
+ */
+export function backgroundSleepRecordingPid(file: string): string {
+  return `sh -c '${HOST_PID}; echo $pid >> "$0"; exec sleep 30' "${file}" &`;
+}
+
 /** State letter of a process from /proc, or null when it does not exist. */
 export function processState(pid: number): string | null {
   try {

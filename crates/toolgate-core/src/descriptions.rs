@@ -6,6 +6,7 @@ use std::time::Duration;
 use crate::approval::Decision;
 use crate::command::{CliExecute, CliExecuteConfig, ShellConfig, ShellToolset};
 use crate::limits::{DEFAULT_COMMAND_TIMEOUT, DEFAULT_MAX_OUTPUT_BYTES};
+use crate::sandbox::Sandbox;
 
 /// A size for people: `1 MiB`, `64 KiB`, `100 bytes`.
 pub fn describe_bytes(bytes: u64) -> String {
@@ -25,6 +26,24 @@ fn limits(timeout: Option<f64>, max_output_bytes: Option<u64>) -> (String, Strin
         .unwrap_or(DEFAULT_COMMAND_TIMEOUT);
     let cap = max_output_bytes.unwrap_or(DEFAULT_MAX_OUTPUT_BYTES as u64);
     (format!("{}", timeout.as_secs_f64()), describe_bytes(cap))
+}
+
+/// What the kernel sandbox lets the program do, in one sentence (nothing without a sandbox).
+fn sandbox_sentence(sandbox: Option<&std::sync::Arc<Sandbox>>) -> Option<String> {
+    let policy = sandbox?.policy();
+    let writes = if policy.readonly {
+        "cannot write files"
+    } else {
+        "can write only inside the work directory"
+    };
+    let network = if policy.network {
+        "may use the network"
+    } else {
+        "has no network access"
+    };
+    Some(format!(
+        "It runs in a sandbox: it {writes}, {network}, cannot read files outside the work directory and the system, and every process it starts ends with the call."
+    ))
 }
 
 const RESULT_SHAPE: &str =
@@ -47,12 +66,16 @@ pub fn cli_execute_description(policy: &CliExecute, config: &CliExecuteConfig) -
         format!(" or in {}", roots.join(", "))
     };
     [
-        format!("Run one of these programs directly, without a shell: {}.", names.join(", ")),
-        "Give the arguments as an array, one element per argument; they are passed verbatim, so there are no pipes, redirections, globs, variables or command substitution.".into(),
-        format!("The program runs in {work_dir}; arguments that are paths must stay inside it{roots}."),
-        format!("Each of stdout and stderr is cut at {cap}; the program is killed after {timeout} s."),
-        RESULT_SHAPE.into(),
+        Some(format!("Run one of these programs directly, without a shell: {}.", names.join(", "))),
+        Some("Give the arguments as an array, one element per argument; they are passed verbatim, so there are no pipes, redirections, globs, variables or command substitution.".into()),
+        Some(format!("The program runs in {work_dir}; arguments that are paths must stay inside it{roots}.")),
+        sandbox_sentence(policy.sandbox()),
+        Some(format!("Each of stdout and stderr is cut at {cap}; the program is killed after {timeout} s.")),
+        Some(RESULT_SHAPE.into()),
     ]
+    .into_iter()
+    .flatten()
+    .collect::<Vec<_>>()
     .join(" ")
 }
 
@@ -64,9 +87,14 @@ pub fn shell_description(policy: &ShellToolset, config: &ShellConfig) -> String 
     let mut lines = vec![
         format!("Run one command (a program and its arguments) in {work_dir}. No shell is used: words are split with POSIX quotes, and there are no pipes, redirections, ';' or '&&' lists, $(...), ${{...}}, backticks, globs or variable expansion. Run one command per call."),
         format!("Arguments that are paths must stay inside {work_dir}."),
-        format!("Each of stdout and stderr is cut at {cap}; the command is killed after {timeout} s."),
-        RESULT_SHAPE.into(),
     ];
+    lines.extend(sandbox_sentence(policy.sandbox()));
+    lines.extend([
+        format!(
+            "Each of stdout and stderr is cut at {cap}; the command is killed after {timeout} s."
+        ),
+        RESULT_SHAPE.into(),
+    ]);
     let blocked: Vec<&str> = config
         .rules
         .iter()
@@ -122,5 +150,49 @@ mod tests {
         assert!(text.contains("killed after 120 s"), "{text}");
         assert!(text.contains("cut at 1 MiB"), "{text}");
         assert!(!text.contains("no rule allows"), "{text}");
+        assert!(
+            !text.contains("sandbox"),
+            "no sandbox, nothing said: {text}"
+        );
+    }
+
+    #[test]
+    fn the_descriptions_say_what_the_sandbox_allows() {
+        let dir = tempfile::tempdir().unwrap();
+        let config = ShellConfig {
+            default: Some(Decision::Ask),
+            ..ShellConfig::default()
+        };
+        let mut scope = crate::sandbox_config::SandboxScope::new(
+            dir.path(),
+            true,
+            &Default::default(),
+            dir.path(),
+            "s",
+        )
+        .unwrap();
+        scope.mode = crate::sandbox_config::SandboxModeName::BestEffort;
+        let sandbox = scope.build().unwrap().sandbox;
+        let policy = ShellToolset::new(dir.path(), &config)
+            .unwrap()
+            .with_sandbox(sandbox.clone());
+        let text = shell_description(&policy, &config);
+        assert!(text.contains("cannot write files"), "{text}");
+        assert!(text.contains("has no network access"), "{text}");
+        let cli_config = CliExecuteConfig {
+            allowed_binaries: vec!["ls".into()],
+            ..CliExecuteConfig::default()
+        };
+        scope.readonly = false;
+        scope.network = true;
+        let policy = CliExecute::new(dir.path(), &cli_config)
+            .unwrap()
+            .with_sandbox(scope.build().unwrap().sandbox);
+        let text = cli_execute_description(&policy, &cli_config);
+        assert!(
+            text.contains("can write only inside the work directory"),
+            "{text}"
+        );
+        assert!(text.contains("may use the network"), "{text}");
     }
 }

@@ -5,6 +5,8 @@
 //! - [`PathValidator`] confines paths to a root, symlinks included.
 //! - [`sandbox`] confines every process of a tool with Landlock and seccomp, and ends its
 //!   whole process tree with the call (the `toolgate-sandbox` launcher runs its logic).
+//! - [`sandbox_config`] decides which sandbox a tool gets: its `sandbox` setting over the
+//!   defaults, a toolset's only narrowing its worker's, a called worker's only its caller's.
 //! - [`command`] decides what `cli_execute` and the shell toolset may run, and prepares it.
 //! - [`fs`] holds the file tools (read, write, edit, patch, glob, grep, tree) built on it.
 //! - [`executables`] discovers, caches and runs executable tools (protocol and `tool.yaml`).
@@ -31,6 +33,7 @@ pub mod options;
 mod path;
 pub mod process;
 pub mod sandbox;
+pub mod sandbox_config;
 pub mod schema;
 pub mod worker;
 pub mod yaml;

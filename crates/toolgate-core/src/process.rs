@@ -27,6 +27,8 @@ pub struct ProcessResult {
     /// An executable tool's result: its stdout parsed as JSON when it is JSON, else the text.
     /// Set only for tool runs, whose stdout is consumed by it.
     pub value: Option<Value>,
+    /// Whether the process ran with the kernel sandbox's filesystem policy in force.
+    pub sandboxed: bool,
 }
 
 impl From<ExecOutput> for ProcessResult {
@@ -41,6 +43,7 @@ impl From<ExecOutput> for ProcessResult {
             aborted: out.aborted,
             duration: out.duration,
             value: None,
+            sandboxed: out.sandboxed,
         }
     }
 }
@@ -57,6 +60,7 @@ impl From<CommandOutput> for ProcessResult {
             aborted: out.aborted,
             duration: out.duration,
             value: None,
+            sandboxed: out.sandboxed,
         }
     }
 }
@@ -74,6 +78,7 @@ impl From<ToolOutput> for ProcessResult {
             aborted: false,
             duration: out.duration,
             value: Some(out.result),
+            sandboxed: out.sandboxed,
         }
     }
 }

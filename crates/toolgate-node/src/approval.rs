@@ -2,6 +2,9 @@
 //! toolset functions). Worker files get theirs from the plan (`worker.rs`); both call
 //! the core's one resolve function.
 
+use std::path::PathBuf;
+use std::sync::Arc;
+
 use napi::bindgen_prelude::Unknown;
 use napi::Env;
 use napi_derive::napi;
@@ -9,14 +12,17 @@ use toolgate_core::approval::{
     self, blocked_error, decide_toolset, known_names, ApprovalConfig, Candidate, Floors, Resolved,
     Toolset,
 };
+use toolgate_core::executables::scaffold;
 use toolgate_core::fs::config::{filesystem_tools, CodeAgentGroup as CoreGroup};
 use toolgate_core::options::{
     CodeAgentOptions, CreateCustomToolOptions, FilesystemOptions, LoadCustomToolsOptions,
     ResolveModelOptions, RunWorkerOptions,
 };
+use toolgate_core::sandbox::Sandbox;
 
 use crate::enums::{CodeAgentGroup, Decision, OwnApproval, ToolsetKind};
-use crate::error::{infallible, sync};
+use crate::error::{guarded, infallible, sync, Settled};
+use crate::executables::{CreatedTool, NewTool};
 use crate::js_value;
 
 /// A tool to decide: its name and its own `needsApproval`.
@@ -37,6 +43,7 @@ impl From<ToolCandidate> for Candidate {
 
 /// The effective approval of one tool.
 #[napi(object, object_from_js = false)]
+#[derive(Clone)]
 pub struct ResolvedApproval {
     pub name: String,
     pub decision: Decision,
@@ -252,15 +259,19 @@ pub fn documented_approvals(
     })
 }
 
-/// `createCustomTool`: where tools are written, and the approval of the tool itself.
-#[napi(object, object_from_js = false)]
+/// `createCustomTool`: where tools are written, the approval of the tool itself, and the
+/// sandbox of each new tool's validation run; `write()` creates a tool.
+#[napi]
 pub struct CreateCustomToolPlan {
-    pub work_dir: String,
-    pub dir: String,
-    pub approval: ResolvedApproval,
+    work_dir: PathBuf,
+    dir: PathBuf,
+    approval: ResolvedApproval,
+    sandbox: Option<Arc<Sandbox>>,
+    sandbox_warning: Option<String>,
 }
 
-/// Reads `createCustomTool` options strictly and decides its approval (default `ask`).
+/// Reads `createCustomTool` options strictly, decides its approval (default `ask`) and
+/// prepares the sandbox its validation runs use.
 #[napi]
 pub fn plan_create_custom_tool(
     env: Env,
@@ -269,6 +280,7 @@ pub fn plan_create_custom_tool(
     sync(&env, "createCustomTool", || {
         let options: CreateCustomToolOptions = js_value::config(&env, options)?;
         let (work_dir, dir) = options.directories()?;
+        let sandbox = options.validation_sandbox(&work_dir)?;
         let config = options.approval.clone().unwrap_or_default();
         let name = "create_custom_tool".to_string();
         let mut decided = decide(
@@ -279,11 +291,83 @@ pub fn plan_create_custom_tool(
             "create_custom_tool approval",
         )?;
         Ok(CreateCustomToolPlan {
-            work_dir: work_dir.display().to_string(),
-            dir: dir.display().to_string(),
+            work_dir,
+            dir,
             approval: decided.remove(0),
+            sandbox: sandbox.sandbox,
+            sandbox_warning: sandbox.warning,
         })
     })
+}
+
+#[napi]
+impl CreateCustomToolPlan {
+    /// The project directory.
+    #[napi(getter)]
+    pub fn work_dir(&self, env: Env) -> napi::Result<String> {
+        infallible(&env, "CreateCustomToolPlan.workDir", || {
+            self.work_dir.display().to_string()
+        })
+    }
+
+    /// Where new tools are written.
+    #[napi(getter)]
+    pub fn dir(&self, env: Env) -> napi::Result<String> {
+        infallible(&env, "CreateCustomToolPlan.dir", || {
+            self.dir.display().to_string()
+        })
+    }
+
+    /// The approval of `create_custom_tool`.
+    #[napi(getter)]
+    pub fn approval(&self, env: Env) -> napi::Result<ResolvedApproval> {
+        infallible(&env, "CreateCustomToolPlan.approval", || {
+            self.approval.clone()
+        })
+    }
+
+    /// The one best-effort sandbox warning of this process, when this plan was the first to
+    /// have one; `null` otherwise.
+    #[napi(getter)]
+    pub fn sandbox_warning(&self, env: Env) -> napi::Result<Option<String>> {
+        infallible(&env, "CreateCustomToolPlan.sandboxWarning", || {
+            self.sandbox_warning.clone()
+        })
+    }
+
+    /// Writes an agent's protocol tool into the tool directory (confined to the work
+    /// directory when it lies inside) and keeps it only when its `description`, run in the
+    /// sandbox, answers correctly. Rejects with `INVALID_INPUT` (the reason, e.g. the tool's
+    /// syntax error; nothing is kept) or `PATH_OUTSIDE_ROOT`.
+    #[napi(ts_return_type = "Promise<CreatedTool>")]
+    pub async fn write(&self, tool: NewTool, replace: Option<bool>) -> Settled<CreatedTool> {
+        let work_dir = self.work_dir.clone();
+        let dir = self.dir.clone();
+        let sandbox = self.sandbox.clone();
+        guarded("CreateCustomToolPlan.write", async move {
+            let new_tool = scaffold::NewTool {
+                name: tool.name,
+                description: tool.description,
+                input_schema: tool.input_schema,
+                language: tool.language.into(),
+                code: Some(tool.code),
+            };
+            let created = scaffold::create_protocol_tool(
+                &work_dir,
+                &dir,
+                &new_tool,
+                replace.unwrap_or(false),
+                sandbox.as_ref(),
+            )
+            .await?;
+            Ok(CreatedTool {
+                name: created.name,
+                path: created.path.display().to_string(),
+                replaced: created.replaced,
+            })
+        })
+        .await
+    }
 }
 
 /// `loadCustomTools` options, checked.

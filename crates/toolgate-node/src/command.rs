@@ -139,28 +139,44 @@ impl From<ShellConfig> for ShellFileOptions {
 pub struct CliExecutePolicy {
     inner: Arc<CliExecute>,
     config: Arc<CliExecuteConfig>,
+    sandbox_warning: Option<String>,
 }
 
 impl CliExecutePolicy {
-    /// Wraps a policy built elsewhere (a worker plan).
+    /// Wraps a policy built elsewhere (a worker plan, which reports its sandbox warnings).
     pub fn shared(inner: Arc<CliExecute>, config: Arc<CliExecuteConfig>) -> Self {
-        Self { inner, config }
+        Self {
+            inner,
+            config,
+            sandbox_warning: None,
+        }
     }
 }
 
 #[napi]
 impl CliExecutePolicy {
-    /// Reads `cliExecuteTool` options strictly, resolves the allowlisted binaries on PATH and
-    /// compiles the guardrails, once. Throws `CONFIG_INVALID` for an unknown option, a shell or
-    /// trampoline in the allowlist, an invalid regex, a bad limit or read root, or when none of
-    /// the binaries is found.
+    /// Reads `cliExecuteTool` options strictly, resolves the allowlisted binaries on PATH,
+    /// compiles the guardrails and prepares the kernel sandbox, once. Throws `CONFIG_INVALID`
+    /// for an unknown option, a shell or trampoline in the allowlist, an invalid regex, a bad
+    /// limit, read root or sandbox root, or when none of the binaries is found;
+    /// `SANDBOX_UNAVAILABLE` when `enforce` cannot be met here.
     #[napi(constructor)]
     pub fn new(env: Env, options: Unknown<'_>) -> napi::Result<Self> {
         sync(&env, "new CliExecutePolicy", || {
             let options: CliExecuteOptions = js_value::config(&env, Some(options))?;
-            let (work_dir, config) = options.into_config()?;
-            let inner = CliExecute::new(&work_dir, &config)?;
-            Ok(Self::shared(Arc::new(inner), Arc::new(config)))
+            let (inner, config, sandbox) = options.build()?;
+            let mut policy = Self::shared(Arc::new(inner), Arc::new(config));
+            policy.sandbox_warning = sandbox.warning;
+            Ok(policy)
+        })
+    }
+
+    /// The one best-effort sandbox warning of this process, when building this policy was the
+    /// first to have one; `null` otherwise.
+    #[napi(getter)]
+    pub fn sandbox_warning(&self, env: Env) -> napi::Result<Option<String>> {
+        infallible(&env, "CliExecutePolicy.sandboxWarning", || {
+            self.sandbox_warning.clone()
         })
     }
 
@@ -221,33 +237,45 @@ pub struct ShellPolicy {
     inner: Arc<ShellToolset>,
     config: Arc<ShellConfig>,
     deprecations: Vec<String>,
+    sandbox_warning: Option<String>,
 }
 
 impl ShellPolicy {
-    /// Wraps a policy built elsewhere (a worker plan).
+    /// Wraps a policy built elsewhere (a worker plan, which reports its sandbox warnings).
     pub fn shared(inner: Arc<ShellToolset>, config: Arc<ShellConfig>) -> Self {
         Self {
             inner,
             config,
             deprecations: Vec::new(),
+            sandbox_warning: None,
         }
     }
 }
 
 #[napi]
 impl ShellPolicy {
-    /// Reads `shellToolset` options strictly and compiles the rules (each pattern's program
-    /// resolved once). Throws `CONFIG_INVALID` for an unknown option, a pattern that cannot be
-    /// split, is empty or would allow a shell, or a bad limit.
+    /// Reads `shellToolset` options strictly, compiles the rules (each pattern's program
+    /// resolved once) and prepares the kernel sandbox. Throws `CONFIG_INVALID` for an unknown
+    /// option, a pattern that cannot be split, is empty or would allow a shell, a bad limit or
+    /// sandbox root; `SANDBOX_UNAVAILABLE` when `enforce` cannot be met here.
     #[napi(constructor)]
     pub fn new(env: Env, options: Unknown<'_>) -> napi::Result<Self> {
         sync(&env, "new ShellPolicy", || {
             let options: ShellOptions = js_value::config(&env, Some(options))?;
-            let (work_dir, config) = options.into_config()?;
-            let inner = ShellToolset::new(&work_dir.path, &config)?;
+            let (inner, config, work_dir, sandbox) = options.build()?;
             let mut policy = Self::shared(Arc::new(inner), Arc::new(config));
             policy.deprecations.extend(work_dir.deprecation);
+            policy.sandbox_warning = sandbox.warning;
             Ok(policy)
+        })
+    }
+
+    /// The one best-effort sandbox warning of this process, when building this policy was the
+    /// first to have one; `null` otherwise.
+    #[napi(getter)]
+    pub fn sandbox_warning(&self, env: Env) -> napi::Result<Option<String>> {
+        infallible(&env, "ShellPolicy.sandboxWarning", || {
+            self.sandbox_warning.clone()
         })
     }
 

@@ -141,25 +141,42 @@ impl From<executables::Discovery> for ExecutableToolDiscovery {
 #[napi]
 pub struct ExecutableToolRegistry {
     inner: Arc<Registry>,
+    sandbox_warning: Option<String>,
 }
 
 impl ExecutableToolRegistry {
-    /// Wraps a registry built elsewhere (a worker plan).
+    /// Wraps a registry built elsewhere (a worker plan, which reports its sandbox warnings).
     pub fn shared(inner: Arc<Registry>) -> Self {
-        Self { inner }
+        Self {
+            inner,
+            sandbox_warning: None,
+        }
     }
 }
 
 #[napi]
 impl ExecutableToolRegistry {
-    /// Reads `executableTools` options strictly. Throws `CONFIG_INVALID` for an unknown option,
-    /// a bad number or an unusable value.
+    /// Reads `executableTools` options strictly and prepares the kernel sandboxes of runs and
+    /// `description` runs. Throws `CONFIG_INVALID` for an unknown option, a bad number or an
+    /// unusable value, `SANDBOX_UNAVAILABLE` when `enforce` cannot be met here.
     #[napi(constructor)]
     pub fn new(env: Env, options: Option<Unknown<'_>>) -> napi::Result<Self> {
         sync(&env, "new ExecutableToolRegistry", || {
             let options: ExecutableToolsOptions = js_value::config(&env, options)?;
-            let registry = Registry::new(options.registry_options()?)?;
-            Ok(Self::shared(Arc::new(registry)))
+            let (registry_options, sandbox_warning) = options.sandboxed_registry_options()?;
+            let registry = Registry::new(registry_options)?;
+            let mut registry = Self::shared(Arc::new(registry));
+            registry.sandbox_warning = sandbox_warning;
+            Ok(registry)
+        })
+    }
+
+    /// The one best-effort sandbox warning of this process, when building this registry was
+    /// the first to have one; `null` otherwise.
+    #[napi(getter)]
+    pub fn sandbox_warning(&self, env: Env) -> napi::Result<Option<String>> {
+        infallible(&env, "ExecutableToolRegistry.sandboxWarning", || {
+            self.sandbox_warning.clone()
         })
     }
 
@@ -288,38 +305,4 @@ pub struct CreatedTool {
     pub name: String,
     pub path: String,
     pub replaced: bool,
-}
-
-/// Writes an agent's protocol tool into `dir` (confined to `workDir` when it lies inside) and
-/// keeps it only when it answers `description` correctly. Rejects with `INVALID_INPUT` (the
-/// reason, e.g. the tool's syntax error; nothing is kept) or `PATH_OUTSIDE_ROOT`.
-#[napi(ts_return_type = "Promise<CreatedTool>")]
-pub async fn write_custom_tool(
-    work_dir: String,
-    dir: String,
-    tool: NewTool,
-    replace: Option<bool>,
-) -> Settled<CreatedTool> {
-    guarded("writeCustomTool", async move {
-        let new_tool = scaffold::NewTool {
-            name: tool.name,
-            description: tool.description,
-            input_schema: tool.input_schema,
-            language: tool.language.into(),
-            code: Some(tool.code),
-        };
-        let created = scaffold::create_protocol_tool(
-            Path::new(&work_dir),
-            Path::new(&dir),
-            &new_tool,
-            replace.unwrap_or(false),
-        )
-        .await?;
-        Ok(CreatedTool {
-            name: created.name,
-            path: created.path.display().to_string(),
-            replaced: created.replaced,
-        })
-    })
-    .await
 }

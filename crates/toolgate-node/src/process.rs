@@ -30,6 +30,8 @@ pub struct ProcessResult {
     /// An executable tool's result (its stdout parsed as JSON when it is JSON, else the text);
     /// absent for other processes.
     pub value: Option<serde_json::Value>,
+    /// Whether it ran with the kernel sandbox's filesystem policy in force.
+    pub sandboxed: bool,
 }
 
 impl From<process::ProcessResult> for ProcessResult {
@@ -44,6 +46,7 @@ impl From<process::ProcessResult> for ProcessResult {
             aborted: out.aborted,
             duration_ms: out.duration.as_secs_f64() * 1000.0,
             value: out.value,
+            sandboxed: out.sandboxed,
         }
     }
 }
@@ -55,6 +58,7 @@ impl From<process::ProcessResult> for ProcessResult {
 pub struct ProcessHandle {
     abort: AbortHandle,
     job: Mutex<Option<Job>>,
+    sandbox_warning: Option<String>,
 }
 
 impl From<Job> for ProcessHandle {
@@ -62,12 +66,22 @@ impl From<Job> for ProcessHandle {
         Self {
             abort: job.abort_handle(),
             job: Mutex::new(Some(job)),
+            sandbox_warning: None,
         }
     }
 }
 
 #[napi]
 impl ProcessHandle {
+    /// The one best-effort sandbox warning of this process, when preparing this `exec` was the
+    /// first to have one; `null` otherwise.
+    #[napi(getter)]
+    pub fn sandbox_warning(&self, env: Env) -> napi::Result<Option<String>> {
+        infallible(&env, "ProcessHandle.sandboxWarning", || {
+            self.sandbox_warning.clone()
+        })
+    }
+
     /// Stops the process group (TERM, a short grace, KILL); `wait()` then resolves with
     /// `aborted: true` (a tool run rejects with `TOOL_FAILED`).
     #[napi]
@@ -93,12 +107,17 @@ impl ProcessHandle {
     }
 }
 
-/// Prepares a process for `exec` (no shell, exact environment, own process group); `wait()`
-/// runs it. Throws `INVALID_INPUT` for options that are unknown or out of range.
+/// Prepares a process for `exec` (no shell, exact environment, own process group; with
+/// `sandbox`, under the kernel sandbox with a private HOME/TMPDIR); `wait()` runs it. Throws
+/// `INVALID_INPUT` for options that are unknown or out of range, `CONFIG_INVALID` for an
+/// unusable sandbox root, `SANDBOX_UNAVAILABLE` when `enforce` cannot be met here.
 #[napi]
 pub fn prepare_process(env: Env, options: Unknown<'_>) -> napi::Result<ProcessHandle> {
     sync(&env, "prepareProcess", || {
         let options: ExecOptions = js_value::input(&env, Some(options))?;
-        Ok(Job::exec(options.into_request()?).into())
+        let (request, sandbox_warning) = options.into_request()?;
+        let mut handle = ProcessHandle::from(Job::exec(request));
+        handle.sandbox_warning = sandbox_warning;
+        Ok(handle)
     })
 }

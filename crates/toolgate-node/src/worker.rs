@@ -17,6 +17,7 @@ use crate::enums::{CodeAgentGroup, ToolsetKind};
 use crate::error::{guarded, infallible, sync, Settled};
 use crate::executables::ExecutableToolRegistry;
 use crate::js_value;
+use crate::sandbox::SandboxSummary;
 
 /// `loadWorker` options, checked.
 #[napi(object, object_from_js = false)]
@@ -141,6 +142,21 @@ pub struct PlannedWorkerInfo {
     pub executables: bool,
     pub custom: Option<PlannedModule>,
     pub delegates: Vec<PlannedDelegate>,
+    /// The worker-level kernel sandbox (the caller's, narrowed, for a called worker).
+    pub sandbox: SandboxSummary,
+    /// The sandbox of each process toolset, after its own narrowing.
+    pub toolset_sandboxes: Vec<ToolsetSandbox>,
+    /// The one best-effort sandbox warning of the process, when this worker's sandboxes were
+    /// the first to have one.
+    pub sandbox_warning: Option<String>,
+}
+
+/// The kernel sandbox of one toolset of a worker.
+#[napi(object, object_from_js = false)]
+pub struct ToolsetSandbox {
+    /// `shell`, `cli_execute` or `executables`.
+    pub toolset: String,
+    pub sandbox: SandboxSummary,
 }
 
 fn index_u32(index: usize) -> u32 {
@@ -184,6 +200,16 @@ impl From<&PlannedWorker> for PlannedWorkerInfo {
                     worker: index_u32(delegate.worker),
                 })
                 .collect(),
+            sandbox: SandboxSummary::from(&planned.sandbox),
+            toolset_sandboxes: planned
+                .toolset_sandboxes
+                .iter()
+                .map(|(toolset, scope)| ToolsetSandbox {
+                    toolset: toolset.to_string(),
+                    sandbox: SandboxSummary::from(scope),
+                })
+                .collect(),
+            sandbox_warning: planned.sandbox_warning.clone(),
         }
     }
 }

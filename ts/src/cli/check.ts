@@ -2,8 +2,10 @@ import { parseArgs } from 'node:util';
 import { ToolgateError } from '../native/errors.js';
 import { type CommandExplanation, explainCommand } from '../native/explain-command.js';
 import { readShellConfig } from '../toolsets/shell.js';
+import { runSandboxCheck } from './check-sandbox.js';
 
 const HELP = `Usage: toolgate check --rules <file> [--cwd <dir>] [--json] <command>
+       toolgate check --sandbox [options] [worker-file]   (see toolgate check --sandbox --help)
 
 Explains how shell rules decide a command, without running it: the decision, the rule that
 matched and, for refusals, the layer that refused.
@@ -20,8 +22,10 @@ Exit status: 0 when the command would run (preApproved or ask), 1 when it is blo
 2 for a usage or configuration error.
 `;
 
-/** `toolgate check`: explains a shell rules decision. */
+/** `toolgate check`: explains a shell rules decision, or (`--sandbox`) the kernel sandbox. */
 export async function run(argv: readonly string[]): Promise<number> {
+  // `--sandbox` among the options (not a word of the command being explained).
+  if (argv.slice(0, commandStart(argv).options).includes('--sandbox')) return runSandboxCheck(argv);
   // Options come first; from the first other word on, everything is the command (so that
   // `toolgate check --rules r.yaml git commit -m x` works without quoting).
   const split = commandStart(argv);

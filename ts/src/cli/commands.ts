@@ -1,4 +1,7 @@
-/** A CLI command, loaded only when it is run so that `toolgate --help` stays fast. */
+/**
+ * A CLI command, loaded only when it is run so that `toolgate --help` stays fast. A command
+ * with several forms has one entry per form (same name), so that each gets a help line.
+ */
 export interface CliCommand {
   name: string;
   usage: string;
@@ -18,6 +21,18 @@ export const COMMANDS: readonly CliCommand[] = [
     usage: 'check --rules <file> <command>',
     summary: 'Explain how shell rules decide a command (decision, rule, refusing layer)',
     load: () => import('./check.js'),
+  },
+  {
+    name: 'check',
+    usage: 'check --sandbox [worker]',
+    summary: 'Show what this kernel supports and the effective sandbox policy',
+    load: () => import('./check.js'),
+  },
+  {
+    name: 'sandbox',
+    usage: 'sandbox [options] -- <program> [args]',
+    summary: 'Run any program under the kernel sandbox (exit code passed through)',
+    load: () => import('./sandbox.js'),
   },
   {
     name: 'tools',

@@ -1,6 +1,7 @@
 import { callNative } from './errors.js';
 import { native } from './binding.js';
 import { runProcess } from './process-handle.js';
+import { type SandboxOption, warnSandbox } from './sandbox.js';
 
 export interface ExecOptions {
   /** An absolute path, a path relative to `cwd`, or a name looked up on `env.PATH`. */
@@ -21,6 +22,12 @@ export interface ExecOptions {
   maxOutputBytes?: number;
   /** Aborting kills the whole process group; the result then has `aborted: true`. */
   signal?: AbortSignal;
+  /**
+   * Run under the kernel sandbox, with `cwd` as its work directory and a private, empty
+   * HOME/TMPDIR (replacing those of `env`). Without it (or with `false`) `exec` runs the
+   * program unconfined: it is the raw primitive.
+   */
+  sandbox?: SandboxOption;
 }
 
 export interface ExecResult {
@@ -35,17 +42,22 @@ export interface ExecResult {
   timedOut: boolean;
   aborted: boolean;
   durationMs: number;
+  /** Whether the program ran with the sandbox's filesystem policy in force. */
+  sandboxed: boolean;
 }
 
 /**
  * Runs a program without a shell, with exactly the given environment, in its own process
  * group. Exit codes, signals, timeouts and aborts are reported in the result; only a failure
- * to start throws (`BINARY_NOT_FOUND`, `SPAWN_FAILED`). The options are checked by the core:
- * an unknown key or a number out of range is `INVALID_INPUT`.
+ * to start throws (`BINARY_NOT_FOUND`, `SPAWN_FAILED`). With `sandbox`, a denial inside the
+ * program is its own error (a non-zero exit), and `SANDBOX_UNAVAILABLE` is thrown when
+ * `'enforce'` cannot be met here. The options are checked by the core: an unknown key or a
+ * number out of range is `INVALID_INPUT`.
  */
 export async function exec(options: ExecOptions): Promise<ExecResult> {
   options.signal?.throwIfAborted();
   const handle = callNative(() => native.prepareProcess(options));
+  warnSandbox(handle.sandboxWarning);
   const result = await runProcess(handle, options.signal, true);
   return {
     exitCode: result.exitCode ?? null,
@@ -56,5 +68,6 @@ export async function exec(options: ExecOptions): Promise<ExecResult> {
     timedOut: result.timedOut,
     aborted: result.aborted,
     durationMs: result.durationMs,
+    sandboxed: result.sandboxed,
   };
 }

@@ -6,6 +6,7 @@ import { named, type NamedTool } from '../approval/named-tool.js';
 import { native } from '../native/binding.js';
 import { callNative } from '../native/errors.js';
 import { type CommandResult, runCommand } from '../native/process-handle.js';
+import { type SandboxOption, warnSandbox } from '../native/sandbox.js';
 
 /** Regex guardrails (Rust `regex` syntax). */
 export interface CliExecuteGuardrails {
@@ -19,13 +20,21 @@ export interface CliExecuteGuardrails {
 }
 
 export interface CliExecuteOptions {
-  /** cwd and HOME of every command; path arguments are confined to it (default: `process.cwd()`). */
+  /** cwd of every command; path arguments are confined to it (default: `process.cwd()`). */
   workDir?: string;
+  /**
+   * The kernel sandbox of every command (default `{ mode: 'enforce', network: false }`: the
+   * work directory, the system runtime read-only, no network; `readRoots` are readable too).
+   * See {@link SandboxOption}.
+   */
+  sandbox?: SandboxOption;
+  /** Programs may not write in the work directory either (enforced by the kernel sandbox). */
+  readOnly?: boolean;
   /** Bare program names, looked up on PATH once, when the tool is built. Shells and trampolines are refused. */
   allowedBinaries: readonly string[];
-  /** Variables passed to the child when set, besides PATH, LANG, HOME and the proxy variables. */
+  /** Variables passed to the child when set, besides PATH, LANG, LC_*, TZ, USER and the proxy variables. */
   envPassthrough?: readonly string[];
-  /** Extra directories that path arguments may name: absolute, or relative to `workDir`. */
+  /** Extra directories that path arguments may name (and the sandbox lets programs read): absolute, or relative to `workDir`. */
   readRoots?: readonly string[];
   /** Kill the whole process group after this long (default 120 000 ms). */
   timeoutMs?: number;
@@ -104,6 +113,7 @@ export function cliExecuteToolOf(policy: native.CliExecutePolicy, decided: Resol
  */
 export function cliExecuteTool(options: CliExecuteOptions): CliExecuteTool {
   const policy = callNative(() => new native.CliExecutePolicy(options));
+  warnSandbox(policy.sandboxWarning);
   const [decided] = callNative(() =>
     native.decideToolsetApproval('cli_execute', [{ name: 'cli_execute', own: 'none' }], options.approval),
   );

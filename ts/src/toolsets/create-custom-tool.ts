@@ -5,6 +5,7 @@ import { named, type NamedTool } from '../approval/named-tool.js';
 import { native } from '../native/binding.js';
 import { LIMITS } from '../native/constants.js';
 import { awaitNative, callNative } from '../native/errors.js';
+import { type SandboxOption, warnSandbox } from '../native/sandbox.js';
 
 /** The model-facing name of the tool `createCustomTool` returns. */
 export const CREATE_CUSTOM_TOOL_NAME = 'create_custom_tool';
@@ -19,6 +20,12 @@ export interface CreateCustomToolOptions {
   dir?: string;
   /** Approval of `create_custom_tool` itself (default `ask`). */
   approval?: ApprovalConfig;
+  /**
+   * The kernel sandbox of the validation run (the new tool's `description`; default
+   * `{ mode: 'enforce', network: false }`). It never gets network or a writable work
+   * directory: the code is the model's. See {@link SandboxOption}.
+   */
+  sandbox?: SandboxOption;
 }
 
 /** What the model sends. */
@@ -64,20 +71,20 @@ const INPUT_SCHEMA = jsonSchema<CreateCustomToolInput>({
 
 /**
  * A tool with which an agent writes a new protocol tool into the project tools directory
- * (default approval `ask`). The Rust core writes it atomically, runs its `description` to check
- * it, and removes it again (or restores the previous version) when it does not work; the
+ * (default approval `ask`). The Rust core writes it atomically, runs its `description` in the
+ * kernel sandbox to check it, and removes it again (or restores the previous version) when it does not work; the
  * model then sees why. The next discovery (`executableTools()`) finds it.
  */
 export function createCustomTool(options: CreateCustomToolOptions = {}): NamedTool<CreateCustomToolInput> {
   const plan = callNative(() => native.planCreateCustomTool(options));
+  warnSandbox(plan.sandboxWarning);
+  const workDir = plan.workDir;
   const base = tool({
     description: DESCRIPTION,
     inputSchema: INPUT_SCHEMA,
     execute: async (input: CreateCustomToolInput) => {
       const created = await awaitNative(
-        native.writeCustomTool(
-          plan.workDir,
-          plan.dir,
+        plan.write(
           {
             name: input.name,
             description: input.description,
@@ -89,7 +96,7 @@ export function createCustomTool(options: CreateCustomToolOptions = {}): NamedTo
         ),
       );
       return {
-        created: relative(plan.workDir, created.path) || created.path,
+        created: relative(workDir, created.path) || created.path,
         toolName: `${LIMITS.executableToolPrefix}${created.name}`,
         replaced: created.replaced,
         note: 'The tool is available after the next discovery of executable tools.',

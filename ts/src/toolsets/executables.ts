@@ -7,6 +7,7 @@ import { native } from '../native/binding.js';
 import { LIMITS } from '../native/constants.js';
 import { awaitNative, callNative } from '../native/errors.js';
 import { runProcess } from '../native/process-handle.js';
+import { type SandboxOption, warnSandbox } from '../native/sandbox.js';
 
 /** The prefix of every executable tool's name as the model sees it (the core's). */
 export const EXECUTABLE_TOOL_PREFIX: string = LIMITS.executableToolPrefix;
@@ -27,8 +28,15 @@ export interface ExecutableToolsOptions {
   toolTimeoutsMs?: Readonly<Record<string, number>>;
   /** Cap for each of stdout and stderr in bytes (default 1 MiB); a marker names the cut. */
   maxOutputBytes?: number;
-  /** Environment variables passed to tools besides PATH, HOME, USER and LANG. */
+  /** Environment variables passed to tools besides PATH, LANG, LC_*, TZ and USER (HOME and TMPDIR are private per run). */
   envPassthrough?: readonly string[];
+  /**
+   * The kernel sandbox of every run (default `{ mode: 'enforce', network: false }`). A tool's
+   * `description`, run at discovery before anyone was asked, gets no network and a read-only
+   * work directory whatever this says: a checkout's `toolgate-tools/` is untrusted code.
+   * See {@link SandboxOption}.
+   */
+  sandbox?: SandboxOption;
   /**
    * Approval: `default` (else `ask`) and per-tool decisions keyed by tool name, with or without
    * the `custom_tool_` prefix.
@@ -93,6 +101,7 @@ export class ExecutableToolRegistry {
     built?: native.ExecutableToolRegistry,
   ) {
     this.#native = built ?? callNative(() => new native.ExecutableToolRegistry(options));
+    warnSandbox(this.#native.sandboxWarning);
   }
 
   /**
@@ -193,8 +202,9 @@ export function executableTool(registry: ExecutableToolRegistry, spec: Executabl
  * manifests) and returns them as AI SDK tools named `custom_tool_<name>`, gated with approval
  * `ask` unless configured otherwise; an `approval.tools` entry that names no discovered tool is
  * `CONFIG_INVALID`. Inputs are checked against each tool's JSON Schema before it runs; runs get
- * a reduced environment, `workDir` as cwd, a timeout that kills the process group and an output
- * cap; `options.abortSignal` of `execute` kills the tool.
+ * the kernel sandbox, a reduced environment with a private HOME/TMPDIR, `workDir` as cwd, a
+ * timeout that kills the process group and an output cap; `options.abortSignal` of `execute`
+ * kills the tool.
  */
 export async function executableTools(options: ExecutableToolsOptions = {}): Promise<NamedTool[]> {
   const registry = new ExecutableToolRegistry(options);

@@ -7,6 +7,7 @@ import { native } from '../native/binding.js';
 import { warnDeprecated } from '../native/deprecation.js';
 import { callNative } from '../native/errors.js';
 import { type CommandResult, runCommand } from '../native/process-handle.js';
+import { type SandboxOption, warnSandbox } from '../native/sandbox.js';
 import { splitCommand } from '../native/split-command.js';
 
 /** A shell rule: `pattern` matches a command whose words start with the pattern's words. */
@@ -16,8 +17,15 @@ export interface ShellRule {
 }
 
 export interface ShellToolsetOptions {
-  /** cwd and HOME of every command; path arguments are confined to it (default: `process.cwd()`). */
+  /** cwd of every command; path arguments are confined to it (default: `process.cwd()`). */
   workDir?: string;
+  /**
+   * The kernel sandbox of every command (default `{ mode: 'enforce', network: false }`: the
+   * work directory, the system runtime read-only, no network). See {@link SandboxOption}.
+   */
+  sandbox?: SandboxOption;
+  /** Programs may not write in the work directory either (enforced by the kernel sandbox). */
+  readOnly?: boolean;
   /** @deprecated The old name of `workDir`; it still works for one release, with a warning. */
   cwd?: string;
   /** The longest matching pattern wins; equal lengths resolve to the strictest approval. */
@@ -28,7 +36,7 @@ export interface ShellToolsetOptions {
   timeoutMs?: number;
   /** Cap for each of stdout and stderr (default 1 MiB). */
   maxOutputBytes?: number;
-  /** Variables passed to the child when set, besides PATH, LANG, HOME and the proxy variables. */
+  /** Variables passed to the child when set, besides PATH, LANG, LC_*, TZ, USER and the proxy variables. */
   envPassthrough?: readonly string[];
   /** Approval of the `shell` tool on top of the rules: `ask` or `blocked` here overrides them. */
   approval?: ApprovalConfig;
@@ -44,6 +52,7 @@ type ShellPolicy = native.ShellPolicy;
 export function shellPolicy(options: ShellToolsetOptions): ShellPolicy {
   const policy = callNative(() => new native.ShellPolicy(options));
   warnDeprecated(policy.deprecations);
+  warnSandbox(policy.sandboxWarning);
   return policy;
 }
 
@@ -71,8 +80,9 @@ export function shellTool(policy: ShellPolicy, decided: ResolvedApproval): Named
  * The rules decide each command: `preApproved` runs directly, `ask` reaches the AI SDK as
  * `needsApproval`, `blocked` (or no rule and no default) fails with `COMMAND_BLOCKED` and the
  * rule, without a prompt. Pipes, redirections, lists and substitutions are `ARGUMENT_REJECTED`;
- * path confinement, environment, caps and timeout are the same engine as `cli_execute`. The core
- * reads the options strictly (`CONFIG_INVALID` for an unknown option).
+ * path confinement, environment, caps, timeout and the kernel sandbox are the same engine as
+ * `cli_execute`. The core reads the options strictly (`CONFIG_INVALID` for an unknown option;
+ * `SANDBOX_UNAVAILABLE` where the default sandbox cannot be enforced).
  */
 export function shellToolset(options: ShellToolsetOptions = {}): NamedTool<ShellInput, CommandResult> {
   const policy = shellPolicy(options);

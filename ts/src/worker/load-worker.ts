@@ -5,6 +5,7 @@ import { type NamedTool, toToolSet } from '../approval/named-tool.js';
 import { native } from '../native/binding.js';
 import { awaitNative, callNative } from '../native/errors.js';
 import { FileTools } from '../native/file-tools.js';
+import { warnSandbox } from '../native/sandbox.js';
 import { type ModuleTools, readToolsModule } from '../tools-module/load-custom-tools.js';
 import { cliExecuteToolOf } from '../toolsets/cli-execute.js';
 import { buildCodeAgentTools } from '../toolsets/code-agent.js';
@@ -42,6 +43,8 @@ export interface LoadedWorker extends RunnableWorker {
   toolApproval: Record<string, ApprovalInfo>;
   /** Keys accepted but not acted on, and similar notes. */
   warnings: string[];
+  /** The worker-level kernel sandbox, as the core decided it. */
+  sandbox: native.SandboxSummary;
 }
 
 /** Plans a worker file and everything it may call (off the JavaScript thread). */
@@ -94,6 +97,7 @@ export async function buildPlannedWorkers(workerPlan: native.WorkerPlan): Promis
     ),
   );
   const workers: LoadedWorker[] = [];
+  for (const info of infos) warnSandbox(info.sandboxWarning);
   for (const [index, info] of infos.entries()) {
     const context: BuildContext = { plan: workerPlan, index, info, modules, decided: decided[index] ?? [], workers };
     workers.push(buildWorker(context));
@@ -169,6 +173,7 @@ function buildWorker(context: BuildContext): LoadedWorker {
     tools: toToolSet(gated.filter((tool) => !isBlocked(tool))),
     toolApproval,
     warnings: info.warnings,
+    sandbox: info.sandbox,
   };
 }
 

@@ -36,7 +36,8 @@ pub struct CliExecute {
 }
 
 impl CliExecute {
-    /// Builds the policy for `work_dir` (an existing directory: the child's cwd and HOME).
+    /// Builds the policy for `work_dir` (an existing directory: the child's cwd). Calls run
+    /// unconfined until [`with_sandbox`](Self::with_sandbox) gives them a sandbox.
     /// `config.read_roots` are taken as given: absolute, or relative to `work_dir`.
     ///
     /// `CONFIG_INVALID` when the allowlist is empty, names a shell or trampoline (also one
@@ -82,6 +83,17 @@ impl CliExecute {
             commands,
             output: Arc::new(output),
         })
+    }
+
+    /// Runs every call under `sandbox` (`None`: unconfined, as `sandbox: false` asks).
+    pub fn with_sandbox(mut self, sandbox: Option<Arc<crate::sandbox::Sandbox>>) -> Self {
+        self.engine.set_sandbox(sandbox);
+        self
+    }
+
+    /// The sandbox calls run under.
+    pub fn sandbox(&self) -> Option<&Arc<crate::sandbox::Sandbox>> {
+        self.engine.sandbox()
     }
 
     /// Every allowlisted binary, found or not, in allowlist order.

@@ -11,6 +11,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use crate::error::{Error, Result};
+use crate::sandbox_config::SandboxFields;
 
 /// The approval decision of the shell rules: the one shared by every toolset.
 pub use crate::approval::ApprovalDecision as Approval;
@@ -38,7 +39,8 @@ pub struct CliExecuteConfig {
     /// trampolines (`bash`, `env`, `xargs`, `sudo`, …) are refused.
     pub allowed_binaries: Vec<String>,
     /// Names of environment variables passed to the child when they are set (besides PATH,
-    /// LANG, HOME = the work directory and the proxy variables).
+    /// LANG, LC_*, TZ, USER, LOGNAME and the proxy variables; HOME and TMPDIR are private to
+    /// each call).
     #[serde(default)]
     pub env_passthrough: Vec<String>,
     /// Directories outside the work directory that path arguments may name. Taken as given by
@@ -54,6 +56,10 @@ pub struct CliExecuteConfig {
     /// Regexes that refuse command lines or block/redact output.
     #[serde(default)]
     pub guardrails: Guardrails,
+    /// Narrows the worker's kernel sandbox for this toolset (network off, fewer roots, a
+    /// stricter mode); it cannot widen it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sandbox: Option<SandboxFields>,
 }
 
 /// Regex guardrails of `cli_execute`.
@@ -122,6 +128,10 @@ pub struct ShellConfig {
     /// Names of environment variables passed to the child when they are set.
     #[serde(default)]
     pub env_passthrough: Vec<String>,
+    /// Narrows the worker's kernel sandbox for this toolset (network off, fewer roots, a
+    /// stricter mode); it cannot widen it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sandbox: Option<SandboxFields>,
 }
 
 /// One shell rule: `git push` matches `git push origin main` but not `git pushx`.

@@ -5,7 +5,7 @@
 use std::collections::HashMap;
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use super::arguments::check_argument_text;
@@ -18,6 +18,7 @@ use super::trampoline::{
 use super::{Layer, Refusal};
 use crate::error::{Error, Result};
 use crate::exec::{self, ExecRequest, DEFAULT_MAX_OUTPUT_BYTES};
+use crate::sandbox::Sandbox;
 
 /// Default timeout of a command: 120 seconds.
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(120);
@@ -35,6 +36,8 @@ pub(crate) struct Engine {
     refused: RefusedFiles,
     /// Programs whose own argument handling is checked, by file.
     families: Families,
+    /// The kernel sandbox every call runs under; `None` only when it was turned off.
+    sandbox: Option<Arc<Sandbox>>,
 }
 
 /// A program found for a name: the path it is started from, the file that path really is
@@ -61,7 +64,7 @@ impl Engine {
         max_output_bytes: Option<u64>,
     ) -> Result<Self> {
         let confinement = Confinement::new(work_dir, read_roots)?;
-        let env = child_environment(confinement.work_dir(), env_passthrough)?;
+        let env = child_environment(env_passthrough)?;
         let timeout = match timeout {
             None => DEFAULT_TIMEOUT,
             Some(seconds) => Duration::try_from_secs_f64(seconds)
@@ -103,7 +106,18 @@ impl Engine {
             program_dirs,
             refused,
             families,
+            sandbox: None,
         })
+    }
+
+    /// Runs every call under `sandbox` (`None`: unconfined, as `sandbox: false` asks).
+    pub fn set_sandbox(&mut self, sandbox: Option<Arc<Sandbox>>) {
+        self.sandbox = sandbox;
+    }
+
+    /// The sandbox calls run under.
+    pub fn sandbox(&self) -> Option<&Arc<Sandbox>> {
+        self.sandbox.as_ref()
     }
 
     /// The child's PATH directories (absolute ones), then the usual program directories.
@@ -111,7 +125,7 @@ impl Engine {
         &self.program_dirs
     }
 
-    /// The canonical work directory (the child's cwd and HOME).
+    /// The canonical work directory (the child's cwd).
     pub fn work_dir(&self) -> &Path {
         self.confinement.work_dir()
     }
@@ -174,15 +188,18 @@ impl Engine {
         Ok(())
     }
 
-    /// The request for an already checked command: no shell, cwd and HOME = the work
-    /// directory, the reduced environment, the timeout and the output cap.
+    /// The request for an already checked command: no shell, cwd = the work directory, a
+    /// private, empty HOME/TMPDIR for the call, the reduced environment, the timeout, the
+    /// output cap and the tool's kernel sandbox.
     pub fn request(&self, program: &Path, args: &[String], stdin: Option<Vec<u8>>) -> ExecRequest {
         let mut request = ExecRequest::new(program.as_os_str(), self.work_dir())
             .args(args)
             .timeout(self.timeout)
-            .max_output_bytes(self.max_output_bytes);
+            .max_output_bytes(self.max_output_bytes)
+            .private_dirs();
         request.env = self.env.clone();
         request.stdin = stdin;
+        request.sandbox = self.sandbox.clone();
         request
     }
 }

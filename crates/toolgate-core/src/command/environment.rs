@@ -4,12 +4,11 @@
 //! caller's thread, so that no other thread reads the environment while JavaScript may change
 //! it).
 //!
-//! `HOME` is the work directory for as long as the command engine does not ask exec for a
-//! private `HOME`/`TMPDIR` per call ([`crate::exec::ExecRequest::private_dirs`]); once it does,
-//! exec's value replaces this one.
+//! `HOME`, `TMPDIR` and the XDG directories are not in it: every call gets a private, empty
+//! one from exec ([`crate::exec::ExecRequest::private_dirs`]), never the work directory, so
+//! that dotfiles the model writes there (`.curlrc`, `.gitconfig`) configure nothing.
 
 use std::ffi::OsString;
-use std::path::Path;
 
 use crate::error::Result;
 use crate::exec::env;
@@ -17,14 +16,9 @@ use crate::exec::env;
 /// Builds the child's environment from this process's environment; `CONFIG_INVALID` for a
 /// passthrough name that is not a variable name or is one of toolgate's own (HOME, TMPDIR,
 /// XDG_*).
-pub(crate) fn child_environment(
-    work_dir: &Path,
-    passthrough: &[String],
-) -> Result<Vec<(OsString, OsString)>> {
+pub(crate) fn child_environment(passthrough: &[String]) -> Result<Vec<(OsString, OsString)>> {
     env::check_passthrough("env_passthrough", passthrough)?;
-    let mut vars = env::child_environment(passthrough);
-    env::set(&mut vars, "HOME", work_dir.as_os_str().to_owned());
-    Ok(vars)
+    Ok(env::child_environment(passthrough))
 }
 
 /// The value of `name` in `env`.
@@ -41,16 +35,16 @@ mod tests {
         // Variables no other test reads, so setting them here cannot disturb parallel tests.
         std::env::set_var("TOOLGATE_ENV_TEST_SECRET", "hunter2");
         std::env::set_var("TOOLGATE_ENV_TEST_TOKEN", "t0k3n");
-        let env = child_environment(
-            Path::new("/work"),
-            &[
-                "TOOLGATE_ENV_TEST_TOKEN".into(),
-                "TOOLGATE_ENV_TEST_UNSET".into(),
-                "PATH".into(),
-            ],
-        )
+        let env = child_environment(&[
+            "TOOLGATE_ENV_TEST_TOKEN".into(),
+            "TOOLGATE_ENV_TEST_UNSET".into(),
+            "PATH".into(),
+        ])
         .unwrap();
-        assert_eq!(lookup(&env, "HOME").unwrap(), "/work");
+        assert!(
+            lookup(&env, "HOME").is_none(),
+            "exec sets a private HOME per call"
+        );
         assert_eq!(lookup(&env, "TOOLGATE_ENV_TEST_TOKEN").unwrap(), "t0k3n");
         assert!(lookup(&env, "TOOLGATE_ENV_TEST_SECRET").is_none());
         assert!(lookup(&env, "TOOLGATE_ENV_TEST_UNSET").is_none());
@@ -62,7 +56,7 @@ mod tests {
     #[test]
     fn bad_passthrough_names_are_config_errors() {
         for name in ["", "A=B", "HOME", "TMPDIR", "XDG_CONFIG_HOME"] {
-            let err = child_environment(Path::new("/w"), &[name.into()]).unwrap_err();
+            let err = child_environment(&[name.into()]).unwrap_err();
             assert_eq!(err.code(), "CONFIG_INVALID", "{name}");
         }
     }

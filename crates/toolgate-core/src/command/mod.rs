@@ -6,9 +6,10 @@
 //! characters, `file:` URLs and git's command transports, and for what a few programs would
 //! make of them ([`programs`]: curl's URL globs and option files); every piece of an argument
 //! that could name a file is confined to the work directory (plus read roots), URL-shaped or
-//! not; the child gets a reduced environment, an output cap and a timeout that kills its
-//! process group. `cli_execute` adds an allowlist and regex guardrails; the shell toolset adds
-//! POSIX word splitting without a shell and approval rules that identify programs by file.
+//! not; the child gets a reduced environment, cwd = the work directory, a private HOME/TMPDIR
+//! per call, the tool's kernel sandbox, an output cap and a timeout that kills its process
+//! group. `cli_execute` adds an allowlist and regex guardrails; the shell toolset adds POSIX
+//! word splitting without a shell and approval rules that identify programs by file.
 
 mod arguments;
 mod cli_execute;

@@ -94,6 +94,7 @@ impl RunningCommand {
             timed_out: out.timed_out,
             aborted: out.aborted,
             duration: out.duration,
+            sandboxed: out.sandboxed,
         })
     }
 }
@@ -111,4 +112,6 @@ pub struct CommandOutput {
     pub timed_out: bool,
     pub aborted: bool,
     pub duration: Duration,
+    /// Whether it ran with the sandbox's filesystem policy in force.
+    pub sandboxed: bool,
 }

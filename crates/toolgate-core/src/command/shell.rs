@@ -82,7 +82,8 @@ impl Explanation {
 }
 
 impl ShellToolset {
-    /// Builds the policy for `cwd` (an existing directory: the child's cwd and HOME).
+    /// Builds the policy for `cwd` (an existing directory: the child's cwd). Calls run
+    /// unconfined until [`with_sandbox`](Self::with_sandbox) gives them a sandbox.
     /// `CONFIG_INVALID` for patterns that cannot be split, are empty or would allow a shell,
     /// and for invalid timeouts, caps or passthrough names.
     pub fn new(cwd: &Path, config: &ShellConfig) -> Result<Self> {
@@ -99,6 +100,20 @@ impl ShellToolset {
             rules,
             programs: ProgramCache::default(),
         })
+    }
+
+    /// Runs every call under `sandbox` (`None`: unconfined, as `sandbox: false` asks).
+    pub fn with_sandbox(
+        mut self,
+        sandbox: Option<std::sync::Arc<crate::sandbox::Sandbox>>,
+    ) -> Self {
+        self.engine.set_sandbox(sandbox);
+        self
+    }
+
+    /// The sandbox calls run under.
+    pub fn sandbox(&self) -> Option<&std::sync::Arc<crate::sandbox::Sandbox>> {
+        self.engine.sandbox()
     }
 
     /// The canonical work directory.

@@ -84,15 +84,23 @@ async fn the_child_environment_holds_no_parent_secret() {
         .await
         .unwrap();
     assert!(!out.stdout.contains("hunter2"), "{}", out.stdout);
+    // HOME is a private, empty directory of the call, never the work directory.
+    let home = out
+        .stdout
+        .lines()
+        .find_map(|line| line.strip_prefix("HOME="))
+        .unwrap();
     assert!(
-        out.stdout.contains(&format!("HOME={}", w.path.display())),
-        "{}",
-        out.stdout
+        std::path::Path::new(home).starts_with(crate::exec::private_dirs_root()),
+        "{home}"
     );
+    assert!(!std::path::Path::new(home).starts_with(&w.path), "{home}");
     for line in out.stdout.lines() {
         let name = line.split('=').next().unwrap();
         assert!(
-            ["PATH", "HOME", "LANG"].contains(&name)
+            ["PATH", "HOME", "TMPDIR", "LANG", "TZ", "USER", "LOGNAME"].contains(&name)
+                || name.starts_with("XDG_")
+                || name.starts_with("LC_")
                 || name.to_ascii_lowercase().ends_with("_proxy"),
             "unexpected variable {name}"
         );

@@ -25,7 +25,7 @@ const MAX_REPAIR_DEPTH: usize = 64;
 
 /// A per-call directory; removed on drop.
 #[derive(Debug)]
-pub(crate) struct CallDir {
+pub struct CallDir {
     root: PathBuf,
 }
 

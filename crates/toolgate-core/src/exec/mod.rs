@@ -38,7 +38,7 @@ use crate::error::{Error, Result};
 use crate::sandbox::{
     Sandbox, EXIT_CANNOT_EXECUTE, EXIT_NOT_FOUND, EXIT_SETUP_FAILED, LAUNCHER_MESSAGE_PREFIX,
 };
-use call_dir::CallDir;
+pub use call_dir::CallDir;
 
 mod call_dir;
 pub mod env;

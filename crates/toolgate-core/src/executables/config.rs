@@ -28,6 +28,7 @@ use super::registry::RegistryOptions;
 use super::run::RunOptions;
 use crate::error::{Error, Result};
 use crate::limits::MAX_TIMEOUT;
+use crate::sandbox_config::SandboxFields;
 
 /// Configuration of the executable tools toolset.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
@@ -46,12 +47,18 @@ pub struct ExecutablesConfig {
     /// Cap for each of stdout and stderr in bytes (default 1 MiB).
     #[serde(default)]
     pub max_output_bytes: Option<u64>,
-    /// Names of environment variables passed to tools besides PATH, HOME, USER and LANG.
+    /// Names of environment variables passed to tools besides PATH, LANG, LC_*, TZ, USER and
+    /// LOGNAME (HOME and TMPDIR are private to each run).
     #[serde(default)]
     pub env_passthrough: Vec<String>,
     /// Approval of the tools (default `ask`).
     #[serde(default)]
     pub approval: Option<ApprovalConfig>,
+    /// Narrows the worker's kernel sandbox for these tools (network off, fewer roots, a
+    /// stricter mode); it cannot widen it. `description` runs at discovery get no network and
+    /// a read-only work directory whatever it says.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sandbox: Option<SandboxFields>,
 }
 
 impl ExecutablesConfig {

@@ -4,6 +4,7 @@
 
 use std::ffi::OsString;
 use std::path::Path;
+use std::sync::Arc;
 use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
@@ -11,6 +12,7 @@ use serde_json::Value;
 
 use super::{check_tool_name, schema_text, SchemaText};
 use crate::exec::{self, ExecOutput, ExecRequest};
+use crate::sandbox::Sandbox;
 use crate::schema::{clip, kind_of, InputSchema};
 
 pub use crate::limits::DESCRIPTION_TIMEOUT;
@@ -43,20 +45,23 @@ pub struct Refusal {
 }
 
 /// Asks the program at `program` (absolute, symlinks resolved) for its description, with
-/// `cwd` = its directory, the environment `env` with a private HOME/TMPDIR, and `timeout`.
-/// Always through the executor.
+/// `cwd` = its directory, the environment `env` with a private HOME/TMPDIR, `timeout`, and
+/// under `sandbox` (the discovery sandbox: a tool directory is untrusted code, and this runs
+/// before anyone was asked). Always through the executor.
 pub async fn describe(
     program: &Path,
     env: &[(OsString, OsString)],
     timeout: Duration,
+    sandbox: Option<&Arc<Sandbox>>,
 ) -> Result<Description, Refusal> {
     let cwd = program.parent().unwrap_or(Path::new("/"));
-    let request = ExecRequest::new(program.as_os_str(), cwd)
+    let mut request = ExecRequest::new(program.as_os_str(), cwd)
         .args(["description"])
         .env(env.iter().cloned())
         .private_dirs()
         .timeout(timeout)
         .max_output_bytes(DESCRIPTION_MAX_BYTES);
+    request.sandbox = sandbox.cloned();
     match exec::run(request).await {
         Ok(output) => interpret(&output, timeout),
         Err(err) => Err(Refusal {
@@ -230,7 +235,9 @@ printf '{"name":"envy","description":"cwd=%s env=%s","input_schema":{"type":"obj
         );
         let mut env = minimal_env();
         env.push(("MARK".into(), "given".into()));
-        let description = describe(&tool, &env, DESCRIPTION_TIMEOUT).await.unwrap();
+        let description = describe(&tool, &env, DESCRIPTION_TIMEOUT, None)
+            .await
+            .unwrap();
         let text = &description.description;
         assert!(
             text.contains(&format!("cwd={}", scratch.path().display())),
@@ -247,7 +254,7 @@ printf '{"name":"envy","description":"cwd=%s env=%s","input_schema":{"type":"obj
         let scratch = Scratch::new();
         let tool = write_script(scratch.path(), "hang", "#!/bin/sh\nsleep 30 &\nwait\n");
         let started = std::time::Instant::now();
-        let refusal = describe(&tool, &minimal_env(), Duration::from_millis(500))
+        let refusal = describe(&tool, &minimal_env(), Duration::from_millis(500), None)
             .await
             .unwrap_err();
         assert!(started.elapsed() < Duration::from_secs(3));
@@ -266,7 +273,7 @@ printf '{"name":"envy","description":"cwd=%s env=%s","input_schema":{"type":"obj
             "broken",
             "#!/bin/sh\necho 'ImportError: no module named requests' >&2\nexit 3\n",
         );
-        let refusal = describe(&tool, &minimal_env(), DESCRIPTION_TIMEOUT)
+        let refusal = describe(&tool, &minimal_env(), DESCRIPTION_TIMEOUT, None)
             .await
             .unwrap_err();
         assert!(refusal.reason.contains("exit code 3"), "{}", refusal.reason);
@@ -285,7 +292,7 @@ printf '{"name":"envy","description":"cwd=%s env=%s","input_schema":{"type":"obj
             "flood",
             "#!/bin/sh\nhead -c 3000000 /dev/zero | tr '\\0' x\n",
         );
-        let refusal = describe(&tool, &minimal_env(), DESCRIPTION_TIMEOUT)
+        let refusal = describe(&tool, &minimal_env(), DESCRIPTION_TIMEOUT, None)
             .await
             .unwrap_err();
         assert!(

@@ -13,6 +13,7 @@ use super::discovery::{discover, DiscoveryOptions, Snapshot};
 use super::run::{prepare, PreparedRun, RunOptions};
 use super::{Diagnostic, Discovery, ToolSpec};
 use crate::error::{Error, Result};
+use crate::sandbox_config::SandboxScope;
 use crate::schema::InputSchema;
 
 /// Where to look for tools and how to run them.
@@ -20,6 +21,19 @@ use crate::schema::InputSchema;
 pub struct RegistryOptions {
     pub discovery: DiscoveryOptions,
     pub run: RunOptions,
+}
+
+impl RegistryOptions {
+    /// Prepares the kernel sandboxes of `scope`: runs get it as it is, `description` runs at
+    /// discovery its [discovery form](SandboxScope::for_discovery). Returns the best-effort
+    /// warning when this was the first preparation in the process to have one.
+    pub fn with_sandbox(mut self, scope: &SandboxScope) -> Result<(Self, Option<String>)> {
+        let run = scope.build()?;
+        let describe = scope.for_discovery().build()?;
+        self.run.sandbox = run.sandbox;
+        self.discovery.sandbox = describe.sandbox;
+        Ok((self, run.warning.or(describe.warning)))
+    }
 }
 
 /// One tool of the registry, with its schema compiled on first use.

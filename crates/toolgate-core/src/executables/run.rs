@@ -6,6 +6,7 @@
 use std::collections::BTreeMap;
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::time::Duration;
 
 use serde_json::Value;
@@ -16,10 +17,11 @@ use super::{ToolFormat, ToolSpec};
 use crate::error::{Error, Result};
 use crate::exec::{self, env, AbortHandle, ExecOutput, ExecRequest, DEFAULT_MAX_OUTPUT_BYTES};
 use crate::limits::{DEFAULT_EXECUTABLE_TIMEOUT, MAX_TIMEOUT};
+use crate::sandbox::Sandbox;
 use crate::schema::{clip, InputSchema};
 
 /// How tools run.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone)]
 pub struct RunOptions {
     /// The working directory of every tool.
     pub work_dir: PathBuf,
@@ -30,10 +32,13 @@ pub struct RunOptions {
     pub max_output_bytes: usize,
     /// Extra variable names passed from this process's environment.
     pub env_passthrough: Vec<String>,
+    /// The kernel sandbox every run goes through; `None` runs unconfined.
+    pub sandbox: Option<Arc<Sandbox>>,
 }
 
 impl RunOptions {
-    /// Defaults: 30 s, 1 MiB, no passthrough.
+    /// Defaults: 30 s, 1 MiB, no passthrough, no sandbox (a registry gets its sandbox from
+    /// the options that build it).
     pub fn new(work_dir: impl Into<PathBuf>) -> Self {
         Self {
             work_dir: work_dir.into(),
@@ -41,6 +46,7 @@ impl RunOptions {
             tool_timeouts: BTreeMap::new(),
             max_output_bytes: DEFAULT_MAX_OUTPUT_BYTES,
             env_passthrough: Vec::new(),
+            sandbox: None,
         }
     }
 
@@ -107,6 +113,8 @@ pub struct ToolOutput {
     pub truncated: bool,
     /// What the tool wrote to stderr (it does not go to the model).
     pub stderr: String,
+    /// Whether it ran with the sandbox's filesystem policy in force.
+    pub sandboxed: bool,
 }
 
 /// Checks `input` against the tool's schema and builds the run: protocol tools get `run` and
@@ -150,11 +158,14 @@ pub fn prepare(
     let timeout = options.timeout_for(&spec.name);
     Ok(PreparedRun {
         tool: spec.name.clone(),
-        request: request
-            .env(env)
-            .private_dirs()
-            .timeout(timeout)
-            .max_output_bytes(options.max_output_bytes),
+        request: ExecRequest {
+            sandbox: options.sandbox.clone(),
+            ..request
+                .env(env)
+                .private_dirs()
+                .timeout(timeout)
+                .max_output_bytes(options.max_output_bytes)
+        },
         abort: AbortHandle::default(),
         timeout,
         max_output_bytes: options.max_output_bytes,
@@ -244,6 +255,7 @@ pub fn interpret(
         duration: output.duration,
         truncated: output.truncated(),
         stderr,
+        sandboxed: output.sandboxed,
     })
 }
 

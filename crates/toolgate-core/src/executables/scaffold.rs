@@ -11,6 +11,7 @@ use std::io::Write;
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 use std::str::FromStr;
+use std::sync::Arc;
 
 use serde_json::{json, Value};
 
@@ -20,6 +21,7 @@ use super::protocol::{self, DESCRIPTION_TIMEOUT};
 use super::run::tool_environment;
 use crate::error::{Error, Result};
 use crate::path::PathValidator;
+use crate::sandbox::Sandbox;
 use crate::schema::InputSchema;
 
 /// The languages tools can be scaffolded in.
@@ -393,7 +395,8 @@ pub struct CreatedTool {
 }
 
 /// Writes an agent's protocol tool into `dir` and keeps it only when it answers `description`
-/// correctly (run through the executor like discovery does); otherwise the directory is left
+/// correctly (run through the executor like discovery does, under `sandbox`: the code is the
+/// model's); otherwise the directory is left
 /// as it was and the error says why (`INVALID_INPUT`, with the tool's stderr).
 ///
 /// When `dir` lies inside `work_dir` it must stay there with symlinks resolved
@@ -404,6 +407,7 @@ pub async fn create_protocol_tool(
     dir: &Path,
     tool: &NewTool,
     replace: bool,
+    sandbox: Option<&Arc<Sandbox>>,
 ) -> Result<CreatedTool> {
     let content = tool.render()?;
     let dir = confine(work_dir, dir)?;
@@ -419,7 +423,8 @@ pub async fn create_protocol_tool(
     .await
     .map_err(|err| Error::ToolFailed(format!("creating the tool failed: {err}")))??;
 
-    let checked = protocol::describe(&path, &tool_environment(&[]), DESCRIPTION_TIMEOUT).await;
+    let checked =
+        protocol::describe(&path, &tool_environment(&[]), DESCRIPTION_TIMEOUT, sandbox).await;
     if let Err(refusal) = checked {
         let restore_path = path.clone();
         let restored = tokio::task::spawn_blocking(move || match previous {

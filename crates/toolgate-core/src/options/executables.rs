@@ -5,6 +5,7 @@ use std::path::PathBuf;
 
 use serde::Deserialize;
 
+use super::toolsets::standalone_sandbox;
 use super::toolsets::WorkDir;
 use super::{ByteCount, Count, JsOnly, TimeoutMs};
 use crate::approval::ApprovalConfig;
@@ -13,6 +14,7 @@ use crate::executables::{
     check_tool_name, discovery::default_directories, CacheMode, DiscoveryOptions, RegistryOptions,
     RunOptions, ToolDirectory,
 };
+use crate::sandbox_config::SandboxOption;
 
 /// Where to find executable tools and how to run them.
 #[derive(Debug, Deserialize)]
@@ -45,11 +47,24 @@ pub struct ExecutableToolsOptions {
     /// Receives discovery problems (handled by the SDK).
     #[serde(default)]
     pub on_diagnostics: Option<JsOnly>,
+    /// The kernel sandbox of runs (default `{ mode: 'enforce', network: false }`);
+    /// `description` runs get no network and a read-only work directory whatever it says.
+    #[serde(default)]
+    pub sandbox: Option<SandboxOption>,
 }
 
 impl ExecutableToolsOptions {
-    /// The registry options; `CONFIG_INVALID` for a bad tool name in `toolTimeoutsMs` or a
-    /// malformed variable name.
+    /// The registry options with their sandboxes prepared, and the best-effort warning when
+    /// this was the first preparation in the process to have one.
+    pub fn sandboxed_registry_options(&self) -> Result<(RegistryOptions, Option<String>)> {
+        let options = self.registry_options()?;
+        let fields = self.sandbox.clone().map(SandboxOption::into_fields);
+        let scope = standalone_sandbox(&options.run.work_dir, false, fields.as_ref())?;
+        options.with_sandbox(&scope)
+    }
+
+    /// The registry options without sandboxes; `CONFIG_INVALID` for a bad tool name in
+    /// `toolTimeoutsMs` or a malformed variable name.
     pub fn registry_options(&self) -> Result<RegistryOptions> {
         let work_dir = WorkDir::resolve(self.work_dir.clone())?;
         let directories = match &self.dirs {

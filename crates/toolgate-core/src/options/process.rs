@@ -11,6 +11,7 @@ use super::toolsets::WorkDir;
 use super::{ByteCount, JsOnly, TimeoutMs};
 use crate::error::Result;
 use crate::exec::ExecRequest;
+use crate::sandbox_config::{prepare_cached, SandboxOption, SandboxScope};
 
 /// What `exec` runs. `command` is an absolute path, a path relative to `cwd`, or a name looked
 /// up on `env.PATH`.
@@ -36,15 +37,35 @@ pub struct ExecOptions {
     /// Aborting kills the process group (handled by the SDK).
     #[serde(default)]
     pub signal: Option<JsOnly>,
+    /// Run under the kernel sandbox (`cwd` is its work directory); without it `exec` runs the
+    /// program unconfined, as the raw primitive it is.
+    #[serde(default)]
+    pub sandbox: Option<SandboxOption>,
 }
 
 impl ExecOptions {
-    /// The request these options describe.
-    pub fn into_request(self) -> Result<ExecRequest> {
+    /// The request these options describe, and the best-effort warning of its sandbox when
+    /// this was the first in the process to have one. A sandboxed request also gets a private
+    /// HOME/TMPDIR; `sandbox: false` is the same as no sandbox.
+    pub fn into_request(self) -> Result<(ExecRequest, Option<String>)> {
         let cwd = WorkDir::resolve(self.cwd)?;
+        let mut warning = None;
+        let sandbox = match self.sandbox {
+            Some(option) => {
+                let fields = option.into_fields();
+                let scope = SandboxScope::new(&cwd, false, &fields, &cwd, "option 'sandbox'")?;
+                let prepared = prepare_cached(&scope)?;
+                warning = prepared.warning;
+                prepared.sandbox
+            }
+            None => None,
+        };
         let mut request = ExecRequest::new(self.command, cwd)
             .args(self.args)
             .env(self.env);
+        if let Some(sandbox) = sandbox {
+            request = request.sandbox(sandbox);
+        }
         if let Some(stdin) = self.stdin {
             request = request.stdin(stdin.0);
         }
@@ -54,7 +75,7 @@ impl ExecOptions {
         if let Some(cap) = self.max_output_bytes {
             request = request.max_output_bytes(usize::try_from(cap.0).unwrap_or(usize::MAX));
         }
-        Ok(request)
+        Ok((request, warning))
     }
 }
 

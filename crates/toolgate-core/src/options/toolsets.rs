@@ -10,9 +10,10 @@ use serde::Deserialize;
 use super::{ByteCount, TimeoutMs};
 use crate::approval::{ApprovalConfig, Decision};
 use crate::command::config::{DenyCommand, DenyOutput, Guardrails, OutputAction};
-use crate::command::{CliExecuteConfig, ShellConfig, ShellRule};
+use crate::command::{CliExecute, CliExecuteConfig, ShellConfig, ShellRule, ShellToolset};
 use crate::error::{Error, Result};
 use crate::fs::config::CodeAgentGroup;
+use crate::sandbox_config::{SandboxFields, SandboxOption, SandboxScope, ToolSandbox};
 
 /// The confining directory of a toolset, resolved: absolute, and the deprecation warning when
 /// an old key named it.
@@ -65,14 +66,38 @@ impl WorkDir {
     }
 }
 
+/// The kernel sandbox of a tool built on its own, from its `sandbox` option (relative roots
+/// against the work directory) and `readOnly`: `CONFIG_INVALID` for `readOnly` without a
+/// sandbox (only the kernel can keep a program from writing).
+pub fn standalone_sandbox(
+    work_dir: &Path,
+    read_only: bool,
+    sandbox: Option<&SandboxFields>,
+) -> Result<SandboxScope> {
+    let fields = sandbox.cloned().unwrap_or_default();
+    let scope = SandboxScope::new(work_dir, read_only, &fields, work_dir, "option 'sandbox'")?;
+    if read_only && scope.policy().is_none() {
+        return Err(Error::ConfigInvalid(
+            "options 'readOnly: true' and 'sandbox: false' contradict each other: only the kernel sandbox can keep programs from writing; remove one".into(),
+        ));
+    }
+    Ok(scope)
+}
+
 /// `cliExecuteTool` options.
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct CliExecuteOptions {
-    /// cwd and HOME of every command; path arguments are confined to it (default: the current
+    /// cwd of every command; path arguments are confined to it (default: the current
     /// directory).
     #[serde(default)]
     pub work_dir: Option<PathBuf>,
+    /// The kernel sandbox (default `{ mode: 'enforce', network: false }`).
+    #[serde(default)]
+    pub sandbox: Option<SandboxOption>,
+    /// Programs may not write in the work directory either.
+    #[serde(default)]
+    pub read_only: bool,
     pub allowed_binaries: Vec<String>,
     #[serde(default)]
     pub env_passthrough: Vec<String>,
@@ -117,6 +142,19 @@ pub struct DenyOutputOption {
 }
 
 impl CliExecuteOptions {
+    /// Builds the policy with its prepared sandbox (the `readRoots` are readable in it too).
+    pub fn build(self) -> Result<(CliExecute, CliExecuteConfig, ToolSandbox)> {
+        let read_only = self.read_only;
+        let (work_dir, config) = self.into_config()?;
+        let policy = CliExecute::new(&work_dir, &config)?;
+        let work_dir = policy.work_dir().to_path_buf();
+        let tool = standalone_sandbox(&work_dir, read_only, config.sandbox.as_ref())?
+            .with_read_roots(&config.read_roots, &work_dir, None)?
+            .build()?;
+        let policy = policy.with_sandbox(tool.sandbox.clone());
+        Ok((policy, config, tool))
+    }
+
     /// The work directory and the `cli_execute` configuration.
     pub fn into_config(self) -> Result<(PathBuf, CliExecuteConfig)> {
         let work_dir = WorkDir::resolve(self.work_dir)?;
@@ -145,6 +183,7 @@ impl CliExecuteOptions {
                     })
                     .collect(),
             },
+            sandbox: self.sandbox.map(SandboxOption::into_fields),
         };
         Ok((work_dir, config))
     }
@@ -159,6 +198,12 @@ pub struct ShellOptions {
     /// Deprecated spelling of `workDir`.
     #[serde(default)]
     pub cwd: Option<PathBuf>,
+    /// The kernel sandbox (default `{ mode: 'enforce', network: false }`).
+    #[serde(default)]
+    pub sandbox: Option<SandboxOption>,
+    /// Programs may not write in the work directory either.
+    #[serde(default)]
+    pub read_only: bool,
     #[serde(default)]
     pub rules: Vec<ShellRule>,
     #[serde(default)]
@@ -174,6 +219,17 @@ pub struct ShellOptions {
 }
 
 impl ShellOptions {
+    /// Builds the policy with its prepared sandbox.
+    pub fn build(self) -> Result<(ShellToolset, ShellConfig, WorkDir, ToolSandbox)> {
+        let read_only = self.read_only;
+        let (work_dir, config) = self.into_config()?;
+        let policy = ShellToolset::new(&work_dir.path, &config)?;
+        let tool =
+            standalone_sandbox(policy.work_dir(), read_only, config.sandbox.as_ref())?.build()?;
+        let policy = policy.with_sandbox(tool.sandbox.clone());
+        Ok((policy, config, work_dir, tool))
+    }
+
     /// The work directory and the shell configuration.
     pub fn into_config(self) -> Result<(WorkDir, ShellConfig)> {
         let work_dir = WorkDir::from_keys(self.work_dir, self.cwd, "cwd", "shellToolset")?;
@@ -183,6 +239,7 @@ impl ShellOptions {
             timeout: self.timeout_ms.map(|timeout| timeout.0.as_secs_f64()),
             max_output_bytes: self.max_output_bytes.map(|cap| cap.0),
             env_passthrough: self.env_passthrough,
+            sandbox: self.sandbox.map(SandboxOption::into_fields),
         };
         Ok((work_dir, config))
     }
@@ -238,6 +295,10 @@ pub struct CreateCustomToolOptions {
     pub dir: Option<PathBuf>,
     #[serde(default)]
     pub approval: Option<ApprovalConfig>,
+    /// The kernel sandbox of the validation run (default `{ mode: 'enforce', network: false }`;
+    /// the run gets no network and a read-only work directory whatever this says).
+    #[serde(default)]
+    pub sandbox: Option<SandboxOption>,
 }
 
 impl CreateCustomToolOptions {
@@ -250,6 +311,14 @@ impl CreateCustomToolOptions {
                 .unwrap_or(Path::new(crate::limits::DEFAULT_TOOL_DIRECTORY)),
         );
         Ok((work_dir, dir))
+    }
+
+    /// The prepared sandbox of the validation run (`description` of the new tool).
+    pub fn validation_sandbox(&self, work_dir: &Path) -> Result<ToolSandbox> {
+        let fields = self.sandbox.clone().map(SandboxOption::into_fields);
+        standalone_sandbox(work_dir, false, fields.as_ref())?
+            .for_discovery()
+            .build()
     }
 }
 

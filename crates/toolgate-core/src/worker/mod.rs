@@ -18,6 +18,7 @@ use crate::executables::config::ExecutablesConfig;
 use crate::frozen::{read_stamped, FileStamp};
 use crate::fs::config::{CodeAgentConfig, FilesystemConfig};
 use crate::path::PathValidator;
+use crate::sandbox_config::{SandboxFields, SandboxModeName};
 
 mod decide;
 mod plan;
@@ -56,7 +57,8 @@ pub struct WorkerFile {
     /// Approval for every tool of the worker, on top of each toolset's own.
     #[serde(default)]
     pub approval: Option<ApprovalConfig>,
-    /// The work directory of the file and command toolsets.
+    /// The work directory of the file and command toolsets, and the kernel sandbox of every
+    /// process the worker's tools start.
     #[serde(default)]
     pub sandbox: Option<SandboxConfig>,
     /// The toolsets the worker gets.
@@ -72,16 +74,33 @@ pub enum WorkerMode {
     Chat,
 }
 
-/// `sandbox`: where the worker's file and command toolsets operate.
+/// `sandbox`: where the worker's toolsets operate, and what the processes they start may
+/// reach (the kernel sandbox: by default the work directory, no network).
 #[derive(Debug, Clone, Default, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct SandboxConfig {
     /// The work directory (default: the worker file's directory).
     #[serde(default)]
     pub root: Option<PathBuf>,
-    /// File toolsets may not write or delete.
+    /// Nothing may write or delete in the work directory: file toolsets lose their write
+    /// tools, and the kernel sandbox makes it read-only for every process.
     #[serde(default)]
     pub readonly: bool,
+    /// `enforce` (default: fail with SANDBOX_UNAVAILABLE where the kernel cannot confine
+    /// processes), `best-effort` (run with what the kernel offers, warn once) or `off`.
+    #[serde(default)]
+    pub mode: Option<SandboxModeName>,
+    /// Let processes use the network (default false).
+    #[serde(default)]
+    pub network: Option<bool>,
+    /// Extra directories or files processes may read and execute: absolute, relative to this
+    /// file, or under `~/`.
+    #[serde(default)]
+    pub read: Option<Vec<PathBuf>>,
+    /// Extra directories or files processes may write: absolute, relative to this file, or
+    /// under `~/`.
+    #[serde(default)]
+    pub write: Option<Vec<PathBuf>>,
     /// Narrows the root to a directory inside it (golem-forge: `restrict: /src`).
     #[serde(default)]
     pub restrict: Option<String>,
@@ -161,6 +180,9 @@ pub struct Worker {
     /// The work directory: sandbox root (and restriction), canonical.
     pub work_dir: PathBuf,
     pub readonly: bool,
+    /// The kernel sandbox keys of the file (`mode`, `network`, `read`, `write`), roots made
+    /// absolute; applied over the defaults, or over the caller's sandbox for a called worker.
+    pub sandbox: SandboxFields,
     /// Toolset blocks with every relative path made absolute.
     pub toolsets: ToolsetsConfig,
     /// The allowed workers as canonical file paths, in the order given.
@@ -352,12 +374,24 @@ fn resolve(
         for read_root in cli.read_roots.iter_mut() {
             *read_root = anchored(read_root);
         }
+        cli.sandbox = cli.sandbox.as_ref().map(|fields| fields.anchored(&dir));
     }
-    if (sandbox.readonly || options.readonly)
-        && (toolsets.shell.is_some() || toolsets.cli_execute.is_some())
-    {
-        warnings.push("sandbox.readonly keeps the file toolsets from writing, but programs run by shell or cli_execute can still write; gate them with approval rules".into());
+    if let Some(shell) = &mut toolsets.shell {
+        shell.sandbox = shell.sandbox.as_ref().map(|fields| fields.anchored(&dir));
     }
+    if let Some(executables) = &mut toolsets.executables {
+        executables.sandbox = executables
+            .sandbox
+            .as_ref()
+            .map(|fields| fields.anchored(&dir));
+    }
+    let sandbox_fields = SandboxFields {
+        mode: sandbox.mode,
+        network: sandbox.network,
+        read: sandbox.read.clone(),
+        write: sandbox.write.clone(),
+    }
+    .anchored(&dir);
     let allowed_worker_paths = match &toolsets.workers {
         Some(workers) => workers
             .allowed_workers
@@ -378,6 +412,7 @@ fn resolve(
         path: path.to_path_buf(),
         work_dir,
         readonly: sandbox.readonly || options.readonly,
+        sandbox: sandbox_fields,
         toolsets,
         allowed_worker_paths,
         warnings,

@@ -1,6 +1,7 @@
 //! The plan of a worker: its file and every worker it may call, read once and frozen, with each
 //! toolset's policy built (shell rules compiled, `cli_execute` binaries resolved, executable
-//! tools discovered, file-tool groups narrowed by `readonly`). The SDK builds the AI SDK tools
+//! tools discovered, file-tool groups narrowed by `readonly`, every process toolset's kernel
+//! sandbox decided and prepared). The SDK builds the AI SDK tools
 //! from the plan and never reads a worker file itself; a call into a worker whose files changed
 //! since the plan was made is refused ([`WorkerPlan::verify`]).
 
@@ -14,6 +15,7 @@ use crate::executables::Registry;
 use crate::frozen::FrozenFiles;
 use crate::fs::config::{filesystem_tools, CodeAgentGroup};
 use crate::limits::{MAX_WORKERS_IN_GRAPH, MAX_WORKER_DEPTH};
+use crate::sandbox_config::{SandboxFields, SandboxModeName, SandboxScope, ToolSandbox, Widening};
 
 #[cfg(test)]
 mod tests;
@@ -46,6 +48,15 @@ pub struct PlannedWorker {
     /// Discovered by [`WorkerPlan::discover`], then frozen.
     pub executables: Option<Arc<Registry>>,
     pub delegates: Vec<Delegate>,
+    /// The worker-level kernel sandbox: the file's `sandbox` over the defaults, or over its
+    /// caller's sandbox for a called worker.
+    pub sandbox: SandboxScope,
+    /// The sandbox of each process toolset (`shell`, `cli_execute`, `executables`), in that
+    /// order: the worker's, narrowed by the toolset's own `sandbox`.
+    pub toolset_sandboxes: Vec<(&'static str, SandboxScope)>,
+    /// The one best-effort sandbox warning of the process, when preparing this worker's
+    /// sandboxes was the first to have one.
+    pub sandbox_warning: Option<String>,
     /// This worker's own files (its worker file, its tools module, its executable tools).
     files: Vec<PathBuf>,
 }
@@ -113,6 +124,10 @@ impl WorkerPlan {
             )));
         }
         let (worker, stamp) = load_worker_stamped(path, options)?;
+        let scope = match parent {
+            None => worker_scope(&worker)?,
+            Some(caller) => called_worker_scope(&self.workers[caller], &worker)?,
+        };
         self.files.insert(&worker.path, stamp, "worker file");
         let mut files = vec![worker.path.clone()];
         if let Some(custom) = &worker.toolsets.custom {
@@ -123,7 +138,7 @@ impl WorkerPlan {
             .map(|index| self.workers[index].chain.clone())
             .unwrap_or_default();
         let index = self.workers.len();
-        let planned = build(worker, parent, names, files)?;
+        let planned = build(worker, parent, names, files, scope)?;
         let children = planned.worker.allowed_worker_paths.clone();
         let sandbox = LoadOptions {
             work_dir: Some(planned.worker.work_dir.clone()),
@@ -205,12 +220,87 @@ fn check_chain(chain: &[PathBuf], child: &Path) -> Result<()> {
     Ok(())
 }
 
+/// The sandbox of a top worker: its file's `sandbox` keys over the defaults.
+fn worker_scope(worker: &Worker) -> Result<SandboxScope> {
+    let setting = format!("{}: sandbox", worker.path.display());
+    SandboxScope::new(
+        &worker.work_dir,
+        worker.readonly,
+        &worker.sandbox,
+        worker_dir(worker),
+        &setting,
+    )
+}
+
+/// The sandbox of a called worker: its caller's, narrowed by its own file's `sandbox` keys
+/// (absent keys inherit), in its own (possibly restricted) work directory.
+fn called_worker_scope(caller: &PlannedWorker, worker: &Worker) -> Result<SandboxScope> {
+    let setting = format!("{}: sandbox", worker.path.display());
+    let above = format!(
+        "the sandbox of its caller '{}'",
+        caller.worker.path.display()
+    );
+    let widening = Widening {
+        setting: &setting,
+        above: &above,
+        narrower: "a called worker",
+        fix: "widen the calling worker's `sandbox` instead",
+    };
+    caller
+        .sandbox
+        .narrow(&worker.sandbox, worker_dir(worker), &widening)?
+        .within(&worker.work_dir, worker.readonly)
+}
+
+fn worker_dir(worker: &Worker) -> &Path {
+    worker.path.parent().unwrap_or(Path::new("/"))
+}
+
+/// How a toolset's `sandbox` that widens its worker's is refused.
+const TOOLSET_WIDENING: Widening<'static> = Widening {
+    setting: "sandbox",
+    above: "the worker's sandbox",
+    narrower: "a toolset",
+    fix: "widen the worker-level `sandbox` instead",
+};
+
+/// The worker's sandbox narrowed by a toolset's own `sandbox`.
+fn toolset_scope(
+    worker: &Worker,
+    scope: &SandboxScope,
+    own: Option<&SandboxFields>,
+) -> Result<SandboxScope> {
+    match own {
+        Some(fields) => scope.narrow(fields, worker_dir(worker), &TOOLSET_WIDENING),
+        None => Ok(scope.clone()),
+    }
+}
+
+/// Prepares a toolset's sandbox, keeping its best-effort warning; a kernel that cannot
+/// enforce it is reported with the worker file.
+fn prepare_sandbox(
+    worker: &Worker,
+    scope: &SandboxScope,
+    warnings: &mut Vec<String>,
+) -> Result<ToolSandbox> {
+    let built = scope.build().map_err(|err| match err {
+        Error::SandboxUnavailable(message) => Error::SandboxUnavailable(format!(
+            "{}: {message} (in a worker file: sandbox: {{ mode: best-effort }} or mode: off)",
+            worker.path.display()
+        )),
+        other => other,
+    })?;
+    warnings.extend(built.warning.clone());
+    Ok(built)
+}
+
 /// Builds the policies of one worker's toolsets.
 fn build(
-    worker: Worker,
+    mut worker: Worker,
     parent: Option<usize>,
     mut chain: Vec<String>,
     files: Vec<PathBuf>,
+    scope: SandboxScope,
 ) -> Result<PlannedWorker> {
     let place = |toolset: &str, err: Error| match err {
         Error::ConfigInvalid(message) => Error::ConfigInvalid(format!(
@@ -219,6 +309,8 @@ fn build(
         )),
         other => other,
     };
+    let mut warnings = Vec::new();
+    let mut toolset_sandboxes = Vec::new();
     let toolsets = &worker.toolsets;
     let filesystem_tools = toolsets
         .filesystem
@@ -235,27 +327,67 @@ fn build(
     let shell = toolsets
         .shell
         .as_ref()
-        .map(|config| ShellToolset::new(&worker.work_dir, config).map(Arc::new))
+        .map(|config| -> Result<_> {
+            let policy = ShellToolset::new(&worker.work_dir, config)?;
+            let scope = toolset_scope(&worker, &scope, config.sandbox.as_ref())?;
+            let built = prepare_sandbox(&worker, &scope, &mut warnings)?;
+            toolset_sandboxes.push(("shell", scope));
+            Ok(Arc::new(policy.with_sandbox(built.sandbox)))
+        })
         .transpose()
         .map_err(|err| place("shell", err))?;
     let cli_execute = toolsets
         .cli_execute
         .as_ref()
-        .map(|config| CliExecute::new(&worker.work_dir, config).map(Arc::new))
+        .map(|config| -> Result<_> {
+            let policy = CliExecute::new(&worker.work_dir, config)?;
+            let read_roots = Widening {
+                fix: "add it to the worker-level `sandbox.read`",
+                ..TOOLSET_WIDENING
+            };
+            let scope = toolset_scope(&worker, &scope, config.sandbox.as_ref())?.with_read_roots(
+                &config.read_roots,
+                worker_dir(&worker),
+                Some((&scope, &read_roots)),
+            )?;
+            let built = prepare_sandbox(&worker, &scope, &mut warnings)?;
+            toolset_sandboxes.push(("cli_execute", scope));
+            Ok(Arc::new(policy.with_sandbox(built.sandbox)))
+        })
         .transpose()
         .map_err(|err| place("cli_execute", err))?;
-    let config_dir = worker.path.parent().unwrap_or(Path::new("/"));
+    let config_dir = worker_dir(&worker);
     let executables = toolsets
         .executables
         .as_ref()
-        .map(|config| {
-            config
-                .registry_options(config_dir, &worker.work_dir)
-                .and_then(Registry::new)
-                .map(Arc::new)
+        .map(|config| -> Result<_> {
+            let options = config.registry_options(config_dir, &worker.work_dir)?;
+            let scope = toolset_scope(&worker, &scope, config.sandbox.as_ref())?;
+            let (options, warning) = options.with_sandbox(&scope).map_err(|err| match err {
+                Error::SandboxUnavailable(message) => Error::SandboxUnavailable(format!(
+                    "{}: {message} (in a worker file: sandbox: {{ mode: best-effort }} or mode: off)",
+                    worker.path.display()
+                )),
+                other => other,
+            })?;
+            warnings.extend(warning);
+            toolset_sandboxes.push(("executables", scope));
+            Registry::new(options).map(Arc::new)
         })
         .transpose()
         .map_err(|err| place("executables", err))?;
+    let unconfined = toolset_sandboxes
+        .iter()
+        .filter(|(_, scope)| scope.mode == SandboxModeName::Off)
+        .map(|(name, _)| *name)
+        .collect::<Vec<_>>();
+    if worker.readonly && !unconfined.is_empty() {
+        worker.warnings.push(format!(
+            "sandbox.readonly keeps the file toolsets from writing, but {} runs programs with sandbox mode 'off', and they can still write; remove mode: off to make the work directory read-only for them",
+            unconfined.join(" and ")
+        ));
+    }
+    let sandbox_warning = warnings.into_iter().next();
     chain.push(worker.name.clone());
     Ok(PlannedWorker {
         parent,
@@ -266,6 +398,9 @@ fn build(
         cli_execute,
         executables,
         delegates: Vec::new(),
+        sandbox: scope,
+        toolset_sandboxes,
+        sandbox_warning,
         files,
         worker,
     })

@@ -220,7 +220,11 @@ fn the_sandbox_sets_the_work_directory_and_cannot_escape_it() {
     let worker = load(&path).unwrap();
     assert_eq!(worker.work_dir, d.path.join("project/src"));
     assert!(worker.readonly);
-    assert!(worker.warnings.iter().any(|w| w.contains("readonly")));
+    assert!(
+        worker.warnings.is_empty(),
+        "the kernel sandbox makes the work directory read-only for programs too: {:?}",
+        worker.warnings
+    );
 
     let path = write(
         &d.path,

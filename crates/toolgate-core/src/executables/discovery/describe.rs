@@ -98,10 +98,11 @@ pub(super) async fn describe_all(
     for (index, (real, fingerprint)) in tools.into_iter().enumerate() {
         let permits = Arc::clone(&permits);
         let env = Arc::clone(&env);
+        let sandbox = options.sandbox.clone();
         let timeout = options.description_timeout;
         tasks.spawn(async move {
             let _permit = permits.acquire_owned().await.expect("never closed");
-            let outcome = protocol::describe(&real, &env, timeout)
+            let outcome = protocol::describe(&real, &env, timeout, sandbox.as_ref())
                 .await
                 .map_err(|refusal| refusal.reason);
             (index, real, fingerprint, outcome)

@@ -108,6 +108,10 @@ pub struct DiscoveryOptions {
     /// The environment of `description`: by default the one child-environment policy applied
     /// to this process's environment (no passthrough); HOME and TMPDIR are private per run.
     pub env: Vec<(OsString, OsString)>,
+    /// The kernel sandbox of `description` runs (see
+    /// [`SandboxScope::for_discovery`](crate::sandbox_config::SandboxScope::for_discovery));
+    /// `None` runs them unconfined.
+    pub sandbox: Option<Arc<crate::sandbox::Sandbox>>,
 }
 
 impl DiscoveryOptions {
@@ -122,6 +126,7 @@ impl DiscoveryOptions {
             parallelism: (cores * 4).clamp(4, 64),
             description_timeout: DESCRIPTION_TIMEOUT,
             env: tool_environment(&[]),
+            sandbox: None,
         }
     }
 

@@ -153,6 +153,7 @@ async fn an_agent_tool_is_created_checked_and_found_by_the_next_discovery() {
             Language::Python,
         ),
         false,
+        None,
     )
     .await
     .unwrap();
@@ -167,6 +168,7 @@ async fn an_agent_tool_is_created_checked_and_found_by_the_next_discovery() {
             Language::Node,
         ),
         false,
+        None,
     )
     .await
     .unwrap();
@@ -196,6 +198,7 @@ async fn an_agent_tool_is_created_checked_and_found_by_the_next_discovery() {
             Language::Python,
         ),
         false,
+        None,
     )
     .await
     .unwrap();
@@ -240,9 +243,15 @@ async fn a_broken_agent_tool_leaves_nothing_behind() {
         ("  if then fi (", Language::Bash, "syntax error"),
     ];
     for (code, language, expected) in cases {
-        let err = create_protocol_tool(&work, &dir, &agent_tool("broken", code, language), false)
-            .await
-            .unwrap_err();
+        let err = create_protocol_tool(
+            &work,
+            &dir,
+            &agent_tool("broken", code, language),
+            false,
+            None,
+        )
+        .await
+        .unwrap_err();
         assert_eq!(err.code(), "INVALID_INPUT", "{code}");
         assert!(err.to_string().contains(expected), "{code}: {err}");
         assert!(err.to_string().contains("nothing was kept"), "{err}");
@@ -264,18 +273,18 @@ async fn replacing_keeps_the_old_version_when_the_new_one_is_broken() {
         "def run(args):\n    return args['a'] * args['b']\n",
         Language::Python,
     );
-    create_protocol_tool(&work, &dir, &good, false)
+    create_protocol_tool(&work, &dir, &good, false, None)
         .await
         .unwrap();
     let before = std::fs::read(dir.join("calc.py")).unwrap();
 
-    let err = create_protocol_tool(&work, &dir, &good, false)
+    let err = create_protocol_tool(&work, &dir, &good, false, None)
         .await
         .unwrap_err();
     assert!(err.to_string().contains("already exists"), "{err}");
 
     let broken = agent_tool("calc", "def run(args) return 1\n", Language::Python);
-    let err = create_protocol_tool(&work, &dir, &broken, true)
+    let err = create_protocol_tool(&work, &dir, &broken, true, None)
         .await
         .unwrap_err();
     assert!(err.to_string().contains("SyntaxError"), "{err}");
@@ -286,7 +295,7 @@ async fn replacing_keeps_the_old_version_when_the_new_one_is_broken() {
         "def run(args):\n    return args['a'] - args['b']\n",
         Language::Python,
     );
-    let replaced = create_protocol_tool(&work, &dir, &better, true)
+    let replaced = create_protocol_tool(&work, &dir, &better, true, None)
         .await
         .unwrap();
     assert!(replaced.replaced);
@@ -298,6 +307,7 @@ async fn replacing_keeps_the_old_version_when_the_new_one_is_broken() {
         &dir,
         &agent_tool("calc", "  cat", Language::Bash),
         true,
+        None,
     )
     .await
     .unwrap_err();
@@ -318,7 +328,7 @@ async fn a_tool_directory_symlinked_out_of_the_work_directory_is_refused() {
     let outside = scratch.dir("outside");
     std::os::unix::fs::symlink(&outside, work.join("toolgate-tools")).unwrap();
     let tool = agent_tool("sneaky", "def run(args):\n    return 1\n", Language::Python);
-    let err = create_protocol_tool(&work, Path::new("toolgate-tools"), &tool, false)
+    let err = create_protocol_tool(&work, Path::new("toolgate-tools"), &tool, false, None)
         .await
         .unwrap_err();
     assert_eq!(err.code(), "PATH_OUTSIDE_ROOT");
@@ -327,6 +337,7 @@ async fn a_tool_directory_symlinked_out_of_the_work_directory_is_refused() {
         &work.join("toolgate-tools/../toolgate-tools"),
         &tool,
         false,
+        None,
     )
     .await
     .unwrap_err();

@@ -3,6 +3,7 @@ use std::path::{Path, PathBuf};
 
 use super::*;
 use crate::approval::{Candidate, Decision, OwnApproval, Toolset};
+use crate::sandbox_config::{SandboxModeName, SandboxScope};
 use crate::worker::{DecidedTool, ModuleTools};
 
 fn dir() -> (tempfile::TempDir, PathBuf) {
@@ -281,4 +282,206 @@ fn too_many_workers_in_one_graph_are_refused() {
     }
     let err = plan_worker(&d.join("l0_0.yaml"), &LoadOptions::default()).unwrap_err();
     assert!(err.to_string().contains("more than 64 workers"), "{err}");
+}
+
+fn plan_error(path: &Path) -> String {
+    let err = plan_worker(path, &LoadOptions::default()).unwrap_err();
+    assert_eq!(err.code(), "CONFIG_INVALID", "{err}");
+    err.to_string()
+}
+
+#[test]
+fn the_worker_sandbox_keys_reach_every_process_toolset() {
+    let (_temp, d) = dir();
+    for sub in ["data", "cache", "work"] {
+        std::fs::create_dir(d.join(sub)).unwrap();
+    }
+    let top = write(
+        &d,
+        "main.yaml",
+        "name: main\nsandbox: { root: ./work, readonly: true, mode: best-effort, network: true, read: [./data], write: [./cache] }\ntoolsets:\n  shell: { default: ask }\n  cli_execute: { allowed_binaries: [ls] }\n  executables: { dirs: [./work] }\n",
+    );
+    let plan = plan(&top);
+    let main = &plan.workers()[0];
+    let expected = SandboxScope {
+        mode: SandboxModeName::BestEffort,
+        network: true,
+        read: vec![d.join("data")],
+        write: vec![d.join("cache")],
+        work_dir: d.join("work"),
+        readonly: true,
+    };
+    assert_eq!(main.sandbox, expected);
+    let names: Vec<&str> = main
+        .toolset_sandboxes
+        .iter()
+        .map(|(name, _)| *name)
+        .collect();
+    assert_eq!(names, ["shell", "cli_execute", "executables"]);
+    assert!(main
+        .toolset_sandboxes
+        .iter()
+        .all(|(_, scope)| scope == &expected));
+    let shell = main.shell.as_ref().unwrap().sandbox().unwrap();
+    assert!(shell.policy().readonly && shell.policy().network);
+    assert!(
+        !main.worker.warnings.iter().any(|w| w.contains("readonly")),
+        "{:?}",
+        main.worker.warnings
+    );
+}
+
+#[test]
+fn a_toolset_may_narrow_the_worker_sandbox() {
+    let (_temp, d) = dir();
+    std::fs::create_dir_all(d.join("data/deep")).unwrap();
+    std::fs::create_dir(d.join("work")).unwrap();
+    let top = write(
+        &d,
+        "main.yaml",
+        "name: main\nsandbox: { root: ./work, mode: best-effort, network: true, read: [./data] }\ntoolsets:\n  shell:\n    default: ask\n    sandbox: { mode: enforce, network: false, read: [./data/deep] }\n  cli_execute:\n    allowed_binaries: [ls]\n    read_roots: [./data]\n    sandbox: { read: [] }\n  executables:\n    sandbox: { network: false }\n",
+    );
+    let plan = plan(&top);
+    let main = &plan.workers()[0];
+    let scopes: BTreeMap<&str, &SandboxScope> = main
+        .toolset_sandboxes
+        .iter()
+        .map(|(name, scope)| (*name, scope))
+        .collect();
+    assert_eq!(scopes["shell"].mode, SandboxModeName::Enforce);
+    assert!(!scopes["shell"].network);
+    assert_eq!(scopes["shell"].read, [d.join("data/deep")]);
+    // cli_execute's read_roots stay readable: path arguments may name them.
+    assert_eq!(scopes["cli_execute"].read, [d.join("data")]);
+    assert!(scopes["cli_execute"].network);
+    assert!(!scopes["executables"].network);
+    assert_eq!(main.sandbox.mode, SandboxModeName::BestEffort);
+}
+
+#[test]
+fn a_toolset_cannot_widen_the_worker_sandbox() {
+    let (_temp, d) = dir();
+    std::fs::create_dir(d.join("data")).unwrap();
+    std::fs::create_dir(d.join("work")).unwrap();
+    let cases = [
+        (
+            "shell:\n    default: ask\n    sandbox: { network: true }",
+            "toolsets.shell",
+            "network is true",
+        ),
+        (
+            "shell:\n    default: ask\n    sandbox: { mode: off }",
+            "toolsets.shell",
+            "mode is 'off'",
+        ),
+        (
+            "cli_execute:\n    allowed_binaries: [ls]\n    sandbox: { read: [./data] }",
+            "toolsets.cli_execute",
+            "read root",
+        ),
+        (
+            "cli_execute:\n    allowed_binaries: [ls]\n    read_roots: [./data]",
+            "toolsets.cli_execute",
+            "read_roots entry",
+        ),
+        (
+            "executables:\n    sandbox: { write: [./data] }",
+            "toolsets.executables",
+            "write root",
+        ),
+    ];
+    for (toolset, place, expected) in cases {
+        let top = write(
+            &d,
+            "main.yaml",
+            &format!(
+                "name: main\nsandbox: {{ root: ./work, mode: best-effort }}\ntoolsets:\n  {toolset}\n"
+            ),
+        );
+        let message = plan_error(&top);
+        assert!(message.contains(place), "{toolset}: {message}");
+        assert!(message.contains(expected), "{toolset}: {message}");
+        assert!(
+            message.contains("widen the worker-level `sandbox`")
+                || message.contains("add it to the worker-level `sandbox.read`"),
+            "{toolset}: {message}"
+        );
+    }
+}
+
+#[test]
+fn a_called_worker_may_narrow_its_callers_sandbox_but_not_widen_it() {
+    let (_temp, d) = dir();
+    std::fs::create_dir_all(d.join("data/deep")).unwrap();
+    std::fs::create_dir(d.join("work")).unwrap();
+    let top = write(
+        &d,
+        "main.yaml",
+        "name: main\nsandbox: { root: ./work, mode: best-effort, network: true, read: [./data] }\ntoolsets:\n  workers:\n    allowed_workers: [helper]\n",
+    );
+    let helper = write(
+        &d,
+        "helper.yaml",
+        "name: helper\nsandbox: { network: false, read: [./data/deep] }\ntoolsets:\n  shell: { default: ask }\n",
+    );
+    let plan = plan(&top);
+    let called = &plan.workers()[1];
+    assert!(!called.sandbox.network);
+    assert_eq!(called.sandbox.read, [d.join("data/deep")]);
+    assert_eq!(
+        called.sandbox.mode,
+        SandboxModeName::BestEffort,
+        "inherited"
+    );
+
+    for (keys, expected) in [
+        ("{ mode: off }", "mode is 'off'"),
+        ("{ read: [/] }", "read root '/'"),
+        ("{ write: [./data] }", "write root"),
+    ] {
+        std::fs::write(
+            &helper,
+            format!("name: helper\nsandbox: {keys}\ntoolsets:\n  shell: {{ default: ask }}\n"),
+        )
+        .unwrap();
+        let message = plan_error(&top);
+        assert!(
+            message.contains("helper.yaml: sandbox"),
+            "{keys}: {message}"
+        );
+        assert!(message.contains(expected), "{keys}: {message}");
+        assert!(
+            message.contains("widen the calling worker's `sandbox` instead"),
+            "{keys}: {message}"
+        );
+    }
+    // The caller without network: the called worker cannot turn it on.
+    std::fs::write(
+        &top,
+        "name: main\nsandbox: { mode: best-effort }\ntoolsets:\n  workers:\n    allowed_workers: [helper]\n",
+    )
+    .unwrap();
+    std::fs::write(&helper, "name: helper\nsandbox: { network: true }\n").unwrap();
+    assert!(plan_error(&top).contains("network is true"));
+}
+
+#[test]
+fn readonly_with_the_sandbox_off_still_warns() {
+    let (_temp, d) = dir();
+    let top = write(
+        &d,
+        "main.yaml",
+        "name: main\nsandbox: { readonly: true, mode: off }\ntoolsets:\n  cli_execute: { allowed_binaries: [ls] }\n",
+    );
+    let plan = plan(&top);
+    let main = &plan.workers()[0];
+    assert!(main.cli_execute.as_ref().unwrap().sandbox().is_none());
+    assert!(
+        main.worker
+            .warnings
+            .iter()
+            .any(|w| w.contains("readonly") && w.contains("cli_execute")),
+        "{:?}",
+        main.worker.warnings
+    );
 }

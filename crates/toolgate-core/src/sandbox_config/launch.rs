@@ -1,0 +1,148 @@
+//! `toolgate sandbox -- program args…`: the command line that runs any program under a sandbox
+//! with the terminal's standard streams. The CLI spawns it (nothing is forked from Node itself:
+//! the launcher does the kernel work in its own process) and passes its exit code through.
+
+use std::ffi::OsString;
+use std::path::{Path, PathBuf};
+
+use serde::Deserialize;
+
+use super::{SandboxOption, SandboxScope, ToolSandbox};
+use crate::error::Result;
+use crate::exec::{self, env, CallDir};
+use crate::options::WorkDir;
+
+/// Variables the terminal's programs need besides the one child-environment policy.
+const TERMINAL_VARIABLES: &[&str] = &["TERM", "COLORTERM", "COLUMNS", "LINES"];
+
+/// `toolgate sandbox` options, as the CLI passes them.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct LaunchOptions {
+    /// The work directory: cwd of the program, writable (default: the current directory).
+    #[serde(default)]
+    pub work_dir: Option<PathBuf>,
+    /// The sandbox (default `{ mode: 'enforce', network: false }`); relative roots resolve
+    /// against the work directory.
+    #[serde(default)]
+    pub sandbox: Option<SandboxOption>,
+}
+
+/// A program ready to start under a sandbox: the file to execute, its arguments, environment
+/// and working directory. Its private HOME/TMPDIR exists while this value lives.
+#[derive(Debug)]
+pub struct Launch {
+    /// The launcher (or the program itself when the sandbox is off or unavailable under
+    /// `best-effort`).
+    pub file: PathBuf,
+    pub args: Vec<OsString>,
+    pub env: Vec<(OsString, OsString)>,
+    pub cwd: PathBuf,
+    /// Whether the filesystem policy is in force.
+    pub sandboxed: bool,
+    /// The sandbox it runs under.
+    pub sandbox: ToolSandbox,
+    /// Removed when the launch is dropped (after the program ended).
+    _call_dir: CallDir,
+}
+
+impl LaunchOptions {
+    /// The sandbox these options describe (relative roots against the work directory).
+    pub fn scope(&self) -> Result<SandboxScope> {
+        let work_dir = WorkDir::resolve(self.work_dir.clone())?;
+        let fields = self
+            .sandbox
+            .clone()
+            .map(SandboxOption::into_fields)
+            .unwrap_or_default();
+        SandboxScope::new(&work_dir, false, &fields, &work_dir, "sandbox")
+    }
+}
+
+impl Launch {
+    /// Prepares `program` (a name on the child's `PATH`, or a path) with `args` under the
+    /// sandbox of `options`. `CONFIG_INVALID` for unusable roots or work directory,
+    /// `SANDBOX_UNAVAILABLE` where `enforce` cannot be met, `BINARY_NOT_FOUND` for a missing
+    /// program.
+    pub fn prepare(options: LaunchOptions, program: &str, args: &[String]) -> Result<Self> {
+        let scope = options.scope()?;
+        let sandbox = scope.build()?;
+        let passthrough: Vec<String> = TERMINAL_VARIABLES.iter().map(|s| s.to_string()).collect();
+        let mut child_env = env::child_environment(&passthrough);
+        let call_dir = CallDir::create()?;
+        call_dir.apply(&mut child_env);
+        let cwd = scope.work_dir.clone();
+        let resolved = exec::resolve_program(program.as_ref(), &cwd, &child_env)?;
+        let command = sandbox.sandbox.as_ref().and_then(|prepared| {
+            let (launcher, launcher_args) =
+                prepared.command(&resolved, call_dir.root(), &child_env)?;
+            Some((launcher.to_path_buf(), launcher_args, prepared.confines()))
+        });
+        let (file, mut all_args, sandboxed) = match command {
+            Some(found) => found,
+            None => (resolved, Vec::new(), false),
+        };
+        all_args.extend(args.iter().map(OsString::from));
+        Ok(Launch {
+            file,
+            args: all_args,
+            env: child_env,
+            cwd,
+            sandboxed,
+            sandbox,
+            _call_dir: call_dir,
+        })
+    }
+
+    /// The private directory's `HOME`, for messages and tests.
+    pub fn home(&self) -> Option<&Path> {
+        self.env
+            .iter()
+            .find(|(name, _)| name == "HOME")
+            .map(|(_, value)| Path::new(value))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_launch_runs_the_program_through_the_launcher_and_cleans_up() {
+        let work = tempfile::tempdir().unwrap();
+        let options = LaunchOptions {
+            work_dir: Some(work.path().to_path_buf()),
+            sandbox: Some(SandboxOption::Mode(
+                super::super::SandboxModeName::BestEffort,
+            )),
+        };
+        let launch = Launch::prepare(options, "true", &["x".into()]).unwrap();
+        assert_eq!(launch.args.last().unwrap(), "x");
+        let home = launch.home().unwrap().to_path_buf();
+        assert!(home.is_dir());
+        assert!(!home.starts_with(work.path()));
+        if launch.sandboxed {
+            assert!(launch.args.iter().any(|arg| arg == "--"));
+        }
+        drop(launch);
+        assert!(!home.exists(), "the private directory is removed");
+
+        let off = LaunchOptions {
+            work_dir: Some(work.path().to_path_buf()),
+            sandbox: Some(SandboxOption::Off),
+        };
+        let launch = Launch::prepare(off, "true", &[]).unwrap();
+        assert!(!launch.sandboxed);
+        assert!(launch.file.ends_with("true"));
+        let err = Launch::prepare(
+            LaunchOptions {
+                work_dir: Some(work.path().to_path_buf()),
+                sandbox: Some(SandboxOption::Off),
+            },
+            "no-such-program-toolgate",
+            &[],
+        )
+        .unwrap_err();
+        assert_eq!(err.code(), "BINARY_NOT_FOUND");
+    }
+}

@@ -1,0 +1,373 @@
+//! A sandbox setting resolved against its work directory and the level above it.
+
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+
+use super::{SandboxFields, SandboxModeName};
+use crate::error::{Error, Result};
+use crate::sandbox::{Sandbox, SandboxMode, SandboxPolicy};
+
+/// How many prepared sandboxes [`prepare_cached`] keeps.
+const CACHED_SANDBOXES: usize = 16;
+
+/// A sandbox with every setting decided: what a tool's processes may reach.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SandboxScope {
+    pub mode: SandboxModeName,
+    pub network: bool,
+    /// Extra read/execute roots, canonical.
+    pub read: Vec<PathBuf>,
+    /// Extra writable roots, canonical.
+    pub write: Vec<PathBuf>,
+    /// The work directory, canonical: writable unless `readonly`.
+    pub work_dir: PathBuf,
+    pub readonly: bool,
+}
+
+/// Where a narrowing setting was written and what to do instead of widening, for the error.
+#[derive(Debug, Clone, Copy)]
+pub struct Widening<'a> {
+    /// The setting being applied, as the user wrote it: `/w/a.worker: toolsets.shell.sandbox`.
+    pub setting: &'a str,
+    /// Whose sandbox it narrows: `the worker's sandbox`, `the sandbox of its caller '/w/top.worker'`.
+    pub above: &'a str,
+    /// Who may only narrow: `a toolset`, `a called worker`.
+    pub narrower: &'a str,
+    /// What to do instead: `widen the worker-level \`sandbox\` instead`.
+    pub fix: &'a str,
+}
+
+/// A tool's prepared sandbox: `None` when its mode is `off`, with the one best-effort warning
+/// of this process when this preparation was the first to have one.
+#[derive(Debug, Clone)]
+pub struct ToolSandbox {
+    pub scope: SandboxScope,
+    pub sandbox: Option<Arc<Sandbox>>,
+    pub warning: Option<String>,
+}
+
+impl SandboxScope {
+    /// A scope on its own (a TypeScript toolset, `exec`, the top worker): the defaults
+    /// (`enforce`, no network, no roots) overridden by `fields`. Relative roots resolve against
+    /// `base`; `~/` is this user's home. `setting` names the option in errors. Every root must
+    /// exist (`CONFIG_INVALID`).
+    pub fn new(
+        work_dir: &Path,
+        readonly: bool,
+        fields: &SandboxFields,
+        base: &Path,
+        setting: &str,
+    ) -> Result<Self> {
+        let work_dir = std::fs::canonicalize(work_dir).map_err(|err| {
+            Error::ConfigInvalid(format!(
+                "{setting}: the work directory '{}' cannot be used ({err}); give an existing directory",
+                work_dir.display()
+            ))
+        })?;
+        Ok(SandboxScope {
+            mode: fields.mode.unwrap_or(SandboxModeName::Enforce),
+            network: fields.network.unwrap_or(false),
+            read: resolve_roots(fields.read.as_deref(), base, setting, "read")?,
+            write: resolve_roots(fields.write.as_deref(), base, setting, "write")?,
+            work_dir,
+            readonly,
+        })
+    }
+
+    /// This scope narrowed by `fields`: an absent key keeps this scope's value; a present one
+    /// may only be stricter (mode), off (network), or name roots this scope already reaches
+    /// (a read root inside the work directory or a read or write root, a write root inside a
+    /// writable one). Anything wider is `CONFIG_INVALID`, in the words of `widening`.
+    pub fn narrow(&self, fields: &SandboxFields, base: &Path, widening: &Widening) -> Result<Self> {
+        let refuse = |what: String| {
+            Error::ConfigInvalid(format!(
+                "{}: {what}, which widens {}; {} may only narrow it (network off, fewer roots, a stricter mode): {}",
+                widening.setting, widening.above, widening.narrower, widening.fix
+            ))
+        };
+        let mut narrowed = self.clone();
+        if let Some(mode) = fields.mode {
+            if mode.strictness() < self.mode.strictness() {
+                return Err(refuse(format!(
+                    "mode is '{}' where it is '{}'",
+                    mode.as_str(),
+                    self.mode.as_str()
+                )));
+            }
+            narrowed.mode = mode;
+        }
+        if let Some(network) = fields.network {
+            if network && !self.network {
+                return Err(refuse("network is true where it is false".into()));
+            }
+            narrowed.network = network;
+        }
+        if let Some(read) = &fields.read {
+            let read = resolve_roots(Some(read), base, widening.setting, "read")?;
+            if let Some(outside) = read.iter().find(|root| !self.can_read(root)) {
+                return Err(refuse(format!(
+                    "read root '{}' is not readable there",
+                    outside.display()
+                )));
+            }
+            narrowed.read = read;
+        }
+        if let Some(write) = &fields.write {
+            let write = resolve_roots(Some(write), base, widening.setting, "write")?;
+            if let Some(outside) = write.iter().find(|root| !self.can_write(root)) {
+                return Err(refuse(format!(
+                    "write root '{}' is not writable there",
+                    outside.display()
+                )));
+            }
+            narrowed.write = write;
+        }
+        Ok(narrowed)
+    }
+
+    /// This scope for a called worker whose work directory is `work_dir` (the caller's, or a
+    /// directory inside it) and which is read-only when it or its caller is.
+    pub fn within(&self, work_dir: &Path, readonly: bool) -> Result<Self> {
+        let work_dir = std::fs::canonicalize(work_dir).map_err(|err| {
+            Error::ConfigInvalid(format!(
+                "the work directory '{}' cannot be used ({err})",
+                work_dir.display()
+            ))
+        })?;
+        if !work_dir.starts_with(&self.work_dir) {
+            return Err(Error::ConfigInvalid(format!(
+                "the work directory '{}' is outside its caller's '{}'; a called worker may only narrow its caller's sandbox",
+                work_dir.display(),
+                self.work_dir.display()
+            )));
+        }
+        Ok(SandboxScope {
+            work_dir,
+            readonly: self.readonly || readonly,
+            ..self.clone()
+        })
+    }
+
+    /// This scope with `roots` (resolved against `base`) readable too: `cli_execute`'s
+    /// `read_roots`, which path arguments may name, so the program can read what it was
+    /// allowed to be given. With `within`, each root must already be readable in that scope
+    /// (a worker's), else `CONFIG_INVALID` in the words of the widening.
+    pub fn with_read_roots(
+        &self,
+        roots: &[PathBuf],
+        base: &Path,
+        within: Option<(&SandboxScope, &Widening)>,
+    ) -> Result<Self> {
+        if roots.is_empty() {
+            return Ok(self.clone());
+        }
+        let setting = within.map_or("read_roots", |(_, widening)| widening.setting);
+        let roots = resolve_roots(Some(roots), base, setting, "read_roots")?;
+        if let Some((outer, widening)) = within {
+            if let Some(outside) = roots.iter().find(|root| !outer.can_read(root)) {
+                return Err(Error::ConfigInvalid(format!(
+                    "{}: read_roots entry '{}' is not readable in {}, so programs could not read what they are given: {}",
+                    widening.setting,
+                    outside.display(),
+                    widening.above,
+                    widening.fix
+                )));
+            }
+        }
+        let mut widened = self.clone();
+        for root in roots {
+            if !widened.can_read(&root) {
+                widened.read.push(root);
+            }
+        }
+        Ok(widened)
+    }
+
+    /// The scope of an executable tool's `description` run at discovery, before anyone was
+    /// asked: the same mode, no network, nothing writable but its private directory.
+    pub fn for_discovery(&self) -> Self {
+        let mut read = self.read.clone();
+        for root in &self.write {
+            if !read.contains(root) {
+                read.push(root.clone());
+            }
+        }
+        SandboxScope {
+            network: false,
+            read,
+            write: Vec::new(),
+            readonly: true,
+            ..self.clone()
+        }
+    }
+
+    /// Whether processes under this scope can read `path` (canonical).
+    pub fn can_read(&self, path: &Path) -> bool {
+        path.starts_with(&self.work_dir)
+            || self
+                .read
+                .iter()
+                .chain(&self.write)
+                .any(|root| path.starts_with(root))
+    }
+
+    /// Whether processes under this scope can write `path` (canonical).
+    pub fn can_write(&self, path: &Path) -> bool {
+        (!self.readonly && path.starts_with(&self.work_dir))
+            || self.write.iter().any(|root| path.starts_with(root))
+    }
+
+    /// The kernel policy of this scope, or `None` when its mode is `off`. Besides the scope's
+    /// own roots, the [version managers](version_manager_roots) on this process's `PATH` are
+    /// readable: their shims are how `python3` or `ruby` are found there.
+    pub fn policy(&self) -> Option<SandboxPolicy> {
+        let mode = match self.mode {
+            SandboxModeName::Enforce => SandboxMode::Enforce,
+            SandboxModeName::BestEffort => SandboxMode::BestEffort,
+            SandboxModeName::Off => return None,
+        };
+        let mut read = self.read.clone();
+        let search_path = std::env::var_os("PATH").unwrap_or_default();
+        for root in version_manager_roots(&search_path) {
+            if !self.can_read(&root) {
+                read.push(root);
+            }
+        }
+        Some(SandboxPolicy {
+            mode,
+            network: self.network,
+            read,
+            write: self.write.clone(),
+            work_dir: self.work_dir.clone(),
+            readonly: self.readonly,
+        })
+    }
+
+    /// Prepares the sandbox of one tool (once; its calls share it). `SANDBOX_UNAVAILABLE`
+    /// under `enforce` where the kernel or the launcher is missing.
+    pub fn build(&self) -> Result<ToolSandbox> {
+        let sandbox = self
+            .policy()
+            .map(Sandbox::prepare)
+            .transpose()?
+            .map(Arc::new);
+        let warning = sandbox.as_ref().and_then(|sandbox| sandbox.warning_once());
+        Ok(ToolSandbox {
+            scope: self.clone(),
+            sandbox,
+            warning,
+        })
+    }
+}
+
+/// Prepares `scope`, reusing one prepared for an equal scope before (`exec` is called per
+/// process, and a preparation probes paths and compiles filters). The scope's roots are
+/// canonical, so a symlink that now leads elsewhere makes a different scope.
+pub fn prepare_cached(scope: &SandboxScope) -> Result<ToolSandbox> {
+    static CACHE: Mutex<Vec<(SandboxScope, Option<Arc<Sandbox>>)>> = Mutex::new(Vec::new());
+    let known = {
+        let cache = CACHE
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        cache
+            .iter()
+            .find(|(cached, _)| cached == scope)
+            .map(|(_, sandbox)| sandbox.clone())
+    };
+    if let Some(sandbox) = known {
+        return Ok(ToolSandbox {
+            scope: scope.clone(),
+            sandbox,
+            warning: None,
+        });
+    }
+    let built = scope.build()?;
+    let mut cache = CACHE
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner());
+    if cache.len() >= CACHED_SANDBOXES {
+        cache.remove(0);
+    }
+    cache.push((scope.clone(), built.sandbox.clone()));
+    Ok(built)
+}
+
+/// The roots of the version managers whose `shims` directory is on `search_path` (pyenv's
+/// `~/.pyenv`, rbenv's `~/.rbenv`, nodenv, asdf…): a shim is a script that runs the manager
+/// from its root, which finds the real interpreter under it, so the root must be readable for
+/// `python3` to start at all. Never `/`, a home directory or `/home` itself: a `shims`
+/// directory directly in a home grants nothing.
+pub fn version_manager_roots(search_path: &std::ffi::OsStr) -> Vec<PathBuf> {
+    let mut homes: Vec<PathBuf> = vec![PathBuf::from("/root")];
+    if let Some(home) = std::env::var_os("HOME").map(PathBuf::from) {
+        homes.extend(std::fs::canonicalize(&home).ok());
+        homes.push(home);
+    }
+    roots_of_shims(search_path, &homes)
+}
+
+/// [`version_manager_roots`] with the home directories given.
+pub(super) fn roots_of_shims(search_path: &std::ffi::OsStr, homes: &[PathBuf]) -> Vec<PathBuf> {
+    let mut roots: Vec<PathBuf> = Vec::new();
+    for entry in std::env::split_paths(search_path) {
+        if !entry.is_absolute() || entry.file_name().is_none_or(|name| name != "shims") {
+            continue;
+        }
+        let Some(root) = std::fs::canonicalize(&entry)
+            .ok()
+            .and_then(|real| real.parent().map(Path::to_path_buf))
+        else {
+            continue;
+        };
+        let is_home = root == Path::new("/")
+            || root == Path::new("/home")
+            || root.parent() == Some(Path::new("/home"))
+            || homes.contains(&root);
+        if !is_home && !roots.iter().any(|known| root.starts_with(known)) {
+            roots.retain(|known| !known.starts_with(&root));
+            roots.push(root);
+        }
+    }
+    roots
+}
+
+/// Roots made absolute (`~/` = this user's home, else against `base`) and canonical; each
+/// must exist.
+fn resolve_roots(
+    roots: Option<&[PathBuf]>,
+    base: &Path,
+    setting: &str,
+    key: &str,
+) -> Result<Vec<PathBuf>> {
+    let mut resolved: Vec<PathBuf> = Vec::new();
+    for root in roots.unwrap_or_default() {
+        let path = expand_home(root, setting, key)?;
+        let real = std::fs::canonicalize(base.join(&path)).map_err(|err| {
+            Error::ConfigInvalid(format!(
+                "{setting}: {key} entry '{}' cannot be used ({err}); give an existing path, absolute, relative to '{}', or under ~/",
+                root.display(),
+                base.display()
+            ))
+        })?;
+        if !resolved.contains(&real) {
+            resolved.push(real);
+        }
+    }
+    Ok(resolved)
+}
+
+fn expand_home(root: &Path, setting: &str, key: &str) -> Result<PathBuf> {
+    let Ok(rest) = root.strip_prefix("~") else {
+        return Ok(root.to_path_buf());
+    };
+    let home = std::env::var_os("HOME")
+        .map(PathBuf::from)
+        .filter(|home| home.is_absolute())
+        .ok_or_else(|| {
+            Error::ConfigInvalid(format!(
+                "{setting}: {key} entry '{}' starts with ~ but HOME is not set to an absolute path; give the absolute path",
+                root.display()
+            ))
+        })?;
+    Ok(home.join(rest))
+}

@@ -1,0 +1,131 @@
+/**
+ * The kernel sandbox's cost, in the same run: a sandboxed `/bin/true` through `exec` against
+ * an unsandboxed `exec`, against `bwrap` with the equivalent policy (`--ro-bind / / --bind WORK
+ * WORK --unshare-net --unshare-pid --die-with-parent`) and against Anthropic's sandbox-runtime
+ * `srt` where it runs here (all started through `exec`, so that only the sandbox differs). Then
+ * the policy's share of a sandboxed `cli_execute` call. Sequential calls, interleaved call by
+ * call so that drift on a shared machine hits every contender alike; each figure is the median
+ * of its calls (a busy machine's spikes move a median less than a total).
+ */
+import { execFileSync } from 'node:child_process';
+import { existsSync, mkdtempSync, realpathSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { cliExecuteTool, exec, type ExecOptions } from '../../ts/src/index.js';
+import { native } from '../../ts/src/native/binding.js';
+import { printComparison, printLine, timeMs } from './lib/report.js';
+
+const CALLS = 1000;
+const ROUNDS = 5;
+const POLICY_CALLS = 20_000;
+const PROGRAM = '/bin/true';
+const CALL = { toolCallId: 'bench', messages: [] };
+
+/** A program on PATH, or `null`. */
+function which(program: string): string | null {
+  try {
+    return execFileSync('sh', ['-c', `command -v ${program}`], { encoding: 'utf8' }).trim() || null;
+  } catch {
+    return null;
+  }
+}
+
+function median(values: number[]): number {
+  const sorted = [...values].sort((a, b) => a - b);
+  return sorted[sorted.length >> 1]!;
+}
+
+/** Where `srt` is, when `npx -y @anthropic-ai/sandbox-runtime` was installed next to us. */
+function findSrt(): string | null {
+  for (const dir of [resolve('node_modules/.bin'), '/work/main/node_modules/.bin']) {
+    if (existsSync(join(dir, 'srt'))) return join(dir, 'srt');
+  }
+  return which('srt');
+}
+
+/** Why a contender cannot run here, or `null` when one call of it succeeds. */
+async function unusable(options: ExecOptions): Promise<string | null> {
+  try {
+    const result = await exec({ ...options, timeoutMs: 30_000 });
+    return result.exitCode === 0 ? null : `exit ${result.exitCode}: ${(result.stderr || result.stdout).trim().split('\n')[0]}`;
+  } catch (error) {
+    return (error as Error).message;
+  }
+}
+
+export async function benchSandbox(): Promise<void> {
+  const work = realpathSync(mkdtempSync(join(tmpdir(), 'toolgate-bench-')));
+  // The private HOME/TMPDIR of every sandboxed call is made there too; on a disk mounted with
+  // `discard` its mkdir/rmdir dominate a call (docs/sandbox.md): compare with TMPDIR on a tmpfs.
+  printLine(`  work directory and private directories under ${tmpdir()}`);
+  try {
+    const env = { PATH: process.env.PATH ?? '/usr/bin:/bin' };
+    const contenders: { name: string; options: ExecOptions }[] = [
+      { name: 'exec, unsandboxed (baseline)', options: { command: PROGRAM, cwd: work, env } },
+      { name: 'exec, sandboxed', options: { command: PROGRAM, cwd: work, env, sandbox: 'enforce' } },
+    ];
+    const bwrap = which('bwrap');
+    const bwrapArgs = ['--ro-bind', '/', '/', '--bind', work, work, '--unshare-net', '--unshare-pid', '--die-with-parent', PROGRAM];
+    if (bwrap) contenders.push({ name: 'exec of bwrap', options: { command: bwrap, args: bwrapArgs, cwd: work, env } });
+    else printLine('  bwrap is not installed (Debian package bubblewrap): its comparison is skipped');
+    const srt = findSrt();
+    if (srt) {
+      const srtOptions = { command: process.execPath, args: [srt, PROGRAM], cwd: work, env: { ...env, HOME: work } };
+      const why = await unusable(srtOptions);
+      if (why === null) contenders.push({ name: 'exec of srt (sandbox-runtime)', options: srtOptions });
+      else printLine(`  srt (@anthropic-ai/sandbox-runtime) does not run here (${why}): its comparison is skipped`);
+    } else {
+      printLine('  srt is not installed (npm install --no-save @anthropic-ai/sandbox-runtime): its comparison is skipped');
+    }
+    for (const contender of contenders) {
+      const why = await unusable(contender.options);
+      if (why !== null) throw new Error(`${contender.name} fails: ${why}`);
+      for (let i = 0; i < 30; i++) await exec(contender.options);
+    }
+
+    const samples: number[][] = contenders.map(() => []);
+    for (let call = 0; call < CALLS; call++) {
+      for (const [index, contender] of contenders.entries()) samples[index]!.push(await timeMs(() => exec(contender.options)));
+    }
+    const perCall = samples.map(median);
+    printComparison(
+      `${PROGRAM}, ${CALLS} sequential calls each (interleaved call by call, medians)`,
+      contenders.map((contender, index) => ({ name: contender.name, value: perCall[index]!, unit: 'ms/call' })),
+      'exec, sandboxed',
+    );
+    const [open, sandboxed, ...others] = perCall;
+    printLine(`  sandboxed / unsandboxed exec:      ${(sandboxed! / open!).toFixed(2)}x (target ≤ 1.5x)`);
+    for (const [index, value] of others.entries()) {
+      printLine(`  ${contenders[index + 2]!.name} / sandboxed exec: ${(value / sandboxed!).toFixed(2)}x${index === 0 && bwrap ? ' (target ≥ 4x)' : ''}`);
+    }
+
+    // The policy's share of a sandboxed cli_execute call: every check and the request with its
+    // sandbox (the native prepare, no process), against the whole call.
+    const cli = cliExecuteTool({ workDir: work, allowedBinaries: ['true'], approval: { default: 'preApproved' } });
+    const viaCli = () => cli.execute!({ binary: 'true', args: ['--flag', 'a/b.txt'] }, CALL);
+    for (let i = 0; i < 30; i++) await viaCli();
+    const cliSamples: number[] = [];
+    for (let call = 0; call < CALLS; call++) cliSamples.push(await timeMs(viaCli));
+    const cliMs = median(cliSamples);
+    const policy = new native.CliExecutePolicy({ workDir: work, allowedBinaries: ['true'] });
+    let policyMs = Number.POSITIVE_INFINITY;
+    for (let round = 0; round < ROUNDS; round++) {
+      policyMs = Math.min(policyMs, await timeMs(() => {
+        for (let call = 0; call < POLICY_CALLS; call++) policy.prepare('true', ['--flag', 'a/b.txt']);
+      }) / POLICY_CALLS);
+    }
+    printComparison(
+      `a sandboxed cli_execute call (median of ${CALLS}) and its policy alone (best of ${ROUNDS} rounds of ${POLICY_CALLS})`,
+      [
+        { name: 'cli_execute call, sandboxed', value: cliMs * 1000, unit: 'µs/call' },
+        { name: 'policy alone (checks + request)', value: policyMs * 1000, unit: 'µs/call' },
+      ],
+      'cli_execute call, sandboxed',
+    );
+    printLine(`  policy share of a sandboxed cli_execute call: ${((100 * policyMs) / cliMs).toFixed(2)}% (target < 5%)`);
+  } finally {
+    rmSync(work, { recursive: true, force: true });
+  }
+}
+
+export const benchmarks = { sandbox: benchSandbox };

@@ -1,0 +1,141 @@
+import { parseArgs } from 'node:util';
+import { native } from '../native/binding.js';
+import { awaitNative, ToolgateError } from '../native/errors.js';
+import { sandboxPolicy, sandboxSupport, type SandboxSummary, type SandboxSupport } from '../native/sandbox.js';
+
+export const SANDBOX_HELP = `Usage: toolgate check --sandbox [options] [worker-file]
+
+Shows what this kernel offers toolgate's sandbox (Landlock ABI, seccomp, user and PID
+namespaces, the launcher) and the effective policy: for the work directory with the options
+below, and, given a worker file, for each worker of its graph and each of their process
+toolsets (shell, cli_execute, executables).
+
+Options:
+  --work-dir <dir>   Work directory (default: the current directory; for a worker file it
+                     replaces the worker's sandbox root)
+  --network          Show the policy with network allowed
+  --read <path>      ... with <path> readable too (repeatable)
+  --write <path>     ... with <path> writable too (repeatable)
+  --json             Print everything as JSON
+  -h, --help         Show this help
+
+Exit status: 0 when the default sandbox (enforce) works here, 1 when this kernel or install
+cannot enforce it, 2 for a usage or configuration error.
+`;
+
+interface WorkerReport {
+  name: string;
+  path: string;
+  sandbox: SandboxSummary;
+  toolsets: { toolset: string; sandbox: SandboxSummary }[];
+}
+
+/** `toolgate check --sandbox`: kernel support and effective policies. */
+export async function runSandboxCheck(argv: readonly string[]): Promise<number> {
+  let parsed;
+  try {
+    parsed = parseArgs({
+      args: argv.filter((arg) => arg !== '--sandbox'),
+      allowPositionals: true,
+      options: {
+        'work-dir': { type: 'string' },
+        network: { type: 'boolean', default: false },
+        read: { type: 'string', multiple: true, default: [] },
+        write: { type: 'string', multiple: true, default: [] },
+        json: { type: 'boolean', default: false },
+        help: { type: 'boolean', short: 'h', default: false },
+      },
+    });
+  } catch (error) {
+    process.stderr.write(`toolgate check: ${(error as Error).message}\n\n${SANDBOX_HELP}`);
+    return 2;
+  }
+  const { values, positionals } = parsed;
+  if (values.help) {
+    process.stdout.write(SANDBOX_HELP);
+    return 0;
+  }
+  if (positionals.length > 1) {
+    process.stderr.write(`toolgate check: give at most one worker file\n\n${SANDBOX_HELP}`);
+    return 2;
+  }
+  let support: SandboxSupport;
+  let policy: SandboxSummary;
+  let workers: WorkerReport[] = [];
+  try {
+    support = sandboxSupport();
+    policy = sandboxPolicy({
+      ...(values['work-dir'] === undefined ? {} : { workDir: values['work-dir'] }),
+      sandbox: { network: values.network, read: values.read, write: values.write },
+    });
+    const [workerFile] = positionals;
+    if (workerFile !== undefined) workers = await workerReports(workerFile, values['work-dir']);
+  } catch (error) {
+    if (!(error instanceof ToolgateError)) throw error;
+    process.stderr.write(`toolgate check: ${error.code}: ${error.message}\n`);
+    return 2;
+  }
+  if (values.json) {
+    process.stdout.write(`${JSON.stringify({ support, policy, workers }, null, 2)}\n`);
+  } else {
+    process.stdout.write(formatReport(support, policy, workers));
+  }
+  return support.missingForEnforce.length === 0 ? 0 : 1;
+}
+
+/** Every worker of the file's graph with its sandbox and its toolsets' sandboxes. */
+async function workerReports(path: string, workDir: string | undefined): Promise<WorkerReport[]> {
+  const options = native.checkLoadWorkerOptions(workDir === undefined ? {} : { workDir });
+  const plan = await awaitNative(native.planWorker(path, options.workDir, options.readonly));
+  return plan.workers().map((info) => ({
+    name: info.name,
+    path: info.path,
+    sandbox: info.sandbox,
+    toolsets: info.toolsetSandboxes,
+  }));
+}
+
+function yesNo(value: boolean | null | undefined): string {
+  if (value === null || value === undefined) return 'unknown (the launcher could not be asked)';
+  return value ? 'yes' : 'no';
+}
+
+/** The report as aligned lines for a terminal. */
+export function formatReport(support: SandboxSupport, policy: SandboxSummary, workers: readonly WorkerReport[]): string {
+  const lines: string[] = ['kernel'];
+  const row = (label: string, value: string, indent = '  ') => lines.push(`${indent}${label.padEnd(17)} ${value}`);
+  row('landlock', support.landlockAbi > 0 ? `ABI ${support.landlockAbi}` : 'no');
+  row('seccomp', yesNo(support.seccomp));
+  row('user namespaces', yesNo(support.userNamespaces));
+  row('pid namespace', yesNo(support.pidNamespace));
+  row('launcher', support.launcher ?? 'not found');
+  row(
+    'enforce',
+    support.missingForEnforce.length === 0 ? 'available' : `unavailable: missing ${support.missingForEnforce.join('; ')}`,
+  );
+  for (const degraded of support.degraded) row('degraded', degraded);
+  if (support.versionManagers.length > 0) row('version managers', `${support.versionManagers.join(', ')} (readable: their shims are on PATH)`);
+  lines.push('', 'policy');
+  describePolicy(policy, row);
+  for (const worker of workers) {
+    lines.push('', `worker ${worker.name} (${worker.path})`);
+    describePolicy(worker.sandbox, row);
+    for (const { toolset, sandbox } of worker.toolsets) {
+      if (JSON.stringify(sandbox) === JSON.stringify(worker.sandbox)) {
+        row(toolset, 'the worker sandbox');
+      } else {
+        lines.push(`  ${toolset}`);
+        describePolicy(sandbox, (label, value) => row(label, value, '    '));
+      }
+    }
+  }
+  return `${lines.join('\n')}\n`;
+}
+
+function describePolicy(policy: SandboxSummary, row: (label: string, value: string) => void): void {
+  row('mode', policy.mode);
+  row('network', policy.mode === 'off' ? 'unconfined' : policy.network ? 'allowed' : 'off');
+  row('work dir', `${policy.workDir} (${policy.readonly ? 'read-only' : 'read-write'})`);
+  row('read', ['the system runtime (see docs/sandbox.md)', ...policy.read].join(', '));
+  row('write', ['a private HOME/TMPDIR per call', ...policy.write].join(', '));
+}

@@ -1,0 +1,120 @@
+import { spawn } from 'node:child_process';
+import { constants } from 'node:os';
+import { parseArgs } from 'node:util';
+import { native } from '../native/binding.js';
+import { callNative, ToolgateError } from '../native/errors.js';
+import { type SandboxOption, warnSandbox } from '../native/sandbox.js';
+
+export const HELP = `Usage: toolgate sandbox [options] -- <program> [args...]
+
+Runs any program under toolgate's kernel sandbox (Landlock + seccomp + a PID namespace) with
+this terminal's input and output, like a tool's process would run: the work directory
+read-write, the system runtime read-only, a private empty HOME and TMPDIR, no network, and
+nothing else. Every descendant ends with the program. A denial is the program's own error.
+
+Options:
+  --work-dir <dir>   Work directory and the program's cwd (default: the current directory)
+  --network          Allow network access
+  --read <path>      Also allow reading and executing <path> (repeatable)
+  --write <path>     Also allow writing <path> (repeatable)
+  --best-effort      Run with what this kernel offers instead of refusing (warns once)
+  -h, --help         Show this help
+
+The environment is toolgate's child environment (PATH, LANG, LC_*, TZ, USER, LOGNAME, the
+proxy variables, TERM) with a private HOME and TMPDIR. 'toolgate check --sandbox' shows what
+this kernel supports.
+
+Exit status: the program's (128 + n when signal n ended it); 125 when the sandbox could not be
+set up, 126 when the program could not be executed, 127 when it was not found; 2 for a usage
+error.
+`;
+
+/** `toolgate sandbox`: runs a program under the sandbox with the terminal's stdio. */
+export async function run(argv: readonly string[]): Promise<number> {
+  const split = argv.indexOf('--');
+  const optionWords = split < 0 ? argv : argv.slice(0, split);
+  const command = split < 0 ? [] : argv.slice(split + 1);
+  let parsed;
+  try {
+    parsed = parseArgs({
+      args: [...optionWords],
+      allowPositionals: false,
+      options: {
+        'work-dir': { type: 'string' },
+        network: { type: 'boolean', default: false },
+        read: { type: 'string', multiple: true, default: [] },
+        write: { type: 'string', multiple: true, default: [] },
+        'best-effort': { type: 'boolean', default: false },
+        help: { type: 'boolean', short: 'h', default: false },
+      },
+    });
+  } catch (error) {
+    process.stderr.write(`toolgate sandbox: ${(error as Error).message}\n\n${HELP}`);
+    return 2;
+  }
+  const { values } = parsed;
+  if (values.help) {
+    process.stdout.write(HELP);
+    return 0;
+  }
+  const [program, ...args] = command;
+  if (program === undefined) {
+    process.stderr.write(`toolgate sandbox: give the program after '--': toolgate sandbox -- ls -la\n\n${HELP}`);
+    return 2;
+  }
+  const options = {
+    ...(values['work-dir'] === undefined ? {} : { workDir: values['work-dir'] }),
+    sandbox: sandboxOption(values),
+  };
+  let launch: native.SandboxLaunch;
+  try {
+    launch = callNative(() => new native.SandboxLaunch(options, program, args));
+  } catch (error) {
+    if (!(error instanceof ToolgateError)) throw error;
+    process.stderr.write(`toolgate sandbox: ${error.code}: ${error.message}\n`);
+    return error.code === 'BINARY_NOT_FOUND' ? 127 : error.code === 'SANDBOX_UNAVAILABLE' ? 125 : 2;
+  }
+  warnSandbox(launch.sandboxWarning);
+  try {
+    return await runInTerminal(launch);
+  } finally {
+    launch.finish();
+  }
+}
+
+/** The sandbox the flags ask for. */
+function sandboxOption(values: { network: boolean; read: string[]; write: string[]; 'best-effort': boolean }): SandboxOption {
+  return {
+    mode: values['best-effort'] ? 'best-effort' : 'enforce',
+    network: values.network,
+    read: values.read,
+    write: values.write,
+  };
+}
+
+/**
+ * Spawns the launcher's command line with this terminal's stdio and resolves with its exit
+ * code. Like a shell, toolgate ignores the terminal's interrupt and quit keys while the program
+ * runs (they reach the program, which is in the same foreground process group).
+ */
+function runInTerminal(launch: native.SandboxLaunch): Promise<number> {
+  const ignore = () => {};
+  process.on('SIGINT', ignore);
+  process.on('SIGQUIT', ignore);
+  return new Promise<number>((resolve) => {
+    const child = spawn(launch.file, launch.args, { cwd: launch.cwd, env: launch.env, stdio: 'inherit' });
+    const done = (code: number) => {
+      process.off('SIGINT', ignore);
+      process.off('SIGQUIT', ignore);
+      resolve(code);
+    };
+    child.on('error', (error) => {
+      process.stderr.write(`toolgate sandbox: could not start '${launch.file}': ${error.message}\n`);
+      done(126);
+    });
+    child.on('exit', (code, signal) => {
+      if (code !== null) return done(code);
+      done(128 + (signal ? (constants.signals[signal] ?? 0) : 0));
+    });
+  });
+}

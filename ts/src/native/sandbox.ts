@@ -1,0 +1,52 @@
+import { native } from './binding.js';
+import { callNative } from './errors.js';
+
+/** How strictly a sandbox is required. */
+export type SandboxMode = 'enforce' | 'best-effort' | 'off';
+
+/**
+ * The kernel sandbox of every process a tool starts (Landlock + seccomp + a PID namespace).
+ * Default: `{ mode: 'enforce', network: false }` — the work directory read-write, the system
+ * runtime read-only, nothing else, no network. `false` turns it off; `'best-effort'` runs with
+ * what the kernel offers and warns once; the object form widens it with `network` and extra
+ * `read`/`write` roots (absolute, relative to `workDir`, or under `~/`). The core reads it
+ * strictly (`CONFIG_INVALID` for an unknown key). See docs/sandbox.md.
+ */
+export type SandboxOption =
+  | false
+  | 'enforce'
+  | 'best-effort'
+  | {
+      mode?: SandboxMode;
+      network?: boolean;
+      read?: readonly string[];
+      write?: readonly string[];
+    };
+
+/** An effective sandbox policy, as the core decided it. */
+export type SandboxSummary = native.SandboxSummary;
+
+/** What this kernel offers the sandbox, and where its launcher is. */
+export type SandboxSupport = native.SandboxSupport;
+
+const warned = new Set<string>();
+
+/**
+ * Emits the core's one best-effort sandbox warning (it hands it out once per process) as a
+ * Node warning with code `TOOLGATE_SANDBOX`.
+ */
+export function warnSandbox(message: string | null | undefined): void {
+  if (!message || warned.has(message)) return;
+  warned.add(message);
+  process.emitWarning(message, { code: 'TOOLGATE_SANDBOX' });
+}
+
+/** Probes the kernel (Landlock ABI, seccomp, user and PID namespaces) and finds the launcher. */
+export function sandboxSupport(): SandboxSupport {
+  return callNative(() => native.sandboxSupport());
+}
+
+/** The effective sandbox of a work directory with `sandbox` applied (defaults otherwise). */
+export function sandboxPolicy(options: { workDir?: string; sandbox?: SandboxOption } = {}): SandboxSummary {
+  return callNative(() => native.sandboxPolicy(options));
+}
