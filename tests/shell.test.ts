@@ -32,7 +32,7 @@ const RULES: ShellToolsetOptions['rules'] = [
 ];
 
 function shell(options: Partial<ShellToolsetOptions> = {}) {
-  return shellToolset({ cwd: fx.work, rules: RULES, default: 'ask', ...options });
+  return shellToolset({ workDir: fx.work, rules: RULES, default: 'ask', ...options });
 }
 
 async function run(command: string, tool = shell()): Promise<CommandResult> {
@@ -156,7 +156,7 @@ describe('shell attack corpus', () => {
   it('names the blocking rule, or says that there is no default', async () => {
     const blocked = await refusalOf(() => run('git push origin main'));
     expect(blocked.message).toContain("rules[5] (pattern 'git push')");
-    const tool = shellToolset({ cwd: fx.work, rules: [{ pattern: 'ls', approval: 'preApproved' }] });
+    const tool = shellToolset({ workDir: fx.work, rules: [{ pattern: 'ls', approval: 'preApproved' }] });
     const unmatched = await refusalOf(() => run('printf x', tool));
     expect(unmatched.code).toBe('COMMAND_BLOCKED');
     expect(unmatched.message).toContain('no default');
@@ -211,11 +211,11 @@ describe('shell rules', () => {
       [[{ pattern: 'bash', approval: 'preApproved' }], 'never run'],
       [[{ pattern: 'ls', approval: 'allow' }], 'preApproved, ask, blocked'],
     ] as const) {
-      expect(() => shellToolset({ cwd: fx.work, rules: rules as never })).toThrow(
+      expect(() => shellToolset({ workDir: fx.work, rules: rules as never })).toThrow(
         expect.objectContaining({ code: 'CONFIG_INVALID', message: expect.stringContaining(needle) }),
       );
     }
-    expect(() => shellToolset({ cwd: fx.work, rules: [{ pattern: 'sudo', approval: 'blocked' }] })).not.toThrow();
+    expect(() => shellToolset({ workDir: fx.work, rules: [{ pattern: 'sudo', approval: 'blocked' }] })).not.toThrow();
   });
 
   it('uses the cli_execute engine: cwd, a private HOME, environment, caps and timeout', async () => {

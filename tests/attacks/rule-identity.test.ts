@@ -85,7 +85,7 @@ describe('a blocked git push', () => {
     } catch {
       skip('hard links to git (another file system)');
     }
-    const tool = shellToolset({ cwd: fx.work, rules: RULES, default: 'preApproved' });
+    const tool = shellToolset({ workDir: fx.work, rules: RULES, default: 'preApproved' });
     const gate = tool.needsApproval as (input: { command: string }, options: unknown) => Promise<boolean>;
     for (const command of commands) {
       expect(explainCommand({ cwd: fx.work, rules: RULES, default: 'preApproved' }, command).decision, command).toBe('blocked');

@@ -30,7 +30,7 @@ export async function benchCommand(): Promise<void> {
       denyOutput: [{ pattern: 'sk-[A-Za-z0-9]{20,}', action: 'redact' as const }],
     };
     const cli = cliExecuteTool({ workDir: work, allowedBinaries: ['true', 'git'], guardrails, approval: { default: 'preApproved' } });
-    const shell = shellToolset({ cwd: work, default: 'preApproved' });
+    const shell = shellToolset({ workDir: work, default: 'preApproved' });
     const program = cli.availability().find((binary) => binary.name === 'true')?.path;
     if (!program) throw new Error('true is not on PATH');
     const shellCommand = ['true', ...ARGS.map((arg) => `'${arg}'`)].join(' ');
