@@ -162,6 +162,20 @@ pub const MAX_SEARCH_RESULTS: usize = 2000;
 /// Deepest `directory_tree` drawing (`max_depth`); the drawing recurses per level.
 pub const MAX_TREE_DEPTH: usize = 64;
 
+/// Longest `shell` command line, in bytes. A program's argument list and environment together may
+/// not exceed the kernel's ARG_MAX anyway (2 MiB by default); a command longer than this is
+/// data that belongs on stdin or in a file.
+pub const MAX_COMMAND_BYTES: usize = 128 * 1024;
+
+/// Most arguments of one `cli_execute` / `shell` call.
+pub const MAX_ARGUMENTS: usize = 4096;
+
+/// Longest single argument, in bytes: the kernel's MAX_ARG_STRLEN, past which `execve` fails.
+pub const MAX_ARGUMENT_BYTES: usize = 128 * 1024;
+
+/// Largest `stdin` a `cli_execute` call may pass, in bytes.
+pub const MAX_STDIN_BYTES: usize = 16 * 1024 * 1024;
+
 /// Largest content one `file_write` (or one `file_patch` operation) writes, and largest
 /// `old_text` / `new_text` of an edit, in bytes.
 pub const MAX_CONTENT_BYTES: usize = 16 * 1024 * 1024;

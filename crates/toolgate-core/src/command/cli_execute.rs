@@ -10,6 +10,7 @@ use super::prepared::PreparedCommand;
 use super::trampoline::refusal_reason;
 use super::{Layer, Refusal};
 use crate::error::{Error, Result};
+use crate::limits::MAX_STDIN_BYTES;
 
 /// Whether an allowlisted binary was found when the tool was built.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -124,6 +125,15 @@ impl CliExecute {
         args: &[String],
         stdin: Option<Vec<u8>>,
     ) -> std::result::Result<PreparedCommand, Refusal> {
+        if let Some(bytes) = stdin.as_ref().filter(|bytes| bytes.len() > MAX_STDIN_BYTES) {
+            return Err(Refusal::new(
+                Layer::Arguments,
+                Error::InvalidInput(format!(
+                    "stdin is {} bytes; the limit is {MAX_STDIN_BYTES} bytes. Write the data to a file in the work directory and pass its path",
+                    bytes.len()
+                )),
+            ));
+        }
         let position = self
             .binaries
             .iter()

@@ -163,7 +163,7 @@ impl ShellConfig {
     /// the line and column.
     pub fn from_yaml(text: &str, source: &str) -> Result<Self> {
         let probe: serde_yaml::Value =
-            serde_yaml::from_str(text).map_err(|err| yaml_error(source, &err))?;
+            crate::yaml::from_str(text).map_err(|err| yaml_error(source, &err))?;
         let is_worker = probe
             .as_mapping()
             .is_some_and(|map| map.contains_key("toolsets"));
@@ -173,10 +173,10 @@ impl ShellConfig {
                     "{source}: the file is empty; write a shell block such as\n  default: ask\n  rules:\n    - {{ pattern: \"git status\", approval: preApproved }}"
                 )));
             }
-            return serde_yaml::from_str(text).map_err(|err| yaml_error(source, &err));
+            return crate::yaml::from_str(text).map_err(|err| yaml_error(source, &err));
         }
         let view: WorkerShellView =
-            serde_yaml::from_str(text).map_err(|err| yaml_error(source, &err))?;
+            crate::yaml::from_str(text).map_err(|err| yaml_error(source, &err))?;
         view.toolsets.shell.ok_or_else(|| {
             Error::ConfigInvalid(format!(
                 "{source}: this worker file has no toolsets.shell block; add one with rules and a default"
@@ -194,17 +194,25 @@ impl ShellConfig {
 impl CliExecuteConfig {
     /// Parses a YAML `cli_execute` block. `source` names it in error messages.
     pub fn from_yaml(text: &str, source: &str) -> Result<Self> {
-        serde_yaml::from_str(text).map_err(|err| yaml_error(source, &err))
+        crate::yaml::from_str(text).map_err(|err| yaml_error(source, &err))
     }
 }
 
-fn yaml_error(source: &str, err: &serde_yaml::Error) -> Error {
+fn yaml_error(source: &str, err: &crate::yaml::YamlError) -> Error {
     Error::ConfigInvalid(format!("{source}: {err}"))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn deeply_nested_rules_files_are_refused_before_parsing() {
+        let deep = format!("rules: {}{}\n", "[".repeat(20_000), "]".repeat(20_000));
+        let err = ShellConfig::from_yaml(&deep, "rules.yaml").unwrap_err();
+        assert_eq!(err.code(), "CONFIG_INVALID");
+        assert!(err.to_string().contains("nested more than"), "{err}");
+    }
 
     #[test]
     fn a_shell_block_parses_with_camel_case_approvals() {

@@ -18,6 +18,7 @@ use super::trampoline::{
 use super::{Layer, Refusal};
 use crate::error::{Error, Result};
 use crate::exec::{self, ExecRequest, DEFAULT_MAX_OUTPUT_BYTES};
+use crate::limits::{MAX_ARGUMENTS, MAX_ARGUMENT_BYTES};
 use crate::sandbox::Sandbox;
 
 /// Default timeout of a command: 120 seconds.
@@ -173,6 +174,7 @@ impl Engine {
         program: &Program,
         args: &[String],
     ) -> std::result::Result<(), Refusal> {
+        check_argument_sizes(args).map_err(|error| Refusal::new(Layer::Arguments, error))?;
         for (index, arg) in args.iter().enumerate() {
             check_argument_text(index, arg)
                 .map_err(|error| Refusal::new(Layer::Arguments, error))?;
@@ -287,4 +289,26 @@ impl Engine {
 fn basename(path: &Path) -> String {
     path.file_name()
         .map_or_else(String::new, |name| name.to_string_lossy().into_owned())
+}
+
+/// Refuses more than [`MAX_ARGUMENTS`] arguments or one longer than [`MAX_ARGUMENT_BYTES`]:
+/// `execve` would fail with E2BIG, and the checks after this one walk every argument.
+fn check_argument_sizes(args: &[String]) -> Result<()> {
+    if args.len() > MAX_ARGUMENTS {
+        return Err(Error::InvalidInput(format!(
+            "{} arguments given; the limit is {MAX_ARGUMENTS}. Pass long lists in a file (many programs read one with @file or --files-from) or on stdin",
+            args.len()
+        )));
+    }
+    if let Some((index, arg)) = args
+        .iter()
+        .enumerate()
+        .find(|(_, arg)| arg.len() > MAX_ARGUMENT_BYTES)
+    {
+        return Err(Error::InvalidInput(format!(
+            "args[{index}] is {} bytes long; the limit for one argument is {MAX_ARGUMENT_BYTES} bytes. Put long data in a file or on stdin",
+            arg.len()
+        )));
+    }
+    Ok(())
 }

@@ -11,6 +11,7 @@
 //! - `$HOME`, `*`, `~` and `#` are passed through as the literal text.
 
 use crate::error::{Error, Result};
+use crate::limits::MAX_COMMAND_BYTES;
 
 const NO_SHELL: &str =
     "no shell is used: run one program with its arguments, without pipes, redirections, command lists or substitutions";
@@ -18,6 +19,12 @@ const NO_SHELL: &str =
 /// Splits `command` into words. Refusals are `ARGUMENT_REJECTED` with the character position
 /// and what to do instead; an unterminated quote is `ARGUMENT_REJECTED` too.
 pub fn split_command(command: &str) -> Result<Vec<String>> {
+    if command.len() > MAX_COMMAND_BYTES {
+        return Err(Error::InvalidInput(format!(
+            "the command is {} bytes long; the limit is {MAX_COMMAND_BYTES} bytes. Put long data in a file (or on stdin) and name the file",
+            command.len()
+        )));
+    }
     refuse_anywhere(command)?;
     let mut words = Vec::new();
     let mut word = String::new();

@@ -411,3 +411,34 @@ fn a_remembered_program_is_judged_again_when_its_file_changes() {
     assert_eq!(cache.resolve(&engine, "ls").unwrap(), first);
     assert!(cache.resolve(&engine, "no-such-program-xyz").is_err());
 }
+
+#[test]
+fn oversized_commands_arguments_and_stdin_are_invalid_input_before_anything_runs() {
+    use crate::limits::{MAX_ARGUMENTS, MAX_ARGUMENT_BYTES, MAX_COMMAND_BYTES, MAX_STDIN_BYTES};
+    let w = work();
+    let policy = cli(&w, &["printf"]);
+    let code = |result: crate::Result<PreparedCommand>| result.map(|_| ()).unwrap_err().code();
+    let many = vec!["x".to_string(); MAX_ARGUMENTS + 1];
+    assert_eq!(code(policy.prepare("printf", &many, None)), "INVALID_INPUT");
+    let long = vec!["y".repeat(MAX_ARGUMENT_BYTES + 1)];
+    assert_eq!(code(policy.prepare("printf", &long, None)), "INVALID_INPUT");
+    let flood = vec![0u8; MAX_STDIN_BYTES + 1];
+    assert_eq!(
+        code(policy.prepare("printf", &[], Some(flood))),
+        "INVALID_INPUT"
+    );
+    // at the limits, the checks pass
+    let at_limit = vec!["x".to_string(); MAX_ARGUMENTS];
+    policy.prepare("printf", &at_limit, None).unwrap();
+
+    let sh = shell(&w, &[], Some(Approval::PreApproved));
+    let command = format!("printf {}", "z".repeat(MAX_COMMAND_BYTES));
+    let err = sh.prepare(&command).map(|_| ()).unwrap_err();
+    assert_eq!(err.code(), "INVALID_INPUT");
+    assert!(err.to_string().contains("limit"), "{err}");
+    let words = format!("printf{}", " w".repeat(MAX_ARGUMENTS + 1));
+    assert_eq!(
+        sh.prepare(&words).map(|_| ()).unwrap_err().code(),
+        "INVALID_INPUT"
+    );
+}
