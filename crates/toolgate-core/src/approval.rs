@@ -224,6 +224,8 @@ pub enum Toolset {
     Executables,
     Workers,
     CreateCustomTool,
+    /// Forge's built-in tools (`builtins`).
+    Builtins,
     /// A tool gated on its own with `wrapWithDefaultApproval`.
     Standalone,
 }
@@ -240,6 +242,7 @@ impl Toolset {
             Toolset::Executables => "executables",
             Toolset::Workers => "workers",
             Toolset::CreateCustomTool => "create_custom_tool",
+            Toolset::Builtins => "builtins",
             Toolset::Standalone => "tool",
         }
     }
@@ -261,6 +264,7 @@ impl Toolset {
             Toolset::Filesystem | Toolset::CodeAgent if READS.contains(&tool) => {
                 Decision::PreApproved
             }
+            Toolset::Builtins => crate::builtins::documented_default(tool),
             _ => Decision::Ask,
         }
     }

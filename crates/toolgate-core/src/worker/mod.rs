@@ -12,6 +12,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use crate::approval::ApprovalConfig;
+use crate::builtins::BuiltinsConfig;
 use crate::command::config::{CliExecuteConfig, ShellConfig};
 use crate::error::{Error, Result};
 use crate::executables::config::ExecutablesConfig;
@@ -138,6 +139,10 @@ pub struct ToolsetsConfig {
     /// Other workers, each callable as a tool.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub workers: Option<WorkersConfig>,
+    /// Forge's built-in tools: `http_request`, `json_parse`, `csv_parse`, `datetime_now`,
+    /// `uuid_generate`, `math_calculate`, `file_create`, `web_search`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub builtins: Option<BuiltinsConfig>,
 }
 
 /// `toolsets.custom`: a tools module.
