@@ -70,6 +70,8 @@ export type {
   ExecutableToolsOptions,
   PreparedToolRun,
 } from './toolsets/executables.js';
+export { BUILTIN_TOOL_NAMES, BUILTINS_DEFAULT_APPROVAL, builtinsToolset } from './toolsets/builtins.js';
+export type { BuiltinsOptions } from './toolsets/builtins.js';
 export { CREATE_CUSTOM_TOOL_NAME, createCustomTool } from './toolsets/create-custom-tool.js';
 export type { CreateCustomToolInput, CreateCustomToolOptions } from './toolsets/create-custom-tool.js';
 export { loadWorker, loadWorkerSpec, workerJsonSchema } from './worker/load-worker.js';

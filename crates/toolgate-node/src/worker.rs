@@ -12,6 +12,7 @@ use toolgate_core::options::{LoadWorkerOptions, WorkerToolsOptions};
 use toolgate_core::worker::{self, LoadOptions, ModuleTools, PlannedWorker};
 
 use crate::approval::{ResolvedApproval, ToolCandidate};
+use crate::builtins::BuiltinTools;
 use crate::command::{CliExecutePolicy, ShellPolicy};
 use crate::enums::{CodeAgentGroup, ToolsetKind};
 use crate::error::{guarded, infallible, sync, Settled};
@@ -140,6 +141,8 @@ pub struct PlannedWorkerInfo {
     pub shell: bool,
     pub cli_execute: bool,
     pub executables: bool,
+    /// Whether the worker has the builtins toolset.
+    pub builtins: bool,
     pub custom: Option<PlannedModule>,
     pub delegates: Vec<PlannedDelegate>,
     /// The worker-level kernel sandbox (the caller's, narrowed, for a called worker).
@@ -187,6 +190,7 @@ impl From<&PlannedWorker> for PlannedWorkerInfo {
             shell: planned.shell.is_some(),
             cli_execute: planned.cli_execute.is_some(),
             executables: planned.executables.is_some(),
+            builtins: planned.builtins.is_some(),
             custom: worker.toolsets.custom.as_ref().map(|custom| PlannedModule {
                 module: custom.module.display().to_string(),
                 tools: custom.tools.clone(),
@@ -307,6 +311,18 @@ impl WorkerPlan {
                 .executables
                 .as_ref()
                 .map(|registry| ExecutableToolRegistry::shared(Arc::clone(registry))))
+        })
+    }
+
+    /// The built-in tools of worker `index`, or `null`.
+    #[napi]
+    pub fn builtin_tools(&self, env: Env, index: u32) -> napi::Result<Option<BuiltinTools>> {
+        sync(&env, "WorkerPlan.builtinTools", || {
+            let planned = self.planned(index)?;
+            Ok(planned
+                .builtins
+                .as_ref()
+                .map(|tools| BuiltinTools::shared(Arc::clone(tools))))
         })
     }
 

@@ -7,6 +7,7 @@ import { awaitNative, callNative } from '../native/errors.js';
 import { FileTools } from '../native/file-tools.js';
 import { warnSandbox } from '../native/sandbox.js';
 import { type ModuleTools, readToolsModule } from '../tools-module/load-custom-tools.js';
+import { buildBuiltinTools } from '../toolsets/builtins.js';
 import { cliExecuteToolOf } from '../toolsets/cli-execute.js';
 import { buildCodeAgentTools } from '../toolsets/code-agent.js';
 import { buildExecutableTools, ExecutableToolRegistry, reportDiagnostics } from '../toolsets/executables.js';
@@ -141,6 +142,8 @@ function buildTools(context: BuildContext): NamedTool[] {
     if (diagnostics.length > 0) reportDiagnostics(diagnostics);
     tools.push(...buildExecutableTools(executables, approvals(context, 'executables')));
   }
+  const builtins = callNative(() => workerPlan.builtinTools(index));
+  if (builtins) tools.push(...buildBuiltinTools(builtins, approvals(context, 'builtins')));
   const delegates = info.delegates.map((delegate) =>
     delegateTool(delegate, workerPlan, () => {
       const called = context.workers[delegate.worker];

@@ -9,7 +9,7 @@ import { modelIsCompatible } from './models.js';
 import { AI_MAJOR } from './ai-version.js';
 import { runContext, type RunContext } from './run-context.js';
 import { ApprovalGate } from './approval-gate.js';
-import { ASK_QUESTION, loopBreakingTools, RESERVED_TOOL_NAMES, TASK_COMPLETION } from './loop-tools.js';
+import { ASK_QUESTION, CONVERSE, loopBreakingTools, RESERVED_TOOL_NAMES, TASK_COMPLETION } from './loop-tools.js';
 import type {
   RunEvent,
   RunnableWorker,
@@ -150,6 +150,8 @@ export async function runWorker(worker: RunnableWorker, input: string, options: 
       const text = String((question.input as { question?: unknown }).question ?? '');
       return finish('question', text, text);
     }
+    const reply = calls.find((call) => call.toolName === CONVERSE);
+    if (reply) return finish('conversed', String((reply.input as { message?: unknown }).message ?? ''));
 
     const requests = pendingApprovalRequests(result.steps.at(-1)?.content ?? []);
     if (steps.length >= maxSteps) {

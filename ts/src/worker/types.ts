@@ -103,11 +103,11 @@ export interface RunUsage {
 }
 
 /** Why the run ended. */
-export type RunStatus = 'completed' | 'task-completed' | 'question' | 'max-steps';
+export type RunStatus = 'completed' | 'task-completed' | 'question' | 'conversed' | 'max-steps';
 
 export interface WorkerRunResult {
   status: RunStatus;
-  /** The final answer: the `task_completion` result, the question, or the model's last text. */
+  /** The final answer: the `task_completion` result, the question, the `converse` message, or the model's last text. */
   text: string;
   /** Set when the run ended with `ask_question`. */
   question?: string;
