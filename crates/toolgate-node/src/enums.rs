@@ -314,6 +314,8 @@ impl From<fs::EntryType> for EntryType {
 pub enum ToolFormat {
     Protocol,
     Manifest,
+    /// A Python or TypeScript script with a Forge docstring header.
+    Docstring,
 }
 
 impl From<executables::ToolFormat> for ToolFormat {
@@ -321,6 +323,7 @@ impl From<executables::ToolFormat> for ToolFormat {
         match format {
             executables::ToolFormat::Protocol => ToolFormat::Protocol,
             executables::ToolFormat::Manifest => ToolFormat::Manifest,
+            executables::ToolFormat::Docstring => ToolFormat::Docstring,
         }
     }
 }

@@ -72,6 +72,9 @@ pub struct ExecRequest {
     pub private_dirs: bool,
     /// Run the program under this kernel sandbox (implies `private_dirs`).
     pub sandbox: Option<Arc<Sandbox>>,
+    /// Files the sandboxed program may read besides what the sandbox allows: the script an
+    /// interpreter runs (a docstring tool), which lives where the sandbox grants nothing.
+    pub readable: Vec<PathBuf>,
 }
 
 impl ExecRequest {
@@ -88,6 +91,7 @@ impl ExecRequest {
             max_output_bytes: DEFAULT_MAX_OUTPUT_BYTES,
             private_dirs: false,
             sandbox: None,
+            readable: Vec::new(),
         }
     }
 
@@ -235,7 +239,7 @@ pub fn spawn_with_abort(request: ExecRequest, abort: AbortHandle) -> Result<Runn
     }
     let launch = match (&request.sandbox, &call_dir) {
         (Some(sandbox), Some(dir)) => sandbox
-            .command(&program, dir.root(), &child_env)
+            .command(&program, dir.root(), &child_env, &request.readable)
             .map(|(launcher, args)| (launcher, args, sandbox.confines())),
         _ => None,
     };

@@ -274,12 +274,14 @@ impl Sandbox {
 
     /// The launcher and its arguments (through `--` and `program`) for one call, or `None`
     /// when calls run unconfined: the policy's whole per-call share. `call_dir` becomes
-    /// writable; `env` is the child's environment, whose `PATH` directories become readable.
+    /// writable; `env` is the child's environment, whose `PATH` directories become readable;
+    /// `readable` lists further files the call may read (the script an interpreter runs).
     pub fn command(
         &self,
         program: &Path,
         call_dir: &Path,
         env: &[(OsString, OsString)],
+        readable: &[PathBuf],
     ) -> Option<(&Path, Vec<OsString>)> {
         let launcher = self.launcher.as_deref()?;
         let search_path = self.search_path_roots(crate::exec::env::lookup(env, "PATH"));
@@ -291,7 +293,7 @@ impl Sandbox {
         args.extend(self.fixed_args.iter().cloned());
         args.push(ARG_WRITE.into());
         args.push(call_dir.as_os_str().to_owned());
-        for root in extra {
+        for root in extra.chain(readable) {
             args.push(ARG_READ.into());
             args.push(root.as_os_str().to_owned());
         }
