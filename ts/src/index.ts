@@ -79,5 +79,7 @@ export type { LoadedWorker, LoadWorkerOptions, WorkerSpec } from './worker/load-
 export { workerTools } from './toolsets/workers.js';
 export type { WorkerToolsOptions } from './toolsets/workers.js';
 export * from './worker/index.js';
+export { MAX_XML_TOOL_CALL_BYTES, readToolBlock, xmlToolCalls, xmlToolPrompt } from './worker/xml-tool-calls.js';
+export type { XmlToolCallsOptions } from './worker/xml-tool-calls.js';
 export { MODEL_PROVIDERS, modelIsCompatible, resolveModel } from './worker/models.js';
 export type { ResolveModelOptions } from './worker/models.js';

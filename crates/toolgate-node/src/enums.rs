@@ -365,3 +365,22 @@ impl From<ToolLanguage> for scaffold::Language {
         }
     }
 }
+
+/// How a worker's model calls tools.
+#[napi(string_enum = "lowercase")]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ToolCallFormat {
+    /// The provider's own tool calling.
+    Native,
+    /// Forge's `<tool>{...}</tool>` blocks in plain text (the `xmlToolCalls()` middleware).
+    Xml,
+}
+
+impl From<toolgate_core::worker::ToolCallFormat> for ToolCallFormat {
+    fn from(format: toolgate_core::worker::ToolCallFormat) -> Self {
+        match format {
+            toolgate_core::worker::ToolCallFormat::Native => ToolCallFormat::Native,
+            toolgate_core::worker::ToolCallFormat::Xml => ToolCallFormat::Xml,
+        }
+    }
+}

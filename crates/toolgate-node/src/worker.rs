@@ -14,7 +14,7 @@ use toolgate_core::worker::{self, LoadOptions, ModuleTools, PlannedWorker};
 use crate::approval::{ResolvedApproval, ToolCandidate};
 use crate::builtins::BuiltinTools;
 use crate::command::{CliExecutePolicy, ShellPolicy};
-use crate::enums::{CodeAgentGroup, ToolsetKind};
+use crate::enums::{CodeAgentGroup, ToolCallFormat, ToolsetKind};
 use crate::error::{guarded, infallible, sync, Settled};
 use crate::executables::ExecutableToolRegistry;
 use crate::js_value;
@@ -123,6 +123,8 @@ pub struct PlannedWorkerInfo {
     pub instructions: String,
     pub compatible_models: Vec<String>,
     pub max_steps: Option<u32>,
+    /// `xml`: Forge's `<tool>` blocks, through the `xmlToolCalls()` middleware.
+    pub tool_call_format: ToolCallFormat,
     /// The canonical worker file.
     pub path: String,
     /// The work directory (sandbox root and restriction), canonical.
@@ -176,6 +178,7 @@ impl From<&PlannedWorker> for PlannedWorkerInfo {
             instructions: worker.instructions.clone(),
             compatible_models: worker.compatible_models.clone(),
             max_steps: worker.max_steps,
+            tool_call_format: worker.tool_call_format.into(),
             path: worker.path.display().to_string(),
             work_dir: worker.work_dir.display().to_string(),
             readonly: worker.readonly,

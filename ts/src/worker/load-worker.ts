@@ -34,6 +34,7 @@ export interface LoadedWorker extends RunnableWorker {
   model?: string;
   maxSteps?: number;
   compatibleModels: string[];
+  toolCallFormat: 'native' | 'xml';
   /** The worker file (canonical path). */
   path: string;
   workDir: string;
@@ -170,6 +171,7 @@ function buildWorker(context: BuildContext): LoadedWorker {
     ...(info.model ? { model: info.model } : {}),
     ...(info.maxSteps ? { maxSteps: info.maxSteps } : {}),
     compatibleModels: info.compatibleModels,
+    toolCallFormat: info.toolCallFormat,
     path: info.path,
     workDir: info.workDir,
     readonly: info.readonly,

@@ -1,4 +1,4 @@
-import { generateText, stepCountIs, type GenerateTextResult, type LanguageModel, type ModelMessage, type ToolSet } from 'ai';
+import { generateText, stepCountIs, wrapLanguageModel, type GenerateTextResult, type LanguageModel, type ModelMessage, type ToolSet } from 'ai';
 import { approvalOf, isBlocked } from '../approval/approval.js';
 import { native } from '../native/binding.js';
 import { LIMITS } from '../native/constants.js';
@@ -9,6 +9,7 @@ import { modelIsCompatible } from './models.js';
 import { AI_MAJOR } from './ai-version.js';
 import { runContext, type RunContext } from './run-context.js';
 import { ApprovalGate } from './approval-gate.js';
+import { xmlToolCalls } from './xml-tool-calls.js';
 import { ASK_QUESTION, CONVERSE, loopBreakingTools, RESERVED_TOOL_NAMES, TASK_COMPLETION } from './loop-tools.js';
 import type {
   RunEvent,
@@ -76,7 +77,9 @@ export async function runWorker(worker: RunnableWorker, input: string, options: 
       `model '${modelSpec}' is not one of the models worker '${worker.name}' is written for (compatible_models: ${worker.compatibleModels.join(', ')}); pick one of those`,
     );
   }
-  const model: LanguageModel = typeof modelSpec === 'string' ? await resolveModel(modelSpec) : modelSpec;
+  const resolved: LanguageModel = typeof modelSpec === 'string' ? await resolveModel(modelSpec) : modelSpec;
+  const model: LanguageModel =
+    worker.toolCallFormat === 'xml' ? wrapLanguageModel({ model: resolved as Parameters<typeof wrapLanguageModel>[0]['model'], middleware: xmlToolCalls() }) : resolved;
   const maxSteps =
     checked.maxSteps ?? callNative(() => native.checkRunWorkerOptions({ maxSteps: worker.maxSteps })).maxSteps ?? DEFAULT_MAX_STEPS;
 
@@ -85,7 +88,8 @@ export async function runWorker(worker: RunnableWorker, input: string, options: 
     depth,
     chain: [...(parent?.chain ?? []), worker.name],
     gate,
-    model,
+    // Called workers get the model itself: each applies its own tool_call_format.
+    model: resolved,
     forcedModel,
     emit,
   };

@@ -13,6 +13,11 @@ export interface RunnableWorker {
   maxSteps?: number;
   /** Model patterns (`*` wildcards) the worker is written for; a named model outside them is refused. */
   compatibleModels?: readonly string[];
+  /**
+   * `xml`: the model calls tools by writing Forge's `<tool>{...}</tool>` blocks in its text (for
+   * models without native tool calling; see `xmlToolCalls`). Default `native`.
+   */
+  toolCallFormat?: 'native' | 'xml';
 }
 
 /** A tool call waiting for a human decision. */

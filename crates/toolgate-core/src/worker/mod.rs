@@ -55,6 +55,10 @@ pub struct WorkerFile {
     #[serde(default)]
     #[schemars(range(min = 1))]
     pub max_steps: Option<u32>,
+    /// How the model calls tools: `native` (default: the provider's tool calling) or `xml`
+    /// (Forge's `<tool>{...}</tool>` blocks in plain text, for models without tool calling).
+    #[serde(default)]
+    pub tool_call_format: ToolCallFormat,
     /// Approval for every tool of the worker, on top of each toolset's own.
     #[serde(default)]
     pub approval: Option<ApprovalConfig>,
@@ -65,6 +69,17 @@ pub struct WorkerFile {
     /// The toolsets the worker gets.
     #[serde(default)]
     pub toolsets: ToolsetsConfig,
+}
+
+/// How a worker's model calls tools.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum ToolCallFormat {
+    /// The provider's own tool calling.
+    #[default]
+    Native,
+    /// `<tool>{"server_name": "local", "tool_name": …, "arguments": {…}}</tool>` in the text.
+    Xml,
 }
 
 /// How a worker converses.
@@ -179,6 +194,7 @@ pub struct Worker {
     pub instructions: String,
     pub compatible_models: Vec<String>,
     pub max_steps: Option<u32>,
+    pub tool_call_format: ToolCallFormat,
     pub approval: Option<ApprovalConfig>,
     /// The canonical worker file.
     pub path: PathBuf,
@@ -413,6 +429,7 @@ fn resolve(
         instructions,
         compatible_models: file.compatible_models,
         max_steps: file.max_steps,
+        tool_call_format: file.tool_call_format,
         approval: file.approval,
         path: path.to_path_buf(),
         work_dir,

@@ -391,3 +391,16 @@ fn the_schema_and_the_parser_agree_on_the_examples_and_on_mistakes() {
         );
     }
 }
+
+#[test]
+fn tool_call_format_is_native_by_default_or_xml() {
+    let d = dir();
+    let plain = write(&d.path, "plain.yaml", "name: plain\n");
+    assert_eq!(load(&plain).unwrap().tool_call_format, ToolCallFormat::Native);
+    let xml = write(&d.path, "xml.yaml", "name: xml\ntool_call_format: xml\n");
+    assert_eq!(load(&xml).unwrap().tool_call_format, ToolCallFormat::Xml);
+    let bad = write(&d.path, "bad.yaml", "name: bad\ntool_call_format: json\n");
+    let message = config_error(load(&bad));
+    assert!(message.contains("bad.yaml:2"), "{message}");
+    assert!(message.contains("native") && message.contains("xml"), "{message}");
+}
