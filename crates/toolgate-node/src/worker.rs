@@ -125,6 +125,8 @@ pub struct PlannedWorkerInfo {
     pub max_steps: Option<u32>,
     /// `xml`: Forge's `<tool>` blocks, through the `xmlToolCalls()` middleware.
     pub tool_call_format: ToolCallFormat,
+    /// Whether an empty task is accepted (golem-forge's `allow_empty_input`).
+    pub allow_empty_input: bool,
     /// The canonical worker file.
     pub path: String,
     /// The work directory (sandbox root and restriction), canonical.
@@ -179,6 +181,7 @@ impl From<&PlannedWorker> for PlannedWorkerInfo {
             compatible_models: worker.compatible_models.clone(),
             max_steps: worker.max_steps,
             tool_call_format: worker.tool_call_format.into(),
+            allow_empty_input: worker.allow_empty_input,
             path: worker.path.display().to_string(),
             work_dir: worker.work_dir.display().to_string(),
             readonly: worker.readonly,

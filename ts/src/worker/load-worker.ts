@@ -35,6 +35,7 @@ export interface LoadedWorker extends RunnableWorker {
   maxSteps?: number;
   compatibleModels: string[];
   toolCallFormat: 'native' | 'xml';
+  allowEmptyInput: boolean;
   /** The worker file (canonical path). */
   path: string;
   workDir: string;
@@ -172,6 +173,7 @@ function buildWorker(context: BuildContext): LoadedWorker {
     ...(info.maxSteps ? { maxSteps: info.maxSteps } : {}),
     compatibleModels: info.compatibleModels,
     toolCallFormat: info.toolCallFormat,
+    allowEmptyInput: info.allowEmptyInput,
     path: info.path,
     workDir: info.workDir,
     readonly: info.readonly,

@@ -63,6 +63,12 @@ export async function runWorker(worker: RunnableWorker, input: string, options: 
       `workers are nested more than ${MAX_WORKER_DEPTH} deep: ${[...(parent?.chain ?? []), worker.name].join(' -> ')}`,
     );
   }
+  if (worker.allowEmptyInput === false && input.trim() === '') {
+    throw new ToolgateError(
+      'INVALID_INPUT',
+      `worker '${worker.name}' does not accept an empty task (allow_empty_input: false in its file); give it a task`,
+    );
+  }
   const forcedModel = options.model !== undefined || (parent?.forcedModel ?? false);
   const modelSpec = options.model ?? (parent?.forcedModel ? parent.model : (worker.model ?? parent?.model));
   if (modelSpec === undefined) {

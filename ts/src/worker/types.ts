@@ -18,6 +18,8 @@ export interface RunnableWorker {
    * models without native tool calling; see `xmlToolCalls`). Default `native`.
    */
   toolCallFormat?: 'native' | 'xml';
+  /** `false` refuses an empty task (golem-forge's `allow_empty_input`). Default true. */
+  allowEmptyInput?: boolean;
 }
 
 /** A tool call waiting for a human decision. */
