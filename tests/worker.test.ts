@@ -91,6 +91,27 @@ describe('loadWorker', () => {
     expect(await runWorker(worker, 'analyze input/', { model })).toMatchObject({ status: 'completed', text: 'unused' });
   });
 
+  it('checks the task_completion result against an output_schema_ref file and lets the model fix it', async () => {
+    const dir = tempDir();
+    workerFile(dir, 'summary.json', JSON.stringify({ type: 'object', properties: { title: { type: 'string' } }, required: ['title'] }));
+    const worker = await loadWorker(workerFile(dir, 'w.yaml', 'name: w\noutput_schema_ref: summary.json\n'));
+    expect(JSON.parse(worker.outputSchema ?? 'null')).toMatchObject({ required: ['title'] });
+    const model = scriptedModel([
+      { toolCalls: [{ toolName: 'task_completion', input: { result: '{"name": "x"}' } }] },
+      { toolCalls: [{ toolName: 'task_completion', input: { result: '{"title": "Report"}' } }] },
+    ]);
+    const result = await runWorker(worker, 'summarize', { model });
+    expect(result).toMatchObject({ status: 'task-completed', text: '{"title": "Report"}' });
+    expect(model.doGenerateCalls).toHaveLength(2);
+    const feedback = JSON.stringify(model.doGenerateCalls[1]?.prompt);
+    expect(feedback).toContain("does not match the worker's output schema");
+    expect(feedback).toContain('title');
+    const offered = model.doGenerateCalls[0]?.tools?.find((tool) => tool.name === 'task_completion');
+    expect(JSON.stringify(offered)).toContain('must be JSON text matching this JSON Schema');
+    const stuck = scriptedModel([{ toolCalls: [{ toolName: 'task_completion', input: { result: 'no json' } }] }]);
+    expect(await runWorker(worker, 'summarize', { model: stuck, maxSteps: 1 })).toMatchObject({ status: 'max-steps' });
+  });
+
   it('applies the worker-level approval as a floor and removes blocked tools', async () => {
     const dir = tempDir();
     const path = workerFile(

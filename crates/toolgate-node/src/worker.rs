@@ -127,6 +127,8 @@ pub struct PlannedWorkerInfo {
     pub tool_call_format: ToolCallFormat,
     /// Whether an empty task is accepted (golem-forge's `allow_empty_input`).
     pub allow_empty_input: bool,
+    /// The JSON Schema (as JSON text) the final result must match (`output_schema_ref`).
+    pub output_schema: Option<String>,
     /// The canonical worker file.
     pub path: String,
     /// The work directory (sandbox root and restriction), canonical.
@@ -182,6 +184,10 @@ impl From<&PlannedWorker> for PlannedWorkerInfo {
             max_steps: worker.max_steps,
             tool_call_format: worker.tool_call_format.into(),
             allow_empty_input: worker.allow_empty_input,
+            output_schema: worker
+                .output_schema
+                .as_ref()
+                .map(|schema| schema.to_string()),
             path: worker.path.display().to_string(),
             work_dir: worker.work_dir.display().to_string(),
             readonly: worker.readonly,
@@ -380,6 +386,25 @@ impl WorkerPlan {
             self.inner.verify(index as usize)
         })
     }
+}
+
+/// Checks a worker's final result (text; JSON text is checked as the value it denotes) against
+/// its output schema (JSON text). `null` when it matches, else what is wrong, by JSON pointer.
+/// Throws `CONFIG_INVALID` when the schema does not compile.
+#[napi]
+pub fn check_worker_result(
+    env: Env,
+    schema: String,
+    result: String,
+) -> napi::Result<Option<String>> {
+    sync(&env, "checkWorkerResult", || {
+        let schema: serde_json::Value = serde_json::from_str(&schema).map_err(|err| {
+            toolgate_core::Error::ConfigInvalid(format!("the output schema is not JSON: {err}"))
+        })?;
+        let compiled = toolgate_core::schema::OutputSchema::compile(&schema)
+            .map_err(toolgate_core::Error::ConfigInvalid)?;
+        Ok(compiled.problem(&result))
+    })
 }
 
 /// The JSON Schema of worker files.

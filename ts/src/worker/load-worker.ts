@@ -36,6 +36,8 @@ export interface LoadedWorker extends RunnableWorker {
   compatibleModels: string[];
   toolCallFormat: 'native' | 'xml';
   allowEmptyInput: boolean;
+  /** The JSON Schema (JSON text) of the final result, from `output_schema_ref`. */
+  outputSchema?: string;
   /** The worker file (canonical path). */
   path: string;
   workDir: string;
@@ -174,6 +176,7 @@ function buildWorker(context: BuildContext): LoadedWorker {
     compatibleModels: info.compatibleModels,
     toolCallFormat: info.toolCallFormat,
     allowEmptyInput: info.allowEmptyInput,
+    ...(info.outputSchema ? { outputSchema: info.outputSchema } : {}),
     path: info.path,
     workDir: info.workDir,
     readonly: info.readonly,

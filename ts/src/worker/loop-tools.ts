@@ -17,12 +17,14 @@ export const ASK_QUESTION: string = askQuestion;
 /** Ends the run with a conversational reply (Forge's `converse`). */
 export const CONVERSE: string = converse;
 
-export function loopBreakingTools(): NamedTool[] {
+/** The loop-breaking tools; `outputSchema` (JSON text) is the schema a `task_completion` result must match. */
+export function loopBreakingTools(outputSchema?: string): NamedTool[] {
+  const schemaNote = outputSchema ? ` \`result\` must be JSON text matching this JSON Schema: ${outputSchema}` : '';
   return [
     {
       name: TASK_COMPLETION,
       ...tool({
-        description: 'Call this when the task is done. `result` is the final answer for the user; the run ends.',
+        description: `Call this when the task is done. \`result\` is the final answer for the user; the run ends.${schemaNote}`,
         inputSchema: z.object({ result: z.string().describe('The final answer or summary of what was done') }),
       }),
     },

@@ -105,7 +105,9 @@ export async function runWorker(worker: RunnableWorker, input: string, options: 
   for (const [name, tool] of original) {
     if (!isBlocked(tool)) tools[name] = instrument(name, tool, gate, records, emit);
   }
-  for (const breaker of loopBreakingTools()) tools[breaker.name] = breaker;
+  const outputSchema =
+    worker.outputSchema === undefined ? undefined : typeof worker.outputSchema === 'string' ? worker.outputSchema : JSON.stringify(worker.outputSchema);
+  for (const breaker of loopBreakingTools(outputSchema)) tools[breaker.name] = breaker;
 
   const messages: ModelMessage[] = [...(options.messages ?? []), { role: 'user', content: input }];
   const steps: StepRecord[] = [];
@@ -154,7 +156,28 @@ export async function runWorker(worker: RunnableWorker, input: string, options: 
 
     const calls = result.steps.at(-1)?.toolCalls ?? [];
     const completion = calls.find((call) => call.toolName === TASK_COMPLETION);
-    if (completion) return finish('task-completed', String((completion.input as { result?: unknown }).result ?? ''));
+    if (completion) {
+      const text = String((completion.input as { result?: unknown }).result ?? '');
+      const problem = outputSchema === undefined ? null : callNative(() => native.checkWorkerResult(outputSchema, text));
+      if (!problem) return finish('task-completed', text);
+      // The result breaks the output schema: the model sees why, as the call's result, and tries again.
+      if (steps.length >= maxSteps) return finish('max-steps', text);
+      messages.push({
+        role: 'tool',
+        content: [
+          {
+            type: 'tool-result',
+            toolCallId: completion.toolCallId,
+            toolName: TASK_COMPLETION,
+            output: {
+              type: 'error-text',
+              value: `the result does not match the worker's output schema: ${problem}; call ${TASK_COMPLETION} again with a result that matches`,
+            },
+          },
+        ],
+      });
+      continue;
+    }
     const question = calls.find((call) => call.toolName === ASK_QUESTION);
     if (question) {
       const text = String((question.input as { question?: unknown }).question ?? '');

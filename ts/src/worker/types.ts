@@ -20,6 +20,11 @@ export interface RunnableWorker {
   toolCallFormat?: 'native' | 'xml';
   /** `false` refuses an empty task (golem-forge's `allow_empty_input`). Default true. */
   allowEmptyInput?: boolean;
+  /**
+   * A JSON Schema (object, or its JSON text) the `task_completion` result must match (golem-forge's
+   * `output_schema_ref`); a result that does not is sent back to the model to fix.
+   */
+  outputSchema?: object | string;
 }
 
 /** A tool call waiting for a human decision. */

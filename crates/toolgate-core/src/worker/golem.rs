@@ -1,6 +1,7 @@
 //! golem-forge keys of a worker file that toolgate reads: `sandbox.approval` is mapped onto the
-//! file toolsets' approvals and `allow_empty_input` is honoured by the run; the others are
-//! accepted with a warning that says what toolgate does instead.
+//! file toolsets' approvals, `allow_empty_input` is honoured by the run and an
+//! `output_schema_ref` naming a schema file checks the final result; the others are accepted
+//! with a warning that says what toolgate does instead.
 
 use schemars::JsonSchema;
 use serde::Deserialize;
@@ -124,10 +125,47 @@ pub fn warnings(keys: &GolemKeys) -> Vec<String> {
             "max_context_tokens ({tokens}) is accepted for golem-forge files but not enforced: the conversation is not trimmed; limit the run with max_steps"
         ));
     }
-    if let Some(reference) = &keys.output_schema_ref {
+    if let Some(reference) = keys
+        .output_schema_ref
+        .as_deref()
+        .filter(|r| !is_schema_file(r))
+    {
         warnings.push(format!(
-            "output_schema_ref ('{reference}') is accepted for golem-forge files but the final result is not validated against it"
+            "output_schema_ref ('{reference}') names a schema of golem-forge's registry, which toolgate does not have, so the result is not validated; give the path of a JSON Schema file (.json, .yaml, .yml) to have it checked"
         ));
     }
     warnings
+}
+
+/// Largest output schema file read.
+const MAX_SCHEMA_BYTES: u64 = 1024 * 1024;
+
+/// Whether an `output_schema_ref` is a file path rather than a registry name.
+pub fn is_schema_file(reference: &str) -> bool {
+    [".json", ".yaml", ".yml"]
+        .iter()
+        .any(|ext| reference.ends_with(ext))
+}
+
+/// Reads and compiles the schema file an `output_schema_ref` names, relative to `dir`. The
+/// reason, naming the file, when it is missing, too large, not JSON/YAML or not a schema.
+pub fn load_output_schema(
+    dir: &std::path::Path,
+    reference: &str,
+) -> Result<serde_json::Value, String> {
+    let path = dir.join(reference);
+    let fail = |why: String| format!("output_schema_ref '{}': {why}", path.display());
+    let meta = std::fs::metadata(&path).map_err(|err| fail(format!("cannot be read ({err})")))?;
+    if meta.len() > MAX_SCHEMA_BYTES {
+        return Err(fail(format!("is larger than {MAX_SCHEMA_BYTES} bytes")));
+    }
+    let text =
+        std::fs::read_to_string(&path).map_err(|err| fail(format!("cannot be read ({err})")))?;
+    let schema: serde_json::Value = if reference.ends_with(".json") {
+        serde_json::from_str(&text).map_err(|err| fail(format!("is not JSON ({err})")))?
+    } else {
+        crate::yaml::from_str(&text).map_err(|err| fail(format!("is not YAML ({err})")))?
+    };
+    crate::schema::OutputSchema::compile(&schema).map_err(fail)?;
+    Ok(schema)
 }

@@ -85,7 +85,8 @@ pub struct WorkerFile {
     /// golem-forge: accepted, with a warning (the conversation is not trimmed).
     #[serde(default)]
     pub max_context_tokens: Option<u64>,
-    /// golem-forge: accepted, with a warning (the result is not validated).
+    /// golem-forge: a JSON Schema file (`.json`, `.yaml`, `.yml`, relative to this file) the
+    /// final `task_completion` result must match; a registry name is accepted with a warning.
     #[serde(default)]
     pub output_schema_ref: Option<String>,
 }
@@ -224,6 +225,8 @@ pub struct Worker {
     pub tool_call_format: ToolCallFormat,
     /// Whether an empty task is accepted (golem-forge's `allow_empty_input`; default true).
     pub allow_empty_input: bool,
+    /// The JSON Schema the final result must match (`output_schema_ref` naming a file).
+    pub output_schema: Option<serde_json::Value>,
     pub approval: Option<ApprovalConfig>,
     /// The canonical worker file.
     pub path: PathBuf,
@@ -411,6 +414,13 @@ fn resolve(
     if let Some(approval) = &sandbox.approval {
         golem::apply_sandbox_approval(approval, &mut toolsets);
     }
+    let output_schema = file
+        .output_schema_ref
+        .as_deref()
+        .filter(|reference| golem::is_schema_file(reference))
+        .map(|reference| golem::load_output_schema(&dir, reference))
+        .transpose()
+        .map_err(invalid)?;
     warnings.extend(golem::warnings(&golem::GolemKeys {
         attachment_policy: file.attachment_policy,
         server_side_tools: file.server_side_tools,
@@ -474,6 +484,7 @@ fn resolve(
         max_steps: file.max_steps,
         tool_call_format: file.tool_call_format,
         allow_empty_input: file.allow_empty_input.unwrap_or(true),
+        output_schema,
         approval: file.approval,
         path: path.to_path_buf(),
         work_dir,

@@ -491,3 +491,62 @@ fn workers_are_found_by_declared_name_and_in_worker_paths() {
     let message = config_error(load(&lonely));
     assert!(message.contains("declaring name 'nobody'"), "{message}");
 }
+
+#[test]
+fn output_schema_ref_names_a_schema_file_or_warns_for_a_registry_name() {
+    let d = dir();
+    write(
+        &d.path,
+        "schemas/summary.json",
+        r#"{"type": "object", "properties": {"title": {"type": "string"}}, "required": ["title"]}"#,
+    );
+    let path = write(
+        &d.path,
+        "w.yaml",
+        "name: w\noutput_schema_ref: schemas/summary.json\n",
+    );
+    let worker = load(&path).unwrap();
+    assert_eq!(
+        worker.output_schema.as_ref().unwrap()["required"][0],
+        "title"
+    );
+    assert!(worker.warnings.is_empty(), "{:?}", worker.warnings);
+    let schema =
+        crate::schema::OutputSchema::compile(worker.output_schema.as_ref().unwrap()).unwrap();
+    assert_eq!(schema.problem(r#"{"title": "ok"}"#), None);
+    assert!(schema.problem(r#"{"name": 1}"#).unwrap().contains("title"));
+    assert!(schema.problem("plain text").is_some());
+
+    let named = write(
+        &d.path,
+        "named.yaml",
+        "name: n\noutput_schema_ref: Summary\n",
+    );
+    let worker = load(&named).unwrap();
+    assert!(worker.output_schema.is_none());
+    assert!(worker.warnings[0].contains("output_schema_ref ('Summary')"));
+
+    for (file, text, expected) in [
+        (
+            "missing.yaml",
+            "name: m\noutput_schema_ref: nope.json\n",
+            "cannot be read",
+        ),
+        (
+            "notjson.yaml",
+            "name: m\noutput_schema_ref: bad.json\n",
+            "is not JSON",
+        ),
+        (
+            "notschema.yaml",
+            "name: m\noutput_schema_ref: odd.yaml\n",
+            "does not compile",
+        ),
+    ] {
+        write(&d.path, "bad.json", "{oops");
+        write(&d.path, "odd.yaml", "type: 12\n");
+        let message = config_error(load(&write(&d.path, file, text)));
+        assert!(message.contains(expected), "{file}: {message}");
+        assert!(message.contains("output_schema_ref"), "{message}");
+    }
+}
