@@ -70,7 +70,7 @@ async fn main() {
     let program = Path::new("/bin/true");
     let policy_started = Instant::now();
     for _ in 0..calls {
-        std::hint::black_box(sandbox.command(program, &work, &env));
+        std::hint::black_box(sandbox.command(program, &work, &env, &[]));
     }
     let policy_share = policy_started.elapsed() / calls as u32;
 
