@@ -19,6 +19,7 @@
 #![warn(missing_debug_implementations)]
 
 pub mod approval;
+pub mod audit;
 pub mod command;
 pub mod descriptions;
 pub mod error;
@@ -30,6 +31,7 @@ pub mod limits;
 pub mod options;
 mod path;
 pub mod process;
+pub mod run;
 pub mod sandbox;
 pub mod schema;
 pub mod worker;

@@ -14,6 +14,7 @@ mod files;
 mod js_value;
 mod path;
 mod process;
+mod run;
 mod worker;
 
 /// The runtime that runs every process's pipes, exit watch and timer. Processes are also

@@ -141,6 +141,8 @@ pub struct PlannedWorkerInfo {
     pub executables: bool,
     pub custom: Option<PlannedModule>,
     pub delegates: Vec<PlannedDelegate>,
+    /// The audit log file its runs append to (`audit.file`), absolute.
+    pub audit_file: Option<String>,
 }
 
 fn index_u32(index: usize) -> u32 {
@@ -184,6 +186,10 @@ impl From<&PlannedWorker> for PlannedWorkerInfo {
                     worker: index_u32(delegate.worker),
                 })
                 .collect(),
+            audit_file: worker
+                .audit_file
+                .as_ref()
+                .map(|file| file.display().to_string()),
         }
     }
 }
@@ -209,7 +215,7 @@ pub struct PlannedTool {
 /// A worker and everything it may call, frozen when the plan was made.
 #[napi]
 pub struct WorkerPlan {
-    inner: Arc<worker::WorkerPlan>,
+    pub(crate) inner: Arc<worker::WorkerPlan>,
 }
 
 impl WorkerPlan {
