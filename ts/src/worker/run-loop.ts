@@ -276,6 +276,7 @@ export async function runLoop(setup: RunSetup, start: LoopStart): Promise<Worker
   });
 
   for (;;) {
+    setup.signal?.throwIfAborted();
     const round = await runRound(setup, messages, taken(), steps);
     messages.push(...round.messages);
     usage.inputTokens += round.usage.inputTokens ?? 0;
@@ -299,25 +300,40 @@ export async function runLoop(setup: RunSetup, start: LoopStart): Promise<Worker
     }
     if (requests.length === 0) return finish('completed', round.text);
 
-    if (setup.defer) {
-      const { pending, state } = deferRun(setup, requests, messages, taken(), usage);
+    const open = setup.defer ? requests.filter((request) => !coveredByAlways(setup, request)) : [];
+    if (open.length > 0) {
+      // Requests an earlier "always" covers are answered now; the answers travel in the state's
+      // last message and the resume adds the others to it (the AI SDK reads one message).
+      const covered = requests.filter((request) => !open.includes(request));
+      const responses = await answerRequests(setup, covered);
+      if (responses.length > 0) messages.push({ role: 'tool', content: responses });
+      const { pending, state } = deferRun(setup, open, messages, taken(), usage);
       return finish('approval-required', round.text, { pending, state });
     }
-
-    const responses = [];
-    for (const request of requests) {
-      const call = request.toolCall;
-      const answer = await setup.gate.decide(setup.original.get(call.toolName), call.toolName, call.input, call.toolCallId);
-      if (!answer.approved) setup.recorder.denied(call.toolCallId, call.toolName, call.input, answer);
-      responses.push({
-        type: 'tool-approval-response' as const,
-        approvalId: request.approvalId,
-        approved: answer.approved,
-        ...(answer.reason ? { reason: answer.reason } : {}),
-      });
-    }
-    messages.push({ role: 'tool', content: responses });
+    messages.push({ role: 'tool', content: await answerRequests(setup, requests) });
   }
+}
+
+function coveredByAlways(setup: RunSetup, request: ApprovalRequestPart): boolean {
+  const call = request.toolCall;
+  return setup.gate.coveredByAlways(setup.original.get(call.toolName), call.toolName, call.input);
+}
+
+/** Answers requests through the gate (handler, "always", or fail closed) and records denials. */
+async function answerRequests(setup: RunSetup, requests: readonly ApprovalRequestPart[]) {
+  const responses = [];
+  for (const request of requests) {
+    const call = request.toolCall;
+    const answer = await setup.gate.decide(setup.original.get(call.toolName), call.toolName, call.input, call.toolCallId);
+    if (!answer.approved) setup.recorder.denied(call.toolCallId, call.toolName, call.input, answer);
+    responses.push({
+      type: 'tool-approval-response' as const,
+      approvalId: request.approvalId,
+      approved: answer.approved,
+      ...(answer.reason ? { reason: answer.reason } : {}),
+    });
+  }
+  return responses;
 }
 
 /** Seals the run at its approval requests. */
@@ -366,6 +382,7 @@ interface Round {
 /** One call of the AI SDK: until the model answers, stops at approvals, or the steps run out. */
 async function runRound(setup: RunSetup, messages: ModelMessage[], stepsBefore: number, steps: StepRecord[]): Promise<Round> {
   let current = stepsBefore;
+  let finished = 0;
   const parameters = {
     model: setup.model,
     tools: setup.tools,
@@ -380,8 +397,9 @@ async function runRound(setup: RunSetup, messages: ModelMessage[], stepsBefore: 
       return undefined;
     },
     onStepFinish: (step: StepResult<ToolSet>) => {
+      finished++;
       const record: StepRecord = {
-        step: stepsBefore + steps.length + 1,
+        step: stepsBefore + finished,
         text: step.text,
         finishReason: step.finishReason,
         toolCalls: step.toolCalls.map((call) => ({ toolCallId: call.toolCallId, toolName: call.toolName, input: call.input })),

@@ -1,4 +1,4 @@
-import type { ModelMessage } from 'ai';
+import type { ModelMessage, ToolContent } from 'ai';
 import { native } from '../native/binding.js';
 import { callNative, ToolgateError } from '../native/errors.js';
 import { audited, checkApprovalOption, prepareRun, runLoop, type RunSetup } from './run-loop.js';
@@ -92,10 +92,32 @@ export async function prepareResumedRun(
           ...(gateAnswer.reason ? { reason: gateAnswer.reason } : {}),
         });
       }
-      const messages: ModelMessage[] = [...opened.messages, { role: 'tool', content: responses }];
+      const messages = withResponses(setup, opened.messages, responses);
       return runLoop(setup, { messages, stepsTaken: opened.steps, usage: { ...opened.usage } });
     });
   return { setup, run };
+}
+
+/**
+ * The conversation of a resumed state with the answers added. When the run stopped, requests an
+ * earlier "always" covered were answered at once, in the last message; the AI SDK reads the
+ * answers of one message only, so the new answers join that message, and those calls are
+ * recorded as "always".
+ */
+function withResponses(setup: RunSetup, stored: ModelMessage[], responses: ToolContent): ModelMessage[] {
+  const last = stored.at(-1);
+  const answered = last?.role === 'tool' ? last.content.filter((part) => part.type === 'tool-approval-response') : [];
+  if (!last || answered.length === 0) return [...stored, { role: 'tool', content: responses }];
+  const callOf = new Map<string, string>();
+  for (const message of stored) {
+    if (message.role !== 'assistant' || typeof message.content === 'string') continue;
+    for (const part of message.content) if (part.type === 'tool-approval-request') callOf.set(part.approvalId, part.toolCallId);
+  }
+  for (const part of answered) {
+    const toolCallId = callOf.get(part.approvalId);
+    if (part.approved && toolCallId) setup.gate.noteAlways(toolCallId);
+  }
+  return [...stored.slice(0, -1), { role: 'tool', content: [...(last.content as ToolContent), ...responses] }];
 }
 
 /**
