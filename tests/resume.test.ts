@@ -105,8 +105,11 @@ describe('deferred approvals', () => {
     expect(made(dir)).toEqual(['a.txt']);
     const third = await resume(second.state!, { [second.pending![0]!.id]: 'approve' });
     expect(third.status).toBe('completed');
-    expect(third.toolCalls.map((call) => [(call.input as { command: string }).command, call.decision, call.decidedBy]).sort()).toEqual([
+    // ai 6 runs the covered call with the answered one; ai 7 runs it at once, before stopping
+    const calls = [...second.toolCalls, ...third.toolCalls].map((call) => [(call.input as { command: string }).command, call.decision, call.decidedBy]);
+    expect(calls.sort()).toEqual([
       ['touch a.txt', 'always', 'always'],
+      ['touch a.txt', 'always', 'user'],
       ['touch c.txt', 'approved', 'user'],
     ]);
     expect(made(dir)).toEqual(['a.txt', 'c.txt']);
@@ -132,7 +135,7 @@ describe('deferred approvals', () => {
       ['not a state', () => ({ state: '{"hello": 1}', answers: {} })],
     ];
     for (const [what, attempt] of attempts) {
-      it(what, async () => {
+      it(`${what}`, async () => {
         const dir = tempDir();
         const ledger = tempDir();
         const { first, resume } = await deferred(dir, [touch('a.txt'), { text: 'done' }], ledger);

@@ -116,9 +116,13 @@ export class ApprovalGate {
     }
   }
 
-  /** Records that a call ran under an earlier "always" without a round trip (ai 7). */
+  /**
+   * Records that a call runs under an earlier "always" without a round trip (ai 7, and requests
+   * answered when a deferred run stopped). A call already answered keeps its answer: ai 7 asks
+   * again for the call a person just answered "always", which must stay decided by the person.
+   */
   noteAlways(toolCallId: string): void {
-    this.#answers.set(toolCallId, { approved: true, decision: 'always', decidedBy: 'always' });
+    if (!this.#answers.has(toolCallId)) this.#answers.set(toolCallId, { approved: true, decision: 'always', decidedBy: 'always' });
   }
 
   /** Adds "always" answers given elsewhere (a resumed state's). */

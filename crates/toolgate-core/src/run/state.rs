@@ -557,7 +557,8 @@ mod tests {
         let sealed = seal(draft(), SECRET).unwrap();
         let (_dir, ledger) = ledger();
         let given = answers(&sealed, json!("approve"), json!("approve"));
-        let changes: Vec<(&str, Box<dyn Fn(&mut Value)>)> = vec![
+        type Change = Box<dyn Fn(&mut Value)>;
+        let changes: Vec<(&str, Change)> = vec![
             (
                 "changed input",
                 Box::new(|b| b["pending"][0]["input"]["command"] = json!("rm -rf /")),
