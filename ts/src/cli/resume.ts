@@ -3,7 +3,7 @@ import { ToolgateError } from '../native/errors.js';
 import { streamResumedWorker } from '../worker/index.js';
 import { loadWorker } from '../worker/load-worker.js';
 import { resolveModel } from '../worker/models.js';
-import { approvalOf } from './run.js';
+import { sessionApproval } from './run.js';
 import { EXIT, runSession } from './run-session.js';
 import { parseAnswers, readStateFile, stateSecret } from './state-file.js';
 
@@ -66,7 +66,7 @@ export async function run(argv: readonly string[]): Promise<number> {
   const file = readStateFile(path);
   const answers = parseAnswers(values.answers);
   const defer = values['defer-approvals'];
-  const approval = approvalOf({ yes: values.yes, deny: values.deny, defer }, Boolean(process.stdin.isTTY && process.stderr.isTTY));
+  const approval = sessionApproval({ yes: values.yes, deny: values.deny, defer }, Boolean(process.stdin.isTTY && process.stderr.isTTY));
   const worker = await loadWorker(file.worker, file.workDir ? { workDir: file.workDir } : {});
   const baseUrl = values['base-url'] ?? file.baseUrl;
   const modelSpec = values.model ?? file.model;

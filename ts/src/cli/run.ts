@@ -47,7 +47,7 @@ async function readStdin(): Promise<string> {
 }
 
 /** How requests are answered, from the flags and whether a person is there. */
-export function approvalOf(flags: { yes: boolean; deny: boolean; defer: boolean }, interactive: boolean): SessionApproval {
+export function sessionApproval(flags: { yes: boolean; deny: boolean; defer: boolean }, interactive: boolean): SessionApproval {
   const chosen = [flags.yes && '--yes', flags.deny && '--deny', flags.defer && '--defer-approvals'].filter(Boolean);
   if (chosen.length > 1) throw new ToolgateError('INVALID_INPUT', `${chosen.join(' and ')} contradict each other; pass one`);
   if (flags.yes) return 'yes';
@@ -88,7 +88,7 @@ export async function run(argv: readonly string[]): Promise<number> {
   if (defer !== (values['state-file'] !== undefined)) {
     throw new ToolgateError('INVALID_INPUT', '--defer-approvals and --state-file <file> go together: the state file is where the waiting run is saved');
   }
-  const approval = approvalOf({ yes: values.yes, deny: values.deny, defer }, Boolean(process.stdin.isTTY && process.stderr.isTTY));
+  const approval = sessionApproval({ yes: values.yes, deny: values.deny, defer }, Boolean(process.stdin.isTTY && process.stderr.isTTY));
   const secret = defer ? stateSecret() : undefined;
   let input = rest.join(' ').trim();
   if (!input && !process.stdin.isTTY) input = await readStdin();
