@@ -14,6 +14,7 @@ mod files;
 mod js_value;
 mod path;
 mod process;
+mod run;
 mod sandbox;
 mod worker;
 

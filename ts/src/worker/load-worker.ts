@@ -13,6 +13,7 @@ import { buildExecutableTools, ExecutableToolRegistry, reportDiagnostics } from 
 import { buildFilesystemTools } from '../toolsets/filesystem.js';
 import { shellTool } from '../toolsets/shell.js';
 import { delegateTool } from './delegate-tool.js';
+import { rememberPlan } from './plans.js';
 import type { RunnableWorker } from './types.js';
 
 /** A worker file as the core read and resolved it (absolute paths, instructions in place). */
@@ -45,6 +46,8 @@ export interface LoadedWorker extends RunnableWorker {
   warnings: string[];
   /** The worker-level kernel sandbox, as the core decided it. */
   sandbox: native.SandboxSummary;
+  /** The audit log its runs append to (the worker file's `audit.file`), absolute. */
+  auditFile?: string;
 }
 
 /** Plans a worker file and everything it may call (off the JavaScript thread). */
@@ -160,7 +163,7 @@ function buildWorker(context: BuildContext): LoadedWorker {
     const approval = approvalOf(tool);
     if (approval) toolApproval[tool.name] = approval;
   }
-  return {
+  const worker: LoadedWorker = {
     name: info.name,
     ...(info.description ? { description: info.description } : {}),
     instructions: info.instructions,
@@ -174,7 +177,11 @@ function buildWorker(context: BuildContext): LoadedWorker {
     toolApproval,
     warnings: info.warnings,
     sandbox: info.sandbox,
+    ...(info.auditFile ? { auditFile: info.auditFile } : {}),
   };
+  // Only the top worker's plan describes the whole graph a run state covers.
+  if (context.index === 0) rememberPlan(worker, context.plan);
+  return worker;
 }
 
 /** The JSON Schema of worker files (also shipped as `schemas/worker.schema.json`). */
