@@ -23,17 +23,14 @@ use serde_json::Value;
 
 use crate::command::REDACTED;
 use crate::error::{Error, Result};
-use crate::limits::{MAX_REGEX_BYTES, MAX_REGEX_COMPILED_BYTES, MAX_REGEX_DFA_BYTES};
+use crate::limits::{
+    MAX_AUDIT_PATTERNS, MAX_REGEX_BYTES, MAX_REGEX_COMPILED_BYTES, MAX_REGEX_DFA_BYTES,
+    MIN_SECRET_VALUE_BYTES,
+};
 use crate::worker::WorkerPlan;
 
 /// Parts of an environment variable's name that mark its value as a secret.
 pub const SECRET_NAME_PARTS: [&str; 4] = ["KEY", "SECRET", "TOKEN", "PASSWORD"];
-
-/// Shortest secret value that is redacted, in bytes.
-pub const MIN_SECRET_VALUE_BYTES: usize = 6;
-
-/// Most redaction patterns one log takes (besides the environment's secrets).
-pub const MAX_AUDIT_PATTERNS: usize = 1000;
 
 /// `audit` in a worker file.
 #[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]

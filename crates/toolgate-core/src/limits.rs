@@ -211,8 +211,11 @@ pub use crate::run::state::{
     MAX_ALWAYS_SCOPES, MAX_PENDING, MAX_REASON_BYTES, MAX_STATE_BYTES, MIN_SECRET_BYTES,
 };
 
-/// The audit log: shortest secret value redacted, most redaction patterns.
-pub use crate::audit::{MAX_AUDIT_PATTERNS, MIN_SECRET_VALUE_BYTES};
+/// Shortest secret value that is redacted, in bytes.
+pub const MIN_SECRET_VALUE_BYTES: usize = 6;
+
+/// Most redaction patterns one log takes (besides the environment's secrets).
+pub const MAX_AUDIT_PATTERNS: usize = 1000;
 
 #[cfg(test)]
 mod tests {
