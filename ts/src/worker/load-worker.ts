@@ -123,9 +123,15 @@ function approvals(context: BuildContext, toolset: native.ToolsetKind): Resolved
 function buildTools(context: BuildContext): NamedTool[] {
   const { plan: workerPlan, index, info } = context;
   const tools: NamedTool[] = [];
-  const files = info.filesystemTools || info.codeAgentGroup ? new FileTools(info.workDir) : undefined;
-  if (files && info.filesystemTools) tools.push(...buildFilesystemTools(files, approvals(context, 'filesystem')));
-  if (files && info.codeAgentGroup) tools.push(...buildCodeAgentTools(files, approvals(context, 'code_agent')));
+  // Each file toolset has its own path rules, so each gets its own FileTools.
+  if (info.filesystemTools) {
+    const files = new FileTools(info.workDir, info.filesystemPathRules ?? undefined);
+    tools.push(...buildFilesystemTools(files, approvals(context, 'filesystem')));
+  }
+  if (info.codeAgentGroup) {
+    const files = new FileTools(info.workDir, info.codeAgentPathRules ?? undefined);
+    tools.push(...buildCodeAgentTools(files, approvals(context, 'code_agent')));
+  }
   const shell = callNative(() => workerPlan.shellPolicy(index));
   const [shellApproval] = approvals(context, 'shell');
   if (shell && shellApproval) tools.push(shellTool(shell, shellApproval));
