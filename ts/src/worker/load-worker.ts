@@ -75,11 +75,14 @@ export async function loadWorker(path: string, options: LoadWorkerOptions = {}):
 }
 
 /**
- * Builds every worker of a plan: imports each tools module once (only JavaScript can), lets
- * the core decide every tool's approval with what the modules hold, and attaches the decisions.
- * The top worker comes first.
+ * Reads the tools modules of a plan (only JavaScript can) and lets the core decide every tool's
+ * approval with what they hold: the workers' infos, the modules, and the decided tools of each.
  */
-export async function buildPlannedWorkers(workerPlan: native.WorkerPlan): Promise<LoadedWorker[]> {
+export async function decidePlannedWorkers(workerPlan: native.WorkerPlan): Promise<{
+  infos: native.PlannedWorkerInfo[];
+  modules: Map<number, ModuleTools>;
+  decided: native.PlannedTool[][];
+}> {
   const infos = workerPlan.workers();
   const modules = new Map<number, ModuleTools>();
   for (const [index, info] of infos.entries()) {
@@ -96,6 +99,16 @@ export async function buildPlannedWorkers(workerPlan: native.WorkerPlan): Promis
       })),
     ),
   );
+  return { infos, modules, decided };
+}
+
+/**
+ * Builds every worker of a plan: imports each tools module once (only JavaScript can), lets
+ * the core decide every tool's approval with what the modules hold, and attaches the decisions.
+ * The top worker comes first.
+ */
+export async function buildPlannedWorkers(workerPlan: native.WorkerPlan): Promise<LoadedWorker[]> {
+  const { infos, modules, decided } = await decidePlannedWorkers(workerPlan);
   const workers: LoadedWorker[] = [];
   for (const info of infos) warnSandbox(info.sandboxWarning);
   for (const [index, info] of infos.entries()) {
