@@ -9,8 +9,9 @@
 import { mkdirSync, readFileSync, renameSync, symlinkSync, unlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { codeAgentTools, filesystemToolset, loadWorker, type NamedTool, ToolgateError } from '../../ts/src/index.js';
+import { codeAgentTools, filesystemToolset, loadWorker, type NamedTool, runWorker, ToolgateError } from '../../ts/src/index.js';
 import { runToolgate } from '../helpers/cli.js';
+import { scriptedModel } from '../helpers/mock-model.js';
 import { tempDir } from '../helpers/fs.js';
 import { byName, snapshot, writeFiles } from '../helpers/tools.js';
 
@@ -281,5 +282,61 @@ describe('path rules: configuration', () => {
     const json = JSON.parse(runToolgate(['check', '--path', '.git/config', '--cwd', work, '--json', file]).stdout) as Array<Record<string, unknown>>;
     expect(json.find((check) => check.tool === 'file_write')).toMatchObject({ decision: 'ask', by: 'rule', pattern: '.git/**' });
     expect(runToolgate(['check', '--path', 'x', file, 'extra']).status).toBe(2);
+  });
+});
+
+describe('path rules: in the agent loop and across delegation', () => {
+  it('asks for .git, refuses .env without asking, and a called worker without rules cannot reach .env either', async () => {
+    const work = workDir();
+    writeFileSync(
+      join(work, 'boss.worker'),
+      [
+        '---',
+        'name: boss',
+        'toolsets:',
+        '  code_agent:',
+        '    group: read',
+        '    approval:',
+        '      paths:',
+        ...RULES.flatMap((rule) => [`        - pattern: "${rule.pattern}"`, `          approval: ${rule.approval}`]),
+        '  workers:',
+        '    allowed_workers: [scribe]',
+        '    approval: { default: preApproved }',
+        '---',
+        'You lead.',
+        '',
+      ].join('\n'),
+    );
+    writeFileSync(join(work, 'scribe.worker'), '---\nname: scribe\ntoolsets:\n  filesystem: { read_only: true }\n---\nYou read.\n');
+    const boss = await loadWorker(join(work, 'boss.worker'));
+    const model = scriptedModel([
+      { toolCalls: [{ toolName: 'file_read', input: { path: '.git/config' } }, { toolName: 'file_read', input: { path: './.env' } }] },
+      { toolCalls: [{ toolName: 'scribe', input: { input: 'read the env' } }] },
+      {
+        toolCalls: [
+          { toolName: 'read_file', input: { path: 'src/../.env' } },
+          { toolName: 'read_file', input: { path: 'notes.txt' } },
+          { toolName: 'list_files', input: { pattern: '**/*' } },
+        ],
+      },
+      { text: 'could not' },
+      { text: 'done' },
+    ]);
+    const asked: string[] = [];
+    const result = await runWorker(boss, 'look around', {
+      model,
+      onApproval: ({ toolName, input }) => {
+        asked.push(`${toolName} ${JSON.stringify(input)}`);
+        return 'approve';
+      },
+    });
+    expect(result.text).toBe('done');
+    expect(asked).toEqual(['file_read {"path":".git/config"}']);
+    const prompts = JSON.stringify(model.doGenerateCalls.map((call) => call.prompt));
+    expect(prompts).toContain('bare = false');
+    expect(prompts).toContain("'./.env' is blocked by the path rule");
+    expect(prompts).toContain("'.env*' (blocked) of a calling worker");
+    expect(prompts).not.toContain(SECRET);
+    expect(prompts).not.toContain('server.key');
   });
 });

@@ -17,6 +17,8 @@ export type DeleteResult = native.DeleteResult;
 export type PathRule = native.PathRule;
 /** The path rules of a file toolset and where they were written (named in messages). */
 export type PathRules = native.PathRules;
+/** The path rules of a calling worker, with the work directory they are relative to. */
+export type CallerPathRules = native.CallerPathRules;
 /** The tool making a call: its own decision, its floor, and the decision it was approved at. */
 export type FileCall = native.FileCall;
 /** What a file-tool call needs under the path rules, and which rule decided. */
@@ -90,17 +92,18 @@ export class FileTools {
 
   /**
    * `root` must be an existing directory. With `pathRules`, a blocked path is refused with
-   * `PATH_BLOCKED` and never listed or searched (decided in Rust). Throws `CONFIG_INVALID`.
+   * `PATH_BLOCKED` and never listed or searched (decided in Rust); `callerRules` (the rules of
+   * calling workers) only ever make a call stricter. Throws `CONFIG_INVALID`.
    */
-  constructor(root: string, pathRules?: PathRules);
-  constructor(root: string | typeof SHARED, pathRules?: PathRules, inner?: Native, call?: FileCall) {
+  constructor(root: string, pathRules?: PathRules, callerRules?: readonly CallerPathRules[]);
+  constructor(root: string | typeof SHARED, pathRules?: PathRules, callerRules?: readonly CallerPathRules[], inner?: Native, call?: FileCall) {
     if (root === SHARED && inner) {
       this.#inner = inner;
       this.#call = call;
       return;
     }
     try {
-      this.#inner = new native.FileTools(String(root), pathRules);
+      this.#inner = new native.FileTools(String(root), pathRules, callerRules ? [...callerRules] : undefined);
     } catch (error) {
       throw fromNativeError(error);
     }
@@ -111,8 +114,15 @@ export class FileTools {
    * approval, and refuse (`APPROVAL_DENIED`) a path whose decision is stricter than `call.approved`.
    */
   forCall(call: FileCall): FileTools {
-    return new (FileTools as unknown as new (root: typeof SHARED, pathRules: undefined, inner: Native, call: FileCall) => FileTools)(
+    return new (FileTools as unknown as new (
+      root: typeof SHARED,
+      pathRules: undefined,
+      callerRules: undefined,
+      inner: Native,
+      call: FileCall,
+    ) => FileTools)(
       SHARED,
+      undefined,
       undefined,
       this.#inner,
       call,

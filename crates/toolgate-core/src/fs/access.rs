@@ -40,6 +40,16 @@ pub struct InheritedRules {
     pub rules: Arc<PathRules>,
 }
 
+impl InheritedRules {
+    /// Compiles a calling worker's `rules` for its work directory `root`; `place` names the list
+    /// in messages. `CONFIG_INVALID` names a bad rule.
+    pub fn new(root: &Path, rules: &[PathRule], place: &str) -> Result<InheritedRules> {
+        let root = std::fs::canonicalize(root).unwrap_or_else(|_| root.to_path_buf());
+        let rules = Arc::new(PathRules::new(rules, place, ignores_case(&root))?);
+        Ok(InheritedRules { root, rules })
+    }
+}
+
 /// The rules that decide one path: this toolset's and the strictest of the callers'.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct PathVerdict {
@@ -79,15 +89,6 @@ impl PathGate {
     pub fn with_inherited(mut self, inherited: Vec<InheritedRules>) -> PathGate {
         self.inherited = inherited;
         self
-    }
-
-    /// The rules this gate hands down to a worker it calls: its own and its inherited ones.
-    pub fn handed_down(&self) -> Vec<InheritedRules> {
-        let own = self.own.iter().map(|rules| InheritedRules {
-            root: self.root.clone(),
-            rules: Arc::clone(rules),
-        });
-        own.chain(self.inherited.iter().cloned()).collect()
     }
 
     /// Whether no rule applies at all (then calls are decided per tool, as without rules).

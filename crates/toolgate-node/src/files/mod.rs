@@ -93,20 +93,31 @@ impl FileTools {
 impl FileTools {
     /// Confines every operation to `root`, an existing directory (canonicalised once), under
     /// `pathRules` when given: a blocked path is refused with `PATH_BLOCKED` and never listed or
-    /// searched. Throws `CONFIG_INVALID` when `root` is not a directory or a rule is invalid.
+    /// searched. `callerRules` are the path rules of the workers that call this one, each with
+    /// their work directory; they only ever make a call stricter. Throws `CONFIG_INVALID` when
+    /// `root` is not a directory or a rule is invalid.
     #[napi(constructor)]
-    pub fn new(env: Env, root: String, path_rules: Option<PathRules>) -> napi::Result<Self> {
+    pub fn new(
+        env: Env,
+        root: String,
+        path_rules: Option<PathRules>,
+        caller_rules: Option<Vec<CallerPathRules>>,
+    ) -> napi::Result<Self> {
         sync(&env, "new FileTools", || {
             let validator = PathValidator::new(root)?;
-            let gate = match path_rules {
-                Some(rules) => {
-                    Some(Arc::new(rules.gate(validator.root())?)).filter(|g| !g.is_empty())
-                }
-                None => None,
-            };
+            let own = path_rules.unwrap_or(PathRules {
+                place: "approval.paths".into(),
+                rules: Vec::new(),
+            });
+            let inherited = caller_rules
+                .unwrap_or_default()
+                .iter()
+                .map(CallerPathRules::compile)
+                .collect::<toolgate_core::Result<Vec<_>>>()?;
+            let gate = own.gate(validator.root())?.with_inherited(inherited);
             Ok(Self {
                 validator: Arc::new(validator),
-                gate,
+                gate: (!gate.is_empty()).then(|| Arc::new(gate)),
             })
         })
     }

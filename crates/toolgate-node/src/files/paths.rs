@@ -4,7 +4,7 @@
 use std::sync::Arc;
 
 use napi_derive::napi;
-use toolgate_core::fs::access::{CallDecision, CallGate, PathGate, ToolApproval};
+use toolgate_core::fs::access::{CallDecision, CallGate, InheritedRules, PathGate, ToolApproval};
 use toolgate_core::fs::rules::PathRule as CoreRule;
 
 use crate::enums::Decision;
@@ -46,15 +46,36 @@ impl PathRules {
 
     /// Compiles the rules for the work directory `root` (`CONFIG_INVALID` names a bad rule).
     pub fn gate(&self, root: &std::path::Path) -> toolgate_core::Result<PathGate> {
-        let rules: Vec<CoreRule> = self
-            .rules
+        PathGate::new(root, &self.core_rules(), &self.place)
+    }
+
+    fn core_rules(&self) -> Vec<CoreRule> {
+        self.rules
             .iter()
             .map(|rule| CoreRule {
                 pattern: rule.pattern.clone(),
                 approval: rule.approval.into(),
             })
-            .collect();
-        PathGate::new(root, &rules, &self.place)
+            .collect()
+    }
+}
+
+/// The path rules of a calling worker and the work directory they are relative to.
+#[napi(object)]
+#[derive(Clone)]
+pub struct CallerPathRules {
+    pub root: String,
+    pub rules: PathRules,
+}
+
+impl CallerPathRules {
+    /// Compiles the rules for their work directory (`CONFIG_INVALID` names a bad rule).
+    pub fn compile(&self) -> toolgate_core::Result<InheritedRules> {
+        InheritedRules::new(
+            std::path::Path::new(&self.root),
+            &self.rules.core_rules(),
+            &self.rules.place,
+        )
     }
 }
 

@@ -432,7 +432,12 @@ fn searches_and_listings_never_show_a_blocked_file() {
     ] {
         let out = glob(pattern, None).unwrap();
         // The header line echoes the pattern; the listed paths follow it.
-        let listed: String = out.text.lines().skip(1).map(|line| format!("\n{line}\n")).collect();
+        let listed: String = out
+            .text
+            .lines()
+            .skip(1)
+            .map(|line| format!("\n{line}\n"))
+            .collect();
         for hidden in [".env", "server.key", "src/k.ts", "\nx\n", ".envlink"] {
             assert!(
                 !listed.contains(hidden),
@@ -542,31 +547,16 @@ fn a_path_whose_decision_rose_after_approval_is_refused() {
 #[test]
 fn rules_handed_down_by_a_caller_only_make_calls_stricter() {
     let f = fixture();
-    let caller_rules = Arc::new(
-        PathRules::new(
-            &[
-                PathRule {
-                    pattern: "docs/**".into(),
-                    approval: Blocked,
-                },
-                PathRule {
-                    pattern: "src/**".into(),
-                    approval: Ask,
-                },
-                PathRule {
-                    pattern: "notes/**".into(),
-                    approval: PreApproved,
-                },
-            ],
-            "caller approval.paths",
-            false,
-        )
-        .unwrap(),
-    );
-    let inherited = InheritedRules {
-        root: f.root().to_path_buf(),
-        rules: caller_rules,
-    };
+    let caller_rules = [
+        ("docs/**", Blocked),
+        ("src/**", Ask),
+        ("notes/**", PreApproved),
+    ]
+    .map(|(pattern, approval)| PathRule {
+        pattern: pattern.into(),
+        approval,
+    });
+    let inherited = InheritedRules::new(f.root(), &caller_rules, "caller approval.paths").unwrap();
     let gate = PathGate::new(f.root(), &[], "approval.paths")
         .unwrap()
         .with_inherited(vec![inherited]);
@@ -586,7 +576,6 @@ fn rules_handed_down_by_a_caller_only_make_calls_stricter() {
     assert_eq!(decide(READS, "src/a.ts").decision, Ask);
     // The caller's preApproved does not loosen the called worker's own decision.
     assert_eq!(decide(WRITES, "notes/n.txt").decision, Ask);
-    assert_eq!(gate.handed_down().len(), 1);
     let call = CallGate {
         gate: Arc::new(gate),
         tool: READS,
