@@ -117,11 +117,10 @@ pub fn patch<'a>(
 fn check_rules(access: &Access<'_>, operations: &[PatchOperation]) -> Result<()> {
     for (index, op) in operations.iter().enumerate() {
         for path in std::iter::once(&op.path).chain(op.new_path.as_ref()) {
-            match access.target(path) {
-                Err(err @ (Error::PathBlocked(_) | Error::ApprovalDenied(_))) => {
-                    return Err(in_operation(index + 1, op, err))
-                }
-                _ => {}
+            if let Err(err @ (Error::PathBlocked(_) | Error::ApprovalDenied(_))) =
+                access.target(path)
+            {
+                return Err(in_operation(index + 1, op, err));
             }
         }
     }
