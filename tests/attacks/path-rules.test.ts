@@ -9,7 +9,7 @@
 import { mkdirSync, readFileSync, renameSync, symlinkSync, unlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { codeAgentTools, filesystemToolset, loadWorker, type NamedTool, runWorker, ToolgateError } from '../../ts/src/index.js';
+import { codeAgentTools, FileTools, filesystemToolset, loadWorker, type NamedTool, runWorker, ToolgateError } from '../../ts/src/index.js';
 import { runToolgate } from '../helpers/cli.js';
 import { scriptedModel } from '../helpers/mock-model.js';
 import { tempDir } from '../helpers/fs.js';
@@ -243,6 +243,23 @@ describe('path rules: configuration', () => {
     expect(() => codeAgentTools({ workDir: work, approval: { paths: [{ pattern: 'x', approval: 'maybe' as never }] } })).toThrow(
       expect.objectContaining({ code: 'CONFIG_INVALID' }),
     );
+  });
+
+  it('answers hostile model input to the per-call decision with a decision or a clear error, quickly', () => {
+    const work = workDir();
+    const files = new FileTools(work, { place: 'approval.paths', rules: RULES.map((rule) => ({ ...rule })) });
+    const tool = { decision: 'preApproved' as const };
+    const started = Date.now();
+    // A patch far over the operation limit (it is refused before running) is judged in bounded time.
+    const many = { operations: Array.from({ length: 200_000 }, (_, index) => ({ action: 'add', path: `f${index}` })) };
+    expect(files.decideCall('file_patch', many, tool).decision).toBe('preApproved');
+    expect(Date.now() - started).toBeLessThan(15_000);
+    expect(files.decideCall('file_read', { path: 'x/'.repeat(50_000) }, tool).decision).toBe('preApproved');
+    expect(files.decideCall('file_read', { path: 42 }, tool).decision).toBe('preApproved');
+    expect(files.decideCall('file_read', { path: '.env\u0000.txt' }, tool).decision).toBe('preApproved');
+    expect(files.decideCall('glob_search', { pattern: '{.env,x}/**' }, tool).decision).toBe('preApproved');
+    expect(files.decideCall('glob_search', { pattern: '.env/**/*' }, tool).decision).toBe('blocked');
+    expect(() => files.decideCall('shell', { command: 'cat .env' }, tool)).toThrow(expect.objectContaining({ code: 'INVALID_INPUT' }));
   });
 
   it('applies approval.paths from a worker file, and toolgate check --path explains them', async () => {

@@ -22,6 +22,7 @@ use serde_json::Value;
 use super::rules::{EntryKind, PathRule, PathRules, RuleRef};
 use crate::approval::{Decision, Resolved};
 use crate::error::{Error, Result};
+use crate::limits::MAX_PATCH_OPERATIONS;
 use crate::path::PathValidator;
 
 /// The path rules of one file toolset in one work directory, and those handed down by the
@@ -418,8 +419,11 @@ pub fn call_paths(tool: &str, input: &Value) -> Option<Vec<String>> {
             .get("operations")
             .and_then(Value::as_array)
             .map(|operations| {
+                // A longer patch is refused before it touches anything; judging more would
+                // only cost time.
                 operations
                     .iter()
+                    .take(MAX_PATCH_OPERATIONS)
                     .flat_map(|op| {
                         [
                             field(op, "path"),
