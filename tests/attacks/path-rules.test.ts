@@ -292,11 +292,11 @@ describe('path rules: configuration', () => {
     const plain = await modelCall(byName(offered, 'read_file'), { path: '.env' });
     expect(JSON.stringify(plain.result)).toContain(SECRET);
 
-    const blocked = runToolgate(['check', '--path', 'notes.txt', '--cwd', work, file]);
+    const blocked = runToolgate(['check', '--path', 'notes.txt', '--work-dir', work, file]);
     expect(blocked.stdout).toMatch(/code_agent\.file_read\s+blocked\s+.*'\.env\*' \(blocked\)/);
     expect(blocked.stdout).toMatch(/filesystem\.read_file\s+preApproved\s+no rule matched/);
     expect(blocked.status).toBe(0);
-    const json = JSON.parse(runToolgate(['check', '--path', '.git/config', '--cwd', work, '--json', file]).stdout) as Array<Record<string, unknown>>;
+    const json = JSON.parse(runToolgate(['check', '--path', '.git/config', '--work-dir', work, '--json', file]).stdout) as Array<Record<string, unknown>>;
     expect(json.find((check) => check.tool === 'file_write')).toMatchObject({ decision: 'ask', by: 'rule', pattern: '.git/**' });
     expect(runToolgate(['check', '--path', 'x', file, 'extra']).status).toBe(2);
   });

@@ -4,7 +4,7 @@ import { awaitNative, callNative, ToolgateError } from '../native/errors.js';
 import { FileTools, type PathDecision } from '../native/file-tools.js';
 import { decidePlannedWorkers } from '../worker/load-worker.js';
 
-const HELP = `Usage: toolgate check --path <file> [--cwd <dir>] [--json] <worker-file>
+const HELP = `Usage: toolgate check --path <file> [--work-dir <dir>] [--json] <worker-file>
 
 Explains how the path rules (approval.paths) of the worker's file toolsets (filesystem,
 code_agent) decide one path, for each of their tools, without touching the file: the decision
@@ -12,7 +12,7 @@ and the rule that made it. The path is judged as the tools judge it, relative to
 through symlinks and '..'.
 
   --path <file>   The path to explain, relative to the work directory (or absolute inside it)
-  --cwd <dir>     The work directory, as 'toolgate run --cwd' would use it
+  --work-dir <dir> Replaces the worker's work directory (as for toolgate run)
   --json          Print the decisions as JSON
   -h, --help      Show this help
 
@@ -36,7 +36,7 @@ export async function runPathCheck(argv: readonly string[]): Promise<number> {
       allowPositionals: true,
       options: {
         path: { type: 'string' },
-        cwd: { type: 'string' },
+        'work-dir': { type: 'string' },
         json: { type: 'boolean', default: false },
         help: { type: 'boolean', short: 'h', default: false },
       },
@@ -57,7 +57,7 @@ export async function runPathCheck(argv: readonly string[]): Promise<number> {
   }
   let checks: PathCheck[];
   try {
-    checks = await pathChecks(workerFile, values.path, values.cwd);
+    checks = await pathChecks(workerFile, values.path, values['work-dir']);
   } catch (error) {
     if (!(error instanceof ToolgateError)) throw error;
     process.stderr.write(`toolgate check: ${error.code}: ${error.message}\n`);

@@ -78,7 +78,7 @@ function commandStart(argv: readonly string[]): { options: number; command: numb
   for (let index = 0; index < argv.length; index++) {
     const arg = argv[index] ?? '';
     if (arg === '--') return { options: index, command: index + 1 };
-    if (arg === '--rules' || arg === '--cwd' || arg === '--path') {
+    if (arg === '--rules' || arg === '--cwd' || arg === '--path' || arg === '--work-dir') {
       index++;
       continue;
     }
