@@ -84,6 +84,14 @@ function spellings(work: string): string[] {
     'keyring/server.key',
     'src/k.ts',
     'keys/../keys/server.key',
+    // Trailing separators, dots and escapes that a file system or a matcher might drop.
+    '.env/',
+    '.env/.',
+    'notes.txt/.',
+    'src/../.env/',
+    '.env.',
+    '.env\\',
+    'keys//server.key',
   ];
 }
 

@@ -119,6 +119,11 @@ fn env_spellings(root: &Path) -> Vec<String> {
         ".envlink".into(),
         "keys/server.key".into(),
         "src/k.ts".into(),
+        ".env/".into(),
+        ".env/.".into(),
+        "x/.".into(),
+        "src/../.env/".into(),
+        "keys//server.key".into(),
     ]
 }
 
