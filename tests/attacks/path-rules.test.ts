@@ -307,6 +307,12 @@ describe('path rules: configuration', () => {
     const json = JSON.parse(runToolgate(['check', '--path', '.git/config', '--work-dir', work, '--json', file]).stdout) as Array<Record<string, unknown>>;
     expect(json.find((check) => check.tool === 'file_write')).toMatchObject({ decision: 'ask', by: 'rule', pattern: '.git/**' });
     expect(runToolgate(['check', '--path', 'x', file, 'extra']).status).toBe(2);
+    // Blocked for every file tool of a worker: exit status 1.
+    const only = join(dir, 'only.yaml');
+    writeFileSync(only, `name: only\ntoolsets:\n  code_agent:\n    approval:\n      paths: [{ pattern: "*.key", approval: blocked }]\n`);
+    const keyring = runToolgate(['check', '--path', 'keyring/server.key', '--work-dir', work, only]);
+    expect(keyring.stdout).toContain("(judged as 'keys/server.key')");
+    expect(keyring.status).toBe(1);
   });
 });
 
