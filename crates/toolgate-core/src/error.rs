@@ -64,6 +64,14 @@ pub enum Error {
     #[error("{0}")]
     ToolBlocked(String),
 
+    /// A call that needed approval was not approved for what it does.
+    #[error("{0}")]
+    ApprovalDenied(String),
+
+    /// A path rule of a file toolset (`approval.paths`) blocks the path.
+    #[error("{0}")]
+    PathBlocked(String),
+
     /// The input does not match what the tool or function accepts.
     #[error("{0}")]
     InvalidInput(String),
@@ -125,6 +133,8 @@ pub enum ErrorCode {
     Timeout,
     /// A tool whose approval is `blocked` was called.
     ToolBlocked,
+    /// A file tool was called on a path its toolset's `approval.paths` blocks.
+    PathBlocked,
     /// A human (or the lack of one) refused a call that needed approval.
     ApprovalDenied,
     InvalidInput,
@@ -144,7 +154,7 @@ pub enum ErrorCode {
 
 impl ErrorCode {
     /// Every code, in documentation order.
-    pub const ALL: [ErrorCode; 22] = [
+    pub const ALL: [ErrorCode; 23] = [
         ErrorCode::PathOutsideRoot,
         ErrorCode::BinaryNotAllowed,
         ErrorCode::ShellNotAllowed,
@@ -156,6 +166,7 @@ impl ErrorCode {
         ErrorCode::OutputBlocked,
         ErrorCode::Timeout,
         ErrorCode::ToolBlocked,
+        ErrorCode::PathBlocked,
         ErrorCode::ApprovalDenied,
         ErrorCode::InvalidInput,
         ErrorCode::ToolNotFound,
@@ -183,6 +194,7 @@ impl ErrorCode {
             ErrorCode::OutputBlocked => "OUTPUT_BLOCKED",
             ErrorCode::Timeout => "TIMEOUT",
             ErrorCode::ToolBlocked => "TOOL_BLOCKED",
+            ErrorCode::PathBlocked => "PATH_BLOCKED",
             ErrorCode::ApprovalDenied => "APPROVAL_DENIED",
             ErrorCode::InvalidInput => "INVALID_INPUT",
             ErrorCode::ToolNotFound => "TOOL_NOT_FOUND",
@@ -267,9 +279,10 @@ impl ErrorCode {
     pub fn layer(self) -> ErrorLayer {
         match self {
             ErrorCode::ConfigInvalid => ErrorLayer::Config,
-            ErrorCode::ToolBlocked | ErrorCode::ApprovalDenied | ErrorCode::StateInvalid => {
-                ErrorLayer::Approval
-            }
+            ErrorCode::ToolBlocked
+            | ErrorCode::PathBlocked
+            | ErrorCode::ApprovalDenied
+            | ErrorCode::StateInvalid => ErrorLayer::Approval,
             ErrorCode::InvalidInput => ErrorLayer::Input,
             ErrorCode::PathOutsideRoot => ErrorLayer::Paths,
             ErrorCode::BinaryNotAllowed
@@ -311,6 +324,8 @@ impl Error {
             Error::OutputBlocked(_) => ErrorCode::OutputBlocked,
             Error::Timeout(_) => ErrorCode::Timeout,
             Error::ToolBlocked(_) => ErrorCode::ToolBlocked,
+            Error::PathBlocked(_) => ErrorCode::PathBlocked,
+            Error::ApprovalDenied(_) => ErrorCode::ApprovalDenied,
             Error::InvalidInput(_) => ErrorCode::InvalidInput,
             Error::ToolNotFound(_) => ErrorCode::ToolNotFound,
             Error::ToolFailed(_) => ErrorCode::ToolFailed,

@@ -138,6 +138,9 @@ pub const MAX_GLOB_BYTES: usize = 4096;
 /// so very deep nesting would overflow the stack.
 pub const MAX_GLOB_BRACE_DEPTH: usize = 10;
 
+/// Most rules in one file toolset's `approval.paths`.
+pub const MAX_PATH_RULES: usize = 256;
+
 /// Most include or exclude globs in one grep request (each list).
 pub const MAX_GREP_FILTERS: usize = 100;
 

@@ -16,8 +16,10 @@ use crate::command::{CliExecutePolicy, ShellPolicy};
 use crate::enums::{CodeAgentGroup, ToolsetKind};
 use crate::error::{guarded, infallible, sync, Settled};
 use crate::executables::ExecutableToolRegistry;
+use crate::files::PathRules;
 use crate::js_value;
 use crate::sandbox::SandboxSummary;
+use toolgate_core::fs::config::FileApprovalConfig;
 
 /// `loadWorker` options, checked.
 #[napi(object, object_from_js = false)]
@@ -137,6 +139,10 @@ pub struct PlannedWorkerInfo {
     pub filesystem_tools: Option<Vec<String>>,
     /// `code_agent` group after the sandbox's `readonly`.
     pub code_agent_group: Option<CodeAgentGroup>,
+    /// `toolsets.filesystem.approval.paths`, for its `FileTools`.
+    pub filesystem_path_rules: Option<PathRules>,
+    /// `toolsets.code_agent.approval.paths`, for its `FileTools`.
+    pub code_agent_path_rules: Option<PathRules>,
     pub shell: bool,
     pub cli_execute: bool,
     pub executables: bool,
@@ -159,6 +165,22 @@ pub struct ToolsetSandbox {
     /// `shell`, `cli_execute` or `executables`.
     pub toolset: String,
     pub sandbox: SandboxSummary,
+}
+
+/// The path rules of one file toolset of `worker`, named as in its worker file.
+fn file_rules(
+    worker: &toolgate_core::worker::Worker,
+    toolset: &str,
+    approval: impl Fn(&toolgate_core::worker::ToolsetsConfig) -> Option<&FileApprovalConfig>,
+) -> Option<PathRules> {
+    let approval = approval(&worker.toolsets)?;
+    PathRules::from_core(
+        &approval.paths,
+        &format!(
+            "{}: toolsets.{toolset} approval.paths",
+            worker.path.display()
+        ),
+    )
 }
 
 fn index_u32(index: usize) -> u32 {
@@ -186,6 +208,12 @@ impl From<&PlannedWorker> for PlannedWorkerInfo {
                 .as_ref()
                 .map(|tools| tools.iter().map(|name| name.to_string()).collect()),
             code_agent_group: planned.code_agent_group.map(Into::into),
+            filesystem_path_rules: file_rules(worker, "filesystem", |t| {
+                t.filesystem.as_ref().and_then(|c| c.approval.as_ref())
+            }),
+            code_agent_path_rules: file_rules(worker, "code_agent", |t| {
+                t.code_agent.as_ref().and_then(|c| c.approval.as_ref())
+            }),
             shell: planned.shell.is_some(),
             cli_execute: planned.cli_execute.is_some(),
             executables: planned.executables.is_some(),

@@ -16,6 +16,16 @@ export interface ApprovalConfig {
   tools?: Readonly<Record<string, ApprovalDecision>>;
 }
 
+/**
+ * Approval of a file toolset (`codeAgentTools`, `filesystemToolset`, and `toolsets.code_agent` /
+ * `toolsets.filesystem` in a worker file): the usual block plus path rules, gitignore-style
+ * patterns relative to the work directory, decided in Rust (the most specific match wins, the
+ * strictest on ties).
+ */
+export interface FileApprovalConfig extends ApprovalConfig {
+  paths?: ReadonlyArray<{ pattern: string; approval: ApprovalDecision }>;
+}
+
 /** The effective approval of a tool, as the core decided it. */
 export type ResolvedApproval = native.ResolvedApproval;
 

@@ -41,6 +41,12 @@ export const COMMANDS: readonly CliCommand[] = [
     load: () => import('./check.js'),
   },
   {
+    name: 'check',
+    usage: 'check --path <file> <worker>',
+    summary: "Explain how the file toolsets' path rules decide a path, tool by tool",
+    load: () => import('./check.js'),
+  },
+  {
     name: 'sandbox',
     usage: 'sandbox [options] -- <program> [args]',
     summary: 'Run any program under the kernel sandbox (exit code passed through)',

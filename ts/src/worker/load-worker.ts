@@ -4,7 +4,7 @@ import { attachDecided } from '../approval/gate-toolset.js';
 import { type NamedTool, toToolSet } from '../approval/named-tool.js';
 import { native } from '../native/binding.js';
 import { awaitNative, callNative } from '../native/errors.js';
-import { FileTools } from '../native/file-tools.js';
+import { type CallerPathRules, FileTools } from '../native/file-tools.js';
 import { warnSandbox } from '../native/sandbox.js';
 import { type ModuleTools, readToolsModule } from '../tools-module/load-custom-tools.js';
 import { cliExecuteToolOf } from '../toolsets/cli-execute.js';
@@ -78,11 +78,14 @@ export async function loadWorker(path: string, options: LoadWorkerOptions = {}):
 }
 
 /**
- * Builds every worker of a plan: imports each tools module once (only JavaScript can), lets
- * the core decide every tool's approval with what the modules hold, and attaches the decisions.
- * The top worker comes first.
+ * Reads the tools modules of a plan (only JavaScript can) and lets the core decide every tool's
+ * approval with what they hold: the workers' infos, the modules, and the decided tools of each.
  */
-export async function buildPlannedWorkers(workerPlan: native.WorkerPlan): Promise<LoadedWorker[]> {
+export async function decidePlannedWorkers(workerPlan: native.WorkerPlan): Promise<{
+  infos: native.PlannedWorkerInfo[];
+  modules: Map<number, ModuleTools>;
+  decided: native.PlannedTool[][];
+}> {
   const infos = workerPlan.workers();
   const modules = new Map<number, ModuleTools>();
   for (const [index, info] of infos.entries()) {
@@ -99,10 +102,20 @@ export async function buildPlannedWorkers(workerPlan: native.WorkerPlan): Promis
       })),
     ),
   );
+  return { infos, modules, decided };
+}
+
+/**
+ * Builds every worker of a plan: imports each tools module once (only JavaScript can), lets
+ * the core decide every tool's approval with what the modules hold, and attaches the decisions.
+ * The top worker comes first.
+ */
+export async function buildPlannedWorkers(workerPlan: native.WorkerPlan): Promise<LoadedWorker[]> {
+  const { infos, modules, decided } = await decidePlannedWorkers(workerPlan);
   const workers: LoadedWorker[] = [];
   for (const info of infos) warnSandbox(info.sandboxWarning);
   for (const [index, info] of infos.entries()) {
-    const context: BuildContext = { plan: workerPlan, index, info, modules, decided: decided[index] ?? [], workers };
+    const context: BuildContext = { plan: workerPlan, index, info, infos, modules, decided: decided[index] ?? [], workers };
     workers.push(buildWorker(context));
   }
   return workers;
@@ -112,6 +125,8 @@ interface BuildContext {
   plan: native.WorkerPlan;
   index: number;
   info: native.PlannedWorkerInfo;
+  /** Every worker of the plan, by index (to find the callers' path rules). */
+  infos: readonly native.PlannedWorkerInfo[];
   modules: ReadonlyMap<number, ModuleTools>;
   decided: readonly native.PlannedTool[];
   /** Every worker of the plan, filled in order; delegate tools look their worker up when called. */
@@ -122,13 +137,39 @@ function approvals(context: BuildContext, toolset: native.ToolsetKind): Resolved
   return context.decided.filter((tool) => tool.toolset === toolset).map((tool) => tool.approval);
 }
 
+/**
+ * The path rules of every worker above this one (both of their file toolsets): a caller that
+ * blocks `.env` must not be able to reach it by delegating to a worker without rules.
+ */
+function callerPathRules(context: BuildContext): CallerPathRules[] {
+  const rules: CallerPathRules[] = [];
+  let parent = context.info.parent;
+  while (parent !== null && parent !== undefined) {
+    const caller = context.infos[parent];
+    if (!caller) break;
+    for (const list of [caller.filesystemPathRules, caller.codeAgentPathRules]) {
+      if (list) rules.push({ root: caller.workDir, rules: list });
+    }
+    parent = caller.parent;
+  }
+  return rules;
+}
+
 /** The tools of one planned worker, each gated by the decision the core made. */
 function buildTools(context: BuildContext): NamedTool[] {
   const { plan: workerPlan, index, info } = context;
   const tools: NamedTool[] = [];
-  const files = info.filesystemTools || info.codeAgentGroup ? new FileTools(info.workDir) : undefined;
-  if (files && info.filesystemTools) tools.push(...buildFilesystemTools(files, approvals(context, 'filesystem')));
-  if (files && info.codeAgentGroup) tools.push(...buildCodeAgentTools(files, approvals(context, 'code_agent')));
+  // Each file toolset has its own path rules, so each gets its own FileTools; the rules of
+  // every calling worker apply below it too (they only make calls stricter).
+  const callerRules = callerPathRules(context);
+  if (info.filesystemTools) {
+    const files = new FileTools(info.workDir, info.filesystemPathRules ?? undefined, callerRules);
+    tools.push(...buildFilesystemTools(files, approvals(context, 'filesystem')));
+  }
+  if (info.codeAgentGroup) {
+    const files = new FileTools(info.workDir, info.codeAgentPathRules ?? undefined, callerRules);
+    tools.push(...buildCodeAgentTools(files, approvals(context, 'code_agent')));
+  }
   const shell = callNative(() => workerPlan.shellPolicy(index));
   const [shellApproval] = approvals(context, 'shell');
   if (shell && shellApproval) tools.push(shellTool(shell, shellApproval));

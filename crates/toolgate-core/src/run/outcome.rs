@@ -116,7 +116,9 @@ pub struct Refusal {
 /// non-zero exit, an I/O error): then the call keeps the decision that let it run.
 pub fn refusal_of(code: ErrorCode) -> Option<Refusal> {
     let (decision, decided_by) = match code {
-        ErrorCode::CommandBlocked => (CallDecision::Blocked, DecidedBy::Rule),
+        ErrorCode::CommandBlocked | ErrorCode::PathBlocked => {
+            (CallDecision::Blocked, DecidedBy::Rule)
+        }
         ErrorCode::ToolBlocked => (CallDecision::Blocked, DecidedBy::Config),
         ErrorCode::GuardrailBlocked => (CallDecision::Refused, DecidedBy::Rule),
         ErrorCode::PathOutsideRoot
@@ -154,6 +156,9 @@ mod tests {
         let blocked = refusal_of(ErrorCode::CommandBlocked).unwrap();
         assert_eq!(blocked.decision, CallDecision::Blocked);
         assert_eq!(blocked.decided_by, DecidedBy::Rule);
+        let path_rule = refusal_of(ErrorCode::PathBlocked).unwrap();
+        assert_eq!(path_rule.decision, CallDecision::Blocked);
+        assert_eq!(path_rule.decided_by, DecidedBy::Rule);
         for code in [
             ErrorCode::PathOutsideRoot,
             ErrorCode::BinaryNotAllowed,

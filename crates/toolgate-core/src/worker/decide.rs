@@ -10,7 +10,7 @@ use crate::approval::{
     Resolved, Toolset,
 };
 use crate::error::{Error, Result};
-use crate::fs::config::{filesystem_tools, CodeAgentGroup};
+use crate::fs::config::{filesystem_tools, CodeAgentGroup, FileApprovalConfig};
 use crate::limits::{EXECUTABLE_TOOL_PREFIX, RESERVED_TOOL_NAMES};
 
 /// What the SDK found in a worker's tools module (only JavaScript can load it).
@@ -94,18 +94,26 @@ fn decide_worker(
         Ok(())
     };
     let toolsets = &worker.toolsets;
+    let mut path_rules = Vec::new();
     if let (Some(config), Some(names)) = (&toolsets.filesystem, &planned.filesystem_tools) {
+        let file_approval = config.approval.clone().unwrap_or_default();
+        file_approval.check_paths(&format!("{source}: toolsets.filesystem approval.paths"))?;
+        let approval = file_approval.tool_approval();
         add(
             Toolset::Filesystem,
-            config.approval.as_ref(),
+            Some(&approval),
             names.iter().map(|name| Candidate::plain(*name)).collect(),
             strings(filesystem_tools(false)),
         )?;
+        path_rules.push((Toolset::Filesystem, file_approval));
     }
     if let (Some(config), Some(group)) = (&toolsets.code_agent, planned.code_agent_group) {
+        let file_approval = config.approval.clone().unwrap_or_default();
+        file_approval.check_paths(&format!("{source}: toolsets.code_agent approval.paths"))?;
+        let approval = file_approval.tool_approval();
         add(
             Toolset::CodeAgent,
-            config.approval.as_ref(),
+            Some(&approval),
             group
                 .tools()
                 .iter()
@@ -113,6 +121,7 @@ fn decide_worker(
                 .collect(),
             strings(CodeAgentGroup::All.tools()),
         )?;
+        path_rules.push((Toolset::CodeAgent, file_approval));
     }
     if toolsets.shell.is_some() {
         // The rules decide each command: the tool's own `needsApproval` is a function. A worker
@@ -168,8 +177,18 @@ fn decide_worker(
             names.clone(),
         )?;
     }
+    for (toolset, approval) in &path_rules {
+        mark_per_call(&mut tools, *toolset, approval);
+    }
     check_names(&source, worker.approval.as_ref(), &tools)?;
     Ok(tools)
+}
+
+/// Tools of a file toolset with path rules are decided per call (see `fs::access`).
+fn mark_per_call(tools: &mut [DecidedTool], toolset: Toolset, approval: &FileApprovalConfig) {
+    for tool in tools.iter_mut().filter(|tool| tool.toolset == toolset) {
+        tool.resolved = approval.per_call(tool.resolved);
+    }
 }
 
 fn strings(names: &[&str]) -> Vec<String> {
