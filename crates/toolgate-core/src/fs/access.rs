@@ -408,7 +408,7 @@ pub fn call_paths(tool: &str, input: &Value) -> Option<Vec<String>> {
         "glob_search" | "list_files" => {
             let mut paths = path_or_root();
             if let Some(prefix) =
-                field(input, "pattern").and_then(|p| super::glob::literal_prefix(&p))
+                field(input, "pattern").and_then(|p| super::pattern::literal_prefix(&p))
             {
                 let base = paths[0].trim_end_matches('/').to_string();
                 paths.push(format!("{base}/{}", prefix.display()));

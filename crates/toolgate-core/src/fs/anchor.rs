@@ -237,7 +237,7 @@ impl Target {
             let _ = rustix::fs::unlinkat(self.parent.fd(), &temp.0, AtFlags::empty());
         }
         if outcome.is_ok() {
-            temp::sweep_if_due(&self.parent);
+            temp::sweep_if_due(self.parent.fd.as_fd(), &self.parent.path);
         }
         outcome
     }
