@@ -2,7 +2,7 @@ import { parseArgs } from 'node:util';
 import { runWorker, type WorkerRunResult } from '../worker/index.js';
 import { ToolgateError } from '../native/errors.js';
 import { resolveModel } from '../worker/models.js';
-import { loadWorker } from '../worker/load-worker.js';
+import { type LoadedWorker, loadWorker } from '../worker/load-worker.js';
 import { progressPrinter } from './progress.js';
 import { terminalApproval, type ApprovalMode } from './terminal-approval.js';
 
@@ -83,6 +83,22 @@ export async function run(argv: readonly string[]): Promise<number> {
   }
 
   const worker = await loadWorker(workerPath, values['work-dir'] ? { workDir: values['work-dir'] } : {});
+  try {
+    return await runLoaded(worker, workerPath, input, mode, maxSteps, values);
+  } finally {
+    // Ends the worker's MCP servers, also after Ctrl-C and errors.
+    await worker.close();
+  }
+}
+
+async function runLoaded(
+  worker: LoadedWorker,
+  workerPath: string,
+  input: string,
+  mode: ApprovalMode | 'fail-closed',
+  maxSteps: number | undefined,
+  values: { model?: string; 'base-url'?: string; json: boolean },
+): Promise<number> {
   for (const warning of worker.warnings) process.stderr.write(`toolgate run: warning: ${warning}\n`);
   const modelSpec = values.model ?? worker.model ?? process.env.TOOLGATE_MODEL;
   if (!modelSpec) {

@@ -6,6 +6,8 @@ import { native } from '../native/binding.js';
 import { awaitNative, callNative } from '../native/errors.js';
 import { FileTools } from '../native/file-tools.js';
 import { warnSandbox } from '../native/sandbox.js';
+import { connectServers, type McpConnection, reportOf } from '../mcp/connect.js';
+import { gatedMcpTools } from '../mcp/toolset.js';
 import { type ModuleTools, readToolsModule } from '../tools-module/load-custom-tools.js';
 import { cliExecuteToolOf } from '../toolsets/cli-execute.js';
 import { buildCodeAgentTools } from '../toolsets/code-agent.js';
@@ -45,6 +47,11 @@ export interface LoadedWorker extends RunnableWorker {
   warnings: string[];
   /** The worker-level kernel sandbox, as the core decided it. */
   sandbox: native.SandboxSummary;
+  /**
+   * Ends what the worker started when it was loaded: the MCP servers of its `mcp` toolset (and
+   * of the workers it may call). Call it when the run is over, also after an abort.
+   */
+  close(): Promise<void>;
 }
 
 /** Plans a worker file and everything it may call (off the JavaScript thread). */
@@ -87,22 +94,38 @@ export async function buildPlannedWorkers(workerPlan: native.WorkerPlan): Promis
   }
   // The modules were read after the plan froze them: make sure they are the versions it froze.
   for (const index of modules.keys()) callNative(() => workerPlan.verify(index));
-  const decided = callNative(() =>
-    workerPlan.decide(
-      [...modules].map(([worker, module]) => ({
-        worker,
-        available: module.available,
-        selected: module.tools.map((tool) => ({ name: tool.name, own: ownApproval(tool) })),
-      })),
-    ),
-  );
-  const workers: LoadedWorker[] = [];
   for (const info of infos) warnSandbox(info.sandboxWarning);
-  for (const [index, info] of infos.entries()) {
-    const context: BuildContext = { plan: workerPlan, index, info, modules, decided: decided[index] ?? [], workers };
-    workers.push(buildWorker(context));
+  const mcp = new Map<number, McpConnection[]>();
+  const close = async () => {
+    const all = [...mcp.values()].flat();
+    mcp.clear();
+    await Promise.all(all.map((connection) => connection.close()));
+  };
+  try {
+    for (const [index, info] of infos.entries()) {
+      const toolset = info.mcp ? callNative(() => workerPlan.mcpToolset(index)) : null;
+      if (toolset) mcp.set(index, await connectServers(toolset));
+    }
+    const decided = callNative(() =>
+      workerPlan.decide(
+        [...modules].map(([worker, module]) => ({
+          worker,
+          available: module.available,
+          selected: module.tools.map((tool) => ({ name: tool.name, own: ownApproval(tool) })),
+        })),
+        [...mcp].map(([worker, connections]) => ({ worker, servers: reportOf(connections) })),
+      ),
+    );
+    const workers: LoadedWorker[] = [];
+    for (const [index, info] of infos.entries()) {
+      const context: BuildContext = { plan: workerPlan, index, info, modules, mcp, decided: decided[index] ?? [], workers };
+      workers.push(buildWorker(context, close));
+    }
+    return workers;
+  } catch (error) {
+    await close();
+    throw error;
   }
-  return workers;
 }
 
 interface BuildContext {
@@ -110,6 +133,8 @@ interface BuildContext {
   index: number;
   info: native.PlannedWorkerInfo;
   modules: ReadonlyMap<number, ModuleTools>;
+  /** The connected MCP servers of each worker with an `mcp` toolset. */
+  mcp: ReadonlyMap<number, McpConnection[]>;
   decided: readonly native.PlannedTool[];
   /** Every worker of the plan, filled in order; delegate tools look their worker up when called. */
   workers: readonly LoadedWorker[];
@@ -149,10 +174,12 @@ function buildTools(context: BuildContext): NamedTool[] {
     }),
   );
   tools.push(...attachDecided(delegates, approvals(context, 'workers')));
+  const mcpToolset = context.mcp.has(index) ? callNative(() => workerPlan.mcpToolset(index)) : null;
+  if (mcpToolset) tools.push(...gatedMcpTools(mcpToolset, context.mcp.get(index)!, approvals(context, 'mcp')));
   return tools;
 }
 
-function buildWorker(context: BuildContext): LoadedWorker {
+function buildWorker(context: BuildContext, close: () => Promise<void>): LoadedWorker {
   const { info } = context;
   const gated = buildTools(context);
   const toolApproval: Record<string, ApprovalInfo> = {};
@@ -174,6 +201,7 @@ function buildWorker(context: BuildContext): LoadedWorker {
     toolApproval,
     warnings: info.warnings,
     sandbox: info.sandbox,
+    close,
   };
 }
 

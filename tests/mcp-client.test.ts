@@ -1,0 +1,171 @@
+import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { afterEach, describe, expect, it } from 'vitest';
+import { mcpToolset, type McpToolset, offeredTools, approvalOf, ToolgateError } from '../ts/src/index.js';
+import { attackFixture } from './helpers/sandbox.js';
+
+const ROOT = join(import.meta.dirname, '..');
+const NODE_MODULES = '/work/main/node_modules';
+const FILESYSTEM_SERVER = join(NODE_MODULES, '@modelcontextprotocol/server-filesystem/dist/index.js');
+const MISBEHAVING = join(ROOT, 'tests/fixtures/mcp/misbehaving-server.mjs');
+/** The servers are Node programs: the sandbox must let them read the code they run. */
+const READ = [ROOT, NODE_MODULES];
+
+const open: McpToolset[] = [];
+afterEach(async () => {
+  await Promise.all(open.splice(0).map((toolset) => toolset.close()));
+});
+
+async function toolset(options: Parameters<typeof mcpToolset>[0]): Promise<McpToolset> {
+  const built = await mcpToolset(options);
+  open.push(built);
+  return built;
+}
+
+function toolNamed(set: McpToolset, name: string) {
+  const found = set.tools.find((tool) => tool.name === name);
+  if (!found) throw new Error(`no tool ${name}; have ${set.tools.map((tool) => tool.name).join(', ')}`);
+  return found;
+}
+
+async function call(set: McpToolset, name: string, input: unknown): Promise<unknown> {
+  return toolNamed(set, name).execute!(input as never, { toolCallId: 'c1', messages: [] });
+}
+
+async function failure(work: Promise<unknown>): Promise<ToolgateError> {
+  const error = await work.then(
+    () => undefined,
+    (caught: unknown) => caught,
+  );
+  expect(error).toBeInstanceOf(ToolgateError);
+  return error as ToolgateError;
+}
+
+function textOf(output: unknown): string {
+  return (output as { content: { type: string; text?: string }[] }).content.map((part) => part.text ?? '').join('\n');
+}
+
+describe('mcp toolset: @modelcontextprotocol/server-filesystem in the sandbox', () => {
+  it('offers server_tool names with the server schemas, gated ask by default, whitelist and approval applied', async () => {
+    const fx = attackFixture();
+    const set = await toolset({
+      servers: { files: { command: 'node', args: [FILESYSTEM_SERVER, '/'] } },
+      tools: ['files.read_text_file', 'files.list_directory', 'files.write_file'],
+      approval: { tools: { 'files.read_text_file': 'preApproved', files_write_file: 'blocked' } },
+      sandbox: { read: READ },
+      workDir: fx.work,
+    });
+    expect(set.tools.map((tool) => tool.name).sort()).toEqual(['files_list_directory', 'files_read_text_file', 'files_write_file']);
+    expect(approvalOf(toolNamed(set, 'files_read_text_file'))?.decision).toBe('preApproved');
+    expect(approvalOf(toolNamed(set, 'files_list_directory'))?.decision).toBe('ask');
+    expect(offeredTools(set.tools).map((tool) => tool.name)).not.toContain('files_write_file');
+    expect(toolNamed(set, 'files_read_text_file').description).toMatch(/read/i);
+    expect(textOf(await call(set, 'files_read_text_file', { path: join(fx.work, 'x.txt') }))).toContain('hello');
+  });
+
+  it('the kernel keeps a server allowed "/" from reading outside the work dir (several paths)', async () => {
+    const fx = attackFixture();
+    writeFileSync(join(fx.work, 'inside.txt'), 'inside\n');
+    const set = await toolset({
+      servers: { files: { command: 'node', args: [FILESYSTEM_SERVER, '/'] } },
+      approval: { default: 'preApproved' },
+      sandbox: { read: READ },
+      workDir: fx.work,
+    });
+    const attempts = [
+      fx.secretFile,
+      join(fx.work, '..', 'outside', 'secret.txt'),
+      join(fx.work, 'escape', 'secret.txt'),
+      `file://${fx.secretFile}`,
+      '/proc/1/environ',
+    ];
+    for (const path of attempts) {
+      const outcome = await call(set, 'files_read_text_file', { path }).then(
+        (output) => textOf(output),
+        (error: unknown) => (error as Error).message,
+      );
+      expect(outcome, path).not.toContain(fx.secret);
+    }
+    const listed = await call(set, 'files_list_directory', { path: fx.outside }).then(textOf, (error: unknown) => (error as Error).message);
+    expect(listed).not.toContain('secret.txt');
+    // Writing outside fails too; inside works.
+    await call(set, 'files_write_file', { path: join(fx.outside, 'planted.txt'), content: 'x' }).catch(() => undefined);
+    expect(() => writeFileSync(join(fx.outside, 'check'), '')).not.toThrow();
+    const { existsSync } = await import('node:fs');
+    expect(existsSync(join(fx.outside, 'planted.txt'))).toBe(false);
+    expect(textOf(await call(set, 'files_read_text_file', { path: join(fx.work, 'inside.txt') }))).toContain('inside');
+  });
+});
+
+describe('mcp toolset: servers that misbehave', () => {
+  const misbehaving = (work: string, extra: { timeoutMs?: number; startupTimeoutMs?: number; args?: string[]; env?: Record<string, string> } = {}) =>
+    toolset({
+      servers: { bad: { command: 'node', args: [MISBEHAVING, ...(extra.args ?? [])], ...(extra.env ? { env: extra.env } : {}) } },
+      approval: { default: 'preApproved' },
+      sandbox: { read: READ },
+      workDir: work,
+      ...(extra.timeoutMs ? { timeoutMs: extra.timeoutMs } : {}),
+      ...(extra.startupTimeoutMs ? { startupTimeoutMs: extra.startupTimeoutMs } : {}),
+    });
+
+  it('a server that exits mid-call is TOOL_FAILED naming it, with its stderr', async () => {
+    const set = await misbehaving(attackFixture().work);
+    const error = await failure(call(set, 'bad_crash', {}));
+    expect(error.code).toBe('TOOL_FAILED');
+    expect(error.message).toContain("MCP server 'bad'");
+    expect(error.message).toContain('exited with code 3');
+    expect(error.message).toContain('about to crash');
+    // The connection is gone: later calls fail the same way, without hanging.
+    expect((await failure(call(set, 'bad_echo', { text: 'x' }))).code).toBe('TOOL_FAILED');
+  });
+
+  it('a call that never answers times out with TOOL_FAILED', async () => {
+    const set = await misbehaving(attackFixture().work, { timeoutMs: 500 });
+    const started = performance.now();
+    const error = await failure(call(set, 'bad_hang', {}));
+    expect(error.code).toBe('TOOL_FAILED');
+    expect(error.message).toMatch(/MCP server 'bad'.*timed out/i);
+    expect(performance.now() - started).toBeLessThan(10_000);
+  });
+
+  it('a line that is not JSON-RPC ends the connection with TOOL_FAILED "malformed"', async () => {
+    const set = await misbehaving(attackFixture().work, { timeoutMs: 20_000 });
+    const error = await failure(call(set, 'bad_garbage', {}));
+    expect(error.code).toBe('TOOL_FAILED');
+    expect(error.message).toContain("MCP server 'bad'");
+    expect(error.message).toContain('malformed message');
+  });
+
+  it('a tool error is TOOL_FAILED with the server message', async () => {
+    const set = await misbehaving(attackFixture().work);
+    const error = await failure(call(set, 'bad_fails', {}));
+    expect(error.message).toContain('bad.fails reported an error: the disk is on fire');
+  });
+
+  it('a server that never starts fails within its startup timeout', async () => {
+    const started = performance.now();
+    const error = await failure(misbehaving(attackFixture().work, { startupTimeoutMs: 700, args: ['--hang-at-start'] }));
+    expect(error.code).toBe('TOOL_FAILED');
+    expect(error.message).toMatch(/MCP server 'bad' failed to start .*within 1 s/);
+    expect(performance.now() - started).toBeLessThan(10_000);
+  });
+
+  it('a program that does not exist is BINARY_NOT_FOUND; a bad config is CONFIG_INVALID', async () => {
+    const work = attackFixture().work;
+    expect((await failure(toolset({ servers: { x: { command: 'no-such-mcp-server' } }, workDir: work }))).code).toBe('BINARY_NOT_FOUND');
+    expect((await failure(toolset({ servers: { x_y: { command: 'node' } }, workDir: work }))).code).toBe('CONFIG_INVALID');
+    expect((await failure(toolset({ servers: { x: { url: 'ftp://host/mcp' } }, workDir: work }))).code).toBe('CONFIG_INVALID');
+  });
+
+  it('the server gets the reduced environment plus its explicit env, never toolgate secrets', async () => {
+    process.env.TOOLGATE_TEST_SECRET = 'hunter2';
+    try {
+      const set = await misbehaving(attackFixture().work, { env: { GIVEN: 'yes', FROM_VAR: '${TOOLGATE_TEST_SECRET}' } });
+      expect(textOf(await call(set, 'bad_echo', { text: 'a', env: 'TOOLGATE_TEST_SECRET' }))).toBe('a|(unset)');
+      expect(textOf(await call(set, 'bad_echo', { text: 'a', env: 'GIVEN' }))).toBe('a|yes');
+      expect(textOf(await call(set, 'bad_echo', { text: 'a', env: 'FROM_VAR' }))).toBe('a|hunter2');
+    } finally {
+      delete process.env.TOOLGATE_TEST_SECRET;
+    }
+  });
+});
