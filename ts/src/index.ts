@@ -81,3 +81,5 @@ export { MODEL_PROVIDERS, modelIsCompatible, resolveModel } from './worker/model
 export type { ResolveModelOptions } from './worker/models.js';
 export { mcpToolset } from './mcp/toolset.js';
 export type { McpServerOptions, McpToolset, McpToolOutput, McpToolsetOptions } from './mcp/toolset.js';
+export { serveMcp } from './mcp/serve.js';
+export type { McpServing, ServeMcpOptions, ServeMcpTransport } from './mcp/serve.js';

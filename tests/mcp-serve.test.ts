@@ -1,0 +1,176 @@
+import { type ChildProcess, spawn } from 'node:child_process';
+import { existsSync, readFileSync, rmSync } from 'node:fs';
+import { join } from 'node:path';
+import { afterEach, describe, expect, it } from 'vitest';
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
+import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import { type CallToolResult, ElicitRequestSchema, type ElicitResult } from '@modelcontextprotocol/sdk/types.js';
+import { tempDir } from './helpers/fs.js';
+
+const ROOT = join(import.meta.dirname, '..');
+const BIN = join(ROOT, 'dist/cli/main.js');
+const WORKER = 'examples/mcp/worker.yaml';
+const WRITTEN = join(ROOT, 'examples/mcp/written-by-test.txt');
+
+const cleanup: (() => Promise<void> | void)[] = [];
+afterEach(async () => {
+  for (const step of cleanup.splice(0).reverse()) await step();
+  rmSync(WRITTEN, { force: true });
+});
+
+/** A client of the official SDK; `elicit` answers elicitation requests (and declares the capability). */
+function client(elicit?: (message: string) => ElicitResult): Client {
+  const created = new Client({ name: 'toolgate-test', version: '1.0.0' }, { capabilities: elicit ? { elicitation: { form: {} } } : {} });
+  if (elicit) created.setRequestHandler(ElicitRequestSchema, (request) => elicit(request.params.message));
+  cleanup.push(() => created.close());
+  return created;
+}
+
+/** `toolgate mcp serve` over stdio, in a session without a controlling terminal (setsid). */
+function stdioServe(extra: string[] = []): StdioClientTransport {
+  return new StdioClientTransport({
+    command: 'setsid',
+    args: [process.execPath, BIN, 'mcp', 'serve', WORKER, ...extra],
+    cwd: ROOT,
+    stderr: 'pipe',
+  });
+}
+
+function textOf(result: unknown): string {
+  return (result as CallToolResult).content.map((part) => (part.type === 'text' ? part.text : '')).join('\n');
+}
+
+/** `toolgate mcp serve --http 0 …` and the URL it printed. */
+async function httpServe(extra: string[] = []): Promise<{ url: URL; child: ChildProcess }> {
+  const child = spawn('setsid', [process.execPath, BIN, 'mcp', 'serve', WORKER, '--http', '0', ...extra], {
+    cwd: ROOT,
+    stdio: ['ignore', 'ignore', 'pipe'],
+  });
+  cleanup.push(
+    () =>
+      new Promise<void>((resolve) => {
+        if (child.exitCode !== null) return resolve();
+        child.once('exit', () => resolve());
+        child.kill('SIGTERM');
+      }),
+  );
+  let stderr = '';
+  const url = await new Promise<URL>((resolve, reject) => {
+    child.stderr!.on('data', (chunk: Buffer) => {
+      stderr += chunk.toString();
+      const found = /on (http:\/\/\S+)/.exec(stderr);
+      if (found) resolve(new URL(found[1]!));
+    });
+    child.once('exit', (code) => reject(new Error(`toolgate mcp serve exited with ${code}: ${stderr}`)));
+  });
+  return { url, child };
+}
+
+describe('toolgate mcp serve over stdio (the official SDK client)', () => {
+  it('lists the gated tools (blocked absent) and runs a preApproved one', async () => {
+    const mcp = client();
+    await mcp.connect(stdioServe());
+    const { tools } = await mcp.listTools();
+    const names = tools.map((tool) => tool.name).sort();
+    expect(names).toEqual(['files_list_directory', 'files_read_text_file', 'files_write_file']);
+    expect(names).not.toContain('files_move_file');
+    expect(tools.find((tool) => tool.name === 'files_read_text_file')?.inputSchema.type).toBe('object');
+    const read = await mcp.callTool({ name: 'files_read_text_file', arguments: { path: join(ROOT, 'examples/mcp/notes.md') } });
+    expect(read.isError).toBeFalsy();
+    expect(textOf(read)).toContain('toolgate gates and sandboxes');
+    // The served server is itself sandboxed: a file outside the work directory stays unread.
+    const outside = await mcp.callTool({ name: 'files_read_text_file', arguments: { path: join(ROOT, 'package.json') } });
+    expect(outside.isError).toBe(true);
+    expect(textOf(outside)).not.toContain('"name": "toolgate"');
+  });
+
+  it('denies an ask tool when the client has no elicitation and there is no terminal, saying how to change it', async () => {
+    const mcp = client();
+    await mcp.connect(stdioServe());
+    const result = await mcp.callTool({ name: 'files_write_file', arguments: { path: WRITTEN, content: 'x' } });
+    expect(result.isError).toBe(true);
+    expect(textOf(result)).toMatch(/does not support elicitation.*no terminal.*--yes/);
+    expect(existsSync(WRITTEN)).toBe(false);
+  });
+
+  it('asks through elicitation: approve runs the call, deny refuses it with the reason', async () => {
+    const asked: string[] = [];
+    let answer: ElicitResult = { action: 'accept', content: { decision: 'deny', reason: 'not today' } };
+    const mcp = client((message) => {
+      asked.push(message);
+      return answer;
+    });
+    await mcp.connect(stdioServe());
+    const denied = await mcp.callTool({ name: 'files_write_file', arguments: { path: WRITTEN, content: 'first' } });
+    expect(denied.isError).toBe(true);
+    expect(textOf(denied)).toContain('not today');
+    expect(existsSync(WRITTEN)).toBe(false);
+    expect(asked[0]).toContain('files_write_file');
+    expect(asked[0]).toContain(WRITTEN);
+
+    answer = { action: 'decline' };
+    expect((await mcp.callTool({ name: 'files_write_file', arguments: { path: WRITTEN, content: 'x' } })).isError).toBe(true);
+
+    answer = { action: 'accept', content: { decision: 'always' } };
+    const approved = await mcp.callTool({ name: 'files_write_file', arguments: { path: WRITTEN, content: 'approved' } });
+    expect(approved.isError, textOf(approved)).toBeFalsy();
+    expect(readFileSync(WRITTEN, 'utf8')).toBe('approved');
+    // "always" covers the rest of the session: no further question.
+    const before = asked.length;
+    await mcp.callTool({ name: 'files_write_file', arguments: { path: WRITTEN, content: 'again' } });
+    expect(asked.length).toBe(before);
+    expect(readFileSync(WRITTEN, 'utf8')).toBe('again');
+  });
+
+  it('--yes approves asks, blocked stays unlisted and uncallable; --log appends JSON lines', async () => {
+    const log = join(tempDir(), 'calls.jsonl');
+    const mcp = client();
+    await mcp.connect(stdioServe(['--yes', '--log', log]));
+    const written = await mcp.callTool({ name: 'files_write_file', arguments: { path: WRITTEN, content: 'yes' } });
+    expect(written.isError, textOf(written)).toBeFalsy();
+    const moved = await mcp.callTool({ name: 'files_move_file', arguments: { source: WRITTEN, destination: `${WRITTEN}.moved` } });
+    expect(moved.isError).toBe(true);
+    expect(existsSync(WRITTEN)).toBe(true);
+    const lines = readFileSync(log, 'utf8').trim().split('\n').map((line) => JSON.parse(line) as Record<string, unknown>);
+    expect(lines).toHaveLength(1);
+    expect(lines[0]).toMatchObject({ worker: 'mcp-files', toolName: 'files_write_file', decision: 'approved' });
+  });
+});
+
+describe('toolgate mcp serve over Streamable HTTP', () => {
+  it('serves on loopback: lists, calls, asks through elicitation', async () => {
+    const { url } = await httpServe();
+    expect(url.hostname).toBe('127.0.0.1');
+    const mcp = client(() => ({ action: 'accept', content: { decision: 'approve' } }));
+    await mcp.connect(new StreamableHTTPClientTransport(url));
+    const names = (await mcp.listTools()).tools.map((tool) => tool.name).sort();
+    expect(names).toEqual(['files_list_directory', 'files_read_text_file', 'files_write_file']);
+    const written = await mcp.callTool({ name: 'files_write_file', arguments: { path: WRITTEN, content: 'over http' } });
+    expect(written.isError, textOf(written)).toBeFalsy();
+    expect(readFileSync(WRITTEN, 'utf8')).toBe('over http');
+    const plain = client();
+    await plain.connect(new StreamableHTTPClientTransport(url));
+    const denied = await plain.callTool({ name: 'files_write_file', arguments: { path: WRITTEN, content: 'no' } });
+    expect(denied.isError).toBe(true);
+    expect(readFileSync(WRITTEN, 'utf8')).toBe('over http');
+  });
+
+  it('checks the bearer token when one is set, and refuses a non-loopback host without one', async () => {
+    const { url } = await httpServe(['--token', 's3cret']);
+    const anonymous = await fetch(url, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{}' });
+    expect(anonymous.status).toBe(401);
+    const wrong = client();
+    await expect(wrong.connect(new StreamableHTTPClientTransport(url, { requestInit: { headers: { Authorization: 'Bearer nope' } } }))).rejects.toThrow();
+    const right = client();
+    await right.connect(new StreamableHTTPClientTransport(url, { requestInit: { headers: { Authorization: 'Bearer s3cret' } } }));
+    expect((await right.listTools()).tools.length).toBe(3);
+
+    const refused = spawn(process.execPath, [BIN, 'mcp', 'serve', WORKER, '--http', '0', '--host', '0.0.0.0'], { cwd: ROOT, env: { ...process.env, TOOLGATE_MCP_TOKEN: '' } });
+    let stderr = '';
+    refused.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
+    const code = await new Promise<number | null>((resolve) => refused.once('exit', resolve));
+    expect(code).toBe(1);
+    expect(stderr).toContain('needs a bearer token');
+  });
+});

@@ -1,0 +1,279 @@
+import { randomUUID, timingSafeEqual } from 'node:crypto';
+import { appendFileSync } from 'node:fs';
+import { createServer, type IncomingMessage, type Server as HttpServer, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { asSchema, type ToolSet } from 'ai';
+import { Server } from '@modelcontextprotocol/sdk/server/index.js';
+import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js';
+import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
+import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
+import {
+  CallToolRequestSchema,
+  type CallToolResult,
+  isInitializeRequest,
+  ListToolsRequestSchema,
+  type Tool as McpTool,
+} from '@modelcontextprotocol/sdk/types.js';
+import { isBlocked } from '../approval/approval.js';
+import type { NamedTool } from '../approval/named-tool.js';
+import { ToolgateError } from '../native/errors.js';
+import { VERSION } from '../native/package-root.js';
+import { ApprovalGate } from '../worker/approval-gate.js';
+import type { ApprovalAnswer, ApprovalHandler, ApprovalRequest, RunnableWorker, ToolCallRecord } from '../worker/types.js';
+
+/** Where the served tools are reached. */
+export type ServeMcpTransport =
+  | 'stdio'
+  | { http: { port: number; host?: string; token?: string } }
+  /** Any transport of the official SDK (one client). */
+  | Transport;
+
+export interface ServeMcpOptions {
+  /** Default `stdio` (this process's stdin and stdout). */
+  transport?: ServeMcpTransport;
+  /**
+   * Answers `ask` calls when the MCP client does not support elicitation. Without it such calls
+   * are denied, with a message saying how to change that.
+   */
+  onApproval?: ApprovalHandler;
+  /** Why calls are denied when there is neither elicitation nor `onApproval` (shown to the client). */
+  noApprovalReason?: string;
+  /** Appends every call record to this file as a JSON line. */
+  log?: string;
+  /** Called with every call record. */
+  onRecord?: (record: ToolCallRecord) => void;
+}
+
+/** A running server. */
+export interface McpServing {
+  /** The calls served so far. */
+  records: ToolCallRecord[];
+  /** The endpoint, for HTTP. */
+  url?: string;
+  /** Stops serving (closes every session and the HTTP listener). */
+  close(): Promise<void>;
+}
+
+const DEFAULT_NO_APPROVAL_REASON =
+  'denied: this tool needs approval, and there is no way to ask: the MCP client does not support elicitation and toolgate has no terminal. Approve it in the worker file (approval: preApproved), or start `toolgate mcp serve` with --yes';
+
+/** Most bytes of one HTTP request body. */
+const MAX_BODY_BYTES = 4 * 1024 * 1024;
+
+/** What the client shows its user for an `ask` call. */
+const ELICIT_SCHEMA = {
+  type: 'object' as const,
+  properties: {
+    decision: {
+      type: 'string' as const,
+      title: 'Decision',
+      enum: ['approve', 'always', 'deny'],
+      enumNames: ['Approve this call', 'Always approve (this run)', 'Deny'],
+    },
+    reason: { type: 'string' as const, title: 'Reason for the model (when denying)' },
+  },
+  required: ['decision'],
+};
+
+function serviceTools(worker: RunnableWorker): Map<string, NamedTool> {
+  const entries: [string, NamedTool][] = Array.isArray(worker.tools)
+    ? (worker.tools as readonly NamedTool[]).map((tool) => [tool.name, tool])
+    : Object.entries(worker.tools as ToolSet).map(([name, tool]) => [name, { ...tool, name } as NamedTool]);
+  return new Map(entries.filter(([, tool]) => !isBlocked(tool) && tool.execute));
+}
+
+async function listing(tools: Map<string, NamedTool>): Promise<McpTool[]> {
+  const listed: McpTool[] = [];
+  for (const [name, tool] of tools) {
+    const schema = (await asSchema(tool.inputSchema).jsonSchema) as McpTool['inputSchema'];
+    listed.push({ name, ...(tool.description ? { description: tool.description } : {}), inputSchema: { ...schema, type: 'object' } });
+  }
+  return listed;
+}
+
+function textResult(text: string, isError = false): CallToolResult {
+  return { content: [{ type: 'text', text }], ...(isError ? { isError: true } : {}) };
+}
+
+/**
+ * Serves a worker's tools to MCP clients with the official SDK server: blocked tools are never
+ * listed; `preApproved` tools run; an `ask` tool is approved through MCP elicitation when the
+ * client supports it (its user sees the tool, the input and approve / always / deny), else by
+ * `onApproval`, else denied with a message saying why. "always" covers the same scope as in
+ * `runWorker` for the rest of the serving. Every call is recorded.
+ *
+ * HTTP (`{ http: { port } }`) uses the Streamable HTTP transport on 127.0.0.1 unless `host`
+ * says otherwise; a `token` is required for any other host, and then checked as a bearer token.
+ */
+export async function serveMcp(worker: RunnableWorker, options: ServeMcpOptions = {}): Promise<McpServing> {
+  const tools = serviceTools(worker);
+  const listed = await listing(tools);
+  const records: ToolCallRecord[] = [];
+  const record = (entry: ToolCallRecord) => {
+    records.push(entry);
+    if (options.log) appendFileSync(options.log, `${JSON.stringify({ time: new Date().toISOString(), worker: worker.name, ...entry })}\n`);
+    options.onRecord?.(entry);
+  };
+  let calls = 0;
+
+  const newServer = (): Server => {
+    const server = new Server({ name: `toolgate-${worker.name}`, version: VERSION }, { capabilities: { tools: {} } });
+    // One gate per session: an "always" answer covers the rest of the session that gave it.
+    const gate = new ApprovalGate(async (request) => {
+      if (server.getClientCapabilities()?.elicitation) return elicit(server, request);
+      if (options.onApproval) return options.onApproval(request);
+      return { decision: 'deny', reason: options.noApprovalReason ?? DEFAULT_NO_APPROVAL_REASON };
+    }, () => undefined);
+    server.setRequestHandler(ListToolsRequestSchema, () => ({ tools: listed }));
+    server.setRequestHandler(CallToolRequestSchema, async (request, extra): Promise<CallToolResult> => {
+      const name = request.params.name;
+      const found = tools.get(name);
+      if (!found) return textResult(`there is no tool '${name}'; list the tools to see the ones served`, true);
+      const input = request.params.arguments ?? {};
+      const toolCallId = `mcp-${++calls}`;
+      const asks =
+        typeof found.needsApproval === 'function'
+          ? await found.needsApproval(input as never, { toolCallId, messages: [] })
+          : found.needsApproval === true;
+      let decision: ToolCallRecord['decision'] = 'preApproved';
+      if (asks) {
+        const answer = await gate.decide(found, { toolName: name, input, toolCallId });
+        if (!answer.approved) {
+          record({ toolCallId, toolName: name, input, decision: 'denied', durationMs: 0, ...(answer.reason ? { reason: answer.reason } : {}) });
+          return textResult(answer.reason ?? 'denied', true);
+        }
+        decision = answer.decision === 'always' ? 'always' : 'approved';
+      }
+      const entry: ToolCallRecord = { toolCallId, toolName: name, input, decision, durationMs: 0 };
+      const started = performance.now();
+      try {
+        const output = await found.execute!(input as never, { toolCallId, messages: [], abortSignal: extra.signal });
+        entry.durationMs = performance.now() - started;
+        entry.output = output;
+        record(entry);
+        return textResult(typeof output === 'string' ? output : JSON.stringify(output, null, 2));
+      } catch (error) {
+        entry.durationMs = performance.now() - started;
+        entry.error = error instanceof Error ? error.message : String(error);
+        if (error instanceof ToolgateError) entry.errorCode = error.code;
+        record(entry);
+        return textResult(entry.errorCode ? `${entry.errorCode}: ${entry.error}` : entry.error, true);
+      }
+    });
+    return server;
+  };
+
+  const transport = options.transport ?? 'stdio';
+  if (transport === 'stdio' || !('http' in transport)) {
+    const server = newServer();
+    await server.connect(transport === 'stdio' ? new StdioServerTransport() : transport);
+    return { records, close: () => server.close() };
+  }
+  return serveHttp(newServer, transport.http, records);
+}
+
+/** Asks the client's user through MCP elicitation. Declining or cancelling denies. */
+async function elicit(server: Server, request: ApprovalRequest): Promise<ApprovalAnswer> {
+  const input = JSON.stringify(request.input, null, 2) ?? String(request.input);
+  const result = await server.elicitInput({
+    mode: 'form',
+    message: `toolgate: approve the call of tool '${request.toolName}' with this input?\n${input.slice(0, 4000)}`,
+    requestedSchema: ELICIT_SCHEMA,
+  });
+  const content = (result.content ?? {}) as { decision?: unknown; reason?: unknown };
+  if (result.action !== 'accept') return { decision: 'deny', reason: `the user ${result.action === 'decline' ? 'declined' : 'cancelled'} the approval request` };
+  if (content.decision === 'approve' || content.decision === 'always') return content.decision;
+  const reason = typeof content.reason === 'string' && content.reason.trim() ? content.reason.trim() : 'the user denied this tool call';
+  return { decision: 'deny', reason };
+}
+
+function isLoopback(host: string): boolean {
+  return host === '127.0.0.1' || host === '::1' || host === 'localhost';
+}
+
+function tokenMatches(header: string | undefined, token: string): boolean {
+  const given = Buffer.from(header ?? '');
+  const wanted = Buffer.from(`Bearer ${token}`);
+  return given.length === wanted.length && timingSafeEqual(given, wanted);
+}
+
+async function readBody(req: IncomingMessage): Promise<unknown> {
+  const chunks: Buffer[] = [];
+  let size = 0;
+  for await (const chunk of req) {
+    size += (chunk as Buffer).length;
+    if (size > MAX_BODY_BYTES) throw new ToolgateError('INVALID_INPUT', `the request body is larger than ${MAX_BODY_BYTES} bytes`);
+    chunks.push(chunk as Buffer);
+  }
+  return size === 0 ? undefined : JSON.parse(Buffer.concat(chunks).toString('utf8'));
+}
+
+function reply(res: ServerResponse, status: number, message: string): void {
+  res.writeHead(status, { 'content-type': 'application/json' }).end(JSON.stringify({ jsonrpc: '2.0', error: { code: -32000, message }, id: null }));
+}
+
+/** Streamable HTTP with one SDK server per session. */
+async function serveHttp(
+  newServer: () => Server,
+  options: { port: number; host?: string; token?: string },
+  records: ToolCallRecord[],
+): Promise<McpServing> {
+  const host = options.host ?? '127.0.0.1';
+  if (!isLoopback(host) && !options.token) {
+    throw new ToolgateError(
+      'CONFIG_INVALID',
+      `serving MCP on ${host}, which is not loopback, needs a bearer token: pass --token (or TOOLGATE_MCP_TOKEN), or serve on 127.0.0.1`,
+    );
+  }
+  const sessions = new Map<string, { transport: StreamableHTTPServerTransport; server: Server }>();
+  const handle = async (req: IncomingMessage, res: ServerResponse) => {
+    if (options.token && !tokenMatches(req.headers.authorization, options.token)) {
+      reply(res, 401, 'missing or wrong bearer token: send Authorization: Bearer <the token toolgate mcp serve was given>');
+      return;
+    }
+    const body = req.method === 'POST' ? await readBody(req) : undefined;
+    const id = req.headers['mcp-session-id'];
+    const existing = typeof id === 'string' ? sessions.get(id) : undefined;
+    if (existing) {
+      await existing.transport.handleRequest(req, res, body);
+      return;
+    }
+    if (req.method !== 'POST' || !isInitializeRequest(body)) {
+      reply(res, 400, 'no valid session: start with an initialize request (without mcp-session-id)');
+      return;
+    }
+    const server = newServer();
+    const transport: StreamableHTTPServerTransport = new StreamableHTTPServerTransport({
+      sessionIdGenerator: () => randomUUID(),
+      onsessioninitialized: (sessionId) => {
+        sessions.set(sessionId, { transport, server });
+      },
+    });
+    transport.onclose = () => {
+      if (transport.sessionId) sessions.delete(transport.sessionId);
+    };
+    await server.connect(transport);
+    await transport.handleRequest(req, res, body);
+  };
+  const http: HttpServer = createServer((req, res) => {
+    handle(req, res).catch((error: unknown) => {
+      if (!res.headersSent) reply(res, 400, error instanceof Error ? error.message : String(error));
+    });
+  });
+  await new Promise<void>((resolve, reject) => {
+    http.once('error', reject);
+    http.listen(options.port, host, () => resolve());
+  });
+  const address = http.address() as AddressInfo;
+  const shown = address.family === 'IPv6' ? `[${address.address}]` : address.address;
+  return {
+    records,
+    url: `http://${shown}:${address.port}/mcp`,
+    close: async () => {
+      await Promise.all([...sessions.values()].map(({ server }) => server.close()));
+      sessions.clear();
+      http.closeAllConnections();
+      await new Promise<void>((resolve) => http.close(() => resolve()));
+    },
+  };
+}
