@@ -138,6 +138,31 @@ describe('toolgate mcp serve over stdio (the official SDK client)', () => {
   });
 });
 
+describe('toolgate mcp serve and the MCP Inspector CLI', () => {
+  const INSPECTOR = '/work/main/node_modules/@modelcontextprotocol/inspector/cli/build/index.js';
+  const inspect = (args: string[]) =>
+    new Promise<string>((resolve, reject) => {
+      const child = spawn('setsid', [process.execPath, INSPECTOR, process.execPath, BIN, 'mcp', 'serve', WORKER, ...args], { cwd: ROOT });
+      let stdout = '';
+      child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
+      child.once('exit', (code) => (code === 0 ? resolve(stdout) : reject(new Error(`inspector exited with ${code}: ${stdout}`))));
+    });
+
+  it('lists and calls the served tools', async () => {
+    const listed = JSON.parse(await inspect(['--method', 'tools/list'])) as { tools: { name: string }[] };
+    expect(listed.tools.map((tool) => tool.name).sort()).toEqual(['files_list_directory', 'files_read_text_file', 'files_write_file']);
+    const called = JSON.parse(
+      await inspect(['--method', 'tools/call', '--tool-name', 'files_read_text_file', '--tool-arg', `path=${join(ROOT, 'examples/mcp/notes.md')}`]),
+    ) as CallToolResult;
+    expect(textOf(called)).toContain('toolgate gates and sandboxes');
+    const denied = JSON.parse(
+      await inspect(['--method', 'tools/call', '--tool-name', 'files_write_file', '--tool-arg', `path=${WRITTEN}`, '--tool-arg', 'content=x']),
+    ) as CallToolResult;
+    expect(denied.isError).toBe(true);
+    expect(existsSync(WRITTEN)).toBe(false);
+  });
+});
+
 describe('toolgate mcp serve over Streamable HTTP', () => {
   it('serves on loopback: lists, calls, asks through elicitation', async () => {
     const { url } = await httpServe();

@@ -95,6 +95,15 @@ function textResult(text: string, isError = false): CallToolResult {
   return { content: [{ type: 'text', text }], ...(isError ? { isError: true } : {}) };
 }
 
+/** A tool's output as an MCP result: an MCP tool's own content passes through, the rest as text. */
+function resultOf(output: unknown): CallToolResult {
+  const content = (output as { content?: unknown } | null)?.content;
+  if (Array.isArray(content) && content.every((part) => typeof (part as { type?: unknown })?.type === 'string')) {
+    return { content: content as CallToolResult['content'] };
+  }
+  return textResult(typeof output === 'string' ? output : JSON.stringify(output, null, 2));
+}
+
 /**
  * Serves a worker's tools to MCP clients with the official SDK server: blocked tools are never
  * listed; `preApproved` tools run; an `ask` tool is approved through MCP elicitation when the
@@ -151,7 +160,7 @@ export async function serveMcp(worker: RunnableWorker, options: ServeMcpOptions 
         entry.durationMs = performance.now() - started;
         entry.output = output;
         record(entry);
-        return textResult(typeof output === 'string' ? output : JSON.stringify(output, null, 2));
+        return resultOf(output);
       } catch (error) {
         entry.durationMs = performance.now() - started;
         entry.error = error instanceof Error ? error.message : String(error);
