@@ -1,7 +1,8 @@
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { mcpToolset, type McpToolset, offeredTools, approvalOf, ToolgateError } from '../ts/src/index.js';
+import { approvalOf, loadWorker, mcpToolset, type McpToolset, offeredTools, runWorker, ToolgateError } from '../ts/src/index.js';
+import { offeredToolNames, scriptedModel, toolResultsSeen } from './helpers/mock-model.js';
 import { attackFixture } from './helpers/sandbox.js';
 
 const ROOT = join(import.meta.dirname, '..');
@@ -167,5 +168,66 @@ describe('mcp toolset: servers that misbehave', () => {
     } finally {
       delete process.env.TOOLGATE_TEST_SECRET;
     }
+  });
+});
+
+describe('a worker file with toolsets.mcp, run by runWorker with a scripted model', () => {
+  it('offers the gated MCP tools, asks for approval, runs the call and closes the server', async () => {
+    const fx = attackFixture();
+    const path = join(fx.work, 'worker.yaml');
+    writeFileSync(
+      path,
+      [
+        'name: mcp-worker',
+        'instructions: Echo things.',
+        `sandbox: { read: [${READ.map((dir) => JSON.stringify(dir)).join(', ')}] }`,
+        'approval: { tools: { bad_fails: blocked } }',
+        'toolsets:',
+        '  mcp:',
+        `    servers: { bad: { command: node, args: [${JSON.stringify(MISBEHAVING)}] } }`,
+        '    tools: [bad.echo, bad.fails, bad.crash]',
+        '    approval: { tools: { bad.crash: preApproved } }',
+        '',
+      ].join('\n'),
+    );
+    const worker = await loadWorker(path);
+    try {
+      expect(Object.keys(worker.tools).sort()).toEqual(['bad_crash', 'bad_echo']);
+      expect(worker.toolApproval.bad_echo?.decision).toBe('ask');
+      expect(worker.toolApproval.bad_fails?.decision).toBe('blocked');
+      const model = scriptedModel([{ toolCalls: [{ toolName: 'bad_echo', input: { text: 'hi from the model' } }] }, { text: 'done' }]);
+      const asked: string[] = [];
+      const result = await runWorker(worker, 'echo something', {
+        model,
+        onApproval: (request) => {
+          asked.push(request.toolName);
+          return 'approve';
+        },
+      });
+      expect(offeredToolNames(model)).toEqual(['ask_question', 'bad_crash', 'bad_echo', 'task_completion']);
+      expect(asked).toEqual(['bad_echo']);
+      expect(result.toolCalls).toMatchObject([{ toolName: 'bad_echo', decision: 'approved' }]);
+      expect(JSON.stringify(toolResultsSeen(model, 1))).toContain('hi from the model');
+    } finally {
+      await worker.close();
+    }
+    // The server is gone: its tools fail at once instead of hanging.
+    const error = await failure(
+      Promise.resolve(worker.tools.bad_echo!.execute!({ text: 'late' } as never, { toolCallId: 'late', messages: [] })),
+    );
+    expect(error.code).toBe('TOOL_FAILED');
+  });
+
+  it('a worker whose server cannot start fails to load with TOOL_FAILED naming the server and the file', async () => {
+    const fx = attackFixture();
+    const path = join(fx.work, 'worker.yaml');
+    writeFileSync(
+      path,
+      `name: w\ntoolsets:\n  mcp:\n    servers: { bad: { command: node, args: [${JSON.stringify(MISBEHAVING)}, --hang-at-start] } }\n    startup_timeout: 0.5\n    sandbox: { read: [] }\n`,
+    );
+    const error = await failure(loadWorker(path));
+    expect(error.code).toBe('TOOL_FAILED');
+    expect(error.message).toContain("MCP server 'bad' failed to start");
+    expect(error.message).toContain('worker.yaml: toolsets.mcp');
   });
 });
