@@ -1,4 +1,4 @@
-import { writeFileSync } from 'node:fs';
+import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { approvalOf, loadWorker, mcpToolset, type McpToolset, offeredTools, runWorker, ToolgateError } from '../ts/src/index.js';
@@ -230,4 +230,41 @@ describe('a worker file with toolsets.mcp, run by runWorker with a scripted mode
     expect(error.message).toContain("MCP server 'bad' failed to start");
     expect(error.message).toContain('worker.yaml: toolsets.mcp');
   });
+});
+
+describe('mcp toolset: no server process outlives close()', () => {
+  /** Pids of processes whose command line is exactly `sleep <seconds>`. */
+  function sleepers(seconds: number): number[] {
+    const found: number[] = [];
+    for (const entry of readdirSync('/proc')) {
+      if (!/^\d+$/.test(entry)) continue;
+      try {
+        if (readFileSync(`/proc/${entry}/cmdline`, 'utf8') === `sleep\0${seconds}\0`) found.push(Number(entry));
+      } catch {
+        // The process ended while we looked.
+      }
+    }
+    return found;
+  }
+
+  async function gone(seconds: number): Promise<number[]> {
+    for (let i = 0; i < 50 && sleepers(seconds).length > 0; i++) await new Promise((resolve) => setTimeout(resolve, 100));
+    return sleepers(seconds);
+  }
+
+  for (const variant of [{ name: 'a grandchild in a new session', args: [] }, { name: 'a server that ignores SIGTERM', args: ['--ignore-term'] }]) {
+    it(`ends ${variant.name}`, async () => {
+      const seconds = 3000 + Math.floor(Math.random() * 1000);
+      const set = await mcpToolset({
+        servers: { bad: { command: 'node', args: [MISBEHAVING, ...variant.args] } },
+        approval: { default: 'preApproved' },
+        sandbox: { read: READ },
+        workDir: attackFixture().work,
+      });
+      await call(set, 'bad_spawn', { seconds });
+      expect(sleepers(seconds).length).toBe(1);
+      await set.close();
+      expect(await gone(seconds)).toEqual([]);
+    });
+  }
 });

@@ -191,6 +191,20 @@ describe('toolgate mcp serve over Streamable HTTP', () => {
     await right.connect(new StreamableHTTPClientTransport(url, { requestInit: { headers: { Authorization: 'Bearer s3cret' } } }));
     expect((await right.listTools()).tools.length).toBe(3);
 
+    // DNS rebinding: a browser on another site name reaching 127.0.0.1.
+    for (const host of ['evil.example', `evil.example:${url.port}`, `127.0.0.1.evil.example:${url.port}`]) {
+      const { request } = await import('node:http');
+      const status = await new Promise<number | undefined>((resolve, reject) => {
+        const sent = request({ host: '127.0.0.1', port: url.port, path: '/mcp', method: 'POST', headers: { host, authorization: 'Bearer s3cret', 'content-type': 'application/json' } }, (res) => {
+          res.resume();
+          resolve(res.statusCode);
+        });
+        sent.once('error', reject);
+        sent.end('{}');
+      });
+      expect(status, host).toBe(403);
+    }
+
     const refused = spawn(process.execPath, [BIN, 'mcp', 'serve', WORKER, '--http', '0', '--host', '0.0.0.0'], { cwd: ROOT, env: { ...process.env, TOOLGATE_MCP_TOKEN: '' } });
     let stderr = '';
     refused.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));

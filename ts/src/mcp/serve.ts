@@ -200,6 +200,13 @@ function isLoopback(host: string): boolean {
   return host === '127.0.0.1' || host === '::1' || host === 'localhost';
 }
 
+/** The host name of a Host header (`127.0.0.1:8931` → `127.0.0.1`, `[::1]:80` → `::1`). */
+function hostnameOf(header: string | undefined): string {
+  if (!header) return '';
+  if (header.startsWith('[')) return header.slice(1, header.indexOf(']'));
+  return header.split(':')[0] ?? '';
+}
+
 function tokenMatches(header: string | undefined, token: string): boolean {
   const given = Buffer.from(header ?? '');
   const wanted = Buffer.from(`Bearer ${token}`);
@@ -236,6 +243,12 @@ async function serveHttp(
   }
   const sessions = new Map<string, { transport: StreamableHTTPServerTransport; server: Server }>();
   const handle = async (req: IncomingMessage, res: ServerResponse) => {
+    // A web page can make a browser send requests to 127.0.0.1 under its own host name (DNS
+    // rebinding): on loopback, only loopback host names are served.
+    if (isLoopback(host) && !isLoopback(hostnameOf(req.headers.host))) {
+      reply(res, 403, `the Host header '${req.headers.host ?? ''}' is not a loopback name; connect to 127.0.0.1 or localhost`);
+      return;
+    }
     if (options.token && !tokenMatches(req.headers.authorization, options.token)) {
       reply(res, 401, 'missing or wrong bearer token: send Authorization: Bearer <the token toolgate mcp serve was given>');
       return;
