@@ -137,6 +137,14 @@ describe('mcp toolset: servers that misbehave', () => {
     expect(error.message).toContain('malformed message');
   });
 
+  it('an input larger than the limit is INVALID_INPUT and never sent', async () => {
+    const set = await misbehaving(attackFixture().work);
+    const error = await failure(call(set, 'bad_echo', { text: 'x'.repeat(1024 * 1024 + 1) }));
+    expect(error.code).toBe('INVALID_INPUT');
+    expect(error.message).toContain('bad.echo');
+    expect(textOf(await call(set, 'bad_echo', { text: 'still alive' }))).toBe('still alive');
+  });
+
   it('a tool error is TOOL_FAILED with the server message', async () => {
     const set = await misbehaving(attackFixture().work);
     const error = await failure(call(set, 'bad_fails', {}));
