@@ -7,6 +7,7 @@ import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js'
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { type CallToolResult, ElicitRequestSchema, type ElicitResult } from '@modelcontextprotocol/sdk/types.js';
 import { tempDir } from './helpers/fs.js';
+import { mcpToolset, ToolgateError } from '../ts/src/index.js';
 
 const ROOT = join(import.meta.dirname, '..');
 const BIN = join(ROOT, 'dist/cli/main.js');
@@ -211,5 +212,38 @@ describe('toolgate mcp serve over Streamable HTTP', () => {
     const code = await new Promise<number | null>((resolve) => refused.once('exit', resolve));
     expect(code).toBe(1);
     expect(stderr).toContain('needs a bearer token');
+  });
+});
+
+describe('the mcp toolset over Streamable HTTP', () => {
+  it('reaches a toolgate server with an expanded bearer header, and names a server that is down', async () => {
+    const { url } = await httpServe(['--token', 'tok-123']);
+    process.env.TOOLGATE_TEST_MCP_TOKEN = 'tok-123';
+    try {
+      const remote = await mcpToolset({
+        servers: { remote: { url: url.href, headers: { Authorization: 'Bearer ${TOOLGATE_TEST_MCP_TOKEN}' } } },
+        approval: { default: 'preApproved' },
+        sandbox: false,
+      });
+      cleanup.push(() => remote.close());
+      expect(remote.tools.map((tool) => tool.name).sort()).toEqual(['remote_files_list_directory', 'remote_files_read_text_file', 'remote_files_write_file']);
+      const read = remote.tools.find((tool) => tool.name === 'remote_files_read_text_file')!;
+      const output = await read.execute!({ path: join(ROOT, 'examples/mcp/notes.md') } as never, { toolCallId: 'h1', messages: [] });
+      expect(textOf(output)).toContain('toolgate gates and sandboxes');
+      // The remote write asks on the serving side, which has no way to ask: denied there.
+      const write = remote.tools.find((tool) => tool.name === 'remote_files_write_file')!;
+      const denied = await Promise.resolve(write.execute!({ path: WRITTEN, content: 'x' } as never, { toolCallId: 'h2', messages: [] })).catch((error: unknown) => error);
+      expect(denied).toBeInstanceOf(ToolgateError);
+      expect((denied as ToolgateError).message).toContain('does not support elicitation');
+      expect(existsSync(WRITTEN)).toBe(false);
+    } finally {
+      delete process.env.TOOLGATE_TEST_MCP_TOKEN;
+    }
+    const wrong = await mcpToolset({ servers: { remote: { url: url.href, headers: { Authorization: 'Bearer wrong' } } }, sandbox: false }).catch((error: unknown) => error);
+    expect((wrong as ToolgateError).code).toBe('TOOL_FAILED');
+    expect((wrong as ToolgateError).message).toContain("MCP server 'remote' failed to start");
+    const down = await mcpToolset({ servers: { gone: { url: 'http://127.0.0.1:9/mcp' } }, sandbox: false }).catch((error: unknown) => error);
+    expect((down as ToolgateError).code).toBe('TOOL_FAILED');
+    expect((down as ToolgateError).message).toContain("MCP server 'gone' failed to start");
   });
 });
