@@ -21,6 +21,8 @@ import { VERSION } from '../native/package-root.js';
 import { ApprovalGate } from '../worker/approval-gate.js';
 import type { ApprovalAnswer, ApprovalHandler, ApprovalRequest, RunnableWorker, ToolCallRecord } from '../worker/types.js';
 
+type ServedTool = ToolSet[string];
+
 /** Where the served tools are reached. */
 export type ServeMcpTransport =
   | 'stdio'
@@ -75,14 +77,15 @@ const ELICIT_SCHEMA = {
   required: ['decision'],
 };
 
-function serviceTools(worker: RunnableWorker): Map<string, NamedTool> {
-  const entries: [string, NamedTool][] = Array.isArray(worker.tools)
+/** The tools to serve by name: the gated tool objects themselves (their approval and "always" scope live on them). */
+function serviceTools(worker: RunnableWorker): Map<string, ServedTool> {
+  const entries: [string, ServedTool][] = Array.isArray(worker.tools)
     ? (worker.tools as readonly NamedTool[]).map((tool) => [tool.name, tool])
-    : Object.entries(worker.tools as ToolSet).map(([name, tool]) => [name, { ...tool, name } as NamedTool]);
+    : Object.entries(worker.tools as ToolSet);
   return new Map(entries.filter(([, tool]) => !isBlocked(tool) && tool.execute));
 }
 
-async function listing(tools: Map<string, NamedTool>): Promise<McpTool[]> {
+async function listing(tools: Map<string, ServedTool>): Promise<McpTool[]> {
   const listed: McpTool[] = [];
   for (const [name, tool] of tools) {
     const schema = (await asSchema(tool.inputSchema).jsonSchema) as McpTool['inputSchema'];

@@ -1,0 +1,59 @@
+import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { tool } from 'ai';
+import { z } from 'zod';
+import { describe, expect, it } from 'vitest';
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { InMemoryTransport } from '@modelcontextprotocol/sdk/inMemory.js';
+import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
+import { named, serveMcp, shellToolset, toToolSet, wrapWithDefaultApproval } from '../ts/src/index.js';
+import type { ApprovalRequest } from '../ts/src/index.js';
+import { tempDir } from './helpers/fs.js';
+
+const textOf = (result: unknown) => (result as CallToolResult).content.map((part) => (part.type === 'text' ? part.text : '')).join('\n');
+
+describe('serveMcp embedded (the SDK in-memory transport)', () => {
+  it('serves a gated tool set: blocked unlisted, onApproval asked without elicitation, "always" keeps the shell scope', async () => {
+    const work = tempDir();
+    writeFileSync(join(work, 'a.txt'), 'A\n');
+    const secret = wrapWithDefaultApproval(
+      named('secret', tool({ description: 'never served', inputSchema: z.object({}), execute: async () => 'leaked' })),
+      { default: 'blocked' },
+    );
+    const shell = shellToolset({ workDir: work, default: 'ask' });
+    const asked: ApprovalRequest[] = [];
+    const [clientSide, serverSide] = InMemoryTransport.createLinkedPair();
+    const serving = await serveMcp(
+      { name: 'embedded', tools: toToolSet([secret, shell]) },
+      {
+        transport: serverSide,
+        onApproval: (request) => {
+          asked.push(request);
+          return asked.length === 1 ? 'always' : { decision: 'deny', reason: 'no thanks' };
+        },
+      },
+    );
+    const client = new Client({ name: 'test', version: '1.0.0' });
+    await client.connect(clientSide);
+    try {
+      expect((await client.listTools()).tools.map((listed) => listed.name)).toEqual(['shell']);
+      const blocked = await client.callTool({ name: 'secret', arguments: {} });
+      expect(blocked.isError).toBe(true);
+      expect(textOf(blocked)).not.toContain('leaked');
+
+      const first = await client.callTool({ name: 'shell', arguments: { command: 'cat a.txt' } });
+      expect(textOf(first)).toContain('A');
+      // "always" covered `cat a.txt`'s program and first argument only.
+      await client.callTool({ name: 'shell', arguments: { command: 'cat a.txt' } });
+      expect(asked).toHaveLength(1);
+      const other = await client.callTool({ name: 'shell', arguments: { command: 'ls -la' } });
+      expect(asked).toHaveLength(2);
+      expect(other.isError).toBe(true);
+      expect(textOf(other)).toContain('no thanks');
+      expect(serving.records.map((record) => record.decision)).toEqual(['always', 'always', 'denied']);
+    } finally {
+      await client.close();
+      await serving.close();
+    }
+  });
+});
