@@ -1,4 +1,4 @@
-import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { approvalOf, loadWorker, mcpToolset, type McpToolset, offeredTools, runWorker, ToolgateError } from '../ts/src/index.js';
@@ -79,6 +79,9 @@ describe('mcp toolset: @modelcontextprotocol/server-filesystem in the sandbox', 
       join(fx.work, 'escape', 'secret.txt'),
       `file://${fx.secretFile}`,
       '/proc/1/environ',
+      `/proc/${process.pid}/environ`,
+      `/proc/${process.pid}/root${fx.secretFile}`,
+      `${fx.work}/./escape/../escape/secret.txt`,
     ];
     for (const path of attempts) {
       const outcome = await call(set, 'files_read_text_file', { path }).then(
@@ -86,13 +89,31 @@ describe('mcp toolset: @modelcontextprotocol/server-filesystem in the sandbox', 
         (error: unknown) => (error as Error).message,
       );
       expect(outcome, path).not.toContain(fx.secret);
+      // Nor toolgate's own environment (the host process is outside the server's PID namespace).
+      expect(outcome, path).not.toContain(`PATH=${process.env.PATH}\0`);
     }
+    // The server's own features: search, tree, several files at once, media, edit, move.
+    const features: [string, unknown][] = [
+      ['files_search_files', { path: fx.base, pattern: 'secret' }],
+      ['files_directory_tree', { path: fx.outside }],
+      ['files_read_multiple_files', { paths: [fx.secretFile, join(fx.work, 'escape/secret.txt')] }],
+      ['files_read_media_file', { path: fx.secretFile }],
+      ['files_edit_file', { path: fx.secretFile, edits: [{ oldText: 'TOP', newText: 'PWNED' }] }],
+      ['files_move_file', { source: fx.secretFile, destination: join(fx.work, 'stolen.txt') }],
+      ['files_move_file', { source: join(fx.work, 'x.txt'), destination: join(fx.outside, 'planted-by-move.txt') }],
+    ];
+    for (const [name, input] of features) {
+      const outcome = await call(set, name, input).then(textOf, (error: unknown) => (error as Error).message);
+      expect(outcome, name).not.toContain(fx.secret);
+      expect(Buffer.from(outcome).toString(), name).not.toContain(Buffer.from(fx.secret).toString('base64'));
+    }
+    expect(readFileSync(fx.secretFile, 'utf8')).toContain(fx.secret);
+    expect(existsSync(join(fx.work, 'stolen.txt'))).toBe(false);
+    expect(existsSync(join(fx.outside, 'planted-by-move.txt'))).toBe(false);
     const listed = await call(set, 'files_list_directory', { path: fx.outside }).then(textOf, (error: unknown) => (error as Error).message);
     expect(listed).not.toContain('secret.txt');
     // Writing outside fails too; inside works.
     await call(set, 'files_write_file', { path: join(fx.outside, 'planted.txt'), content: 'x' }).catch(() => undefined);
-    expect(() => writeFileSync(join(fx.outside, 'check'), '')).not.toThrow();
-    const { existsSync } = await import('node:fs');
     expect(existsSync(join(fx.outside, 'planted.txt'))).toBe(false);
     expect(textOf(await call(set, 'files_read_text_file', { path: join(fx.work, 'inside.txt') }))).toContain('inside');
   });
