@@ -187,6 +187,27 @@ describe('mcp toolset: servers that misbehave', () => {
     expect((await failure(toolset({ servers: { x: { url: 'ftp://host/mcp' } }, workDir: work }))).code).toBe('CONFIG_INVALID');
   });
 
+  it('a stdio server has no network unless the sandbox allows it', async () => {
+    const { createServer } = await import('node:net');
+    const listener = createServer((socket) => socket.end());
+    await new Promise<void>((resolve) => listener.listen(0, '127.0.0.1', resolve));
+    const port = (listener.address() as { port: number }).port;
+    try {
+      const work = attackFixture().work;
+      const closed = await misbehaving(work);
+      expect(textOf(await call(closed, 'bad_connect', { port }))).toMatch(/^refused/);
+      const open = await toolset({
+        servers: { bad: { command: 'node', args: [MISBEHAVING] } },
+        approval: { default: 'preApproved' },
+        sandbox: { read: READ, network: true },
+        workDir: work,
+      });
+      expect(textOf(await call(open, 'bad_connect', { port }))).toBe('connected');
+    } finally {
+      listener.close();
+    }
+  });
+
   it('the server gets the reduced environment plus its explicit env, never toolgate secrets', async () => {
     process.env.TOOLGATE_TEST_SECRET = 'hunter2';
     try {
