@@ -247,3 +247,45 @@ describe('the mcp toolset over Streamable HTTP', () => {
     expect((down as ToolgateError).message).toContain("MCP server 'gone' failed to start");
   });
 });
+
+describe('toolgate mcp serve with a terminal', () => {
+  it('asks in the terminal (/dev/tty) when the client cannot elicit', async () => {
+    // `script` gives toolgate a pseudo-terminal; the protocol goes over HTTP.
+    const command = [process.execPath, BIN, 'mcp', 'serve', WORKER, '--http', '0'].map((word) => `'${word}'`).join(' ');
+    const child = spawn('script', ['-qfec', command, '/dev/null'], { cwd: ROOT, stdio: ['pipe', 'pipe', 'pipe'] });
+    cleanup.push(
+      () =>
+        new Promise<void>((resolve) => {
+          if (child.exitCode !== null) return resolve();
+          child.once('exit', () => resolve());
+          child.kill('SIGTERM');
+        }),
+    );
+    let screen = '';
+    child.stdout.on('data', (chunk: Buffer) => (screen += chunk.toString()));
+    const until = async (pattern: RegExp) => {
+      for (let i = 0; i < 200 && !pattern.test(screen); i++) await new Promise((resolve) => setTimeout(resolve, 50));
+      const found = pattern.exec(screen);
+      if (!found) throw new Error(`the terminal never showed ${pattern}: ${screen}`);
+      return found;
+    };
+    const url = new URL((await until(/on (http:\/\/\S+)/))[1]!);
+    const mcp = client();
+    await mcp.connect(new StreamableHTTPClientTransport(url));
+    const pending = mcp.callTool({ name: 'files_write_file', arguments: { path: WRITTEN, content: 'typed yes' } });
+    await until(/approve files_write_file/);
+    expect(screen).toContain(WRITTEN);
+    child.stdin.write('a\n');
+    const approved = await pending;
+    expect(approved.isError, textOf(approved)).toBeFalsy();
+    expect(readFileSync(WRITTEN, 'utf8')).toBe('typed yes');
+
+    const second = mcp.callTool({ name: 'files_write_file', arguments: { path: WRITTEN, content: 'typed no' } });
+    for (let i = 0; i < 200 && screen.split('approve files_write_file').length < 3; i++) await new Promise((resolve) => setTimeout(resolve, 50));
+    child.stdin.write('d\nnot this one\n');
+    const denied = await second;
+    expect(denied.isError).toBe(true);
+    expect(textOf(denied)).toContain('not this one');
+    expect(readFileSync(WRITTEN, 'utf8')).toBe('typed yes');
+  });
+});
