@@ -187,6 +187,18 @@ describe('mcp toolset: servers that misbehave', () => {
     expect((await failure(toolset({ servers: { x: { url: 'ftp://host/mcp' } }, workDir: work }))).code).toBe('CONFIG_INVALID');
   });
 
+  it('runs with the sandbox off, still with the reduced environment, and is ended by close()', async () => {
+    process.env.TOOLGATE_TEST_SECRET = 'hunter3';
+    try {
+      const set = await toolset({ servers: { bad: { command: 'node', args: [MISBEHAVING] } }, approval: { default: 'preApproved' }, sandbox: false, workDir: attackFixture().work });
+      expect(textOf(await call(set, 'bad_echo', { text: 'off', env: 'TOOLGATE_TEST_SECRET' }))).toBe('off|(unset)');
+      await set.close();
+      expect((await failure(call(set, 'bad_echo', { text: 'after' }))).code).toBe('TOOL_FAILED');
+    } finally {
+      delete process.env.TOOLGATE_TEST_SECRET;
+    }
+  });
+
   it('a stdio server has no network unless the sandbox allows it', async () => {
     const { createServer } = await import('node:net');
     const listener = createServer((socket) => socket.end());

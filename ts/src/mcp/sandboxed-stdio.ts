@@ -128,7 +128,7 @@ export class SandboxedStdioTransport implements Transport {
     if (this.closed) return;
     this.closed = true;
     const child = this.child;
-    if (child && child.exitCode === null && child.signalCode === null) {
+    if (child?.pid !== undefined && child.exitCode === null && child.signalCode === null) {
       child.stdin?.end();
       killGroup(child, 'SIGTERM');
       const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
