@@ -1,5 +1,6 @@
 import { existsSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { asSchema } from 'ai';
 import { afterEach, describe, expect, it } from 'vitest';
 import { approvalOf, loadWorker, mcpToolset, type McpToolset, offeredTools, runWorker, ToolgateError } from '../ts/src/index.js';
 import { offeredToolNames, scriptedModel, toolResultsSeen } from './helpers/mock-model.js';
@@ -61,6 +62,8 @@ describe('mcp toolset: @modelcontextprotocol/server-filesystem in the sandbox', 
     expect(approvalOf(toolNamed(set, 'files_list_directory'))?.decision).toBe('ask');
     expect(offeredTools(set.tools).map((tool) => tool.name)).not.toContain('files_write_file');
     expect(toolNamed(set, 'files_read_text_file').description).toMatch(/read/i);
+    const schema = (await asSchema(toolNamed(set, 'files_read_text_file').inputSchema).jsonSchema) as { properties?: Record<string, unknown> };
+    expect(Object.keys(schema.properties ?? {})).toContain('path');
     expect(textOf(await call(set, 'files_read_text_file', { path: join(fx.work, 'x.txt') }))).toContain('hello');
   });
 
@@ -150,13 +153,16 @@ describe('mcp toolset: servers that misbehave', () => {
     expect(performance.now() - started).toBeLessThan(10_000);
   });
 
-  it('a line that is not JSON-RPC ends the connection with TOOL_FAILED "malformed"', async () => {
-    const set = await misbehaving(attackFixture().work, { timeoutMs: 20_000 });
-    const error = await failure(call(set, 'bad_garbage', {}));
-    expect(error.code).toBe('TOOL_FAILED');
-    expect(error.message).toContain("MCP server 'bad'");
-    expect(error.message).toContain('malformed message');
-  });
+  for (const kind of ['text', 'json', 'rpc', 'binary', 'huge']) {
+    it(`a line that is not a JSON-RPC message (${kind}) ends the connection with TOOL_FAILED "malformed"`, async () => {
+      const set = await misbehaving(attackFixture().work, { timeoutMs: 20_000 });
+      const error = await failure(call(set, 'bad_garbage', { kind }));
+      expect(error.code).toBe('TOOL_FAILED');
+      expect(error.message).toContain("MCP server 'bad'");
+      expect(error.message).toContain('malformed message');
+      expect(error.message.length).toBeLessThan(2000);
+    });
+  }
 
   it('an input larger than the limit is INVALID_INPUT and never sent', async () => {
     const set = await misbehaving(attackFixture().work);
