@@ -186,6 +186,26 @@ describe('mcp toolset: servers that misbehave', () => {
     expect(performance.now() - started).toBeLessThan(10_000);
   });
 
+  it('names fit 64 characters, and two tools with one offered name are refused unless one is left out', async () => {
+    const work = attackFixture().work;
+    const clash = await failure(misbehaving(work, { args: ['--odd-names'] }));
+    expect(clash.code).toBe('CONFIG_INVALID');
+    expect(clash.message).toContain("'bad.x.y' and 'bad.x_y' would both be offered as 'bad_x_y'");
+    const set = await toolset({
+      servers: { bad: { command: 'node', args: [MISBEHAVING, '--odd-names'] } },
+      tools: [`bad.${'a'.repeat(100)}`, 'bad.x.y'],
+      approval: { default: 'preApproved' },
+      sandbox: { read: READ },
+      workDir: work,
+    });
+    const names = set.tools.map((tool) => tool.name);
+    expect(names).toContain('bad_x_y');
+    const long = names.find((name) => name.startsWith('bad_aaa'))!;
+    expect(long.length).toBe(64);
+    expect(textOf(await call(set, long, {}))).toBe('a'.repeat(100));
+    expect(textOf(await call(set, 'bad_x_y', {}))).toBe('x.y');
+  });
+
   it('a program that does not exist is BINARY_NOT_FOUND; a bad config is CONFIG_INVALID', async () => {
     const work = attackFixture().work;
     expect((await failure(toolset({ servers: { x: { command: 'no-such-mcp-server' } }, workDir: work }))).code).toBe('BINARY_NOT_FOUND');
