@@ -41,6 +41,13 @@ describe('serveMcp embedded (the SDK in-memory transport)', () => {
       expect(blocked.isError).toBe(true);
       expect(textOf(blocked)).not.toContain('leaked');
 
+      for (const bad of [{ command: 42 }, {}, { command: ['ls'] }]) {
+        const refused = await client.callTool({ name: 'shell', arguments: bad });
+        expect(refused.isError, JSON.stringify(bad)).toBe(true);
+        expect(textOf(refused)).toContain('INVALID_INPUT');
+      }
+      expect(asked).toHaveLength(0);
+
       const first = await client.callTool({ name: 'shell', arguments: { command: 'cat a.txt' } });
       expect(textOf(first)).toContain('A');
       // "always" covered `cat a.txt`'s program and first argument only.

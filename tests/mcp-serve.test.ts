@@ -206,6 +206,27 @@ describe('toolgate mcp serve over Streamable HTTP', () => {
       expect(status, host).toBe(403);
     }
 
+    // At most 64 sessions at once; closing one makes room.
+    const initialize = () =>
+      fetch(url, {
+        method: 'POST',
+        headers: { authorization: 'Bearer s3cret', 'content-type': 'application/json', accept: 'application/json, text/event-stream' },
+        body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'initialize', params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'n', version: '1' } } }),
+      });
+    const opened: string[] = [];
+    for (let i = 0; opened.length < 70 && i < 70; i++) {
+      const response = await initialize();
+      await response.text();
+      if (response.status !== 200) {
+        expect(response.status).toBe(503);
+        break;
+      }
+      opened.push(response.headers.get('mcp-session-id')!);
+    }
+    expect(opened.length + 1).toBe(64); // `right` holds one
+    await fetch(url, { method: 'DELETE', headers: { authorization: 'Bearer s3cret', 'mcp-session-id': opened[0]! } });
+    expect((await initialize()).status).toBe(200);
+
     const refused = spawn(process.execPath, [BIN, 'mcp', 'serve', WORKER, '--http', '0', '--host', '0.0.0.0'], { cwd: ROOT, env: { ...process.env, TOOLGATE_MCP_TOKEN: '' } });
     let stderr = '';
     refused.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));

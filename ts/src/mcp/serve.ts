@@ -59,6 +59,9 @@ export interface McpServing {
 const DEFAULT_NO_APPROVAL_REASON =
   'denied: this tool needs approval, and there is no way to ask: the MCP client does not support elicitation and toolgate has no terminal. Approve it in the worker file (approval: preApproved), or start `toolgate mcp serve` with --yes';
 
+/** Most HTTP sessions open at once (each holds an SDK server and its "always" answers). */
+const MAX_SESSIONS = 64;
+
 /** Most bytes of one HTTP request body. */
 const MAX_BODY_BYTES = 4 * 1024 * 1024;
 
@@ -141,7 +144,14 @@ export async function serveMcp(worker: RunnableWorker, options: ServeMcpOptions 
       const name = request.params.name;
       const found = tools.get(name);
       if (!found) return textResult(`there is no tool '${name}'; list the tools to see the ones served`, true);
-      const input = request.params.arguments ?? {};
+      // The AI SDK checks a model's input against the schema before `execute`; an MCP client's
+      // input gets the same check here.
+      const schema = asSchema(found.inputSchema);
+      const checked = schema.validate ? await schema.validate(request.params.arguments ?? {}) : { success: true as const, value: request.params.arguments ?? {} };
+      if (!checked.success) {
+        return textResult(`INVALID_INPUT: the input of '${name}' does not match its schema: ${checked.error.message.slice(0, 1000)}`, true);
+      }
+      const input = checked.value;
       const toolCallId = `mcp-${++calls}`;
       const asks =
         typeof found.needsApproval === 'function'
@@ -265,6 +275,10 @@ async function serveHttp(
     }
     if (req.method !== 'POST' || !isInitializeRequest(body)) {
       reply(res, 400, 'no valid session: start with an initialize request (without mcp-session-id)');
+      return;
+    }
+    if (sessions.size >= MAX_SESSIONS) {
+      reply(res, 503, `${MAX_SESSIONS} MCP sessions are open, the most toolgate serves at once; close one (HTTP DELETE with its mcp-session-id) and retry`);
       return;
     }
     const server = newServer();
