@@ -182,7 +182,7 @@ describe('mcp toolset: servers that misbehave', () => {
     const started = performance.now();
     const error = await failure(misbehaving(attackFixture().work, { startupTimeoutMs: 700, args: ['--hang-at-start'] }));
     expect(error.code).toBe('TOOL_FAILED');
-    expect(error.message).toMatch(/MCP server 'bad' failed to start .*within 1 s/);
+    expect(error.message).toMatch(/MCP server 'bad' \(mcpToolset\) failed to start: .*within 1 s/);
     expect(performance.now() - started).toBeLessThan(10_000);
   });
 
@@ -315,7 +315,7 @@ describe('a worker file with toolsets.mcp, run by runWorker with a scripted mode
     );
     const error = await failure(loadWorker(path));
     expect(error.code).toBe('TOOL_FAILED');
-    expect(error.message).toContain("MCP server 'bad' failed to start");
+    expect(error.message).toContain(`MCP server 'bad' (${path}: toolsets.mcp) failed to start`);
     expect(error.message).toContain('worker.yaml: toolsets.mcp');
   });
 });

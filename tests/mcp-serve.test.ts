@@ -262,10 +262,10 @@ describe('the mcp toolset over Streamable HTTP', () => {
     }
     const wrong = await mcpToolset({ servers: { remote: { url: url.href, headers: { Authorization: 'Bearer wrong' } } }, sandbox: false }).catch((error: unknown) => error);
     expect((wrong as ToolgateError).code).toBe('TOOL_FAILED');
-    expect((wrong as ToolgateError).message).toContain("MCP server 'remote' failed to start");
+    expect((wrong as ToolgateError).message).toContain("MCP server 'remote' (mcpToolset) failed to start");
     const down = await mcpToolset({ servers: { gone: { url: 'http://127.0.0.1:9/mcp' } }, sandbox: false }).catch((error: unknown) => error);
     expect((down as ToolgateError).code).toBe('TOOL_FAILED');
-    expect((down as ToolgateError).message).toContain("MCP server 'gone' failed to start");
+    expect((down as ToolgateError).message).toContain("MCP server 'gone' (mcpToolset) failed to start");
   });
 });
 

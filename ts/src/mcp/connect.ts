@@ -16,6 +16,8 @@ const MAX_LIST_PAGES = 100;
 /** A connected server and the tools it listed. */
 export interface McpConnection {
   server: string;
+  /** Where the toolset was configured (`/w/worker.yaml: toolsets.mcp`, `mcpToolset`). */
+  place: string;
   client: Client;
   tools: McpTool[];
   /** The server's failure in words (it exited, sent garbage, timed out), given the error seen. */
@@ -30,9 +32,9 @@ function messageOf(error: unknown): string {
 }
 
 /** `TOOL_FAILED` naming the server. */
-export function serverFailure(connection: Pick<McpConnection, 'server' | 'describe'>, doing: string, error: unknown): ToolgateError {
+export function serverFailure(connection: Pick<McpConnection, 'server' | 'place' | 'describe'>, doing: string, error: unknown): ToolgateError {
   if (error instanceof ToolgateError) return error;
-  return new ToolgateError('TOOL_FAILED', `MCP server '${connection.server}' failed ${doing}: ${connection.describe(error)}`, {
+  return new ToolgateError('TOOL_FAILED', `MCP server '${connection.server}' (${connection.place}) failed ${doing}: ${connection.describe(error)}`, {
     cause: error,
   });
 }
@@ -70,6 +72,7 @@ async function connectOne(plan: native.McpToolsetPlan, info: native.McpServerInf
   const client = new Client({ name: 'toolgate', version: VERSION });
   const connection: McpConnection = {
     server: info.name,
+    place: plan.place,
     client,
     tools: [],
     describe: (error) => {
@@ -101,7 +104,7 @@ async function connectOne(plan: native.McpToolsetPlan, info: native.McpServerInf
       `it did not start and list its tools within ${seconds} s (startup_timeout)`,
     );
   } catch (error) {
-    const failure = serverFailure(connection, `to start (${plan.place})`, error);
+    const failure = serverFailure(connection, 'to start', error);
     await connection.close();
     throw failure;
   }
