@@ -13,7 +13,7 @@ import { tempDir } from './helpers/fs.js';
 const textOf = (result: unknown) => (result as CallToolResult).content.map((part) => (part.type === 'text' ? part.text : '')).join('\n');
 
 describe('serveMcp embedded (the SDK in-memory transport)', () => {
-  it('serves a gated tool set: blocked unlisted, onApproval asked without elicitation, "always" keeps the shell scope', async () => {
+  it('serves a gated tool set: blocked unlisted, onApproval asked without elicitation, "always" covers exactly the call', async () => {
     const work = tempDir();
     writeFileSync(join(work, 'a.txt'), 'A\n');
     const secret = wrapWithDefaultApproval(
@@ -50,14 +50,24 @@ describe('serveMcp embedded (the SDK in-memory transport)', () => {
 
       const first = await client.callTool({ name: 'shell', arguments: { command: 'cat a.txt' } });
       expect(textOf(first)).toContain('A');
-      // "always" covered `cat a.txt`'s program and first argument only.
+      // "always" covered exactly `cat a.txt`.
       await client.callTool({ name: 'shell', arguments: { command: 'cat a.txt' } });
       expect(asked).toHaveLength(1);
       const other = await client.callTool({ name: 'shell', arguments: { command: 'ls -la' } });
       expect(asked).toHaveLength(2);
       expect(other.isError).toBe(true);
       expect(textOf(other)).toContain('no thanks');
-      expect(serving.records.map((record) => record.decision)).toEqual(['always', 'always', 'denied']);
+      // Refused calls are recorded too (and logged): the blocked tool, the inputs that fail the schema.
+      expect(serving.records.map((record) => record.decision)).toEqual([
+        'blocked',
+        'invalid-input',
+        'invalid-input',
+        'invalid-input',
+        'always',
+        'always',
+        'denied',
+      ]);
+      expect(serving.records.map((record) => record.decidedBy)).toEqual(['config', 'schema', 'schema', 'schema', 'user', 'always', 'user']);
     } finally {
       await client.close();
       await serving.close();

@@ -117,14 +117,24 @@ describe('toolgate mcp serve over stdio (the official SDK client)', () => {
     const approved = await mcp.callTool({ name: 'files_write_file', arguments: { path: WRITTEN, content: 'approved' } });
     expect(approved.isError, textOf(approved)).toBeFalsy();
     expect(readFileSync(WRITTEN, 'utf8')).toBe('approved');
-    // "always" covers the rest of the session: no further question.
-    const before = asked.length;
-    await mcp.callTool({ name: 'files_write_file', arguments: { path: WRITTEN, content: 'again' } });
+    expect(asked.at(-1)).toContain('"Always" covers');
+    // "always" covers exactly this call for the rest of the session: no further question for it…
+    let before = asked.length;
+    await mcp.callTool({ name: 'files_write_file', arguments: { path: WRITTEN, content: 'approved' } });
     expect(asked.length).toBe(before);
+    // …but another input is asked again; "always-tool" covers every call of the tool.
+    answer = { action: 'accept', content: { decision: 'always-tool' } };
+    await mcp.callTool({ name: 'files_write_file', arguments: { path: WRITTEN, content: 'again' } });
+    expect(asked.length).toBe(before + 1);
     expect(readFileSync(WRITTEN, 'utf8')).toBe('again');
+    before = asked.length;
+    answer = { action: 'accept', content: { decision: 'deny' } };
+    await mcp.callTool({ name: 'files_write_file', arguments: { path: WRITTEN, content: 'third' } });
+    expect(asked.length).toBe(before);
+    expect(readFileSync(WRITTEN, 'utf8')).toBe('third');
   });
 
-  it('--yes approves asks, blocked stays unlisted and uncallable; --log appends JSON lines', async () => {
+  it('--yes approves asks, blocked stays unlisted and uncallable; --log appends audit log lines', async () => {
     const log = join(tempDir(), 'calls.jsonl');
     const mcp = client();
     await mcp.connect(stdioServe(['--yes', '--log', log]));
@@ -134,8 +144,13 @@ describe('toolgate mcp serve over stdio (the official SDK client)', () => {
     expect(moved.isError).toBe(true);
     expect(existsSync(WRITTEN)).toBe(true);
     const lines = readFileSync(log, 'utf8').trim().split('\n').map((line) => JSON.parse(line) as Record<string, unknown>);
-    expect(lines).toHaveLength(1);
-    expect(lines[0]).toMatchObject({ worker: 'mcp-files', toolName: 'files_write_file', decision: 'approved' });
+    // The audit log of `toolgate run`: a start line, then one tool-call line per call as it ends.
+    expect(lines.map((line) => line.event)).toEqual(['mcp-serve-start', 'tool-call', 'tool-call']);
+    expect(lines[0]).toMatchObject({ worker: 'mcp-files', transport: 'stdio' });
+    expect(lines[1]).toMatchObject({ worker: 'mcp-files', toolName: 'files_write_file', decision: 'approved', decidedBy: 'user' });
+    // The blocked tool is not served, and its call is logged as blocked by the configuration.
+    expect(lines[2]).toMatchObject({ toolName: 'files_move_file', decision: 'blocked', decidedBy: 'config', errorCode: 'TOOL_BLOCKED' });
+    expect(new Set(lines.map((line) => line.runId)).size).toBe(1);
   });
 });
 

@@ -10,15 +10,15 @@ export {
   APPROVAL_DECISIONS,
   approvalOf,
   attachApproval,
-  approvalScopeKey,
   checkApprovalConfig,
+  commandWordsOf,
   isBlocked,
   offeredTools,
-  setApprovalScope,
+  setCommandWords,
   strictest,
   wrapWithDefaultApproval,
 } from './approval/approval.js';
-export type { ApprovalConfig, ApprovalDecision, ApprovalInfo, ApprovalScope, ResolvedApproval } from './approval/approval.js';
+export type { ApprovalConfig, ApprovalDecision, ApprovalInfo, CommandWords, ResolvedApproval } from './approval/approval.js';
 export { named, toToolSet } from './approval/named-tool.js';
 export type { NamedTool } from './approval/named-tool.js';
 export { VERSION } from './native/package-root.js';

@@ -97,6 +97,11 @@ pub enum Error {
     #[error("{0}")]
     SandboxUnavailable(String),
 
+    /// A run state handed to `resumeWorker` was changed, replayed, issued for another worker or
+    /// with another secret, or is answered with something it never asked.
+    #[error("{0}")]
+    StateInvalid(String),
+
     /// A bug: toolgate itself failed (a panic caught at the Node boundary). The host survives;
     /// the message says where, so the bug can be reported.
     #[error("toolgate failed internally ({0}); this is a bug, please report it with the input that caused it")]
@@ -132,12 +137,14 @@ pub enum ErrorCode {
     IoError,
     /// The kernel sandbox a tool requires is not available here.
     SandboxUnavailable,
+    /// A run state was tampered with, replayed, or answered with foreign answers.
+    StateInvalid,
     InternalError,
 }
 
 impl ErrorCode {
     /// Every code, in documentation order.
-    pub const ALL: [ErrorCode; 21] = [
+    pub const ALL: [ErrorCode; 22] = [
         ErrorCode::PathOutsideRoot,
         ErrorCode::BinaryNotAllowed,
         ErrorCode::ShellNotAllowed,
@@ -158,6 +165,7 @@ impl ErrorCode {
         ErrorCode::FileNotFound,
         ErrorCode::IoError,
         ErrorCode::SandboxUnavailable,
+        ErrorCode::StateInvalid,
         ErrorCode::InternalError,
     ];
 
@@ -184,6 +192,7 @@ impl ErrorCode {
             ErrorCode::FileNotFound => "FILE_NOT_FOUND",
             ErrorCode::IoError => "IO_ERROR",
             ErrorCode::SandboxUnavailable => "SANDBOX_UNAVAILABLE",
+            ErrorCode::StateInvalid => "STATE_INVALID",
             ErrorCode::InternalError => "INTERNAL_ERROR",
         }
     }
@@ -258,7 +267,9 @@ impl ErrorCode {
     pub fn layer(self) -> ErrorLayer {
         match self {
             ErrorCode::ConfigInvalid => ErrorLayer::Config,
-            ErrorCode::ToolBlocked | ErrorCode::ApprovalDenied => ErrorLayer::Approval,
+            ErrorCode::ToolBlocked | ErrorCode::ApprovalDenied | ErrorCode::StateInvalid => {
+                ErrorLayer::Approval
+            }
             ErrorCode::InvalidInput => ErrorLayer::Input,
             ErrorCode::PathOutsideRoot => ErrorLayer::Paths,
             ErrorCode::BinaryNotAllowed
@@ -307,6 +318,7 @@ impl Error {
             Error::FileNotFound(_) => ErrorCode::FileNotFound,
             Error::Io { .. } => ErrorCode::IoError,
             Error::SandboxUnavailable(_) => ErrorCode::SandboxUnavailable,
+            Error::StateInvalid(_) => ErrorCode::StateInvalid,
             Error::Internal(_) => ErrorCode::InternalError,
         }
     }

@@ -21,6 +21,7 @@
 #![warn(missing_debug_implementations)]
 
 pub mod approval;
+pub mod audit;
 pub mod command;
 pub mod descriptions;
 pub mod error;
@@ -33,6 +34,7 @@ pub mod mcp;
 pub mod options;
 mod path;
 pub mod process;
+pub mod run;
 pub mod sandbox;
 pub mod sandbox_config;
 pub mod schema;

@@ -16,7 +16,7 @@ use toolgate_core::executables::scaffold;
 use toolgate_core::fs::config::{filesystem_tools, CodeAgentGroup as CoreGroup};
 use toolgate_core::options::{
     CodeAgentOptions, CreateCustomToolOptions, FilesystemOptions, LoadCustomToolsOptions,
-    ResolveModelOptions, RunWorkerOptions,
+    ResolveModelOptions,
 };
 use toolgate_core::sandbox::Sandbox;
 
@@ -404,28 +404,6 @@ pub fn check_load_custom_tools_options(
                     timeout.0
                 })
                 .as_millis() as f64,
-        })
-    })
-}
-
-/// `runWorker` options, checked.
-#[napi(object, object_from_js = false)]
-pub struct CheckedRunWorkerOptions {
-    pub max_steps: Option<u32>,
-}
-
-/// Reads `runWorker` options strictly (functions, signals and models are the SDK's).
-#[napi]
-pub fn check_run_worker_options(
-    env: Env,
-    options: Option<Unknown<'_>>,
-) -> napi::Result<CheckedRunWorkerOptions> {
-    sync(&env, "runWorker", || {
-        let options: RunWorkerOptions = js_value::config(&env, options)?;
-        Ok(CheckedRunWorkerOptions {
-            max_steps: options
-                .max_steps
-                .map(|steps| u32::try_from(steps.0).unwrap_or(u32::MAX)),
         })
     })
 }

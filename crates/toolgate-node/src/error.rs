@@ -42,6 +42,7 @@ pub enum ErrorCode {
     FileNotFound,
     IoError,
     SandboxUnavailable,
+    StateInvalid,
     InternalError,
 }
 
@@ -68,6 +69,7 @@ impl From<CoreCode> for ErrorCode {
             CoreCode::FileNotFound => ErrorCode::FileNotFound,
             CoreCode::IoError => ErrorCode::IoError,
             CoreCode::SandboxUnavailable => ErrorCode::SandboxUnavailable,
+            CoreCode::StateInvalid => ErrorCode::StateInvalid,
             CoreCode::InternalError => ErrorCode::InternalError,
         }
     }

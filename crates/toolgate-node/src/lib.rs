@@ -15,6 +15,7 @@ mod js_value;
 mod mcp;
 mod path;
 mod process;
+mod run;
 mod sandbox;
 mod worker;
 

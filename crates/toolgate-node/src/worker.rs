@@ -152,6 +152,8 @@ pub struct PlannedWorkerInfo {
     /// The one best-effort sandbox warning of the process, when this worker's sandboxes were
     /// the first to have one.
     pub sandbox_warning: Option<String>,
+    /// The audit log file its runs append to (`audit.file`), absolute.
+    pub audit_file: Option<String>,
 }
 
 /// The kernel sandbox of one toolset of a worker.
@@ -214,6 +216,10 @@ impl From<&PlannedWorker> for PlannedWorkerInfo {
                 })
                 .collect(),
             sandbox_warning: planned.sandbox_warning.clone(),
+            audit_file: worker
+                .audit_file
+                .as_ref()
+                .map(|file| file.display().to_string()),
         }
     }
 }
@@ -239,7 +245,7 @@ pub struct PlannedTool {
 /// A worker and everything it may call, frozen when the plan was made.
 #[napi]
 pub struct WorkerPlan {
-    inner: Arc<worker::WorkerPlan>,
+    pub(crate) inner: Arc<worker::WorkerPlan>,
 }
 
 impl WorkerPlan {

@@ -17,6 +17,18 @@ export const COMMANDS: readonly CliCommand[] = [
     load: () => import('./run.js'),
   },
   {
+    name: 'resume',
+    usage: 'resume <state-file> --answers <id>=<answer>',
+    summary: 'Answer the approvals a deferred run waits for, and continue it',
+    load: () => import('./resume.js'),
+  },
+  {
+    name: 'audit',
+    usage: 'audit <file>',
+    summary: 'Summarise an audit log: calls per tool, denials, refusals, slowest calls',
+    load: () => import('./audit.js'),
+  },
+  {
     name: 'check',
     usage: 'check --rules <file> <command>',
     summary: 'Explain how shell rules decide a command (decision, rule, refusing layer)',

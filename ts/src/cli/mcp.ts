@@ -19,7 +19,8 @@ Options:
   --token <token>      Bearer token clients must send (or TOOLGATE_MCP_TOKEN); required when
                        --host is not loopback
   --yes                Approve every call that asks (blocked tools stay blocked)
-  --log <file>         Append every tool call to this file as a JSON line
+  --log <file>         Append every tool call to this JSON Lines audit log, the format of
+                       'toolgate run --audit' (default: the worker file's audit.file)
   --work-dir <dir>     Work directory (default: the worker's sandbox root, else its directory)
   -h, --help           Show this help
 `;

@@ -1,5 +1,4 @@
 import { randomUUID, timingSafeEqual } from 'node:crypto';
-import { appendFileSync } from 'node:fs';
 import { createServer, type IncomingMessage, type Server as HttpServer, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { asSchema, type ToolSet } from 'ai';
@@ -14,11 +13,14 @@ import {
   ListToolsRequestSchema,
   type Tool as McpTool,
 } from '@modelcontextprotocol/sdk/types.js';
-import { isBlocked } from '../approval/approval.js';
+import { approvalOf, isBlocked } from '../approval/approval.js';
 import type { NamedTool } from '../approval/named-tool.js';
 import { ToolgateError } from '../native/errors.js';
 import { VERSION } from '../native/package-root.js';
 import { ApprovalGate } from '../worker/approval-gate.js';
+import { AuditTrail } from '../worker/audit.js';
+import { Recorder } from '../worker/records.js';
+import { auditTarget, newRunId } from '../worker/run-loop.js';
 import type { ApprovalAnswer, ApprovalHandler, ApprovalRequest, RunnableWorker, ToolCallRecord } from '../worker/types.js';
 
 type ServedTool = ToolSet[string];
@@ -40,7 +42,11 @@ export interface ServeMcpOptions {
   onApproval?: ApprovalHandler;
   /** Why calls are denied when there is neither elicitation nor `onApproval` (shown to the client). */
   noApprovalReason?: string;
-  /** Appends every call record to this file as a JSON line. */
+  /**
+   * The audit log (docs/agent.md, "The audit log") every call is appended to as a `tool-call`
+   * line, as it ends, between `mcp-serve-start` and `mcp-serve-end`. Default: the worker file's
+   * `audit.file`, if it has one.
+   */
   log?: string;
   /** Called with every call record. */
   onRecord?: (record: ToolCallRecord) => void;
@@ -72,20 +78,27 @@ const ELICIT_SCHEMA = {
     decision: {
       type: 'string' as const,
       title: 'Decision',
-      enum: ['approve', 'always', 'deny'],
-      enumNames: ['Approve this call', 'Always approve (this run)', 'Deny'],
+      enum: ['approve', 'always', 'always-tool', 'deny'],
+      enumNames: ['Approve this call', 'Always approve exactly this call (this session)', 'Always approve every call of this tool (this session)', 'Deny'],
     },
     reason: { type: 'string' as const, title: 'Reason for the model (when denying)' },
   },
   required: ['decision'],
 };
 
-/** The tools to serve by name: the gated tool objects themselves (their approval and "always" scope live on them). */
-function serviceTools(worker: RunnableWorker): Map<string, ServedTool> {
+/**
+ * The tools to serve by name: the gated tool objects themselves (their approval and "always"
+ * scope live on them), and the names of the blocked ones (never served, recorded when called).
+ */
+function serviceTools(worker: RunnableWorker): { served: Map<string, ServedTool>; blocked: Set<string> } {
   const entries: [string, ServedTool][] = Array.isArray(worker.tools)
     ? (worker.tools as readonly NamedTool[]).map((tool) => [tool.name, tool])
     : Object.entries(worker.tools as ToolSet);
-  return new Map(entries.filter(([, tool]) => !isBlocked(tool) && tool.execute));
+  const blocked = new Set(entries.filter(([, tool]) => isBlocked(tool)).map(([name]) => name));
+  for (const [name, info] of Object.entries((worker as { toolApproval?: Record<string, { decision: string }> }).toolApproval ?? {})) {
+    if (info.decision === 'blocked') blocked.add(name);
+  }
+  return { served: new Map(entries.filter(([name, tool]) => !blocked.has(name) && tool.execute)), blocked };
 }
 
 async function listing(tools: Map<string, ServedTool>): Promise<McpTool[]> {
@@ -121,65 +134,88 @@ function resultOf(output: unknown): CallToolResult {
  * says otherwise; a `token` is required for any other host, and then checked as a bearer token.
  */
 export async function serveMcp(worker: RunnableWorker, options: ServeMcpOptions = {}): Promise<McpServing> {
-  const tools = serviceTools(worker);
+  const { served: tools, blocked } = serviceTools(worker);
   const listed = await listing(tools);
-  const records: ToolCallRecord[] = [];
-  const record = (entry: ToolCallRecord) => {
-    records.push(entry);
-    if (options.log) appendFileSync(options.log, `${JSON.stringify({ time: new Date().toISOString(), worker: worker.name, ...entry })}\n`);
-    options.onRecord?.(entry);
+  const target = auditTarget(worker, options.log ? { file: options.log, redact: [] } : undefined);
+  const trail = target ? new AuditTrail(target, newRunId(), worker.name) : undefined;
+  // The log is written as each call ends (a serving has no end to wait for), one append at a time.
+  let written: Promise<void> = Promise.resolve();
+  const flush = (): Promise<void> => {
+    if (!trail) return written;
+    written = written.then(() => trail.flush());
+    return written;
+  };
+  const recorder = new Recorder((event) => {
+    if (event.type !== 'call-recorded') return;
+    trail?.collect(event);
+    options.onRecord?.(event.record);
+  });
+  const transportName = options.transport === undefined || options.transport === 'stdio' ? 'stdio' : 'http' in options.transport ? 'http' : 'custom';
+  trail?.serving('mcp-serve-start', { transport: transportName, tools: [...tools.keys()], ...((worker as { path?: string }).path ? { workerFile: (worker as { path?: string }).path } : {}) });
+  await flush();
+  const ended = async () => {
+    trail?.serving('mcp-serve-end', { calls: recorder.records.length });
+    await flush();
   };
   let calls = 0;
 
   const newServer = (): Server => {
     const server = new Server({ name: `toolgate-${worker.name}`, version: VERSION }, { capabilities: { tools: {} } });
     // One gate per session: an "always" answer covers the rest of the session that gave it.
-    const gate = new ApprovalGate(async (request) => {
-      if (server.getClientCapabilities()?.elicitation) return elicit(server, request);
-      if (options.onApproval) return options.onApproval(request);
-      return { decision: 'deny', reason: options.noApprovalReason ?? DEFAULT_NO_APPROVAL_REASON };
-    }, () => undefined);
+    const gate = new ApprovalGate(
+      async (request, context) => {
+        if (server.getClientCapabilities()?.elicitation) return elicit(server, request);
+        if (options.onApproval) return options.onApproval(request, context);
+        return { decision: 'deny', reason: options.noApprovalReason ?? DEFAULT_NO_APPROVAL_REASON };
+      },
+      () => undefined,
+      undefined,
+    );
     server.setRequestHandler(ListToolsRequestSchema, () => ({ tools: listed }));
     server.setRequestHandler(CallToolRequestSchema, async (request, extra): Promise<CallToolResult> => {
       const name = request.params.name;
       const found = tools.get(name);
-      if (!found) return textResult(`there is no tool '${name}'; list the tools to see the ones served`, true);
+      const toolCallId = `mcp-${++calls}`;
+      if (!found) {
+        // A blocked tool is answered like an unknown one (the client does not learn it exists), and logged as blocked.
+        const message = `there is no tool '${name}'; list the tools to see the ones served`;
+        recorder.rejected(toolCallId, name, request.params.arguments ?? {}, blocked.has(name) ? 'blocked' : 'unknown-tool', message);
+        await flush();
+        return textResult(message, true);
+      }
       // The AI SDK checks a model's input against the schema before `execute`; an MCP client's
       // input gets the same check here.
       const schema = asSchema(found.inputSchema);
       const checked = schema.validate ? await schema.validate(request.params.arguments ?? {}) : { success: true as const, value: request.params.arguments ?? {} };
       if (!checked.success) {
-        return textResult(`INVALID_INPUT: the input of '${name}' does not match its schema: ${checked.error.message.slice(0, 1000)}`, true);
+        const message = `the input of '${name}' does not match its schema: ${checked.error.message.slice(0, 1000)}`;
+        recorder.rejected(toolCallId, name, request.params.arguments ?? {}, 'invalid-input', message);
+        await flush();
+        return textResult(`INVALID_INPUT: ${message}`, true);
       }
       const input = checked.value;
-      const toolCallId = `mcp-${++calls}`;
       const asks =
         typeof found.needsApproval === 'function'
           ? await found.needsApproval(input as never, { toolCallId, messages: [] })
           : found.needsApproval === true;
-      let decision: ToolCallRecord['decision'] = 'preApproved';
-      if (asks) {
-        const answer = await gate.decide(found, { toolName: name, input, toolCallId });
-        if (!answer.approved) {
-          record({ toolCallId, toolName: name, input, decision: 'denied', durationMs: 0, ...(answer.reason ? { reason: answer.reason } : {}) });
-          return textResult(answer.reason ?? 'denied', true);
-        }
-        decision = answer.decision === 'always' ? 'always' : 'approved';
+      const answer = asks ? await gate.decide(found, name, input, toolCallId) : undefined;
+      if (answer && !answer.approved) {
+        recorder.denied(toolCallId, name, input, answer);
+        await flush();
+        return textResult(answer.reason ?? 'denied', true);
       }
-      const entry: ToolCallRecord = { toolCallId, toolName: name, input, decision, durationMs: 0 };
+      const entry = recorder.started(toolCallId, name, input, answer, approvalOf(found));
       const started = performance.now();
       try {
         const output = await found.execute!(input as never, { toolCallId, messages: [], abortSignal: extra.signal });
-        entry.durationMs = performance.now() - started;
-        entry.output = output;
-        record(entry);
+        recorder.succeeded(entry, output, performance.now() - started);
+        await flush();
         return resultOf(output);
       } catch (error) {
-        entry.durationMs = performance.now() - started;
-        entry.error = error instanceof Error ? error.message : String(error);
-        if (error instanceof ToolgateError) entry.errorCode = error.code;
-        record(entry);
-        return textResult(entry.errorCode ? `${entry.errorCode}: ${entry.error}` : entry.error, true);
+        recorder.failed(entry, error, performance.now() - started);
+        await flush();
+        const message = entry.error ?? String(error);
+        return textResult(entry.errorCode ? `${entry.errorCode}: ${message}` : message, true);
       }
     });
     return server;
@@ -189,9 +225,22 @@ export async function serveMcp(worker: RunnableWorker, options: ServeMcpOptions 
   if (transport === 'stdio' || !('http' in transport)) {
     const server = newServer();
     await server.connect(transport === 'stdio' ? new StdioServerTransport() : transport);
-    return { records, close: () => server.close() };
+    return {
+      records: recorder.records,
+      close: async () => {
+        await server.close();
+        await ended();
+      },
+    };
   }
-  return serveHttp(newServer, transport.http, records);
+  const serving = await serveHttp(newServer, transport.http, recorder.records);
+  return {
+    ...serving,
+    close: async () => {
+      await serving.close();
+      await ended();
+    },
+  };
 }
 
 /** Asks the client's user through MCP elicitation. Declining or cancelling denies. */
@@ -199,12 +248,14 @@ async function elicit(server: Server, request: ApprovalRequest): Promise<Approva
   const input = JSON.stringify(request.input, null, 2) ?? String(request.input);
   const result = await server.elicitInput({
     mode: 'form',
-    message: `toolgate: approve the call of tool '${request.toolName}' with this input?\n${input.slice(0, 4000)}`,
+    message: `toolgate: approve the call of tool '${request.toolName}' with this input?\n${input.slice(0, 4000)}\n"Always" covers: ${request.scope.description}`,
     requestedSchema: ELICIT_SCHEMA,
   });
   const content = (result.content ?? {}) as { decision?: unknown; reason?: unknown };
   if (result.action !== 'accept') return { decision: 'deny', reason: `the user ${result.action === 'decline' ? 'declined' : 'cancelled'} the approval request` };
   if (content.decision === 'approve' || content.decision === 'always') return content.decision;
+  // The wider "always" is chosen explicitly, as in the terminal's [w]ider.
+  if (content.decision === 'always-tool') return { decision: 'always', scope: 'tool' };
   const reason = typeof content.reason === 'string' && content.reason.trim() ? content.reason.trim() : 'the user denied this tool call';
   return { decision: 'deny', reason };
 }

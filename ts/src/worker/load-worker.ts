@@ -15,6 +15,7 @@ import { buildExecutableTools, ExecutableToolRegistry, reportDiagnostics } from 
 import { buildFilesystemTools } from '../toolsets/filesystem.js';
 import { shellTool } from '../toolsets/shell.js';
 import { delegateTool } from './delegate-tool.js';
+import { rememberPlan } from './plans.js';
 import type { RunnableWorker } from './types.js';
 
 /** A worker file as the core read and resolved it (absolute paths, instructions in place). */
@@ -52,6 +53,8 @@ export interface LoadedWorker extends RunnableWorker {
    * of the workers it may call). Call it when the run is over, also after an abort.
    */
   close(): Promise<void>;
+  /** The audit log its runs append to (the worker file's `audit.file`), absolute. */
+  auditFile?: string;
 }
 
 /** Plans a worker file and everything it may call (off the JavaScript thread). */
@@ -187,7 +190,7 @@ function buildWorker(context: BuildContext, close: () => Promise<void>): LoadedW
     const approval = approvalOf(tool);
     if (approval) toolApproval[tool.name] = approval;
   }
-  return {
+  const worker: LoadedWorker = {
     name: info.name,
     ...(info.description ? { description: info.description } : {}),
     instructions: info.instructions,
@@ -202,7 +205,11 @@ function buildWorker(context: BuildContext, close: () => Promise<void>): LoadedW
     warnings: info.warnings,
     sandbox: info.sandbox,
     close,
+    ...(info.auditFile ? { auditFile: info.auditFile } : {}),
   };
+  // Only the top worker's plan describes the whole graph a run state covers.
+  if (context.index === 0) rememberPlan(worker, context.plan);
+  return worker;
 }
 
 /** The JSON Schema of worker files (also shipped as `schemas/worker.schema.json`). */

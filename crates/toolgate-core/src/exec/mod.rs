@@ -331,9 +331,11 @@ impl RunningProcess {
         let pipes = self.pipes.take().expect("a process is waited for once");
         let mut io = Io::new(pipes, self.max_output_bytes)?;
         let mut exit = ExitWatch::new(pid)?;
+        // Timeouts are capped at a day, so the sum fits; `checked_add` keeps that a non-panic.
         let deadline = self
             .timeout
-            .map(|t| tokio::time::Instant::from_std(self.started + t));
+            .and_then(|t| self.started.checked_add(t))
+            .map(tokio::time::Instant::from_std);
         let abort = Arc::clone(&self.abort.notify);
 
         let ending = io

@@ -65,6 +65,9 @@ pub struct WorkerFile {
     /// The toolsets the worker gets.
     #[serde(default)]
     pub toolsets: ToolsetsConfig,
+    /// The audit log its runs append to.
+    #[serde(default)]
+    pub audit: Option<crate::audit::AuditConfig>,
 }
 
 /// How a worker converses.
@@ -194,6 +197,8 @@ pub struct Worker {
     pub allowed_worker_paths: Vec<PathBuf>,
     /// Keys accepted but not acted on, and other things the user should know.
     pub warnings: Vec<String>,
+    /// `audit.file`, absolute.
+    pub audit_file: Option<PathBuf>,
 }
 
 /// Options that override what the file says.
@@ -424,6 +429,7 @@ fn resolve(
         toolsets,
         allowed_worker_paths,
         warnings,
+        audit_file: file.audit.map(|audit| anchored(&audit.file)),
     })
 }
 
