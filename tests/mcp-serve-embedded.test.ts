@@ -1,4 +1,4 @@
-import { writeFileSync } from 'node:fs';
+import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { tool } from 'ai';
 import { z } from 'zod';
@@ -72,5 +72,36 @@ describe('serveMcp embedded (the SDK in-memory transport)', () => {
       await client.close();
       await serving.close();
     }
+  });
+
+  it('log: the audit log of runs, redacted, written as each call ends, closed by mcp-serve-end', async () => {
+    const work = tempDir();
+    const log = join(work, 'audit.jsonl');
+    const echo = named('echo', tool({ description: 'echoes', inputSchema: z.object({ text: z.string() }), execute: async ({ text }) => text }));
+    const secretValue = 'mcp-serve-secret-value-42';
+    process.env.TOOLGATE_TEST_MCP_TOKEN = secretValue;
+    const [clientSide, serverSide] = InMemoryTransport.createLinkedPair();
+    const serving = await serveMcp({ name: 'logged', tools: toToolSet([echo]) }, { transport: serverSide, log });
+    const client = new Client({ name: 'test', version: '1.0.0' });
+    await client.connect(clientSide);
+    const read = () => readFileSync(log, 'utf8').trim().split('\n').map((line) => JSON.parse(line) as Record<string, unknown>);
+    try {
+      expect(textOf(await client.callTool({ name: 'echo', arguments: { text: `token ${secretValue}` } }))).toContain(secretValue);
+      await client.callTool({ name: 'nope', arguments: {} });
+      // Written before the result reached the client, not when the serving ends.
+      expect(read().map((line) => line.event)).toEqual(['mcp-serve-start', 'tool-call', 'tool-call']);
+    } finally {
+      delete process.env.TOOLGATE_TEST_MCP_TOKEN;
+      await client.close();
+      await serving.close();
+    }
+    const lines = read();
+    expect(lines.map((line) => line.event)).toEqual(['mcp-serve-start', 'tool-call', 'tool-call', 'mcp-serve-end']);
+    expect(lines[0]).toMatchObject({ worker: 'logged', tools: ['echo'] });
+    expect(lines[1]).toMatchObject({ toolName: 'echo', decision: 'preApproved', decidedBy: 'config', input: { text: 'token [REDACTED]' } });
+    expect(lines[2]).toMatchObject({ toolName: 'nope', decision: 'unknown-tool', decidedBy: 'schema', errorCode: 'TOOL_NOT_FOUND' });
+    expect(lines[3]).toMatchObject({ calls: 2 });
+    expect(readFileSync(log, 'utf8')).not.toContain(secretValue);
+    expect(new Set(lines.map((line) => line.runId)).size).toBe(1);
   });
 });
