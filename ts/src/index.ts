@@ -79,3 +79,7 @@ export type { WorkerToolsOptions } from './toolsets/workers.js';
 export * from './worker/index.js';
 export { MODEL_PROVIDERS, modelIsCompatible, resolveModel } from './worker/models.js';
 export type { ResolveModelOptions } from './worker/models.js';
+export { mcpToolset } from './mcp/toolset.js';
+export type { McpServerOptions, McpToolset, McpToolOutput, McpToolsetOptions } from './mcp/toolset.js';
+export { serveMcp } from './mcp/serve.js';
+export type { McpServing, ServeMcpOptions, ServeMcpTransport } from './mcp/serve.js';

@@ -232,6 +232,8 @@ pub enum Toolset {
     Executables,
     Workers,
     CreateCustomTool,
+    /// Tools of MCP servers (the `mcp` worker key, `mcpToolset`).
+    Mcp,
     /// A tool gated on its own with `wrapWithDefaultApproval`.
     Standalone,
 }
@@ -248,6 +250,7 @@ impl Toolset {
             Toolset::Executables => "executables",
             Toolset::Workers => "workers",
             Toolset::CreateCustomTool => "create_custom_tool",
+            Toolset::Mcp => "mcp",
             Toolset::Standalone => "tool",
         }
     }

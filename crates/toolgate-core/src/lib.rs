@@ -30,6 +30,7 @@ pub mod executables;
 pub mod frozen;
 pub mod fs;
 pub mod limits;
+pub mod mcp;
 pub mod options;
 mod path;
 pub mod process;

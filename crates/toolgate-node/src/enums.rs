@@ -74,6 +74,8 @@ pub enum ToolsetKind {
     Executables,
     Workers,
     CreateCustomTool,
+    /// Tools of MCP servers.
+    Mcp,
     /// A tool gated on its own.
     Tool,
 }
@@ -89,6 +91,7 @@ impl From<ToolsetKind> for Toolset {
             ToolsetKind::Executables => Toolset::Executables,
             ToolsetKind::Workers => Toolset::Workers,
             ToolsetKind::CreateCustomTool => Toolset::CreateCustomTool,
+            ToolsetKind::Mcp => Toolset::Mcp,
             ToolsetKind::Tool => Toolset::Standalone,
         }
     }
@@ -105,6 +108,7 @@ impl From<Toolset> for ToolsetKind {
             Toolset::Executables => ToolsetKind::Executables,
             Toolset::Workers => ToolsetKind::Workers,
             Toolset::CreateCustomTool => ToolsetKind::CreateCustomTool,
+            Toolset::Mcp => ToolsetKind::Mcp,
             Toolset::Standalone => ToolsetKind::Tool,
         }
     }

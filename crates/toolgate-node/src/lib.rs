@@ -12,6 +12,7 @@ mod error;
 mod executables;
 mod files;
 mod js_value;
+mod mcp;
 mod path;
 mod process;
 mod run;

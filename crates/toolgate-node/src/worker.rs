@@ -18,6 +18,7 @@ use crate::error::{guarded, infallible, sync, Settled};
 use crate::executables::ExecutableToolRegistry;
 use crate::files::PathRules;
 use crate::js_value;
+use crate::mcp::{McpToolsetPlan, McpWorkerReport};
 use crate::sandbox::SandboxSummary;
 use toolgate_core::fs::config::FileApprovalConfig;
 
@@ -146,6 +147,8 @@ pub struct PlannedWorkerInfo {
     pub shell: bool,
     pub cli_execute: bool,
     pub executables: bool,
+    /// Whether the worker has an `mcp` toolset (see `WorkerPlan.mcpToolset`).
+    pub mcp: bool,
     pub custom: Option<PlannedModule>,
     pub delegates: Vec<PlannedDelegate>,
     /// The worker-level kernel sandbox (the caller's, narrowed, for a called worker).
@@ -162,7 +165,7 @@ pub struct PlannedWorkerInfo {
 /// The kernel sandbox of one toolset of a worker.
 #[napi(object, object_from_js = false)]
 pub struct ToolsetSandbox {
-    /// `shell`, `cli_execute` or `executables`.
+    /// `shell`, `cli_execute`, `executables` or `mcp`.
     pub toolset: String,
     pub sandbox: SandboxSummary,
 }
@@ -217,6 +220,7 @@ impl From<&PlannedWorker> for PlannedWorkerInfo {
             shell: planned.shell.is_some(),
             cli_execute: planned.cli_execute.is_some(),
             executables: planned.executables.is_some(),
+            mcp: planned.mcp.is_some(),
             custom: worker.toolsets.custom.as_ref().map(|custom| PlannedModule {
                 module: custom.module.display().to_string(),
                 tools: custom.tools.clone(),
@@ -344,16 +348,30 @@ impl WorkerPlan {
         })
     }
 
+    /// The `mcp` toolset of worker `index`, or `null`.
+    #[napi]
+    pub fn mcp_toolset(&self, env: Env, index: u32) -> napi::Result<Option<McpToolsetPlan>> {
+        sync(&env, "WorkerPlan.mcpToolset", || {
+            let planned = self.planned(index)?;
+            Ok(planned
+                .mcp
+                .as_ref()
+                .map(|toolset| McpToolsetPlan::shared(Arc::clone(toolset))))
+        })
+    }
+
     /// Decides every tool of every worker, top-down: each toolset's approval, the worker-level
     /// floor, and the decisions of the workers above (a called worker is at least as strict as
-    /// its callers, tool by tool). `modules` reports what the SDK found in each tools module.
-    /// Throws `CONFIG_INVALID` for an approval entry naming no tool, a reserved or a duplicate
-    /// tool name.
+    /// its callers, tool by tool). `modules` reports what the SDK found in each tools module,
+    /// `mcp` what the MCP servers of each worker's `mcp` toolset listed. Throws
+    /// `CONFIG_INVALID` for an approval entry naming no tool, a reserved or a duplicate tool
+    /// name.
     #[napi]
     pub fn decide(
         &self,
         env: Env,
         modules: Vec<ModuleReport>,
+        mcp: Option<Vec<McpWorkerReport>>,
     ) -> napi::Result<Vec<Vec<PlannedTool>>> {
         sync(&env, "WorkerPlan.decide", || {
             let modules: BTreeMap<usize, ModuleTools> = modules
@@ -368,7 +386,12 @@ impl WorkerPlan {
                     )
                 })
                 .collect();
-            let decided = self.inner.decide(&modules)?;
+            let mcp: worker::McpReports = mcp
+                .unwrap_or_default()
+                .into_iter()
+                .map(|report| (report.worker as usize, crate::mcp::reports(report.servers)))
+                .collect();
+            let decided = self.inner.decide_with_mcp(&modules, &mcp)?;
             Ok(decided
                 .into_iter()
                 .map(|tools| {

@@ -71,7 +71,9 @@ export async function runPathCheck(argv: readonly string[]): Promise<number> {
 export async function pathChecks(workerFile: string, path: string, workDir: string | undefined): Promise<PathCheck[]> {
   const options = callNative(() => native.checkLoadWorkerOptions(workDir === undefined ? {} : { workDir }));
   const plan = await awaitNative(native.planWorker(workerFile, options.workDir, options.readonly));
-  const { infos, decided } = await decidePlannedWorkers(plan);
+  const { infos, decided, close } = await decidePlannedWorkers(plan);
+  // MCP servers were connected to decide their tools' approvals; none is a file tool.
+  await close();
   const [info] = infos;
   if (!info) return [];
   const rules = { filesystem: info.filesystemPathRules, code_agent: info.codeAgentPathRules };

@@ -53,6 +53,12 @@ export const COMMANDS: readonly CliCommand[] = [
     load: () => import('./sandbox.js'),
   },
   {
+    name: 'mcp',
+    usage: 'mcp serve <worker> [--http PORT]',
+    summary: "Serve a worker's gated tools to MCP clients (stdio or Streamable HTTP)",
+    load: () => import('./mcp.js'),
+  },
+  {
     name: 'tools',
     usage: 'tools <list|describe|call|validate|new>',
     summary: 'List, inspect, run, check and create executable tools',

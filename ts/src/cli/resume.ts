@@ -68,23 +68,28 @@ export async function run(argv: readonly string[]): Promise<number> {
   const defer = values['defer-approvals'];
   const approval = sessionApproval({ yes: values.yes, deny: values.deny, defer }, Boolean(process.stdin.isTTY && process.stderr.isTTY));
   const worker = await loadWorker(file.worker, file.workDir ? { workDir: file.workDir } : {});
-  const baseUrl = values['base-url'] ?? file.baseUrl;
-  const modelSpec = values.model ?? file.model;
-  if (!modelSpec) throw new ToolgateError('CONFIG_INVALID', `the state file names no model; pass --model provider:model`);
-  const model = await resolveModel(modelSpec, baseUrl ? { baseUrl } : {});
+  try {
+    const baseUrl = values['base-url'] ?? file.baseUrl;
+    const modelSpec = values.model ?? file.model;
+    if (!modelSpec) throw new ToolgateError('CONFIG_INVALID', `the state file names no model; pass --model provider:model`);
+    const model = await resolveModel(modelSpec, baseUrl ? { baseUrl } : {});
 
-  return runSession({
-    command: 'resume',
-    approval,
-    json: values.json,
-    ...(defer ? { stateFile: { path, base: { format: file.format, worker: file.worker, ...(file.workDir ? { workDir: file.workDir } : {}), model: modelSpec, ...(baseUrl ? { baseUrl } : {}) } } } : {}),
-    start: (handlers) =>
-      streamResumedWorker(worker, file.state, answers, {
-        model,
-        stateSecret: secret,
-        ...handlers,
-        ...(values['state-ledger'] ? { stateLedger: values['state-ledger'] } : {}),
-        ...(values.audit ? { audit: { file: values.audit } } : {}),
-      }),
-  });
+    return await runSession({
+      command: 'resume',
+      approval,
+      json: values.json,
+      ...(defer ? { stateFile: { path, base: { format: file.format, worker: file.worker, ...(file.workDir ? { workDir: file.workDir } : {}), model: modelSpec, ...(baseUrl ? { baseUrl } : {}) } } } : {}),
+      start: (handlers) =>
+        streamResumedWorker(worker, file.state, answers, {
+          model,
+          stateSecret: secret,
+          ...handlers,
+          ...(values['state-ledger'] ? { stateLedger: values['state-ledger'] } : {}),
+          ...(values.audit ? { audit: { file: values.audit } } : {}),
+        }),
+    });
+  } finally {
+    // Ends the worker's MCP servers, also after Ctrl-C and errors.
+    await worker.close();
+  }
 }

@@ -99,43 +99,48 @@ export async function run(argv: readonly string[]): Promise<number> {
   }
 
   const worker = await loadWorker(workerPath, values['work-dir'] ? { workDir: values['work-dir'] } : {});
-  for (const warning of worker.warnings) process.stderr.write(`toolgate run: warning: ${warning}\n`);
-  const modelSpec = values.model ?? worker.model ?? process.env.TOOLGATE_MODEL;
-  if (!modelSpec) {
-    throw new ToolgateError(
-      'CONFIG_INVALID',
-      `no model: set 'model' in ${workerPath}, pass --model provider:model, or set TOOLGATE_MODEL (e.g. openai:gpt-4o-mini)`,
-    );
-  }
-  const baseUrl = values['base-url'];
-  const model = await resolveModel(modelSpec, baseUrl ? { baseUrl } : {});
-  const statePath = values['state-file'];
+  try {
+    for (const warning of worker.warnings) process.stderr.write(`toolgate run: warning: ${warning}\n`);
+    const modelSpec = values.model ?? worker.model ?? process.env.TOOLGATE_MODEL;
+    if (!modelSpec) {
+      throw new ToolgateError(
+        'CONFIG_INVALID',
+        `no model: set 'model' in ${workerPath}, pass --model provider:model, or set TOOLGATE_MODEL (e.g. openai:gpt-4o-mini)`,
+      );
+    }
+    const baseUrl = values['base-url'];
+    const model = await resolveModel(modelSpec, baseUrl ? { baseUrl } : {});
+    const statePath = values['state-file'];
 
-  return runSession({
-    command: 'run',
-    approval,
-    json: values.json,
-    ...(statePath
-      ? {
-          stateFile: {
-            path: statePath,
-            base: {
-              format: 'toolgate-cli-state',
-              worker: worker.path,
-              ...(values['work-dir'] ? { workDir: resolve(values['work-dir']) } : {}),
-              model: modelSpec,
-              ...(baseUrl ? { baseUrl } : {}),
+    return await runSession({
+      command: 'run',
+      approval,
+      json: values.json,
+      ...(statePath
+        ? {
+            stateFile: {
+              path: statePath,
+              base: {
+                format: 'toolgate-cli-state',
+                worker: worker.path,
+                ...(values['work-dir'] ? { workDir: resolve(values['work-dir']) } : {}),
+                model: modelSpec,
+                ...(baseUrl ? { baseUrl } : {}),
+              },
             },
-          },
-        }
-      : {}),
-    start: (handlers) =>
-      streamWorker(worker, input, {
-        model,
-        ...handlers,
-        ...(maxSteps === undefined ? {} : { maxSteps }),
-        ...(secret ? { stateSecret: secret } : {}),
-        ...(values.audit ? { audit: { file: values.audit } } : {}),
-      }),
-  });
+          }
+        : {}),
+      start: (handlers) =>
+        streamWorker(worker, input, {
+          model,
+          ...handlers,
+          ...(maxSteps === undefined ? {} : { maxSteps }),
+          ...(secret ? { stateSecret: secret } : {}),
+          ...(values.audit ? { audit: { file: values.audit } } : {}),
+        }),
+    });
+  } finally {
+    // Ends the worker's MCP servers, also after Ctrl-C and errors.
+    await worker.close();
+  }
 }

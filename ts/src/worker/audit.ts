@@ -50,6 +50,14 @@ export class AuditTrail {
     this.#line(fields.resumed ? 'run-resume' : 'run-start', this.#worker, fields);
   }
 
+  /**
+   * A line of an MCP serving (`toolgate mcp serve`, `serveMcp`): `mcp-serve-start` and
+   * `mcp-serve-end` frame its `tool-call` lines, which share the serving's run id.
+   */
+  serving(event: 'mcp-serve-start' | 'mcp-serve-end', fields: Record<string, unknown>): void {
+    this.#line(event, this.#worker, { ...fields, ...(event === 'mcp-serve-end' ? { durationMs: Math.round(performance.now() - this.#started) } : {}) });
+  }
+
   /** Takes what the log keeps from a run event: every recorded call. */
   collect(event: RunEvent): void {
     if (event.type !== 'call-recorded') return;

@@ -6,6 +6,8 @@ import { native } from '../native/binding.js';
 import { awaitNative, callNative } from '../native/errors.js';
 import { type CallerPathRules, FileTools } from '../native/file-tools.js';
 import { warnSandbox } from '../native/sandbox.js';
+import { connectServers, type McpConnection, reportOf } from '../mcp/connect.js';
+import { gatedMcpTools } from '../mcp/toolset.js';
 import { type ModuleTools, readToolsModule } from '../tools-module/load-custom-tools.js';
 import { cliExecuteToolOf } from '../toolsets/cli-execute.js';
 import { buildCodeAgentTools } from '../toolsets/code-agent.js';
@@ -46,6 +48,11 @@ export interface LoadedWorker extends RunnableWorker {
   warnings: string[];
   /** The worker-level kernel sandbox, as the core decided it. */
   sandbox: native.SandboxSummary;
+  /**
+   * Ends what the worker started when it was loaded: the MCP servers of its `mcp` toolset (and
+   * of the workers it may call). Call it when the run is over, also after an abort.
+   */
+  close(): Promise<void>;
   /** The audit log its runs append to (the worker file's `audit.file`), absolute. */
   auditFile?: string;
 }
@@ -77,15 +84,23 @@ export async function loadWorker(path: string, options: LoadWorkerOptions = {}):
   return top;
 }
 
-/**
- * Reads the tools modules of a plan (only JavaScript can) and lets the core decide every tool's
- * approval with what they hold: the workers' infos, the modules, and the decided tools of each.
- */
-export async function decidePlannedWorkers(workerPlan: native.WorkerPlan): Promise<{
+/** A plan's workers with their tools modules read, MCP servers connected and tools decided. */
+export interface DecidedPlan {
   infos: native.PlannedWorkerInfo[];
   modules: Map<number, ModuleTools>;
+  /** The connected MCP servers of each worker with an `mcp` toolset. */
+  mcp: Map<number, McpConnection[]>;
   decided: native.PlannedTool[][];
-}> {
+  /** Ends every MCP server the plan connected. */
+  close: () => Promise<void>;
+}
+
+/**
+ * Reads the tools modules of a plan and connects its MCP servers (only JavaScript can), then
+ * lets the core decide every tool's approval with what they hold. The caller owns the servers:
+ * call `close()` when done.
+ */
+export async function decidePlannedWorkers(workerPlan: native.WorkerPlan): Promise<DecidedPlan> {
   const infos = workerPlan.workers();
   const modules = new Map<number, ModuleTools>();
   for (const [index, info] of infos.entries()) {
@@ -93,32 +108,53 @@ export async function decidePlannedWorkers(workerPlan: native.WorkerPlan): Promi
   }
   // The modules were read after the plan froze them: make sure they are the versions it froze.
   for (const index of modules.keys()) callNative(() => workerPlan.verify(index));
-  const decided = callNative(() =>
-    workerPlan.decide(
-      [...modules].map(([worker, module]) => ({
-        worker,
-        available: module.available,
-        selected: module.tools.map((tool) => ({ name: tool.name, own: ownApproval(tool) })),
-      })),
-    ),
-  );
-  return { infos, modules, decided };
+  const mcp = new Map<number, McpConnection[]>();
+  const close = async () => {
+    const all = [...mcp.values()].flat();
+    mcp.clear();
+    await Promise.all(all.map((connection) => connection.close()));
+  };
+  try {
+    for (const [index, info] of infos.entries()) {
+      const toolset = info.mcp ? callNative(() => workerPlan.mcpToolset(index)) : null;
+      if (toolset) mcp.set(index, await connectServers(toolset));
+    }
+    const decided = callNative(() =>
+      workerPlan.decide(
+        [...modules].map(([worker, module]) => ({
+          worker,
+          available: module.available,
+          selected: module.tools.map((tool) => ({ name: tool.name, own: ownApproval(tool) })),
+        })),
+        [...mcp].map(([worker, connections]) => ({ worker, servers: reportOf(connections) })),
+      ),
+    );
+    return { infos, modules, mcp, decided, close };
+  } catch (error) {
+    await close();
+    throw error;
+  }
 }
 
 /**
- * Builds every worker of a plan: imports each tools module once (only JavaScript can), lets
- * the core decide every tool's approval with what the modules hold, and attaches the decisions.
- * The top worker comes first.
+ * Builds every worker of a plan: imports each tools module once (only JavaScript can), connects
+ * the MCP servers, lets the core decide every tool's approval with what they hold, and attaches
+ * the decisions. The top worker comes first.
  */
 export async function buildPlannedWorkers(workerPlan: native.WorkerPlan): Promise<LoadedWorker[]> {
-  const { infos, modules, decided } = await decidePlannedWorkers(workerPlan);
-  const workers: LoadedWorker[] = [];
+  const { infos, modules, mcp, decided, close } = await decidePlannedWorkers(workerPlan);
   for (const info of infos) warnSandbox(info.sandboxWarning);
-  for (const [index, info] of infos.entries()) {
-    const context: BuildContext = { plan: workerPlan, index, info, infos, modules, decided: decided[index] ?? [], workers };
-    workers.push(buildWorker(context));
+  try {
+    const workers: LoadedWorker[] = [];
+    for (const [index, info] of infos.entries()) {
+      const context: BuildContext = { plan: workerPlan, index, info, infos, modules, mcp, decided: decided[index] ?? [], workers };
+      workers.push(buildWorker(context, close));
+    }
+    return workers;
+  } catch (error) {
+    await close();
+    throw error;
   }
-  return workers;
 }
 
 interface BuildContext {
@@ -128,6 +164,8 @@ interface BuildContext {
   /** Every worker of the plan, by index (to find the callers' path rules). */
   infos: readonly native.PlannedWorkerInfo[];
   modules: ReadonlyMap<number, ModuleTools>;
+  /** The connected MCP servers of each worker with an `mcp` toolset. */
+  mcp: ReadonlyMap<number, McpConnection[]>;
   decided: readonly native.PlannedTool[];
   /** Every worker of the plan, filled in order; delegate tools look their worker up when called. */
   workers: readonly LoadedWorker[];
@@ -193,10 +231,12 @@ function buildTools(context: BuildContext): NamedTool[] {
     }),
   );
   tools.push(...attachDecided(delegates, approvals(context, 'workers')));
+  const mcpToolset = context.mcp.has(index) ? callNative(() => workerPlan.mcpToolset(index)) : null;
+  if (mcpToolset) tools.push(...gatedMcpTools(mcpToolset, context.mcp.get(index)!, approvals(context, 'mcp')));
   return tools;
 }
 
-function buildWorker(context: BuildContext): LoadedWorker {
+function buildWorker(context: BuildContext, close: () => Promise<void>): LoadedWorker {
   const { info } = context;
   const gated = buildTools(context);
   const toolApproval: Record<string, ApprovalInfo> = {};
@@ -218,6 +258,7 @@ function buildWorker(context: BuildContext): LoadedWorker {
     toolApproval,
     warnings: info.warnings,
     sandbox: info.sandbox,
+    close,
     ...(info.auditFile ? { auditFile: info.auditFile } : {}),
   };
   // Only the top worker's plan describes the whole graph a run state covers.

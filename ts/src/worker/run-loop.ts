@@ -116,7 +116,8 @@ export function checkApprovalOption(onApproval: unknown, stateSecret: string | u
   }
 }
 
-function newRunId(): string {
+/** A new run id (also the id of an MCP serving in the audit log). */
+export function newRunId(): string {
   return randomBytes(16).toString('hex');
 }
 
@@ -126,8 +127,8 @@ function modelLabel(spec: string | LanguageModel): string {
   return `${model.provider ?? 'model'}:${model.modelId ?? 'unknown'}`;
 }
 
-/** The audit target of a top-level run: the option, else the worker file's `audit.file`. */
-function auditTarget(worker: RunnableWorker, option: LoopSettings['audit']): AuditTarget | undefined {
+/** The audit target of a top-level run (or an MCP serving): the option, else the worker file's `audit.file`. */
+export function auditTarget(worker: RunnableWorker, option: LoopSettings['audit']): AuditTarget | undefined {
   const file = option?.file ?? (worker as { auditFile?: string }).auditFile;
   if (!file) return undefined;
   const plan = planOf(worker);

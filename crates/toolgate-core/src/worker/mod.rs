@@ -17,13 +17,14 @@ use crate::error::{Error, Result};
 use crate::executables::config::ExecutablesConfig;
 use crate::frozen::{read_stamped, FileStamp};
 use crate::fs::config::{CodeAgentConfig, FilesystemConfig};
+use crate::mcp::McpToolsetConfig;
 use crate::path::PathValidator;
 use crate::sandbox_config::{SandboxFields, SandboxModeName};
 
 mod decide;
 mod plan;
 
-pub use decide::{DecidedTool, ModuleTools};
+pub use decide::{DecidedTool, McpReports, ModuleTools};
 pub use plan::{plan_worker, Delegate, PlannedWorker, WorkerPlan};
 
 /// A worker file as written. Its JSON Schema (`schemas/worker.schema.json`) is generated from
@@ -141,6 +142,10 @@ pub struct ToolsetsConfig {
     /// Other workers, each callable as a tool.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub workers: Option<WorkersConfig>,
+    /// Tools of MCP servers (`<server>_<tool>`, default approval `ask`); stdio servers run in
+    /// the kernel sandbox.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mcp: Option<McpToolsetConfig>,
 }
 
 /// `toolsets.custom`: a tools module.
@@ -389,6 +394,9 @@ fn resolve(
             .sandbox
             .as_ref()
             .map(|fields| fields.anchored(&dir));
+    }
+    if let Some(mcp) = &mut toolsets.mcp {
+        mcp.sandbox = mcp.sandbox.as_ref().map(|fields| fields.anchored(&dir));
     }
     let sandbox_fields = SandboxFields {
         mode: sandbox.mode,
