@@ -25,9 +25,9 @@ use super::{EXIT_CANNOT_EXECUTE, EXIT_NOT_FOUND, EXIT_SETUP_FAILED, LAUNCHER_MES
 
 /// The newest Landlock ABI this code knows; older kernels get the subset they support.
 const NEWEST_ABI: ABI = ABI::V10;
-/// The stack of the program's process until it executes (Landlock and seccomp are system
-/// calls; only a failure message needs more than a few frames).
-const CHILD_STACK: usize = 256 * 1024;
+/// The stack of the program's process until it executes (it makes a few system calls; only a
+/// failure message needs more than a few frames). Pages are touched only as used.
+const CHILD_STACK: usize = 64 * 1024;
 
 /// Writes the launcher's own message to stderr and returns `code`.
 pub(super) fn fail(code: i32, message: &str) -> i32 {
@@ -210,8 +210,7 @@ pub(super) fn ruleset_of(rules: &Confinement) -> Result<Option<OwnedFd>, String>
     builder.finish(rules.best_effort)
 }
 
-/// The stack the program's process runs on until it executes: mapped and touched beforehand,
-/// so the start costs no page faults.
+/// The stack the program's process runs on until it executes (mapped ahead by a waiting init).
 pub(super) struct ChildStack {
     base: *mut libc::c_void,
 }
@@ -232,8 +231,6 @@ impl ChildStack {
         if base == libc::MAP_FAILED {
             return Err(std::io::Error::last_os_error());
         }
-        // SAFETY: writing zeros into the mapping just made, of this size.
-        unsafe { std::ptr::write_bytes(base.cast::<u8>(), 0, CHILD_STACK) };
         Ok(Self { base })
     }
 

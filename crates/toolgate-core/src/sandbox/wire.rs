@@ -50,8 +50,9 @@ pub(super) const BODY_IN_MEMFD: u8 = 2;
 
 /// The most descriptors one message carries.
 pub(super) const MAX_FDS: usize = 6;
-/// The largest body sent inside a message.
-const MAX_INLINE: usize = 16 * 1024;
+/// The largest body sent inside a message (an argument list with a usual environment is far
+/// smaller; receiving buffers are this big, so it is not larger).
+const MAX_INLINE: usize = 8 * 1024;
 /// The largest message (a `FAILED` message's text is cut to fit).
 pub(super) const MAX_MESSAGE: usize = MAX_INLINE + 64;
 /// The largest request body read from a memfd (argument and environment lists are far
