@@ -439,7 +439,10 @@ fn compile_filters(network: bool, supported: bool) -> std::result::Result<Vec<St
     if !supported {
         return Err("seccomp filters are not available on this kernel".into());
     }
-    Ok(vec![seccomp::encode(&seccomp::compile(network)?)])
+    Ok(seccomp::compile(network)?
+        .iter()
+        .map(|program| seccomp::encode(program))
+        .collect())
 }
 
 #[cfg(not(target_os = "linux"))]
