@@ -42,7 +42,7 @@ pub(crate) struct CallDir {
 }
 
 impl CallDir {
-    /// A fresh `<process dir>/<random>/{home,tmp}`, all mode 0700: one made ahead of time
+    /// A fresh `<process dir>/toolgate-call-<random>/{home,tmp}`, all mode 0700: one made ahead of time
     /// when there is one, else made now.
     pub fn create() -> Result<Self> {
         let janitor = janitor();
@@ -120,10 +120,10 @@ pub(crate) fn remove_tree(path: &Path) {
     let _ = std::fs::remove_dir_all(path);
 }
 
-/// Makes `<parent>/<random>/{home,tmp}`.
+/// Makes `<parent>/toolgate-call-<random>/{home,tmp}`.
 fn make_call_dir(parent: &Path) -> Result<PathBuf> {
     for _ in 0..8 {
-        let root = parent.join(format!("{:016x}", random_u64()));
+        let root = parent.join(format!("toolgate-call-{:016x}", random_u64()));
         match rustix::fs::mkdir(&root, Mode::RWXU) {
             Ok(()) => {
                 for sub in ["home", "tmp"] {

@@ -431,14 +431,24 @@ mod tests {
     fn x32_aliases_are_refused_where_x32_exists() {
         let programs = programs(false, true).unwrap();
         let x32 = |nr: i64| call(X32_SYSCALL_BIT | nr, [0; 6]);
-        for nr in [libc::SYS_ptrace, 521, 539, 540, libc::SYS_bpf, libc::SYS_connect] {
+        for nr in [
+            libc::SYS_ptrace,
+            521,
+            539,
+            540,
+            libc::SYS_bpf,
+            libc::SYS_connect,
+        ] {
             assert_eq!(run(&programs, &x32(nr)), EPERM, "x32 {nr}");
         }
         assert_eq!(run(&programs, &x32(libc::SYS_clone3)), ENOSYS);
         assert_eq!(run(&programs, &x32(libc::SYS_getpid)), ALLOW);
         let inet = libc::AF_INET as u64;
         assert_eq!(
-            run(&programs, &call(X32_SYSCALL_BIT | libc::SYS_socket, [inet, 1, 0, 0, 0, 0])),
+            run(
+                &programs,
+                &call(X32_SYSCALL_BIT | libc::SYS_socket, [inet, 1, 0, 0, 0, 0])
+            ),
             EPERM
         );
     }
@@ -455,7 +465,10 @@ mod tests {
                 ALLOW
             );
             assert_eq!(
-                run(programs, &call(clone, [libc::SIGCHLD as u64, 0, 0, 0, 0, 0])),
+                run(
+                    programs,
+                    &call(clone, [libc::SIGCHLD as u64, 0, 0, 0, 0, 0])
+                ),
                 ALLOW
             );
             for &flag in NAMESPACE_FLAGS {
@@ -471,7 +484,10 @@ mod tests {
                 assert_eq!(run(programs, &call(ioctl, [1, request, 0, 0, 0, 0])), EPERM);
                 // The kernel reads the request as 32 bits: high bits do not get it past.
                 let high_bits = request | 0xffff_ffff_0000_0000;
-                assert_eq!(run(programs, &call(ioctl, [1, high_bits, 0, 0, 0, 0])), EPERM);
+                assert_eq!(
+                    run(programs, &call(ioctl, [1, high_bits, 0, 0, 0, 0])),
+                    EPERM
+                );
             }
             assert_eq!(
                 run(programs, &call(ioctl, [1, libc::TIOCGWINSZ, 0, 0, 0, 0])),
@@ -507,8 +523,14 @@ mod tests {
                 run(programs, &call(libc::SYS_sendto, [3, 0, 0, 0, 0, 0])),
                 ALLOW
             );
-            assert_eq!(run(programs, &call(libc::SYS_sendto, some_address)), refused);
-            assert_eq!(run(programs, &call(libc::SYS_sendto, high_address)), refused);
+            assert_eq!(
+                run(programs, &call(libc::SYS_sendto, some_address)),
+                refused
+            );
+            assert_eq!(
+                run(programs, &call(libc::SYS_sendto, high_address)),
+                refused
+            );
         }
     }
 
