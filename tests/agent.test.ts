@@ -4,7 +4,7 @@ import { tool } from 'ai';
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { runWorker, type ApprovalRequest, type RunEvent } from '../ts/src/worker/index.js';
-import { setApprovalScope, wrapWithDefaultApproval } from '../ts/src/approval/approval.js';
+import { setCommandWords, wrapWithDefaultApproval } from '../ts/src/approval/approval.js';
 import { exec } from '../ts/src/native/exec.js';
 import { named, type NamedTool } from '../ts/src/approval/named-tool.js';
 import { tempDir } from './helpers/fs.js';
@@ -85,7 +85,7 @@ describe('runWorker', () => {
     expect(events).toContainEqual(expect.objectContaining({ type: 'approval-answered', source: 'no-handler', decision: 'denied' }));
   });
 
-  it('"always" approves later calls of the same scope without asking again', async () => {
+  it('"always" approves later calls of exactly the same call without asking again', async () => {
     const runs: string[] = [];
     const base = named(
       'run',
@@ -98,9 +98,9 @@ describe('runWorker', () => {
         },
       }),
     );
-    const gated = setApprovalScope(wrapWithDefaultApproval(base, { default: 'ask' }), (input) => {
+    const gated = setCommandWords(wrapWithDefaultApproval(base, { default: 'ask' }), (input) => {
       const { program, arg } = input as { program: string; arg: string };
-      return `${program} ${arg}`;
+      return [program, arg];
     });
     const model = scriptedModel([
       { toolCalls: [{ toolName: 'run', input: { program: 'git', arg: 'status' } }] },
@@ -193,7 +193,7 @@ describe('runWorker', () => {
     const model = scriptedModel([{ toolCalls: [{ toolName: 'echo', input: { value: 'e' } }] }, { text: 'fin' }]);
     const events: RunEvent[] = [];
     await runWorker({ name: 'w', tools: [echo.tool] }, 'go', { model, onEvent: (e) => events.push(e) });
-    expect(events.map((e) => e.type)).toEqual(['step-start', 'tool-call', 'tool-result', 'step-end', 'step-start', 'step-end']);
+    expect(events.map((e) => e.type)).toEqual(['step-start', 'tool-call', 'tool-result', 'call-recorded', 'step-end', 'step-start', 'step-end']);
   });
 
   it('aborting stops the loop and kills the running tool process', async () => {

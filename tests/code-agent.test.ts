@@ -291,7 +291,11 @@ describe('grep_search', () => {
   });
 
   it('stops when the abort signal fires and rejects with its reason', async () => {
-    const { tool } = setup(files);
+    // Enough files that the search is still running when the signal fires in the same tick;
+    // a search that already finished has nothing left to stop.
+    const many: Record<string, string> = { ...files };
+    for (let index = 0; index < 3000; index++) many[`big/f${index}.ts`] = 'function alpha() {}\n'.repeat(20);
+    const { tool } = setup(many);
     const controller = new AbortController();
     const reason = new Error('user stopped');
     const pending = call(tool('grep_search'), { pattern: 'alpha' }, controller.signal);

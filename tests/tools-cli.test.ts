@@ -2,15 +2,14 @@
  * `toolgate tools ...` as a user runs it: real subprocesses of the built CLI (`npm run build:ts`
  * first), real tool directories, a throw-away HOME and XDG_CACHE_HOME.
  */
-import { spawnSync } from 'node:child_process';
 import { chmodSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { CLI, runToolgate, type CliRun } from './helpers/cli.js';
 import { tempDir } from './helpers/fs.js';
+import { HAS_SCRIPT, inPty } from './helpers/pty.js';
 
 const EXAMPLES = join(import.meta.dirname, '..', 'examples', 'executable-tools');
-const HAS_SCRIPT = spawnSync('script', ['--version']).status === 0;
 
 interface Project {
   root: string;
@@ -184,26 +183,47 @@ describe('toolgate tools', () => {
     expect(existsSync(marker)).toBe(true);
   });
 
-  it.skipIf(!HAS_SCRIPT)('call asks on a terminal and runs only on yes', () => {
+  it.skipIf(!HAS_SCRIPT)('call asks with the run prompt on a terminal: single keys, no always, Ctrl-C interrupts', async () => {
     const p = project();
     const marker = join(p.root, 'ran');
     protocolTool(p.tools, 'touchy', `touch '${marker}'; echo ran-it`);
-    const inTerminal = (answer: string) =>
-      spawnSync('script', ['-qec', `'${process.execPath}' '${CLI}' tools call touchy '{"a": 1}'`, '/dev/null'], {
-        cwd: p.root,
-        input: answer,
-        encoding: 'utf8',
-        timeout: 60_000,
-        env: { PATH: process.env.PATH ?? '/usr/bin:/bin', HOME: p.home, XDG_CACHE_HOME: p.cache, TERM: 'dumb' },
-      });
-    const denied = inTerminal('n\n');
-    expect(denied.stdout).toContain(`Run tool 'touchy' with input {"a":1}? [y/N]`);
-    expect(denied.stdout).toContain('APPROVAL_DENIED');
-    expect(denied.status).toBe(1);
+    const env = { PATH: process.env.PATH ?? '/usr/bin:/bin', HOME: p.home, XDG_CACHE_HOME: p.cache };
+    const inTerminal = () => inPty([process.execPath, CLI, 'tools', 'call', 'touchy', '{"a": 1}'], { cwd: p.root, env });
+    // d, then the reason on its own line
+    const denied = inTerminal();
+    await denied.waitFor('[a]pprove  [d]eny >');
+    denied.type('d');
+    await denied.waitFor('reason for the model');
+    denied.type('not today\r');
+    expect(await denied.exit).toBe(1);
+    expect(denied.output()).toContain('? approve touchy');
+    expect(denied.output()).toContain('"a": 1');
+    expect(denied.output()).not.toContain('a[l]ways');
+    expect(denied.output()).toContain('APPROVAL_DENIED');
+    expect(denied.output()).toContain('not today');
     expect(existsSync(marker)).toBe(false);
-    const approved = inTerminal('y\n');
-    expect(approved.status, approved.stdout).toBe(0);
-    expect(approved.stdout).toContain('ran-it');
+    // l is not an answer for one call; Ctrl-D (end of input) then denies
+    const unknown = inTerminal();
+    await unknown.waitFor('[a]pprove  [d]eny >');
+    unknown.type('l');
+    const after = await unknown.waitFor("'l' is not an answer");
+    await unknown.waitFor('[a]pprove  [d]eny >', after);
+    unknown.type('\u0004');
+    expect(await unknown.exit).toBe(1);
+    expect(existsSync(marker)).toBe(false);
+    // Ctrl-C at the prompt: interrupted, exit 130, nothing ran
+    const interrupted = inTerminal();
+    await interrupted.waitFor('[a]pprove  [d]eny >');
+    interrupted.type('\u0003');
+    expect(await interrupted.exit).toBe(130);
+    expect(interrupted.output()).toContain('interrupted');
+    expect(existsSync(marker)).toBe(false);
+    // a approves with one key (it used to deny silently)
+    const approved = inTerminal();
+    await approved.waitFor('[a]pprove  [d]eny >');
+    approved.type('a');
+    expect(await approved.exit, approved.output()).toBe(0);
+    expect(approved.output()).toContain('ran-it');
     expect(existsSync(marker)).toBe(true);
   });
 

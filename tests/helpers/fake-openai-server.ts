@@ -16,6 +16,8 @@ export interface ChatRequest {
   model: string;
   messages: ChatMessage[];
   tools?: { function: { name: string } }[];
+  /** Set by streaming clients (`streamText`): the answer comes as server-sent events. */
+  stream?: boolean;
 }
 
 export interface FakeOpenAiServer {
@@ -68,6 +70,10 @@ export async function startFakeOpenAiServer(turns: readonly (FakeTurn | ((reques
                 function: { name: call.name, arguments: JSON.stringify(call.arguments) },
               })),
             };
+      if (body.stream) {
+        streamTurn(response, body, message, 'text' in turn ? 'stop' : 'tool_calls', requests.length);
+        return;
+      }
       response.writeHead(200, { 'content-type': 'application/json' }).end(
         JSON.stringify({
           id: `chatcmpl-${requests.length}`,
@@ -89,6 +95,35 @@ export async function startFakeOpenAiServer(turns: readonly (FakeTurn | ((reques
     requests,
     close: () => new Promise((resolve, reject) => server.close((error) => (error ? reject(error) : resolve()))),
   };
+}
+
+/** A turn as the streaming API sends it: the text in a few deltas, each tool call whole. */
+function streamTurn(
+  response: import('node:http').ServerResponse,
+  body: ChatRequest,
+  message: { content: string | null; tool_calls?: { id: string; type: string; function: { name: string; arguments: string } }[] },
+  finishReason: string,
+  index: number,
+): void {
+  const chunk = (delta: Record<string, unknown>, finish: string | null, usage?: Record<string, number>) =>
+    `data: ${JSON.stringify({
+      id: `chatcmpl-${index}`,
+      object: 'chat.completion.chunk',
+      created: Math.floor(Date.now() / 1000),
+      model: body.model,
+      choices: [{ index: 0, delta, finish_reason: finish }],
+      ...(usage ? { usage } : {}),
+    })}\n\n`;
+  response.writeHead(200, { 'content-type': 'text/event-stream' });
+  response.write(chunk({ role: 'assistant', content: '' }, null));
+  const text = message.content ?? '';
+  // Words as separate deltas, so that streaming is visible to the tests.
+  for (const piece of text.match(/\S+\s*|\s+/g) ?? []) response.write(chunk({ content: piece }, null));
+  for (const [position, call] of (message.tool_calls ?? []).entries()) {
+    response.write(chunk({ tool_calls: [{ index: position, ...call }] }, null));
+  }
+  response.write(chunk({}, finishReason, { prompt_tokens: 12, completion_tokens: 7, total_tokens: 19 }));
+  response.end('data: [DONE]\n\n');
 }
 
 /** The content of every tool result message in a request, by tool call id. */

@@ -1,3 +1,4 @@
+import { simulateReadableStream } from 'ai';
 import { MockLanguageModelV3 } from 'ai/test';
 
 /** One scripted model turn: text, or tool calls (ids are generated). */
@@ -10,12 +11,30 @@ const USAGE = {
 
 /**
  * The one allowed fake: a language model that plays back `turns` in order (AI SDK's
- * MockLanguageModelV3). Running past the script is a test failure, not a silent empty answer.
+ * MockLanguageModelV3), for `generateText` and `streamText` alike (streamed text comes word by
+ * word). Running past the script is a test failure, not a silent empty answer.
  */
 export function scriptedModel(turns: readonly ScriptedTurn[]): MockLanguageModelV3 {
   let next = 0;
   let callId = 0;
   return new MockLanguageModelV3({
+    doStream: async () => {
+      const turn = turns[next++];
+      if (!turn) throw new Error(`the scripted model ran out of turns after ${turns.length}`);
+      const parts: unknown[] = [{ type: 'stream-start', warnings: [] }];
+      if ('text' in turn) {
+        parts.push({ type: 'text-start', id: 't' });
+        for (const delta of turn.text.match(/\S+\s*|\s+/g) ?? []) parts.push({ type: 'text-delta', id: 't', delta });
+        parts.push({ type: 'text-end', id: 't' });
+      } else {
+        for (const call of turn.toolCalls) {
+          parts.push({ type: 'tool-call', toolCallId: `call-${++callId}`, toolName: call.toolName, input: JSON.stringify(call.input) });
+        }
+      }
+      const finishReason = 'text' in turn ? { unified: 'stop', raw: 'stop' } : { unified: 'tool-calls', raw: 'tool_calls' };
+      parts.push({ type: 'finish', finishReason, usage: USAGE });
+      return { stream: simulateReadableStream({ chunks: parts as never[] }) };
+    },
     doGenerate: async () => {
       const turn = turns[next++];
       if (!turn) throw new Error(`the scripted model ran out of turns after ${turns.length}`);

@@ -116,11 +116,14 @@ const instances = {
   ExecutableToolRegistry: () => new native.ExecutableToolRegistry({ workDir: scratch, dirs: ['tools'], cache: 'off' }),
   ProcessHandle: () => native.prepareProcess({ command: 'true', cwd: scratch }),
   WorkerPlan: () => native.planWorker(join(scratch, 'w.yaml')),
+  McpToolsetPlan: () => new native.McpToolsetPlan({ servers: { s: { command: 'true' }, h: { url: 'http://127.0.0.1:1/mcp' } }, workDir: scratch, sandbox: false }),
+  McpServerLaunch: () =>
+    new native.McpToolsetPlan({ servers: { s: { command: 'true' } }, workDir: scratch, sandbox: false }).launch('s'),
 };
 for (const [className, make] of Object.entries(instances)) {
   const Class = native[className];
   for (const args of argumentLists([scratch, 'x', 'x'])) {
-    if (className !== 'ProcessHandle' && className !== 'WorkerPlan') attempt(() => new Class(...args));
+    if (className !== 'ProcessHandle' && className !== 'WorkerPlan' && className !== 'McpServerLaunch') attempt(() => new Class(...args));
   }
   const instance = await make();
   for (const member of Object.getOwnPropertyNames(Class.prototype)) {

@@ -10,15 +10,15 @@ export {
   APPROVAL_DECISIONS,
   approvalOf,
   attachApproval,
-  approvalScopeKey,
   checkApprovalConfig,
+  commandWordsOf,
   isBlocked,
   offeredTools,
-  setApprovalScope,
+  setCommandWords,
   strictest,
   wrapWithDefaultApproval,
 } from './approval/approval.js';
-export type { ApprovalConfig, ApprovalDecision, ApprovalInfo, ApprovalScope, ResolvedApproval } from './approval/approval.js';
+export type { ApprovalConfig, ApprovalDecision, ApprovalInfo, CommandWords, ResolvedApproval } from './approval/approval.js';
 export { named, toToolSet } from './approval/named-tool.js';
 export type { NamedTool } from './approval/named-tool.js';
 export { VERSION } from './native/package-root.js';
@@ -83,3 +83,7 @@ export { MAX_XML_TOOL_CALL_BYTES, readToolBlock, xmlToolCalls, xmlToolPrompt } f
 export type { XmlToolCallsOptions } from './worker/xml-tool-calls.js';
 export { MODEL_PROVIDERS, modelIsCompatible, resolveModel } from './worker/models.js';
 export type { ResolveModelOptions } from './worker/models.js';
+export { mcpToolset } from './mcp/toolset.js';
+export type { McpServerOptions, McpToolset, McpToolOutput, McpToolsetOptions } from './mcp/toolset.js';
+export { serveMcp } from './mcp/serve.js';
+export type { McpServing, ServeMcpOptions, ServeMcpTransport } from './mcp/serve.js';

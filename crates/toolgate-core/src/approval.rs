@@ -179,8 +179,12 @@ impl ApprovalInputs {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Resolved {
     pub decision: Decision,
-    /// The tool's own `needsApproval` function decides each call (only with `preApproved`).
+    /// The tool's own `needsApproval` function decides each call (only with `preApproved`); for
+    /// a file tool with path rules, the core decides each call.
     pub dynamic: bool,
+    /// What a path rule of the tool's toolset cannot go below: the strictest of its explicit
+    /// entry, the worker-level floor and the callers' floor (see `fs::access`).
+    pub path_floor: Option<Decision>,
 }
 
 /// The one resolve function: the effective decision of a tool (see the module documentation).
@@ -202,6 +206,10 @@ pub fn resolve(inputs: &ApprovalInputs) -> Resolved {
     Resolved {
         decision,
         dynamic: inputs.own == OwnApproval::Dynamic && decision == Decision::PreApproved,
+        path_floor: [inputs.explicit, inputs.worker_floor, inputs.caller_floor]
+            .into_iter()
+            .flatten()
+            .max(),
     }
 }
 
@@ -224,6 +232,8 @@ pub enum Toolset {
     Executables,
     Workers,
     CreateCustomTool,
+    /// Tools of MCP servers (the `mcp` worker key, `mcpToolset`).
+    Mcp,
     /// Forge's built-in tools (`builtins`).
     Builtins,
     /// A tool gated on its own with `wrapWithDefaultApproval`.
@@ -242,6 +252,7 @@ impl Toolset {
             Toolset::Executables => "executables",
             Toolset::Workers => "workers",
             Toolset::CreateCustomTool => "create_custom_tool",
+            Toolset::Mcp => "mcp",
             Toolset::Builtins => "builtins",
             Toolset::Standalone => "tool",
         }

@@ -64,6 +64,14 @@ pub enum Error {
     #[error("{0}")]
     ToolBlocked(String),
 
+    /// A call that needed approval was not approved for what it does.
+    #[error("{0}")]
+    ApprovalDenied(String),
+
+    /// A path rule of a file toolset (`approval.paths`) blocks the path.
+    #[error("{0}")]
+    PathBlocked(String),
+
     /// The input does not match what the tool or function accepts.
     #[error("{0}")]
     InvalidInput(String),
@@ -97,6 +105,11 @@ pub enum Error {
     #[error("{0}")]
     SandboxUnavailable(String),
 
+    /// A run state handed to `resumeWorker` was changed, replayed, issued for another worker or
+    /// with another secret, or is answered with something it never asked.
+    #[error("{0}")]
+    StateInvalid(String),
+
     /// A bug: toolgate itself failed (a panic caught at the Node boundary). The host survives;
     /// the message says where, so the bug can be reported.
     #[error("toolgate failed internally ({0}); this is a bug, please report it with the input that caused it")]
@@ -120,6 +133,8 @@ pub enum ErrorCode {
     Timeout,
     /// A tool whose approval is `blocked` was called.
     ToolBlocked,
+    /// A file tool was called on a path its toolset's `approval.paths` blocks.
+    PathBlocked,
     /// A human (or the lack of one) refused a call that needed approval.
     ApprovalDenied,
     InvalidInput,
@@ -132,12 +147,14 @@ pub enum ErrorCode {
     IoError,
     /// The kernel sandbox a tool requires is not available here.
     SandboxUnavailable,
+    /// A run state was tampered with, replayed, or answered with foreign answers.
+    StateInvalid,
     InternalError,
 }
 
 impl ErrorCode {
     /// Every code, in documentation order.
-    pub const ALL: [ErrorCode; 21] = [
+    pub const ALL: [ErrorCode; 23] = [
         ErrorCode::PathOutsideRoot,
         ErrorCode::BinaryNotAllowed,
         ErrorCode::ShellNotAllowed,
@@ -149,6 +166,7 @@ impl ErrorCode {
         ErrorCode::OutputBlocked,
         ErrorCode::Timeout,
         ErrorCode::ToolBlocked,
+        ErrorCode::PathBlocked,
         ErrorCode::ApprovalDenied,
         ErrorCode::InvalidInput,
         ErrorCode::ToolNotFound,
@@ -158,6 +176,7 @@ impl ErrorCode {
         ErrorCode::FileNotFound,
         ErrorCode::IoError,
         ErrorCode::SandboxUnavailable,
+        ErrorCode::StateInvalid,
         ErrorCode::InternalError,
     ];
 
@@ -175,6 +194,7 @@ impl ErrorCode {
             ErrorCode::OutputBlocked => "OUTPUT_BLOCKED",
             ErrorCode::Timeout => "TIMEOUT",
             ErrorCode::ToolBlocked => "TOOL_BLOCKED",
+            ErrorCode::PathBlocked => "PATH_BLOCKED",
             ErrorCode::ApprovalDenied => "APPROVAL_DENIED",
             ErrorCode::InvalidInput => "INVALID_INPUT",
             ErrorCode::ToolNotFound => "TOOL_NOT_FOUND",
@@ -184,6 +204,7 @@ impl ErrorCode {
             ErrorCode::FileNotFound => "FILE_NOT_FOUND",
             ErrorCode::IoError => "IO_ERROR",
             ErrorCode::SandboxUnavailable => "SANDBOX_UNAVAILABLE",
+            ErrorCode::StateInvalid => "STATE_INVALID",
             ErrorCode::InternalError => "INTERNAL_ERROR",
         }
     }
@@ -258,7 +279,10 @@ impl ErrorCode {
     pub fn layer(self) -> ErrorLayer {
         match self {
             ErrorCode::ConfigInvalid => ErrorLayer::Config,
-            ErrorCode::ToolBlocked | ErrorCode::ApprovalDenied => ErrorLayer::Approval,
+            ErrorCode::ToolBlocked
+            | ErrorCode::PathBlocked
+            | ErrorCode::ApprovalDenied
+            | ErrorCode::StateInvalid => ErrorLayer::Approval,
             ErrorCode::InvalidInput => ErrorLayer::Input,
             ErrorCode::PathOutsideRoot => ErrorLayer::Paths,
             ErrorCode::BinaryNotAllowed
@@ -300,6 +324,8 @@ impl Error {
             Error::OutputBlocked(_) => ErrorCode::OutputBlocked,
             Error::Timeout(_) => ErrorCode::Timeout,
             Error::ToolBlocked(_) => ErrorCode::ToolBlocked,
+            Error::PathBlocked(_) => ErrorCode::PathBlocked,
+            Error::ApprovalDenied(_) => ErrorCode::ApprovalDenied,
             Error::InvalidInput(_) => ErrorCode::InvalidInput,
             Error::ToolNotFound(_) => ErrorCode::ToolNotFound,
             Error::ToolFailed(_) => ErrorCode::ToolFailed,
@@ -307,6 +333,7 @@ impl Error {
             Error::FileNotFound(_) => ErrorCode::FileNotFound,
             Error::Io { .. } => ErrorCode::IoError,
             Error::SandboxUnavailable(_) => ErrorCode::SandboxUnavailable,
+            Error::StateInvalid(_) => ErrorCode::StateInvalid,
             Error::Internal(_) => ErrorCode::InternalError,
         }
     }

@@ -23,6 +23,7 @@
 #![warn(missing_debug_implementations)]
 
 pub mod approval;
+pub mod audit;
 pub mod builtins;
 pub mod command;
 pub mod descriptions;
@@ -32,9 +33,11 @@ pub mod executables;
 pub mod frozen;
 pub mod fs;
 pub mod limits;
+pub mod mcp;
 pub mod options;
 mod path;
 pub mod process;
+pub mod run;
 pub mod sandbox;
 pub mod sandbox_config;
 pub mod schema;

@@ -138,6 +138,9 @@ pub const MAX_GLOB_BYTES: usize = 4096;
 /// so very deep nesting would overflow the stack.
 pub const MAX_GLOB_BRACE_DEPTH: usize = 10;
 
+/// Most rules in one file toolset's `approval.paths`.
+pub const MAX_PATH_RULES: usize = 256;
+
 /// Most include or exclude globs in one grep request (each list).
 pub const MAX_GREP_FILTERS: usize = 100;
 
@@ -194,6 +197,28 @@ pub const MAX_EDIT_FILE_BYTES: u64 = 64 * 1024 * 1024;
 /// quadratic in flow nesting (16k levels took 1.3 s, 50k levels over 30 s), and serde_yaml
 /// refuses documents deeper than 128 levels anyway.
 pub const MAX_YAML_DEPTH: usize = 100;
+
+// ---------------------------------------------------------------------------------------------
+// Runs: "always" answers, run states, the audit log (defined where they are checked).
+// ---------------------------------------------------------------------------------------------
+
+/// Longest prefix an "always" answer may give, in bytes.
+pub use crate::run::always::MAX_PREFIX_PATTERN_BYTES;
+
+/// How long a run state may wait for its answers, in milliseconds.
+pub use crate::run::ledger::STATE_MAX_AGE_MS;
+
+/// Run states: largest size, shortest secret, most pending requests, most "always" answers,
+/// longest denial reason.
+pub use crate::run::state::{
+    MAX_ALWAYS_SCOPES, MAX_PENDING, MAX_REASON_BYTES, MAX_STATE_BYTES, MIN_SECRET_BYTES,
+};
+
+/// Shortest secret value that is redacted, in bytes.
+pub const MIN_SECRET_VALUE_BYTES: usize = 6;
+
+/// Most redaction patterns one log takes (besides the environment's secrets).
+pub const MAX_AUDIT_PATTERNS: usize = 1000;
 
 #[cfg(test)]
 mod tests {

@@ -13,16 +13,19 @@ use toolgate_core::approval::{
     Toolset,
 };
 use toolgate_core::executables::scaffold;
-use toolgate_core::fs::config::{filesystem_tools, CodeAgentGroup as CoreGroup};
+use toolgate_core::fs::config::{
+    filesystem_tools, CodeAgentGroup as CoreGroup, FileApprovalConfig,
+};
 use toolgate_core::options::{
     CodeAgentOptions, CreateCustomToolOptions, FilesystemOptions, LoadCustomToolsOptions,
-    ResolveModelOptions, RunWorkerOptions,
+    ResolveModelOptions,
 };
 use toolgate_core::sandbox::Sandbox;
 
 use crate::enums::{CodeAgentGroup, Decision, OwnApproval, ToolsetKind};
 use crate::error::{guarded, infallible, sync, Settled};
 use crate::executables::{CreatedTool, NewTool};
+use crate::files::PathRules;
 use crate::js_value;
 
 /// A tool to decide: its name and its own `needsApproval`.
@@ -47,8 +50,11 @@ impl From<ToolCandidate> for Candidate {
 pub struct ResolvedApproval {
     pub name: String,
     pub decision: Decision,
-    /// The tool's own `needsApproval` function decides each call (only with `preApproved`).
+    /// The tool's own `needsApproval` function decides each call (only with `preApproved`);
+    /// for a file tool with path rules, `FileTools.decideCall` decides each call.
     pub dynamic: bool,
+    /// What a path rule cannot go below (file tools; see `FileTools.decideCall`).
+    pub path_floor: Option<Decision>,
     /// The `TOOL_BLOCKED` message a direct call of a blocked tool throws.
     pub blocked_message: Option<String>,
 }
@@ -61,6 +67,7 @@ impl ResolvedApproval {
         Self {
             decision: resolved.decision.into(),
             dynamic: resolved.dynamic,
+            path_floor: resolved.path_floor.map(Into::into),
             blocked_message,
             name,
         }
@@ -154,7 +161,33 @@ pub fn check_approval_config(
 pub struct FileToolsetPlan {
     pub work_dir: String,
     pub tools: Vec<ResolvedApproval>,
+    /// `approval.paths`, checked, for `new FileTools(workDir, pathRules)`.
+    pub path_rules: Option<PathRules>,
     pub deprecations: Vec<String>,
+}
+
+/// The per-tool approval block of a file toolset and its checked path rules.
+fn file_rules(
+    approval: &FileApprovalConfig,
+    place: &str,
+) -> toolgate_core::Result<(ApprovalConfig, Option<PathRules>)> {
+    approval.check_paths(place)?;
+    Ok((
+        approval.tool_approval(),
+        PathRules::from_core(&approval.paths, place),
+    ))
+}
+
+/// With path rules, the core decides each call of the offered tools.
+fn per_call(approval: &FileApprovalConfig, tools: Vec<ResolvedApproval>) -> Vec<ResolvedApproval> {
+    let rules = !approval.paths.is_empty();
+    tools
+        .into_iter()
+        .map(|tool| ResolvedApproval {
+            dynamic: tool.dynamic || (rules && tool.decision != Decision::Blocked),
+            ..tool
+        })
+        .collect()
 }
 
 /// Reads `filesystemToolset` options strictly and decides its tools.
@@ -167,20 +200,25 @@ pub fn plan_filesystem_toolset(env: Env, options: Unknown<'_>) -> napi::Result<F
             .iter()
             .map(|name| Candidate::plain(*name))
             .collect();
-        let config = options.approval.unwrap_or_default();
+        let file_approval = options.approval.unwrap_or_default();
+        let (config, path_rules) = file_rules(&file_approval, "filesystem approval.paths")?;
         let known = filesystem_tools(false)
             .iter()
             .map(|n| n.to_string())
             .collect();
         Ok(FileToolsetPlan {
             work_dir: work_dir.path.display().to_string(),
-            tools: decide(
-                Toolset::Filesystem,
-                tools,
-                &config,
-                known,
-                "filesystem approval",
-            )?,
+            tools: per_call(
+                &file_approval,
+                decide(
+                    Toolset::Filesystem,
+                    tools,
+                    &config,
+                    known,
+                    "filesystem approval",
+                )?,
+            ),
+            path_rules,
             deprecations: work_dir.deprecation.into_iter().collect(),
         })
     })
@@ -198,7 +236,8 @@ pub fn plan_code_agent_tools(env: Env, options: Unknown<'_>) -> napi::Result<Fil
             .iter()
             .map(|name| Candidate::plain(*name))
             .collect();
-        let config = options.approval.unwrap_or_default();
+        let file_approval = options.approval.unwrap_or_default();
+        let (config, path_rules) = file_rules(&file_approval, "code_agent approval.paths")?;
         let known = CoreGroup::All
             .tools()
             .iter()
@@ -206,13 +245,17 @@ pub fn plan_code_agent_tools(env: Env, options: Unknown<'_>) -> napi::Result<Fil
             .collect();
         Ok(FileToolsetPlan {
             work_dir: work_dir.display().to_string(),
-            tools: decide(
-                Toolset::CodeAgent,
-                tools,
-                &config,
-                known,
-                "code_agent approval",
-            )?,
+            tools: per_call(
+                &file_approval,
+                decide(
+                    Toolset::CodeAgent,
+                    tools,
+                    &config,
+                    known,
+                    "code_agent approval",
+                )?,
+            ),
+            path_rules,
             deprecations: Vec::new(),
         })
     })
@@ -252,6 +295,7 @@ pub fn documented_approvals(
                     Resolved {
                         decision,
                         dynamic: false,
+                        path_floor: None,
                     },
                 )
             })
@@ -404,28 +448,6 @@ pub fn check_load_custom_tools_options(
                     timeout.0
                 })
                 .as_millis() as f64,
-        })
-    })
-}
-
-/// `runWorker` options, checked.
-#[napi(object, object_from_js = false)]
-pub struct CheckedRunWorkerOptions {
-    pub max_steps: Option<u32>,
-}
-
-/// Reads `runWorker` options strictly (functions, signals and models are the SDK's).
-#[napi]
-pub fn check_run_worker_options(
-    env: Env,
-    options: Option<Unknown<'_>>,
-) -> napi::Result<CheckedRunWorkerOptions> {
-    sync(&env, "runWorker", || {
-        let options: RunWorkerOptions = js_value::config(&env, options)?;
-        Ok(CheckedRunWorkerOptions {
-            max_steps: options
-                .max_steps
-                .map(|steps| u32::try_from(steps.0).unwrap_or(u32::MAX)),
         })
     })
 }

@@ -74,6 +74,8 @@ pub enum ToolsetKind {
     Executables,
     Workers,
     CreateCustomTool,
+    /// Tools of MCP servers.
+    Mcp,
     /// Forge's built-in tools.
     Builtins,
     /// A tool gated on its own.
@@ -91,6 +93,7 @@ impl From<ToolsetKind> for Toolset {
             ToolsetKind::Executables => Toolset::Executables,
             ToolsetKind::Workers => Toolset::Workers,
             ToolsetKind::CreateCustomTool => Toolset::CreateCustomTool,
+            ToolsetKind::Mcp => Toolset::Mcp,
             ToolsetKind::Builtins => Toolset::Builtins,
             ToolsetKind::Tool => Toolset::Standalone,
         }
@@ -108,6 +111,7 @@ impl From<Toolset> for ToolsetKind {
             Toolset::Executables => ToolsetKind::Executables,
             Toolset::Workers => ToolsetKind::Workers,
             Toolset::CreateCustomTool => ToolsetKind::CreateCustomTool,
+            Toolset::Mcp => ToolsetKind::Mcp,
             Toolset::Builtins => ToolsetKind::Builtins,
             Toolset::Standalone => ToolsetKind::Tool,
         }

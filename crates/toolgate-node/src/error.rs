@@ -33,6 +33,7 @@ pub enum ErrorCode {
     OutputBlocked,
     Timeout,
     ToolBlocked,
+    PathBlocked,
     ApprovalDenied,
     InvalidInput,
     ToolNotFound,
@@ -42,6 +43,7 @@ pub enum ErrorCode {
     FileNotFound,
     IoError,
     SandboxUnavailable,
+    StateInvalid,
     InternalError,
 }
 
@@ -59,6 +61,7 @@ impl From<CoreCode> for ErrorCode {
             CoreCode::OutputBlocked => ErrorCode::OutputBlocked,
             CoreCode::Timeout => ErrorCode::Timeout,
             CoreCode::ToolBlocked => ErrorCode::ToolBlocked,
+            CoreCode::PathBlocked => ErrorCode::PathBlocked,
             CoreCode::ApprovalDenied => ErrorCode::ApprovalDenied,
             CoreCode::InvalidInput => ErrorCode::InvalidInput,
             CoreCode::ToolNotFound => ErrorCode::ToolNotFound,
@@ -68,6 +71,7 @@ impl From<CoreCode> for ErrorCode {
             CoreCode::FileNotFound => ErrorCode::FileNotFound,
             CoreCode::IoError => ErrorCode::IoError,
             CoreCode::SandboxUnavailable => ErrorCode::SandboxUnavailable,
+            CoreCode::StateInvalid => ErrorCode::StateInvalid,
             CoreCode::InternalError => ErrorCode::InternalError,
         }
     }

@@ -13,8 +13,10 @@ mod error;
 mod executables;
 mod files;
 mod js_value;
+mod mcp;
 mod path;
 mod process;
+mod run;
 mod sandbox;
 mod worker;
 

@@ -17,8 +17,11 @@ use crate::command::{CliExecutePolicy, ShellPolicy};
 use crate::enums::{CodeAgentGroup, ToolCallFormat, ToolsetKind};
 use crate::error::{guarded, infallible, sync, Settled};
 use crate::executables::ExecutableToolRegistry;
+use crate::files::PathRules;
 use crate::js_value;
+use crate::mcp::{McpToolsetPlan, McpWorkerReport};
 use crate::sandbox::SandboxSummary;
+use toolgate_core::fs::config::FileApprovalConfig;
 
 /// `loadWorker` options, checked.
 #[napi(object, object_from_js = false)]
@@ -144,9 +147,15 @@ pub struct PlannedWorkerInfo {
     pub filesystem_tools: Option<Vec<String>>,
     /// `code_agent` group after the sandbox's `readonly`.
     pub code_agent_group: Option<CodeAgentGroup>,
+    /// `toolsets.filesystem.approval.paths`, for its `FileTools`.
+    pub filesystem_path_rules: Option<PathRules>,
+    /// `toolsets.code_agent.approval.paths`, for its `FileTools`.
+    pub code_agent_path_rules: Option<PathRules>,
     pub shell: bool,
     pub cli_execute: bool,
     pub executables: bool,
+    /// Whether the worker has an `mcp` toolset (see `WorkerPlan.mcpToolset`).
+    pub mcp: bool,
     /// Whether the worker has the builtins toolset.
     pub builtins: bool,
     pub custom: Option<PlannedModule>,
@@ -158,14 +167,32 @@ pub struct PlannedWorkerInfo {
     /// The one best-effort sandbox warning of the process, when this worker's sandboxes were
     /// the first to have one.
     pub sandbox_warning: Option<String>,
+    /// The audit log file its runs append to (`audit.file`), absolute.
+    pub audit_file: Option<String>,
 }
 
 /// The kernel sandbox of one toolset of a worker.
 #[napi(object, object_from_js = false)]
 pub struct ToolsetSandbox {
-    /// `shell`, `cli_execute` or `executables`.
+    /// `shell`, `cli_execute`, `executables` or `mcp`.
     pub toolset: String,
     pub sandbox: SandboxSummary,
+}
+
+/// The path rules of one file toolset of `worker`, named as in its worker file.
+fn file_rules(
+    worker: &toolgate_core::worker::Worker,
+    toolset: &str,
+    approval: impl Fn(&toolgate_core::worker::ToolsetsConfig) -> Option<&FileApprovalConfig>,
+) -> Option<PathRules> {
+    let approval = approval(&worker.toolsets)?;
+    PathRules::from_core(
+        &approval.paths,
+        &format!(
+            "{}: toolsets.{toolset} approval.paths",
+            worker.path.display()
+        ),
+    )
 }
 
 fn index_u32(index: usize) -> u32 {
@@ -199,9 +226,16 @@ impl From<&PlannedWorker> for PlannedWorkerInfo {
                 .as_ref()
                 .map(|tools| tools.iter().map(|name| name.to_string()).collect()),
             code_agent_group: planned.code_agent_group.map(Into::into),
+            filesystem_path_rules: file_rules(worker, "filesystem", |t| {
+                t.filesystem.as_ref().and_then(|c| c.approval.as_ref())
+            }),
+            code_agent_path_rules: file_rules(worker, "code_agent", |t| {
+                t.code_agent.as_ref().and_then(|c| c.approval.as_ref())
+            }),
             shell: planned.shell.is_some(),
             cli_execute: planned.cli_execute.is_some(),
             executables: planned.executables.is_some(),
+            mcp: planned.mcp.is_some(),
             builtins: planned.builtins.is_some(),
             custom: worker.toolsets.custom.as_ref().map(|custom| PlannedModule {
                 module: custom.module.display().to_string(),
@@ -226,6 +260,10 @@ impl From<&PlannedWorker> for PlannedWorkerInfo {
                 })
                 .collect(),
             sandbox_warning: planned.sandbox_warning.clone(),
+            audit_file: worker
+                .audit_file
+                .as_ref()
+                .map(|file| file.display().to_string()),
         }
     }
 }
@@ -251,7 +289,7 @@ pub struct PlannedTool {
 /// A worker and everything it may call, frozen when the plan was made.
 #[napi]
 pub struct WorkerPlan {
-    inner: Arc<worker::WorkerPlan>,
+    pub(crate) inner: Arc<worker::WorkerPlan>,
 }
 
 impl WorkerPlan {
@@ -338,16 +376,30 @@ impl WorkerPlan {
         })
     }
 
+    /// The `mcp` toolset of worker `index`, or `null`.
+    #[napi]
+    pub fn mcp_toolset(&self, env: Env, index: u32) -> napi::Result<Option<McpToolsetPlan>> {
+        sync(&env, "WorkerPlan.mcpToolset", || {
+            let planned = self.planned(index)?;
+            Ok(planned
+                .mcp
+                .as_ref()
+                .map(|toolset| McpToolsetPlan::shared(Arc::clone(toolset))))
+        })
+    }
+
     /// Decides every tool of every worker, top-down: each toolset's approval, the worker-level
     /// floor, and the decisions of the workers above (a called worker is at least as strict as
-    /// its callers, tool by tool). `modules` reports what the SDK found in each tools module.
-    /// Throws `CONFIG_INVALID` for an approval entry naming no tool, a reserved or a duplicate
-    /// tool name.
+    /// its callers, tool by tool). `modules` reports what the SDK found in each tools module,
+    /// `mcp` what the MCP servers of each worker's `mcp` toolset listed. Throws
+    /// `CONFIG_INVALID` for an approval entry naming no tool, a reserved or a duplicate tool
+    /// name.
     #[napi]
     pub fn decide(
         &self,
         env: Env,
         modules: Vec<ModuleReport>,
+        mcp: Option<Vec<McpWorkerReport>>,
     ) -> napi::Result<Vec<Vec<PlannedTool>>> {
         sync(&env, "WorkerPlan.decide", || {
             let modules: BTreeMap<usize, ModuleTools> = modules
@@ -362,7 +414,12 @@ impl WorkerPlan {
                     )
                 })
                 .collect();
-            let decided = self.inner.decide(&modules)?;
+            let mcp: worker::McpReports = mcp
+                .unwrap_or_default()
+                .into_iter()
+                .map(|report| (report.worker as usize, crate::mcp::reports(report.servers)))
+                .collect();
+            let decided = self.inner.decide_with_mcp(&modules, &mcp)?;
             Ok(decided
                 .into_iter()
                 .map(|tools| {

@@ -16,6 +16,16 @@ export interface ApprovalConfig {
   tools?: Readonly<Record<string, ApprovalDecision>>;
 }
 
+/**
+ * Approval of a file toolset (`codeAgentTools`, `filesystemToolset`, and `toolsets.code_agent` /
+ * `toolsets.filesystem` in a worker file): the usual block plus path rules, gitignore-style
+ * patterns relative to the work directory, decided in Rust (the most specific match wins, the
+ * strictest on ties).
+ */
+export interface FileApprovalConfig extends ApprovalConfig {
+  paths?: ReadonlyArray<{ pattern: string; approval: ApprovalDecision }>;
+}
+
 /** The effective approval of a tool, as the core decided it. */
 export type ResolvedApproval = native.ResolvedApproval;
 
@@ -41,24 +51,25 @@ export interface ApprovalInfo {
 }
 
 const APPROVAL = new WeakMap<object, ApprovalInfo>();
-const SCOPE = new WeakMap<object, ApprovalScope>();
+const COMMAND_WORDS = new WeakMap<object, CommandWords>();
 
 /**
- * What "always approve" covers for a tool: calls whose scope key is equal. By default the tool
- * name (every call); command tools narrow it to the program and its first argument.
+ * The command a call of a command tool runs, as words (`['git', 'status', '-s']`), or
+ * `undefined` when the input holds no command that splits. "Always" answers of command tools can
+ * then be widened, explicitly, to commands that start with some words (see `alwaysScope`).
  */
-export type ApprovalScope = (input: unknown) => string;
+export type CommandWords = (input: unknown) => string[] | undefined;
 
-/** Declares what an "always" answer for `tool` covers. Returns the tool. */
-export function setApprovalScope<T extends object>(tool: T, scope: ApprovalScope): T {
-  SCOPE.set(tool, scope);
+/** Declares `tool` a command tool whose calls run `words(input)`. Returns the tool. */
+export function setCommandWords<T extends object>(tool: T, words: CommandWords): T {
+  COMMAND_WORDS.set(tool, words);
   return tool;
 }
 
-/** The "always" key of a call: `toolName` or `toolName:<scope>` for tools that narrow it. */
-export function approvalScopeKey(tool: object | undefined, toolName: string, input: unknown): string {
-  const scope = tool ? SCOPE.get(tool) : undefined;
-  return scope ? `${toolName}:${scope(input)}` : toolName;
+/** The command words of a call of `tool`, for command tools; `undefined` for others. */
+export function commandWordsOf(tool: object | undefined, input: unknown): string[] | undefined {
+  const words = tool ? COMMAND_WORDS.get(tool) : undefined;
+  return words?.(input);
 }
 
 /** The gate attached to `tool`, or undefined for an ungated tool. */
@@ -97,8 +108,8 @@ export function attachApproval<T extends NamedTool>(tool: T, resolved: ResolvedA
     };
   }
   APPROVAL.set(wrapped, info);
-  const scope = SCOPE.get(tool);
-  if (scope) SCOPE.set(wrapped, scope);
+  const words = COMMAND_WORDS.get(tool);
+  if (words) COMMAND_WORDS.set(wrapped, words);
   return wrapped;
 }
 

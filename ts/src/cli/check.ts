@@ -2,10 +2,12 @@ import { parseArgs } from 'node:util';
 import { ToolgateError } from '../native/errors.js';
 import { type CommandExplanation, explainCommand } from '../native/explain-command.js';
 import { readShellConfig } from '../toolsets/shell.js';
+import { runPathCheck } from './check-path.js';
 import { runSandboxCheck } from './check-sandbox.js';
 
 const HELP = `Usage: toolgate check --rules <file> [--cwd <dir>] [--json] <command>
        toolgate check --sandbox [options] [worker-file]   (see toolgate check --sandbox --help)
+       toolgate check --path <file> <worker-file>        (see toolgate check --path x --help)
 
 Explains how shell rules decide a command, without running it: the decision, the rule that
 matched and, for refusals, the layer that refused.
@@ -26,6 +28,7 @@ Exit status: 0 when the command would run (preApproved or ask), 1 when it is blo
 export async function run(argv: readonly string[]): Promise<number> {
   // `--sandbox` among the options (not a word of the command being explained).
   if (argv.slice(0, commandStart(argv).options).includes('--sandbox')) return runSandboxCheck(argv);
+  if (argv.slice(0, commandStart(argv).options).includes('--path')) return runPathCheck(argv);
   // Options come first; from the first other word on, everything is the command (so that
   // `toolgate check --rules r.yaml git commit -m x` works without quoting).
   const split = commandStart(argv);
@@ -75,7 +78,7 @@ function commandStart(argv: readonly string[]): { options: number; command: numb
   for (let index = 0; index < argv.length; index++) {
     const arg = argv[index] ?? '';
     if (arg === '--') return { options: index, command: index + 1 };
-    if (arg === '--rules' || arg === '--cwd') {
+    if (arg === '--rules' || arg === '--cwd' || arg === '--path' || arg === '--work-dir') {
       index++;
       continue;
     }

@@ -17,6 +17,18 @@ export const COMMANDS: readonly CliCommand[] = [
     load: () => import('./run.js'),
   },
   {
+    name: 'resume',
+    usage: 'resume <state-file> --answers <id>=<answer>',
+    summary: 'Answer the approvals a deferred run waits for, and continue it',
+    load: () => import('./resume.js'),
+  },
+  {
+    name: 'audit',
+    usage: 'audit <file>',
+    summary: 'Summarise an audit log: calls per tool, denials, refusals, slowest calls',
+    load: () => import('./audit.js'),
+  },
+  {
     name: 'check',
     usage: 'check --rules <file> <command>',
     summary: 'Explain how shell rules decide a command (decision, rule, refusing layer)',
@@ -29,10 +41,22 @@ export const COMMANDS: readonly CliCommand[] = [
     load: () => import('./check.js'),
   },
   {
+    name: 'check',
+    usage: 'check --path <file> <worker>',
+    summary: "Explain how the file toolsets' path rules decide a path, tool by tool",
+    load: () => import('./check.js'),
+  },
+  {
     name: 'sandbox',
     usage: 'sandbox [options] -- <program> [args]',
     summary: 'Run any program under the kernel sandbox (exit code passed through)',
     load: () => import('./sandbox.js'),
+  },
+  {
+    name: 'mcp',
+    usage: 'mcp serve <worker> [--http PORT]',
+    summary: "Serve a worker's gated tools to MCP clients (stdio or Streamable HTTP)",
+    load: () => import('./mcp.js'),
   },
   {
     name: 'tools',

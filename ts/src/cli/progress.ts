@@ -1,5 +1,4 @@
-import type { RunEvent } from '../worker/index.js';
-import { formatToolInput } from './terminal-approval.js';
+import type { RunEvent, ToolCallRecord } from '../worker/index.js';
 
 const ONE_LINE = 160;
 
@@ -9,38 +8,87 @@ function short(value: unknown): string {
   return flat.length > ONE_LINE ? `${flat.slice(0, ONE_LINE)}…` : flat;
 }
 
-/** Prints a run's progress as it happens (to stderr, so stdout keeps only the answer). */
-export function progressPrinter(stream: NodeJS.WritableStream = process.stderr): (event: RunEvent) => void {
-  return (event) => {
-    const write = (line: string) => stream.write(event.worker ? `  [${event.worker}]${line}` : line);
+/** The line that ends a call: ✓ for a call that ran, ✗ for one that failed or was not run, with its decision. */
+export function recordLine(record: ToolCallRecord): string {
+  const ran = record.decision === 'preApproved' || record.decision === 'approved' || record.decision === 'always';
+  const time = ran ? ` ${Math.round(record.durationMs)} ms` : '';
+  if (ran && record.error === undefined) return `  ✓ ${record.toolName}${time} [${record.decision}]`;
+  const why = record.reason ?? `${record.errorCode ? `${record.errorCode}: ` : ''}${record.error ?? ''}`;
+  return `  ✗ ${record.toolName}${time} [${record.decision}, ${record.decidedBy}]${why ? `: ${short(why)}` : ''}`;
+}
+
+export interface RunDisplayOptions {
+  /** Progress lines (stderr). */
+  progress: NodeJS.WritableStream;
+  /** Where the model's text goes as it streams; none: not shown until the end. */
+  text?: NodeJS.WritableStream;
+}
+
+/**
+ * Prints a run as it happens: steps, each call as it starts and how it ended (with its
+ * decision: preApproved, approved, always, denied, blocked, refused, unknown-tool,
+ * invalid-input), and the model's text as it streams.
+ */
+export class RunDisplay {
+  readonly #progress: NodeJS.WritableStream;
+  readonly #text: NodeJS.WritableStream | undefined;
+  /** The stream a streamed text line was left open on. */
+  #open: NodeJS.WritableStream | undefined;
+  #lastStepText = '';
+
+  constructor(options: RunDisplayOptions) {
+    this.#progress = options.progress;
+    this.#text = options.text;
+  }
+
+  /** The text the model streamed in its last step (so the CLI does not print it twice). */
+  get streamedText(): string {
+    return this.#lastStepText;
+  }
+
+  #closeLine(): void {
+    if (this.#open) this.#open.write('\n');
+    this.#open = undefined;
+  }
+
+  readonly onEvent = (event: RunEvent): void => {
+    const write = (line: string) => {
+      this.#closeLine();
+      this.#progress.write(event.worker ? `  [${event.worker}]${line}\n` : `${line}\n`);
+    };
     switch (event.type) {
       case 'step-start':
-        write(`· step ${event.step}\n`);
+        if (!event.worker) this.#lastStepText = '';
+        write(`· step ${event.step}`);
+        break;
+      case 'text-delta':
+        if (!this.#text || event.worker) break;
+        this.#text.write(event.text);
+        this.#lastStepText += event.text;
+        this.#open = event.text.endsWith('\n') ? undefined : this.#text;
         break;
       case 'tool-call':
-        write(`  → ${event.toolName} ${short(event.input)} [${event.decision}]\n`);
+        write(`  → ${event.toolName} ${short(event.input)}`);
         break;
-      case 'tool-result':
-        write(`  ✓ ${event.toolName} ${Math.round(event.durationMs)} ms\n`);
-        break;
-      case 'tool-error':
-        write(`  ✗ ${event.toolName} ${Math.round(event.durationMs)} ms: ${event.errorCode ? `${event.errorCode}: ` : ''}${short(event.error)}\n`);
-        break;
-      case 'approval-answered':
-        if (event.source !== 'handler') {
-          write(`  ${event.decision === 'denied' ? '✗' : '✓'} ${event.toolName} ${event.decision} (${event.source})\n`);
-        } else if (event.decision === 'denied') {
-          write(`  ✗ ${event.toolName} denied${event.reason ? `: ${event.reason}` : ''}\n`);
-        }
+      case 'call-recorded':
+        write(recordLine(event.record));
         break;
       case 'error':
-        write(`  ! ${short(event.error instanceof Error ? event.error.message : event.error)}\n`);
+        write(`  ! ${short(event.error instanceof Error ? event.error.message : event.error)}`);
+        break;
+      case 'step-end':
+        this.#closeLine();
         break;
       case 'approval-asked':
-      case 'step-end':
+      case 'approval-answered':
+      case 'tool-result':
+      case 'tool-error':
         break;
     }
   };
-}
 
-export { formatToolInput };
+  /** Ends an open text line. */
+  finish(): void {
+    this.#closeLine();
+  }
+}

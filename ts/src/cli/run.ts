@@ -1,10 +1,11 @@
+import { resolve } from 'node:path';
 import { parseArgs } from 'node:util';
-import { runWorker, type WorkerRunResult } from '../worker/index.js';
 import { ToolgateError } from '../native/errors.js';
-import { resolveModel } from '../worker/models.js';
+import { streamWorker } from '../worker/index.js';
 import { loadWorker } from '../worker/load-worker.js';
-import { progressPrinter } from './progress.js';
-import { terminalApproval, type ApprovalMode } from './terminal-approval.js';
+import { resolveModel } from '../worker/models.js';
+import { EXIT, runSession, type SessionApproval } from './run-session.js';
+import { stateSecret } from './state-file.js';
 
 export const HELP = `Usage: toolgate run <worker-file> [input] [options]
 
@@ -18,14 +19,25 @@ Options:
   --base-url <url>           Server for openai-compatible models (or TOOLGATE_BASE_URL)
   --yes                      Approve every tool call that asks (blocked tools stay blocked)
   --deny                     Deny every tool call that asks
+  --defer-approvals          Stop at the first calls that need approval and save the run to
+                             --state-file; answer later with 'toolgate resume' (signed with
+                             TOOLGATE_STATE_SECRET)
+  --state-file <file>        Where --defer-approvals saves the run
   --max-steps <n>            Model steps for the run (default: the worker's max_steps, else 20)
   --work-dir <dir>           Work directory (default: the worker's sandbox root, else its directory)
+  --audit <file>             Append the run's events to this JSON Lines audit log
+                             (default: the worker file's audit.file)
   --json                     Print the whole result as JSON on stdout
   -h, --help                 Show this help
 
-In a terminal every approval request shows the tool and its input and asks
-approve / deny / always. Without a terminal and without --yes or --deny, every request is
-denied (fail closed).
+In a terminal every approval request shows the tool, its input and what "always" would cover,
+and reads one key: [a]pprove, [d]eny (then a reason), a[l]ways (exactly this call), [w]ider
+(a command prefix or the whole tool, confirmed). Ctrl-C denies, stops the run and its tool
+processes (exit 130). Without a terminal and without --yes, --deny or --defer-approvals, every
+request is denied (fail closed).
+
+Exit status: 0 done, 1 error, 2 usage, 3 stopped at --max-steps, 4 waiting for approvals
+(--defer-approvals), 130 interrupted.
 `;
 
 async function readStdin(): Promise<string> {
@@ -34,10 +46,13 @@ async function readStdin(): Promise<string> {
   return Buffer.concat(chunks).toString('utf8').trim();
 }
 
-function approvalMode(yes: boolean, deny: boolean, interactive: boolean): ApprovalMode | 'fail-closed' {
-  if (yes && deny) throw new ToolgateError('INVALID_INPUT', '--yes and --deny contradict each other; pass one');
-  if (yes) return 'yes';
-  if (deny) return 'deny';
+/** How requests are answered, from the flags and whether a person is there. */
+export function sessionApproval(flags: { yes: boolean; deny: boolean; defer: boolean }, interactive: boolean): SessionApproval {
+  const chosen = [flags.yes && '--yes', flags.deny && '--deny', flags.defer && '--defer-approvals'].filter(Boolean);
+  if (chosen.length > 1) throw new ToolgateError('INVALID_INPUT', `${chosen.join(' and ')} contradict each other; pass one`);
+  if (flags.yes) return 'yes';
+  if (flags.deny) return 'deny';
+  if (flags.defer) return 'defer';
   return interactive ? 'ask' : 'fail-closed';
 }
 
@@ -51,78 +66,81 @@ export async function run(argv: readonly string[]): Promise<number> {
       'base-url': { type: 'string' },
       yes: { type: 'boolean', default: false },
       deny: { type: 'boolean', default: false },
+      'defer-approvals': { type: 'boolean', default: false },
+      'state-file': { type: 'string' },
       'max-steps': { type: 'string' },
       'work-dir': { type: 'string' },
+      audit: { type: 'string' },
       json: { type: 'boolean', default: false },
       help: { type: 'boolean', short: 'h', default: false },
     },
   });
   if (values.help) {
     process.stdout.write(HELP);
-    return 0;
+    return EXIT.done;
   }
   const [workerPath, ...rest] = positionals;
   if (!workerPath) {
     process.stderr.write(HELP);
-    return 2;
+    return EXIT.usage;
   }
+  const defer = values['defer-approvals'];
+  if (defer !== (values['state-file'] !== undefined)) {
+    throw new ToolgateError('INVALID_INPUT', '--defer-approvals and --state-file <file> go together: the state file is where the waiting run is saved');
+  }
+  const approval = sessionApproval({ yes: values.yes, deny: values.deny, defer }, Boolean(process.stdin.isTTY && process.stderr.isTTY));
+  const secret = defer ? stateSecret() : undefined;
   let input = rest.join(' ').trim();
   if (!input && !process.stdin.isTTY) input = await readStdin();
   if (!input) throw new ToolgateError('INVALID_INPUT', 'no task given: pass it after the worker file or on stdin');
-
-  const interactive = Boolean(process.stdin.isTTY && process.stderr.isTTY);
-  const mode = approvalMode(values.yes, values.deny, interactive);
-  if (mode === 'fail-closed') {
-    process.stderr.write(
-      'toolgate run: no terminal to ask for approvals: tool calls that need approval will be denied. Pass --yes to approve them or --deny to silence this note.\n',
-    );
-  }
   const maxSteps = values['max-steps'] === undefined ? undefined : Number(values['max-steps']);
   if (maxSteps !== undefined && (!Number.isInteger(maxSteps) || maxSteps < 1)) {
     throw new ToolgateError('INVALID_INPUT', `--max-steps must be a whole number >= 1, got '${values['max-steps']}'`);
   }
 
   const worker = await loadWorker(workerPath, values['work-dir'] ? { workDir: values['work-dir'] } : {});
-  for (const warning of worker.warnings) process.stderr.write(`toolgate run: warning: ${warning}\n`);
-  const modelSpec = values.model ?? worker.model ?? process.env.TOOLGATE_MODEL;
-  if (!modelSpec) {
-    throw new ToolgateError(
-      'CONFIG_INVALID',
-      `no model: set 'model' in ${workerPath}, pass --model provider:model, or set TOOLGATE_MODEL (e.g. openai:gpt-4o-mini)`,
-    );
-  }
-  const model = await resolveModel(modelSpec, values['base-url'] ? { baseUrl: values['base-url'] } : {});
-
-  const approval = mode === 'fail-closed' ? undefined : terminalApproval({ mode });
-  const controller = new AbortController();
-  const onSigint = () => controller.abort(new Error('interrupted (Ctrl-C); running tool processes were stopped'));
-  process.once('SIGINT', onSigint);
-  let result: WorkerRunResult;
   try {
-    result = await runWorker(worker, input, {
-      model,
-      ...(approval ? { onApproval: approval } : {}),
-      ...(maxSteps === undefined ? {} : { maxSteps }),
-      signal: controller.signal,
-      onEvent: values.json ? undefined : progressPrinter(process.stderr),
-    });
-  } catch (error) {
-    if (controller.signal.aborted) {
-      process.stderr.write(`toolgate run: ${(controller.signal.reason as Error).message}\n`);
-      return 130;
+    for (const warning of worker.warnings) process.stderr.write(`toolgate run: warning: ${warning}\n`);
+    const modelSpec = values.model ?? worker.model ?? process.env.TOOLGATE_MODEL;
+    if (!modelSpec) {
+      throw new ToolgateError(
+        'CONFIG_INVALID',
+        `no model: set 'model' in ${workerPath}, pass --model provider:model, or set TOOLGATE_MODEL (e.g. openai:gpt-4o-mini)`,
+      );
     }
-    throw error;
-  } finally {
-    process.off('SIGINT', onSigint);
-    approval?.close();
-  }
+    const baseUrl = values['base-url'];
+    const model = await resolveModel(modelSpec, baseUrl ? { baseUrl } : {});
+    const statePath = values['state-file'];
 
-  if (values.json) {
-    process.stdout.write(`${JSON.stringify(result, null, 2)}\n`);
-  } else {
-    if (result.status === 'max-steps') process.stderr.write(`toolgate run: stopped after ${result.steps.length} steps (--max-steps)\n`);
-    if (result.status === 'question') process.stderr.write('toolgate run: the worker has a question:\n');
-    process.stdout.write(`${result.text}\n`);
+    return await runSession({
+      command: 'run',
+      approval,
+      json: values.json,
+      ...(statePath
+        ? {
+            stateFile: {
+              path: statePath,
+              base: {
+                format: 'toolgate-cli-state',
+                worker: worker.path,
+                ...(values['work-dir'] ? { workDir: resolve(values['work-dir']) } : {}),
+                model: modelSpec,
+                ...(baseUrl ? { baseUrl } : {}),
+              },
+            },
+          }
+        : {}),
+      start: (handlers) =>
+        streamWorker(worker, input, {
+          model,
+          ...handlers,
+          ...(maxSteps === undefined ? {} : { maxSteps }),
+          ...(secret ? { stateSecret: secret } : {}),
+          ...(values.audit ? { audit: { file: values.audit } } : {}),
+        }),
+    });
+  } finally {
+    // Ends the worker's MCP servers, also after Ctrl-C and errors.
+    await worker.close();
   }
-  return result.status === 'max-steps' ? 3 : 0;
 }

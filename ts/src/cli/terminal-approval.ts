@@ -1,16 +1,24 @@
-import { createInterface, type Interface } from 'node:readline';
-import type { ApprovalAnswer, ApprovalHandler, ApprovalRequest } from '../worker/index.js';
+import { ToolgateError } from '../native/errors.js';
+import { alwaysScope, type AlwaysScopeChoice, type ApprovalAnswer, type ApprovalHandler, type ApprovalRequest } from '../worker/index.js';
+import { terminalInput, type PromptInput, type Read, type TerminalInput } from './terminal-input.js';
 
 /** How a run answers approval requests: ask a person, approve everything, or deny everything. */
 export type ApprovalMode = 'ask' | 'yes' | 'deny';
 
 export interface TerminalApprovalOptions {
   mode: ApprovalMode;
-  input?: NodeJS.ReadableStream;
+  input?: PromptInput;
   output?: NodeJS.WritableStream;
+  /** Offer "always" (a run) or only approve / deny (one call, as `toolgate tools call`). Default true. */
+  always?: boolean;
+  /** Called on Ctrl-C at the prompt (the request is denied): stop the run. */
+  onInterrupt?: () => void;
 }
 
 const MAX_INPUT_LINES = 40;
+
+/** The reason a denial gives the model when the person pressed Ctrl-C. */
+export const INTERRUPTED_REASON = 'the user interrupted the run (Ctrl-C) at the approval prompt';
 
 /** The tool input as the prompt shows it: pretty JSON, long inputs cut with a marker. */
 export function formatToolInput(input: unknown): string {
@@ -20,52 +28,103 @@ export function formatToolInput(input: unknown): string {
   return [...lines.slice(0, MAX_INPUT_LINES), `… (${lines.length - MAX_INPUT_LINES} more lines)`].join('\n');
 }
 
+function indent(text: string): string {
+  return text
+    .split('\n')
+    .map((line) => `    ${line}`)
+    .join('\n');
+}
+
+/** A prompt was interrupted (Ctrl-C) or its input ended; the request is denied. */
+class Stop {
+  constructor(readonly answer: ApprovalAnswer) {}
+}
+
 /**
  * An approval handler for the terminal. `yes` approves and `deny` denies every request without
- * asking; `ask` shows the tool and its input and reads the answer:
+ * asking; `ask` shows the tool, its input and what "always" would cover, then reads one key:
  *
- *   [a]pprove, [d]eny (then an optional reason the model sees), a[l]ways (this tool — or, for
- *   shell / cli_execute, this program and first argument — for the rest of the run).
+ *   [a]pprove   [d]eny (then a reason for the model on its own line, Enter to skip)
+ *   a[l]ways    exactly this call, for the rest of the run (the line above the keys says so)
+ *   [w]ider     a wider "always": a command prefix (shell, cli_execute) or every call of the
+ *               tool, shown in full and confirmed before it counts
  *
- * End of input denies (fail closed).
+ * In a terminal the keys are single keystrokes; from a pipe, one answer per line. Ctrl-C denies
+ * the request and calls `onInterrupt`; end of input denies (fail closed).
  */
 export function terminalApproval(options: TerminalApprovalOptions): ApprovalHandler & { close(): void } {
   const output = options.output ?? process.stderr;
-  let lines: Interface | undefined;
-  const pending: ((line: string | null) => void)[] = [];
-  const buffered: (string | null)[] = [];
+  const offerAlways = options.always ?? true;
+  let reader: TerminalInput | undefined;
+  const input = () => (reader ??= terminalInput(options.input ?? process.stdin, output));
 
-  const nextLine = (): Promise<string | null> => {
-    if (!lines) {
-      lines = createInterface({ input: options.input ?? process.stdin, terminal: false });
-      lines.on('line', (line) => (pending.shift() ?? ((l) => buffered.push(l)))(line));
-      lines.on('close', () => {
-        for (const resolve of pending.splice(0)) resolve(null);
-        buffered.push(null);
-      });
+  /** A read that must be text: Ctrl-C and end of input stop the prompt with a denial. */
+  const text = async (read: Promise<Read>): Promise<string> => {
+    const got = await read;
+    if (got.kind === 'text') return got.text;
+    if (got.kind === 'interrupt') {
+      output.write('^C\n  interrupted: the call is denied and the run stops\n');
+      options.onInterrupt?.();
+      throw new Stop({ decision: 'deny', reason: INTERRUPTED_REASON });
     }
-    if (buffered.length > 0) return Promise.resolve(buffered[0] === null ? null : (buffered.shift() ?? null));
-    return new Promise((resolve) => pending.push(resolve));
+    output.write('\n  no answer (end of input): denied\n');
+    throw new Stop({ decision: 'deny', reason: 'no answer from the user (end of input)' });
+  };
+
+  /** Asks for a wider "always"; undefined when the person does not confirm. */
+  const wider = async (request: ApprovalRequest): Promise<ApprovalAnswer | undefined> => {
+    let choice: AlwaysScopeChoice;
+    if (request.argv) {
+      output.write(`  always approve ${request.toolName} commands starting with these words (the command is: ${request.argv.join(' ')}) > `);
+      const words = (await text(input().line())).trim();
+      if (!words) return undefined;
+      choice = { prefix: words };
+    } else {
+      choice = 'tool';
+    }
+    let description: string;
+    try {
+      description = alwaysScope(request, choice).description;
+    } catch (error) {
+      if (!(error instanceof ToolgateError)) throw error;
+      output.write(`  ${error.message}\n`);
+      return undefined;
+    }
+    output.write(`  a wider always covers ${description}\n  confirm [y/N] > `);
+    const confirm = (await text(input().key())).trim().toLowerCase();
+    return confirm === 'y' || confirm === 'yes' ? { decision: 'always', scope: choice } : undefined;
   };
 
   const ask = async (request: ApprovalRequest): Promise<ApprovalAnswer> => {
+    // Keys typed as soon as the question shows must not be echoed by a terminal still in line mode.
+    input().ready();
     output.write(`\n? approve ${request.toolName}\n${indent(formatToolInput(request.input))}\n`);
-    for (;;) {
-      output.write('  [a]pprove  [d]eny  a[l]ways > ');
-      const line = await nextLine();
-      if (line === null) {
-        output.write('\n  no answer (end of input): denied\n');
-        return { decision: 'deny', reason: 'no answer from the user (end of input)' };
+    if (offerAlways) output.write(`  a[l]ways covers ${request.scope.description}\n`);
+    const keys = offerAlways ? '[a]pprove  [d]eny  a[l]ways  [w]ider always' : '[a]pprove  [d]eny';
+    try {
+      for (;;) {
+        output.write(`  ${keys} > `);
+        const given = (await text(input().key())).trim();
+        const answer = given.toLowerCase();
+        if (answer === 'a' || answer === 'approve' || answer === 'y' || answer === 'yes') return 'approve';
+        if (answer === 'd' || answer === 'deny' || answer === 'n' || answer === 'no') {
+          output.write('  reason for the model (Enter to skip) > ');
+          const reason = (await text(input().line())).trim();
+          return { decision: 'deny', ...(reason ? { reason } : {}) };
+        }
+        if (offerAlways && (answer === 'l' || answer === 'always')) return 'always';
+        if (offerAlways && (answer === 'w' || answer === 'wider')) {
+          const chosen = await wider(request);
+          if (chosen) return chosen;
+          continue;
+        }
+        output.write(`  '${given}' is not an answer\n`);
       }
-      const answer = line.trim().toLowerCase();
-      if (answer === 'a' || answer === 'approve' || answer === 'y' || answer === 'yes') return 'approve';
-      if (answer === 'l' || answer === 'always') return 'always';
-      if (answer === 'd' || answer === 'deny' || answer === 'n' || answer === 'no') {
-        output.write('  reason for the model (Enter to skip) > ');
-        const reason = (await nextLine())?.trim();
-        return { decision: 'deny', ...(reason ? { reason } : {}) };
-      }
-      output.write(`  '${line.trim()}' is not an answer\n`);
+    } catch (error) {
+      if (error instanceof Stop) return error.answer;
+      throw error;
+    } finally {
+      reader?.idle();
     }
   };
 
@@ -74,12 +133,5 @@ export function terminalApproval(options: TerminalApprovalOptions): ApprovalHand
     if (options.mode === 'deny') return { decision: 'deny', reason: 'denied by --deny: this run approves nothing' };
     return ask(request);
   };
-  return Object.assign(handler, { close: () => lines?.close() });
-}
-
-function indent(text: string): string {
-  return text
-    .split('\n')
-    .map((line) => `    ${line}`)
-    .join('\n');
+  return Object.assign(handler, { close: () => reader?.close() });
 }

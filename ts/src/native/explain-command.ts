@@ -29,7 +29,9 @@ export interface CommandExplanation {
  * `CONFIG_INVALID` when the options are invalid.
  */
 export function explainCommand(options: ShellToolsetOptions, command: string): CommandExplanation {
-  const policy = shellPolicy(options);
+  // Explaining runs nothing, so no kernel sandbox is set up: `toolgate check` works on kernels
+  // without Landlock too, and the decision does not depend on the sandbox.
+  const policy = shellPolicy({ ...options, sandbox: false });
   const explanation = callNative(() => policy.explain(command));
   return {
     command: explanation.command,

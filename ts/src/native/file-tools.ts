@@ -13,6 +13,19 @@ export type TreeResult = native.TreeResult;
 export type ExistsResult = native.ExistsResult;
 export type FileInfoResult = native.FileInfoResult;
 export type DeleteResult = native.DeleteResult;
+/** One path rule of `approval.paths`: a gitignore-style pattern and its decision. */
+export type PathRule = native.PathRule;
+/** The path rules of a file toolset and where they were written (named in messages). */
+export type PathRules = native.PathRules;
+/** The path rules of a calling worker, with the work directory they are relative to. */
+export type CallerPathRules = native.CallerPathRules;
+/** The tool making a call: its own decision, its floor, and the decision it was approved at. */
+export type FileCall = native.FileCall;
+/** What a file-tool call needs under the path rules, and which rule decided. */
+export type PathDecision = native.PathDecision;
+
+/** Lets `forCall` build a second `FileTools` over the same native object. */
+const SHARED = Symbol('shared FileTools');
 
 /** Which part of a file `read` returns. */
 export interface ReadOptions {
@@ -75,11 +88,54 @@ export interface TreeOptions {
  */
 export class FileTools {
   readonly #inner: Native;
+  readonly #call: FileCall | undefined;
 
-  /** `root` must be an existing directory. Throws `CONFIG_INVALID`. */
-  constructor(root: string) {
+  /**
+   * `root` must be an existing directory. With `pathRules`, a blocked path is refused with
+   * `PATH_BLOCKED` and never listed or searched (decided in Rust); `callerRules` (the rules of
+   * calling workers) only ever make a call stricter. Throws `CONFIG_INVALID`.
+   */
+  constructor(root: string, pathRules?: PathRules, callerRules?: readonly CallerPathRules[]);
+  constructor(root: string | typeof SHARED, pathRules?: PathRules, callerRules?: readonly CallerPathRules[], inner?: Native, call?: FileCall) {
+    if (root === SHARED && inner) {
+      this.#inner = inner;
+      this.#call = call;
+      return;
+    }
     try {
-      this.#inner = new native.FileTools(root);
+      this.#inner = new native.FileTools(String(root), pathRules, callerRules ? [...callerRules] : undefined);
+    } catch (error) {
+      throw fromNativeError(error);
+    }
+  }
+
+  /**
+   * The same file tools for one call of a tool: the path rules judge its paths with the tool's
+   * approval, and refuse (`APPROVAL_DENIED`) a path whose decision is stricter than `call.approved`.
+   */
+  forCall(call: FileCall): FileTools {
+    return new (FileTools as unknown as new (
+      root: typeof SHARED,
+      pathRules: undefined,
+      callerRules: undefined,
+      inner: Native,
+      call: FileCall,
+    ) => FileTools)(
+      SHARED,
+      undefined,
+      undefined,
+      this.#inner,
+      call,
+    );
+  }
+
+  /**
+   * What a call of file tool `tool` with the model's `input` needs under the path rules: the
+   * strictest decision over the paths it names, starting from the tool's own approval.
+   */
+  decideCall(tool: string, input: unknown, approval: FileCall): PathDecision {
+    try {
+      return this.#inner.decideCall(tool, input, approval);
     } catch (error) {
       throw fromNativeError(error);
     }
@@ -91,43 +147,43 @@ export class FileTools {
   }
 
   read(options: ReadOptions, signal?: AbortSignal): Promise<ReadResult> {
-    return run(signal, (inner) => this.#inner.read(options, inner));
+    return run(signal, (inner) => this.#inner.read(options, inner, this.#call));
   }
 
   write(path: string, content: string, signal?: AbortSignal): Promise<WriteResult> {
-    return run(signal, (inner) => this.#inner.write(path, content, inner));
+    return run(signal, (inner) => this.#inner.write(path, content, inner, this.#call));
   }
 
   edit(options: EditOptions, signal?: AbortSignal): Promise<EditResult> {
-    return run(signal, (inner) => this.#inner.edit(options, inner));
+    return run(signal, (inner) => this.#inner.edit(options, inner, this.#call));
   }
 
   patch(operations: readonly PatchOperation[], signal?: AbortSignal): Promise<PatchResult> {
-    return run(signal, (inner) => this.#inner.patch(operations, inner));
+    return run(signal, (inner) => this.#inner.patch(operations, inner, this.#call));
   }
 
   glob(options: GlobOptions, signal?: AbortSignal): Promise<GlobResult> {
-    return run(signal, (inner) => this.#inner.glob(options, inner));
+    return run(signal, (inner) => this.#inner.glob(options, inner, this.#call));
   }
 
   grep(options: GrepOptions, signal?: AbortSignal): Promise<GrepResult> {
-    return run(signal, (inner) => this.#inner.grep(options, inner));
+    return run(signal, (inner) => this.#inner.grep(options, inner, this.#call));
   }
 
   tree(options: TreeOptions, signal?: AbortSignal): Promise<TreeResult> {
-    return run(signal, (inner) => this.#inner.tree(options, inner));
+    return run(signal, (inner) => this.#inner.tree(options, inner, this.#call));
   }
 
   exists(path: string, signal?: AbortSignal): Promise<ExistsResult> {
-    return run(signal, (inner) => this.#inner.exists(path, inner));
+    return run(signal, (inner) => this.#inner.exists(path, inner, this.#call));
   }
 
   info(path: string, signal?: AbortSignal): Promise<FileInfoResult> {
-    return run(signal, (inner) => this.#inner.info(path, inner));
+    return run(signal, (inner) => this.#inner.info(path, inner, this.#call));
   }
 
   delete(path: string, signal?: AbortSignal): Promise<DeleteResult> {
-    return run(signal, (inner) => this.#inner.delete(path, inner));
+    return run(signal, (inner) => this.#inner.delete(path, inner, this.#call));
   }
 }
 

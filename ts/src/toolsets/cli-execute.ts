@@ -1,6 +1,6 @@
 import { tool } from 'ai';
 import { z } from 'zod';
-import { type ApprovalConfig, type ResolvedApproval, setApprovalScope } from '../approval/approval.js';
+import { type ApprovalConfig, type ResolvedApproval, setCommandWords } from '../approval/approval.js';
 import { attachDecided } from '../approval/gate-toolset.js';
 import { named, type NamedTool } from '../approval/named-tool.js';
 import { native } from '../native/binding.js';
@@ -93,10 +93,11 @@ export function cliExecuteToolOf(policy: native.CliExecutePolicy, decided: Resol
     },
   });
   const [gated] = attachDecided([{ ...named('cli_execute', base), availability }], [decided]);
-  // "always" for cli_execute covers the same binary and first argument (`git status …`).
-  return setApprovalScope(gated!, (input) => {
+  // "Always" covers exactly the approved call unless the person widens it to a prefix of these
+  // words.
+  return setCommandWords(gated!, (input) => {
     const { binary, args } = input as CliExecuteInput;
-    return [binary, ...(args ?? []).slice(0, 1)].join(' ');
+    return typeof binary === 'string' && Array.isArray(args) ? [binary, ...args.map(String)] : undefined;
   });
 }
 

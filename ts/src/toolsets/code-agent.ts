@@ -1,12 +1,13 @@
 import { type Tool, tool } from 'ai';
 import { z } from 'zod';
-import type { ApprovalConfig, ApprovalDecision, ResolvedApproval } from '../approval/approval.js';
+import type { ApprovalDecision, FileApprovalConfig, ResolvedApproval } from '../approval/approval.js';
 import { attachDecided } from '../approval/gate-toolset.js';
 import { named, type NamedTool } from '../approval/named-tool.js';
 import { native } from '../native/binding.js';
 import { LIMITS } from '../native/constants.js';
 import { callNative } from '../native/errors.js';
 import { FileTools } from '../native/file-tools.js';
+import { type FilesFor, pathGatedTool } from './path-rules.js';
 
 /** Which code-agent tools to offer. */
 export type CodeAgentGroup = native.CodeAgentGroup;
@@ -17,8 +18,9 @@ export interface CodeAgentOptions {
   /** `search`: grep_search, glob_search, directory_tree; `read`: search + file_read;
    * `write`: file_write, file_edit, file_patch; `all` (default). */
   group?: CodeAgentGroup;
-  /** Applied on top of the defaults: search and read tools `preApproved`, write tools `ask`. */
-  approval?: ApprovalConfig;
+  /** Applied on top of the defaults: search and read tools `preApproved`, write tools `ask`;
+   * `paths` adds path rules (see docs/file-tools.md). */
+  approval?: FileApprovalConfig;
 }
 
 /** The tool names of each group, in the order they are offered (the core's lists). */
@@ -40,7 +42,7 @@ const READ_CAP = `${LIMITS.defaultReadBytes / 1024} KiB`;
 const path = (what: string) => z.string().describe(`${what}, relative to the work directory`);
 const count = (min: number) => z.number().int().min(min);
 
-function fileRead(files: FileTools) {
+function fileRead(files: FilesFor) {
   return tool({
     description:
       'Read a text file in the work directory. Returns its lines as `<line number>\\t<text>` (numbered from 1): ' +
@@ -55,12 +57,12 @@ function fileRead(files: FileTools) {
       offset: count(1).optional().describe('First line to return, from 1 (default 1)'),
       limit: count(1).optional().describe(`Maximum number of lines to return (default ${LINES})`),
     }),
-    execute: async ({ path, offset, limit }, { abortSignal }) =>
-      (await files.read({ path, offset, limit, lineNumbers: true }, abortSignal)).text,
+    execute: async ({ path, offset, limit }, { abortSignal, toolCallId }) =>
+      (await files(toolCallId).read({ path, offset, limit, lineNumbers: true }, abortSignal)).text,
   });
 }
 
-function fileWrite(files: FileTools) {
+function fileWrite(files: FilesFor) {
   return tool({
     description:
       'Create a file or replace its whole content. Missing parent directories are created. The write is atomic ' +
@@ -70,11 +72,11 @@ function fileWrite(files: FileTools) {
       path: path('File to write'),
       content: z.string().describe('The complete new content of the file'),
     }),
-    execute: async ({ path, content }, { abortSignal }) => files.write(path, content, abortSignal),
+    execute: async ({ path, content }, { abortSignal, toolCallId }) => files(toolCallId).write(path, content, abortSignal),
   });
 }
 
-function fileEdit(files: FileTools) {
+function fileEdit(files: FilesFor) {
   return tool({
     description:
       'Replace an exact piece of text in a file. `old_text` must match the file exactly (whitespace, indentation and ' +
@@ -88,12 +90,12 @@ function fileEdit(files: FileTools) {
       new_text: z.string().describe('The text to put in its place'),
       replace_all: z.boolean().optional().describe('Replace every occurrence instead of requiring exactly one (default false)'),
     }),
-    execute: async ({ path, old_text, new_text, replace_all }, { abortSignal }) =>
-      files.edit({ path, oldText: old_text, newText: new_text, replaceAll: replace_all }, abortSignal),
+    execute: async ({ path, old_text, new_text, replace_all }, { abortSignal, toolCallId }) =>
+      files(toolCallId).edit({ path, oldText: old_text, newText: new_text, replaceAll: replace_all }, abortSignal),
   });
 }
 
-function filePatch(files: FileTools) {
+function filePatch(files: FilesFor) {
   return tool({
     description:
       'Apply several file changes as one unit. Actions: `add` (create a file with content; the path must not exist), ' +
@@ -113,15 +115,15 @@ function filePatch(files: FileTools) {
         )
         .min(1),
     }),
-    execute: async ({ operations }, { abortSignal }) =>
-      files.patch(
+    execute: async ({ operations }, { abortSignal, toolCallId }) =>
+      files(toolCallId).patch(
         operations.map(({ action, path, content, new_path }) => ({ action, path, content, newPath: new_path })),
         abortSignal,
       ),
   });
 }
 
-function globSearch(files: FileTools) {
+function globSearch(files: FilesFor) {
   return tool({
     description:
       'Find files by path pattern. `*` and `?` match within one path component and `**` spans directories: ' +
@@ -134,15 +136,15 @@ function globSearch(files: FileTools) {
       path: path('Directory to search in (default: the work directory)').optional(),
       max_results: count(1).max(LIMITS.maxSearchResults).optional().describe(`Maximum number of paths to return (default ${LIMITS.defaultGlobResults})`),
     }),
-    execute: async ({ pattern, path, max_results }, { abortSignal }) =>
-      (await files.glob({ pattern, path, maxResults: max_results }, abortSignal)).text,
+    execute: async ({ pattern, path, max_results }, { abortSignal, toolCallId }) =>
+      (await files(toolCallId).glob({ pattern, path, maxResults: max_results }, abortSignal)).text,
   });
 }
 
 const globs = z.union([z.string(), z.array(z.string())]);
 const asList = (value: string | string[] | undefined) => (value === undefined ? undefined : typeof value === 'string' ? [value] : value);
 
-function grepSearch(files: FileTools) {
+function grepSearch(files: FilesFor) {
   return tool({
     description:
       'Search file contents with a regular expression (ripgrep syntax, e.g. `fn \\w+\\(`; escape ( [ { . * + ? | \\ to match ' +
@@ -160,9 +162,9 @@ function grepSearch(files: FileTools) {
       max_results: count(1).max(LIMITS.maxSearchResults).optional().describe(`Maximum number of matching lines to show (default ${LIMITS.defaultGrepResults})`),
       ignore_case: z.boolean().optional().describe('Match regardless of case (default false)'),
     }),
-    execute: async ({ pattern, path, include, exclude, context, max_results, ignore_case }, { abortSignal }) =>
+    execute: async ({ pattern, path, include, exclude, context, max_results, ignore_case }, { abortSignal, toolCallId }) =>
       (
-        await files.grep(
+        await files(toolCallId).grep(
           {
             pattern,
             path,
@@ -178,7 +180,7 @@ function grepSearch(files: FileTools) {
   });
 }
 
-function directoryTree(files: FileTools) {
+function directoryTree(files: FilesFor) {
   return tool({
     description:
       'Show the directory structure as a tree drawing: directories first (names end in `/`), file sizes from 1 KiB up, ' +
@@ -189,12 +191,12 @@ function directoryTree(files: FileTools) {
       path: path('Directory to draw (default: the work directory)').optional(),
       max_depth: count(1).max(LIMITS.maxTreeDepth).optional().describe(`Levels to show (default ${LIMITS.defaultTreeDepth})`),
     }),
-    execute: async ({ path, max_depth }, { abortSignal }) =>
-      (await files.tree({ path, maxDepth: max_depth }, abortSignal)).text,
+    execute: async ({ path, max_depth }, { abortSignal, toolCallId }) =>
+      (await files(toolCallId).tree({ path, maxDepth: max_depth }, abortSignal)).text,
   });
 }
 
-const FACTORIES: Readonly<Record<string, (files: FileTools) => Tool>> = {
+const FACTORIES: Readonly<Record<string, (files: FilesFor) => Tool>> = {
   grep_search: grepSearch,
   glob_search: globSearch,
   directory_tree: directoryTree,
@@ -206,9 +208,9 @@ const FACTORIES: Readonly<Record<string, (files: FileTools) => Tool>> = {
 
 /** The code-agent tools of `files` with the approvals the core decided, in the order decided. */
 export function buildCodeAgentTools(files: FileTools, decided: readonly ResolvedApproval[]): NamedTool[] {
-  const tools = decided.flatMap(({ name }) => {
-    const factory = FACTORIES[name];
-    return factory ? [named(name, factory(files))] : [];
+  const tools = decided.flatMap((resolved) => {
+    const factory = FACTORIES[resolved.name];
+    return factory ? [named(resolved.name, pathGatedTool(resolved.name, files, resolved, factory))] : [];
   });
   return attachDecided(tools, decided);
 }
@@ -222,5 +224,5 @@ export function buildCodeAgentTools(files: FileTools, decided: readonly Resolved
  */
 export function codeAgentTools(options: CodeAgentOptions = {}): NamedTool[] {
   const plan = callNative(() => native.planCodeAgentTools(options));
-  return buildCodeAgentTools(new FileTools(plan.workDir), plan.tools);
+  return buildCodeAgentTools(new FileTools(plan.workDir, plan.pathRules ?? undefined), plan.tools);
 }

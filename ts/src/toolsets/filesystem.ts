@@ -1,6 +1,6 @@
 import { type Tool, tool } from 'ai';
 import { z } from 'zod';
-import type { ApprovalConfig, ApprovalDecision, ResolvedApproval } from '../approval/approval.js';
+import type { ApprovalDecision, FileApprovalConfig, ResolvedApproval } from '../approval/approval.js';
 import { attachDecided } from '../approval/gate-toolset.js';
 import { named, type NamedTool } from '../approval/named-tool.js';
 import { native } from '../native/binding.js';
@@ -8,6 +8,7 @@ import { LIMITS } from '../native/constants.js';
 import { warnDeprecated } from '../native/deprecation.js';
 import { callNative, ToolgateError } from '../native/errors.js';
 import { FileTools } from '../native/file-tools.js';
+import { type FilesFor, pathGatedTool } from './path-rules.js';
 
 export interface FilesystemOptions {
   /** The directory every path is confined to (symlinks included); default: the current directory. */
@@ -17,12 +18,12 @@ export interface FilesystemOptions {
   /** Leave out write_file and delete_file (default false). */
   readOnly?: boolean;
   /** Applied on top of the defaults: reads `preApproved`, write_file and delete_file `ask`. */
-  approval?: ApprovalConfig;
+  approval?: FileApprovalConfig;
 }
 
 const path = (what: string) => z.string().describe(`${what}, relative to the root`);
 
-function readFile(files: FileTools) {
+function readFile(files: FilesFor) {
   return tool({
     description:
       'Read a text file. Returns { path, kind, content, truncated, nextOffset?, noFinalNewline? }: content is the ' +
@@ -37,8 +38,8 @@ function readFile(files: FileTools) {
       offset: z.number().int().min(1).optional().describe('First line to return, from 1 (default 1)'),
       limit: z.number().int().min(1).optional().describe(`Maximum number of lines (default ${LIMITS.defaultReadLines})`),
     }),
-    execute: async ({ path, offset, limit }, { abortSignal }) => {
-      const result = await files.read({ path, offset, limit, lineNumbers: false }, abortSignal);
+    execute: async ({ path, offset, limit }, { abortSignal, toolCallId }) => {
+      const result = await files(toolCallId).read({ path, offset, limit, lineNumbers: false }, abortSignal);
       return {
         path: result.path,
         kind: result.kind,
@@ -51,17 +52,17 @@ function readFile(files: FileTools) {
   });
 }
 
-function writeFile(files: FileTools) {
+function writeFile(files: FilesFor) {
   return tool({
     description:
       'Create a file or replace its whole content (UTF-8 text). Missing parent directories are created; the write is ' +
       "atomic (temporary file + rename). Returns { path, action: 'created' | 'updated', bytes }.",
     inputSchema: z.object({ path: path('File to write'), content: z.string().describe('The complete new content') }),
-    execute: async ({ path, content }, { abortSignal }) => files.write(path, content, abortSignal),
+    execute: async ({ path, content }, { abortSignal, toolCallId }) => files(toolCallId).write(path, content, abortSignal),
   });
 }
 
-function listFiles(files: FileTools) {
+function listFiles(files: FilesFor) {
   return tool({
     description:
       'List a directory: one entry per line as `dir|file|link  size  name` (directories first, hidden entries included). ' +
@@ -73,9 +74,9 @@ function listFiles(files: FileTools) {
       pattern: z.string().optional().describe('Glob to match file paths below the directory'),
       max_results: z.number().int().min(1).optional().describe(`Maximum paths when pattern is given (default ${LIMITS.defaultGlobResults})`),
     }),
-    execute: async ({ path, pattern, max_results }, { abortSignal }) => {
-      if (pattern !== undefined) return (await files.glob({ pattern, path, maxResults: max_results }, abortSignal)).text;
-      const listing = await files.read({ path: path ?? '.', lineNumbers: false }, abortSignal);
+    execute: async ({ path, pattern, max_results }, { abortSignal, toolCallId }) => {
+      if (pattern !== undefined) return (await files(toolCallId).glob({ pattern, path, maxResults: max_results }, abortSignal)).text;
+      const listing = await files(toolCallId).read({ path: path ?? '.', lineNumbers: false }, abortSignal);
       if (listing.kind !== 'directory') {
         throw new ToolgateError('INVALID_INPUT', `'${listing.path}' is a file, not a directory; use read_file to read it`);
       }
@@ -84,32 +85,32 @@ function listFiles(files: FileTools) {
   });
 }
 
-function deleteFile(files: FileTools) {
+function deleteFile(files: FilesFor) {
   return tool({
     description:
       'Delete a file (a symlink is removed itself, not its target). Directories are refused. Returns { path, bytes }.',
     inputSchema: z.object({ path: path('File to delete') }),
-    execute: async ({ path }, { abortSignal }) => files.delete(path, abortSignal),
+    execute: async ({ path }, { abortSignal, toolCallId }) => files(toolCallId).delete(path, abortSignal),
   });
 }
 
-function fileExists(files: FileTools) {
+function fileExists(files: FilesFor) {
   return tool({
     description:
       "Check whether a path exists. Returns { exists, type? } with type 'file', 'directory', 'symlink' or 'other'. " +
       'A path outside the root is an error, not false.',
     inputSchema: z.object({ path: path('Path to check') }),
-    execute: async ({ path }, { abortSignal }) => files.exists(path, abortSignal),
+    execute: async ({ path }, { abortSignal, toolCallId }) => files(toolCallId).exists(path, abortSignal),
   });
 }
 
-function fileInfo(files: FileTools) {
+function fileInfo(files: FilesFor) {
   return tool({
     description:
       "Metadata of a file or directory: { path, type, size (bytes), modified, created?, accessed? (ISO 8601), mode ('0644'), readonly }.",
     inputSchema: z.object({ path: path('File or directory') }),
-    execute: async ({ path }, { abortSignal }) => {
-      const info = await files.info(path, abortSignal);
+    execute: async ({ path }, { abortSignal, toolCallId }) => {
+      const info = await files(toolCallId).info(path, abortSignal);
       const iso = (ms: number | undefined) => (ms === undefined ? undefined : new Date(ms).toISOString());
       return {
         path: info.path,
@@ -125,7 +126,7 @@ function fileInfo(files: FileTools) {
   });
 }
 
-const FACTORIES: Readonly<Record<string, (files: FileTools) => Tool>> = {
+const FACTORIES: Readonly<Record<string, (files: FilesFor) => Tool>> = {
   read_file: readFile,
   list_files: listFiles,
   file_exists: fileExists,
@@ -141,9 +142,9 @@ export const FILESYSTEM_DEFAULT_APPROVAL: Readonly<Record<string, ApprovalDecisi
 
 /** The filesystem tools of `files` with the approvals the core decided, in the order decided. */
 export function buildFilesystemTools(files: FileTools, decided: readonly ResolvedApproval[]): NamedTool[] {
-  const tools = decided.flatMap(({ name }) => {
-    const factory = FACTORIES[name];
-    return factory ? [named(name, factory(files))] : [];
+  const tools = decided.flatMap((resolved) => {
+    const factory = FACTORIES[resolved.name];
+    return factory ? [named(resolved.name, pathGatedTool(resolved.name, files, resolved, factory))] : [];
   });
   return attachDecided(tools, decided);
 }
@@ -159,5 +160,5 @@ export function buildFilesystemTools(files: FileTools, decided: readonly Resolve
 export function filesystemToolset(options: FilesystemOptions = {}): NamedTool[] {
   const plan = callNative(() => native.planFilesystemToolset(options));
   warnDeprecated(plan.deprecations);
-  return buildFilesystemTools(new FileTools(plan.workDir), plan.tools);
+  return buildFilesystemTools(new FileTools(plan.workDir, plan.pathRules ?? undefined), plan.tools);
 }

@@ -1,6 +1,6 @@
 import { tool } from 'ai';
 import { z } from 'zod';
-import { setApprovalScope, type ApprovalConfig, type ApprovalDecision, type ResolvedApproval } from '../approval/approval.js';
+import { setCommandWords, type ApprovalConfig, type ApprovalDecision, type ResolvedApproval } from '../approval/approval.js';
 import { attachDecided } from '../approval/gate-toolset.js';
 import { named, type NamedTool } from '../approval/named-tool.js';
 import { native } from '../native/binding.js';
@@ -71,8 +71,9 @@ export function shellTool(policy: ShellPolicy, decided: ResolvedApproval): Named
     },
   });
   const [gated] = attachDecided([named('shell', base)], [decided]);
-  // "always" for a shell command covers the same program and first argument (`git status …`).
-  return setApprovalScope(gated!, (input) => commandScope((input as ShellInput).command));
+  // "Always" covers exactly the approved command unless the person widens it to a prefix of
+  // these words.
+  return setCommandWords(gated!, (input) => commandWords((input as ShellInput).command));
 }
 
 /**
@@ -92,12 +93,12 @@ export function shellToolset(options: ShellToolsetOptions = {}): NamedTool<Shell
   return shellTool(policy, decided!);
 }
 
-/** The program and first argument of a command, or the raw text when it does not split. */
-function commandScope(command: string): string {
+/** The words of a command, or `undefined` when it does not split (it will be refused anyway). */
+function commandWords(command: string): string[] | undefined {
   try {
-    return splitCommand(command).slice(0, 2).join(' ');
+    return splitCommand(command);
   } catch {
-    return command;
+    return undefined;
   }
 }
 

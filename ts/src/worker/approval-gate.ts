@@ -1,72 +1,194 @@
-import { approvalScopeKey } from '../approval/approval.js';
-import type { ApprovalAnswer, ApprovalHandler, ApprovalRequest, RunEvent } from './types.js';
+import { commandWordsOf } from '../approval/approval.js';
+import { native } from '../native/binding.js';
+import { callNative, ToolgateError } from '../native/errors.js';
+import type {
+  AlwaysScope,
+  AlwaysScopeChoice,
+  ApprovalAnswer,
+  ApprovalHandler,
+  ApprovalRequest,
+  DecidedBy,
+  RunEvent,
+} from './types.js';
 
+/** How the gate answered a request. */
 export interface GateAnswer {
   approved: boolean;
   decision: 'approved' | 'always' | 'denied';
+  decidedBy: DecidedBy;
   reason?: string;
+  /** For `always`: what the answer covers. */
+  scope?: AlwaysScope;
 }
 
 const NO_HANDLER_REASON =
   'denied: no approval handler is configured, so every call that needs approval is refused (fail closed)';
+const NESTED_DEFER_REASON =
+  'denied: this call is made inside a worker called by another, and approvals there cannot be deferred to a later request; give the run an onApproval handler, or approve the worker tool preApproved calls only';
 
-function normalize(answer: ApprovalAnswer): { decision: 'approve' | 'always' | 'deny'; reason?: string } {
+function normalize(answer: ApprovalAnswer): { decision: 'approve' | 'always' | 'deny'; reason?: string; scope?: AlwaysScopeChoice } {
   return typeof answer === 'string' ? { decision: answer } : answer;
 }
 
+/** The scope "always" covers for a call, as the core decides it (`choice` widens it explicitly). */
+export function alwaysScopeFor(toolName: string, input: unknown, argv: string[] | undefined, choice?: AlwaysScopeChoice): AlwaysScope {
+  return JSON.parse(callNative(() => native.alwaysScope(toolName, JSON.stringify(input) ?? 'null', argv ?? null, choice ?? null))) as AlwaysScope;
+}
+
 /**
- * Answers approval requests for one run: remembers "always" answers by scope key, asks the
- * handler otherwise, and denies when there is no handler.
+ * The scope an "always" answer to `request` would cover with `choice` (`'call'`, `'tool'` or
+ * `{ prefix }`), with the sentence to show before it is picked. Throws `INVALID_INPUT` for a
+ * prefix that does not cover the request, or a prefix for a tool that runs no command.
+ */
+export function alwaysScope(request: ApprovalRequest, choice: AlwaysScopeChoice = 'call'): AlwaysScope {
+  return alwaysScopeFor(request.toolName, request.input, request.argv, choice);
+}
+
+/** Resolves with `promise`, or rejects with the signal's reason when it aborts first. */
+function untilAborted<T>(promise: Promise<T>, signal: AbortSignal | undefined): Promise<T> {
+  if (!signal) return promise;
+  signal.throwIfAborted();
+  return new Promise<T>((resolve, reject) => {
+    const onAbort = () => reject(signal.reason);
+    signal.addEventListener('abort', onAbort, { once: true });
+    promise.then(
+      (value) => {
+        signal.removeEventListener('abort', onAbort);
+        resolve(value);
+      },
+      (error: unknown) => {
+        signal.removeEventListener('abort', onAbort);
+        reject(error);
+      },
+    );
+  });
+}
+
+/**
+ * Answers approval requests for one run: remembers "always" answers (their scopes are the
+ * core's), asks the handler otherwise, and denies when there is no handler. Workers called by
+ * the run share it, so an "always" holds for them too.
  */
 export class ApprovalGate {
-  readonly #handler: ApprovalHandler | undefined;
+  readonly #handler: ApprovalHandler | 'defer' | undefined;
   readonly #emit: (event: RunEvent) => void;
-  readonly #always = new Set<string>();
+  readonly #signal: AbortSignal | undefined;
+  readonly #always: AlwaysScope[];
   readonly #answers = new Map<string, GateAnswer>();
 
-  constructor(handler: ApprovalHandler | undefined, emit: (event: RunEvent) => void) {
+  constructor(
+    handler: ApprovalHandler | 'defer' | undefined,
+    emit: (event: RunEvent) => void,
+    signal: AbortSignal | undefined,
+    always: readonly AlwaysScope[] = [],
+  ) {
     this.#handler = handler;
     this.#emit = emit;
+    this.#signal = signal;
+    this.#always = [...always];
   }
 
-  /** Whether an earlier "always" covers this call. */
-  coveredByAlways(tool: object | undefined, request: ApprovalRequest): boolean {
-    return this.#always.has(approvalScopeKey(tool, request.toolName, request.input));
+  /** The "always" answers given so far (for a run state). */
+  get alwaysScopes(): AlwaysScope[] {
+    return [...this.#always];
   }
 
-  /** Records that a call ran under an earlier "always" without a round trip (ai 7). */
+  /** The request for a call: what "always" would cover, and the command's words for command tools. */
+  request(tool: object | undefined, toolName: string, input: unknown, toolCallId: string): ApprovalRequest {
+    const argv = commandWordsOf(tool, input);
+    return {
+      toolName,
+      input,
+      toolCallId,
+      scope: alwaysScopeFor(toolName, input, argv),
+      ...(argv ? { argv } : {}),
+    };
+  }
+
+  /** Whether an earlier "always" covers this call. An input the core cannot read is not covered. */
+  coveredByAlways(tool: object | undefined, toolName: string, input: unknown): boolean {
+    if (this.#always.length === 0) return false;
+    try {
+      const argv = commandWordsOf(tool, input);
+      return native.alwaysCovers(JSON.stringify(this.#always), toolName, JSON.stringify(input) ?? 'null', argv ?? null);
+    } catch {
+      return false;
+    }
+  }
+
+  /**
+   * Records that a call runs under an earlier "always" without a round trip (ai 7, and requests
+   * answered when a deferred run stopped). A call already answered keeps its answer: ai 7 asks
+   * again for the call a person just answered "always", which must stay decided by the person.
+   */
   noteAlways(toolCallId: string): void {
-    this.#answers.set(toolCallId, { approved: true, decision: 'always' });
+    if (!this.#answers.has(toolCallId)) this.#answers.set(toolCallId, { approved: true, decision: 'always', decidedBy: 'always' });
   }
 
-  async decide(tool: object | undefined, request: ApprovalRequest): Promise<GateAnswer> {
-    const base = { toolCallId: request.toolCallId, toolName: request.toolName };
+  /** Adds "always" answers given elsewhere (a resumed state's). */
+  addAlways(scopes: readonly AlwaysScope[]): void {
+    for (const scope of scopes) {
+      if (!this.#always.some((known) => JSON.stringify(known) === JSON.stringify(scope))) this.#always.push(scope);
+    }
+  }
+
+  /** Records an answer given elsewhere (a resumed state's answers). */
+  remember(toolCallId: string, answer: GateAnswer): void {
+    this.#answers.set(toolCallId, answer);
+  }
+
+  async decide(tool: object | undefined, toolName: string, input: unknown, toolCallId: string): Promise<GateAnswer> {
+    const base = { toolCallId, toolName };
     let answer: GateAnswer;
     let source: 'handler' | 'always' | 'no-handler';
-    if (this.coveredByAlways(tool, request)) {
-      answer = { approved: true, decision: 'always' };
+    if (this.coveredByAlways(tool, toolName, input)) {
+      answer = { approved: true, decision: 'always', decidedBy: 'always' };
       source = 'always';
-    } else if (!this.#handler) {
-      answer = { approved: false, decision: 'denied', reason: NO_HANDLER_REASON };
+    } else if (!this.#handler || this.#handler === 'defer') {
+      const reason = this.#handler === 'defer' ? NESTED_DEFER_REASON : NO_HANDLER_REASON;
+      answer = { approved: false, decision: 'denied', decidedBy: 'no-handler', reason };
       source = 'no-handler';
     } else {
-      this.#emit({ type: 'approval-asked', ...base, input: request.input });
-      const given = normalize(await this.#handler(request));
+      let request: ApprovalRequest;
+      try {
+        request = this.request(tool, toolName, input, toolCallId);
+      } catch (error) {
+        // The core cannot read this input (nested deeper than JSON allows): nobody can review it.
+        const reason = `denied: the input cannot be shown for review (${error instanceof Error ? error.message : String(error)})`;
+        answer = { approved: false, decision: 'denied', decidedBy: 'policy', reason };
+        this.#answers.set(toolCallId, answer);
+        this.#emit({ type: 'approval-answered', ...base, decision: 'denied', source: 'no-handler', reason });
+        return answer;
+      }
+      this.#emit({ type: 'approval-asked', ...base, input, scope: request.scope });
+      const handler = this.#handler;
+      const given = normalize(await untilAborted(Promise.resolve().then(() => handler(request, { signal: this.#signal })), this.#signal));
+      // Ctrl-C (or the caller's abort) while asking stops the run, whatever was answered.
+      this.#signal?.throwIfAborted();
       source = 'handler';
       if (given.decision === 'deny') {
-        answer = { approved: false, decision: 'denied', reason: given.reason ?? 'the user denied this tool call' };
+        answer = { approved: false, decision: 'denied', decidedBy: 'user', reason: given.reason ?? 'the user denied this tool call' };
+      } else if (given.decision === 'always') {
+        const scope = given.scope === undefined || given.scope === 'call' ? request.scope : alwaysScope(request, given.scope);
+        answer = { approved: true, decision: 'always', decidedBy: 'user', scope };
+        this.#always.push(scope);
+      } else if (given.decision === 'approve') {
+        answer = { approved: true, decision: 'approved', decidedBy: 'user' };
       } else {
-        answer = { approved: true, decision: given.decision === 'always' ? 'always' : 'approved' };
-        if (given.decision === 'always') this.#always.add(approvalScopeKey(tool, request.toolName, request.input));
+        throw new ToolgateError(
+          'INVALID_INPUT',
+          `the approval handler answered ${JSON.stringify(given)}; answer 'approve', 'always', 'deny' or { decision: 'deny', reason }`,
+        );
       }
     }
-    this.#answers.set(request.toolCallId, answer);
+    this.#answers.set(toolCallId, answer);
     this.#emit({
       type: 'approval-answered',
       ...base,
       decision: answer.decision,
       source,
       ...(answer.reason ? { reason: answer.reason } : {}),
+      ...(answer.scope ? { scope: answer.scope } : {}),
     });
     return answer;
   }

@@ -4,8 +4,10 @@ import { attachDecided } from '../approval/gate-toolset.js';
 import { type NamedTool, toToolSet } from '../approval/named-tool.js';
 import { native } from '../native/binding.js';
 import { awaitNative, callNative } from '../native/errors.js';
-import { FileTools } from '../native/file-tools.js';
+import { type CallerPathRules, FileTools } from '../native/file-tools.js';
 import { warnSandbox } from '../native/sandbox.js';
+import { connectServers, type McpConnection, reportOf } from '../mcp/connect.js';
+import { gatedMcpTools } from '../mcp/toolset.js';
 import { type ModuleTools, readToolsModule } from '../tools-module/load-custom-tools.js';
 import { buildBuiltinTools } from '../toolsets/builtins.js';
 import { cliExecuteToolOf } from '../toolsets/cli-execute.js';
@@ -14,6 +16,7 @@ import { buildExecutableTools, ExecutableToolRegistry, reportDiagnostics } from 
 import { buildFilesystemTools } from '../toolsets/filesystem.js';
 import { shellTool } from '../toolsets/shell.js';
 import { delegateTool } from './delegate-tool.js';
+import { rememberPlan } from './plans.js';
 import type { RunnableWorker } from './types.js';
 
 /** A worker file as the core read and resolved it (absolute paths, instructions in place). */
@@ -50,6 +53,13 @@ export interface LoadedWorker extends RunnableWorker {
   warnings: string[];
   /** The worker-level kernel sandbox, as the core decided it. */
   sandbox: native.SandboxSummary;
+  /**
+   * Ends what the worker started when it was loaded: the MCP servers of its `mcp` toolset (and
+   * of the workers it may call). Call it when the run is over, also after an abort.
+   */
+  close(): Promise<void>;
+  /** The audit log its runs append to (the worker file's `audit.file`), absolute. */
+  auditFile?: string;
 }
 
 /** Plans a worker file and everything it may call (off the JavaScript thread). */
@@ -79,12 +89,23 @@ export async function loadWorker(path: string, options: LoadWorkerOptions = {}):
   return top;
 }
 
+/** A plan's workers with their tools modules read, MCP servers connected and tools decided. */
+export interface DecidedPlan {
+  infos: native.PlannedWorkerInfo[];
+  modules: Map<number, ModuleTools>;
+  /** The connected MCP servers of each worker with an `mcp` toolset. */
+  mcp: Map<number, McpConnection[]>;
+  decided: native.PlannedTool[][];
+  /** Ends every MCP server the plan connected. */
+  close: () => Promise<void>;
+}
+
 /**
- * Builds every worker of a plan: imports each tools module once (only JavaScript can), lets
- * the core decide every tool's approval with what the modules hold, and attaches the decisions.
- * The top worker comes first.
+ * Reads the tools modules of a plan and connects its MCP servers (only JavaScript can), then
+ * lets the core decide every tool's approval with what they hold. The caller owns the servers:
+ * call `close()` when done.
  */
-export async function buildPlannedWorkers(workerPlan: native.WorkerPlan): Promise<LoadedWorker[]> {
+export async function decidePlannedWorkers(workerPlan: native.WorkerPlan): Promise<DecidedPlan> {
   const infos = workerPlan.workers();
   const modules = new Map<number, ModuleTools>();
   for (const [index, info] of infos.entries()) {
@@ -92,29 +113,64 @@ export async function buildPlannedWorkers(workerPlan: native.WorkerPlan): Promis
   }
   // The modules were read after the plan froze them: make sure they are the versions it froze.
   for (const index of modules.keys()) callNative(() => workerPlan.verify(index));
-  const decided = callNative(() =>
-    workerPlan.decide(
-      [...modules].map(([worker, module]) => ({
-        worker,
-        available: module.available,
-        selected: module.tools.map((tool) => ({ name: tool.name, own: ownApproval(tool) })),
-      })),
-    ),
-  );
-  const workers: LoadedWorker[] = [];
-  for (const info of infos) warnSandbox(info.sandboxWarning);
-  for (const [index, info] of infos.entries()) {
-    const context: BuildContext = { plan: workerPlan, index, info, modules, decided: decided[index] ?? [], workers };
-    workers.push(buildWorker(context));
+  const mcp = new Map<number, McpConnection[]>();
+  const close = async () => {
+    const all = [...mcp.values()].flat();
+    mcp.clear();
+    await Promise.all(all.map((connection) => connection.close()));
+  };
+  try {
+    for (const [index, info] of infos.entries()) {
+      const toolset = info.mcp ? callNative(() => workerPlan.mcpToolset(index)) : null;
+      if (toolset) mcp.set(index, await connectServers(toolset));
+    }
+    const decided = callNative(() =>
+      workerPlan.decide(
+        [...modules].map(([worker, module]) => ({
+          worker,
+          available: module.available,
+          selected: module.tools.map((tool) => ({ name: tool.name, own: ownApproval(tool) })),
+        })),
+        [...mcp].map(([worker, connections]) => ({ worker, servers: reportOf(connections) })),
+      ),
+    );
+    return { infos, modules, mcp, decided, close };
+  } catch (error) {
+    await close();
+    throw error;
   }
-  return workers;
+}
+
+/**
+ * Builds every worker of a plan: imports each tools module once (only JavaScript can), connects
+ * the MCP servers, lets the core decide every tool's approval with what they hold, and attaches
+ * the decisions. The top worker comes first.
+ */
+export async function buildPlannedWorkers(workerPlan: native.WorkerPlan): Promise<LoadedWorker[]> {
+  const { infos, modules, mcp, decided, close } = await decidePlannedWorkers(workerPlan);
+  for (const info of infos) warnSandbox(info.sandboxWarning);
+  try {
+    const workers: LoadedWorker[] = [];
+    for (const [index, info] of infos.entries()) {
+      const context: BuildContext = { plan: workerPlan, index, info, infos, modules, mcp, decided: decided[index] ?? [], workers };
+      workers.push(buildWorker(context, close));
+    }
+    return workers;
+  } catch (error) {
+    await close();
+    throw error;
+  }
 }
 
 interface BuildContext {
   plan: native.WorkerPlan;
   index: number;
   info: native.PlannedWorkerInfo;
+  /** Every worker of the plan, by index (to find the callers' path rules). */
+  infos: readonly native.PlannedWorkerInfo[];
   modules: ReadonlyMap<number, ModuleTools>;
+  /** The connected MCP servers of each worker with an `mcp` toolset. */
+  mcp: ReadonlyMap<number, McpConnection[]>;
   decided: readonly native.PlannedTool[];
   /** Every worker of the plan, filled in order; delegate tools look their worker up when called. */
   workers: readonly LoadedWorker[];
@@ -124,13 +180,39 @@ function approvals(context: BuildContext, toolset: native.ToolsetKind): Resolved
   return context.decided.filter((tool) => tool.toolset === toolset).map((tool) => tool.approval);
 }
 
+/**
+ * The path rules of every worker above this one (both of their file toolsets): a caller that
+ * blocks `.env` must not be able to reach it by delegating to a worker without rules.
+ */
+function callerPathRules(context: BuildContext): CallerPathRules[] {
+  const rules: CallerPathRules[] = [];
+  let parent = context.info.parent;
+  while (parent !== null && parent !== undefined) {
+    const caller = context.infos[parent];
+    if (!caller) break;
+    for (const list of [caller.filesystemPathRules, caller.codeAgentPathRules]) {
+      if (list) rules.push({ root: caller.workDir, rules: list });
+    }
+    parent = caller.parent;
+  }
+  return rules;
+}
+
 /** The tools of one planned worker, each gated by the decision the core made. */
 function buildTools(context: BuildContext): NamedTool[] {
   const { plan: workerPlan, index, info } = context;
   const tools: NamedTool[] = [];
-  const files = info.filesystemTools || info.codeAgentGroup ? new FileTools(info.workDir) : undefined;
-  if (files && info.filesystemTools) tools.push(...buildFilesystemTools(files, approvals(context, 'filesystem')));
-  if (files && info.codeAgentGroup) tools.push(...buildCodeAgentTools(files, approvals(context, 'code_agent')));
+  // Each file toolset has its own path rules, so each gets its own FileTools; the rules of
+  // every calling worker apply below it too (they only make calls stricter).
+  const callerRules = callerPathRules(context);
+  if (info.filesystemTools) {
+    const files = new FileTools(info.workDir, info.filesystemPathRules ?? undefined, callerRules);
+    tools.push(...buildFilesystemTools(files, approvals(context, 'filesystem')));
+  }
+  if (info.codeAgentGroup) {
+    const files = new FileTools(info.workDir, info.codeAgentPathRules ?? undefined, callerRules);
+    tools.push(...buildCodeAgentTools(files, approvals(context, 'code_agent')));
+  }
   const shell = callNative(() => workerPlan.shellPolicy(index));
   const [shellApproval] = approvals(context, 'shell');
   if (shell && shellApproval) tools.push(shellTool(shell, shellApproval));
@@ -156,10 +238,12 @@ function buildTools(context: BuildContext): NamedTool[] {
     }),
   );
   tools.push(...attachDecided(delegates, approvals(context, 'workers')));
+  const mcpToolset = context.mcp.has(index) ? callNative(() => workerPlan.mcpToolset(index)) : null;
+  if (mcpToolset) tools.push(...gatedMcpTools(mcpToolset, context.mcp.get(index)!, approvals(context, 'mcp')));
   return tools;
 }
 
-function buildWorker(context: BuildContext): LoadedWorker {
+function buildWorker(context: BuildContext, close: () => Promise<void>): LoadedWorker {
   const { info } = context;
   const gated = buildTools(context);
   const toolApproval: Record<string, ApprovalInfo> = {};
@@ -167,7 +251,7 @@ function buildWorker(context: BuildContext): LoadedWorker {
     const approval = approvalOf(tool);
     if (approval) toolApproval[tool.name] = approval;
   }
-  return {
+  const worker: LoadedWorker = {
     name: info.name,
     ...(info.description ? { description: info.description } : {}),
     instructions: info.instructions,
@@ -184,7 +268,12 @@ function buildWorker(context: BuildContext): LoadedWorker {
     toolApproval,
     warnings: info.warnings,
     sandbox: info.sandbox,
+    close,
+    ...(info.auditFile ? { auditFile: info.auditFile } : {}),
   };
+  // Only the top worker's plan describes the whole graph a run state covers.
+  if (context.index === 0) rememberPlan(worker, context.plan);
+  return worker;
 }
 
 /** The JSON Schema of worker files (also shipped as `schemas/worker.schema.json`). */

@@ -270,8 +270,13 @@ fn the_resolve_table() {
             caller_floor: caller,
         });
         assert_eq!(
-            resolved,
-            Resolved { decision, dynamic },
+            (resolved.decision, resolved.dynamic),
+            (decision, dynamic),
+            "row {index}: {row:?}"
+        );
+        assert_eq!(
+            resolved.path_floor,
+            [explicit, worker, caller].into_iter().flatten().max(),
             "row {index}: {row:?}"
         );
     }

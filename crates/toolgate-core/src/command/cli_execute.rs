@@ -4,9 +4,10 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use super::config::CliExecuteConfig;
-use super::engine::{identity, Engine, Program};
+use super::engine::Engine;
 use super::guardrails::{compile, CommandGuardrails, OutputGuardrails};
 use super::prepared::PreparedCommand;
+use super::program::{identity, Program};
 use super::trampoline::refusal_reason;
 use super::{Layer, Refusal};
 use crate::error::{Error, Result};

@@ -11,6 +11,7 @@ use std::time::Duration;
 use super::arguments::check_argument_text;
 use super::environment::{child_environment, lookup};
 use super::paths::Confinement;
+use super::program::{identity, Program};
 use super::programs::{self, Families};
 use super::trampoline::{
     is_dynamic_loader, refusal_reason, refusal_reason_as, RefusedFiles, LOADER, PROGRAM_DIRS,
@@ -39,19 +40,6 @@ pub(crate) struct Engine {
     families: Families,
     /// The kernel sandbox every call runs under; `None` only when it was turned off.
     sandbox: Option<Arc<Sandbox>>,
-}
-
-/// A program found for a name: the path it is started from, the file that path really is
-/// (every symlink resolved), whose basename the shell and trampoline check looks at, and that
-/// file's identity.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct Program {
-    pub path: PathBuf,
-    pub real: PathBuf,
-    /// (device, inode) of the file.
-    pub id: Option<FileId>,
-    /// Whether the file is a dynamic loader by its ELF headers, whatever its name.
-    pub loader: bool,
 }
 
 impl Engine {
@@ -214,8 +202,6 @@ pub(crate) struct ProgramCache {
     found: Mutex<HashMap<String, Program>>,
 }
 
-pub(crate) use super::trampoline::FileId;
-
 impl ProgramCache {
     pub fn resolve(&self, engine: &Engine, name: &str) -> Result<Program> {
         if name.contains('/') {
@@ -237,14 +223,6 @@ impl ProgramCache {
         }
         Ok(program)
     }
-}
-
-/// The (device, inode) of the file `path` leads to, symlinks followed.
-pub(crate) fn identity(path: &Path) -> Option<FileId> {
-    use std::os::unix::fs::MetadataExt;
-    std::fs::metadata(path)
-        .ok()
-        .map(|meta| (meta.dev(), meta.ino()))
 }
 
 impl Engine {

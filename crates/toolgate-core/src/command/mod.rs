@@ -19,6 +19,7 @@ mod environment;
 mod guardrails;
 mod paths;
 mod prepared;
+mod program;
 mod programs;
 mod rules;
 mod shell;

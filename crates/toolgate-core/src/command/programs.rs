@@ -17,7 +17,7 @@
 use std::path::Path;
 
 use super::arguments::quote;
-use super::engine::Program;
+use super::program::Program;
 use super::trampoline::FileId;
 use crate::error::{Error, Result};
 

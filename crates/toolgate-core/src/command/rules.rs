@@ -30,7 +30,8 @@ use std::os::unix::fs::MetadataExt;
 use std::path::Path;
 
 use super::config::{Approval, ShellRule};
-use super::engine::{Engine, FileId, Program};
+use super::engine::Engine;
+use super::program::{FileId, Program};
 use super::split::split_command;
 use crate::error::{Error, Result};
 

@@ -16,8 +16,11 @@
 //!   deadlock the call.
 //! - On request, a private, empty `HOME`/`TMPDIR` for the call ([`ExecRequest::private_dirs`]),
 //!   removed when the call ends; and a kernel sandbox ([`ExecRequest::sandbox`]): the program
-//!   is then started through the `toolgate-sandbox` launcher, which does the kernel work in
-//!   its own small process (still no closure runs in this one).
+//!   is then started by the launcher server, a small process of toolgate's own that forks a
+//!   sandboxed child per call and hands back its init's pid and pidfd; the call is then waited
+//!   for, timed out and killed like a child of this process (see `sandbox/server.rs`). Where no
+//!   server can run, the one-shot `toolgate-sandbox` launcher is started instead. Either way no
+//!   closure runs in this process between fork and exec.
 
 use std::ffi::{OsStr, OsString};
 use std::io;
@@ -35,6 +38,8 @@ use tokio::net::unix::pipe;
 use tokio::sync::Notify;
 
 use crate::error::{Error, Result};
+#[cfg(target_os = "linux")]
+use crate::sandbox::client::{CallStdio, Ending as ServedEnding, Refusal, Served};
 use crate::sandbox::{
     Sandbox, EXIT_CANNOT_EXECUTE, EXIT_NOT_FOUND, EXIT_SETUP_FAILED, LAUNCHER_MESSAGE_PREFIX,
 };
@@ -42,6 +47,8 @@ pub use call_dir::CallDir;
 
 mod call_dir;
 pub mod env;
+
+pub(crate) use call_dir::{process_dir as private_process_dir, remove_tree as remove_private_tree};
 
 /// Default per-stream output cap: 1 MiB.
 pub const DEFAULT_MAX_OUTPUT_BYTES: usize = 1024 * 1024;
@@ -66,7 +73,7 @@ pub struct ExecRequest {
     pub timeout: Option<Duration>,
     /// Cap for each of stdout and stderr.
     pub max_output_bytes: usize,
-    /// Give the call a private, empty directory (under the system temp directory, mode 0700,
+    /// Give the call a private, empty directory (under [`private_dirs_root`], mode 0700,
     /// removed afterwards) and point `HOME`, `TMPDIR` and the XDG base directories into it,
     /// replacing any value in `env`. Off by default, so `env` is otherwise exact.
     pub private_dirs: bool,
@@ -190,7 +197,7 @@ impl AbortHandle {
 /// A started process whose result has not been collected yet.
 #[derive(Debug)]
 pub struct RunningProcess {
-    child: Child,
+    child: Started,
     pipes: Option<Pipes>,
     started: Instant,
     timeout: Option<Duration>,
@@ -200,6 +207,26 @@ pub struct RunningProcess {
     sandboxed: Option<Launched>,
     /// Removed when the run is over (declared last: dropped after the child is reaped).
     call_dir: Option<CallDir>,
+}
+
+/// The process a run waits for.
+#[derive(Debug)]
+enum Started {
+    /// A child of this process: the program, or the one-shot launcher.
+    Child(Child),
+    /// The init of a call the launcher server started.
+    #[cfg(target_os = "linux")]
+    Served(Served),
+}
+
+impl Started {
+    fn pid(&self) -> libc::pid_t {
+        match self {
+            Started::Child(child) => child.id() as libc::pid_t,
+            #[cfg(target_os = "linux")]
+            Started::Served(served) => served.pid(),
+        }
+    }
 }
 
 /// What a sandboxed run needs to report the launcher's own failures.
@@ -237,65 +264,186 @@ pub fn spawn_with_abort(request: ExecRequest, abort: AbortHandle) -> Result<Runn
     if let Some(dir) = &call_dir {
         dir.apply(&mut child_env);
     }
-    let launch = match (&request.sandbox, &call_dir) {
-        (Some(sandbox), Some(dir)) => sandbox
-            .command(&program, dir.root(), &child_env, &request.readable)
-            .map(|(launcher, args)| (launcher, args, sandbox.confines())),
-        _ => None,
+    let sandbox = request
+        .sandbox
+        .as_deref()
+        .filter(|sandbox| sandbox.launcher().is_some());
+    let child = Spawn {
+        program: &program,
+        args: &request.args,
+        cwd: &request.cwd,
+        env: &child_env,
+        stdin: request.stdin,
+        readable: &request.readable,
     };
-    let mut command = match &launch {
-        Some((launcher, args, _)) => {
-            let mut command = Command::new(launcher);
-            command.args(args);
-            command
-        }
-        None => Command::new(&program),
+    let (child, pipes) = match (sandbox, &call_dir) {
+        (Some(sandbox), Some(dir)) => child.sandboxed(sandbox, dir)?,
+        _ => child
+            .direct()
+            .map_err(|err| spawn_error(&program, &request.cwd, err))?,
     };
-    command
-        .args(&request.args)
-        .current_dir(&request.cwd)
-        .env_clear()
-        .envs(child_env.iter().map(|(k, v)| (k, v)))
-        .process_group(0)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .stdin(if request.stdin.is_some() {
-            Stdio::piped()
-        } else {
-            Stdio::null()
-        });
-    let mut child = command.spawn().map_err(|err| match &launch {
-        Some((launcher, _, _)) => Error::SandboxUnavailable(format!(
-            "the sandbox launcher '{}' could not be started ({err}); rebuild it with `npm run build:native` (or `cargo build -p toolgate-sandbox`), or configure the tool with sandbox: false",
-            launcher.display()
-        )),
-        None => spawn_error(&program, &request.cwd, err),
-    })?;
-    let stdin = child.stdin.take().map(OwnedFd::from).zip(request.stdin);
-    let stdout = OwnedFd::from(child.stdout.take().expect("stdout is piped"));
-    let stderr = OwnedFd::from(child.stderr.take().expect("stderr is piped"));
     Ok(RunningProcess {
         child,
-        pipes: Some(Pipes {
-            stdin,
-            stdout,
-            stderr,
-        }),
+        pipes: Some(pipes),
         started,
         timeout: request.timeout,
         max_output_bytes: request.max_output_bytes,
         abort,
-        sandboxed: launch.map(|(_, _, confined)| Launched {
+        sandboxed: sandbox.map(|sandbox| Launched {
             program,
             cwd: request.cwd,
-            confined,
+            confined: sandbox.confines(),
         }),
         call_dir,
     })
 }
 
-/// Where the private directories of [`ExecRequest::private_dirs`] are made: the system temp
-/// directory of this process, resolved on first use.
+/// What to start, resolved.
+struct Spawn<'a> {
+    program: &'a Path,
+    args: &'a [OsString],
+    cwd: &'a Path,
+    env: &'a [(OsString, OsString)],
+    stdin: Option<Vec<u8>>,
+    /// Files the sandboxed program may read besides the policy's paths.
+    readable: &'a [PathBuf],
+}
+
+impl Spawn<'_> {
+    /// Starts the program under `sandbox`: through the launcher server, or where none can run
+    /// the one-shot launcher.
+    fn sandboxed(self, sandbox: &Sandbox, dir: &CallDir) -> Result<(Started, Pipes)> {
+        #[cfg(target_os = "linux")]
+        {
+            let (stdio, pipes) = call_pipes(self.stdin.is_some())?;
+            let call = crate::sandbox::ServedCall {
+                program: self.program,
+                args: self.args,
+                cwd: self.cwd,
+                call_dir: dir.root(),
+                env: self.env,
+                readable: self.readable,
+            };
+            match sandbox.spawn_served(call, stdio) {
+                Ok(served) => {
+                    let pipes = Pipes {
+                        stdin: pipes.stdin.zip(self.stdin),
+                        stdout: pipes.stdout,
+                        stderr: pipes.stderr,
+                    };
+                    return Ok((Started::Served(served), pipes));
+                }
+                Err(Refusal::Unavailable) => {} // the one-shot launcher, below
+                Err(Refusal::Failed(code, message)) => {
+                    let error = launcher_error(code, &message, self.program, self.cwd);
+                    return Err(error.unwrap_or(Error::SandboxUnavailable(message)));
+                }
+                Err(Refusal::Broken(message)) => {
+                    return Err(Error::SandboxUnavailable(format!(
+                        "'{}' was not started: {message}",
+                        self.program.display()
+                    )));
+                }
+            }
+        }
+        let (launcher, launcher_args) = sandbox
+            .command(self.program, dir.root(), self.env, self.readable)
+            .expect("the sandbox has a launcher");
+        let mut command = Command::new(launcher);
+        command.args(launcher_args).args(self.args);
+        self.start(command).map_err(|err| Error::SandboxUnavailable(format!(
+            "the sandbox launcher '{}' could not be started ({err}); rebuild it with `npm run build:native` (or `cargo build -p toolgate-sandbox`), or configure the tool with sandbox: false",
+            launcher.display()
+        )))
+    }
+
+    /// Starts the program itself as a child of this process.
+    fn direct(self) -> io::Result<(Started, Pipes)> {
+        let mut command = Command::new(self.program);
+        command.args(self.args);
+        self.start(command)
+    }
+
+    /// Starts `command` (the program, or the one-shot launcher, with their arguments) as a
+    /// child of this process.
+    fn start(self, mut command: Command) -> io::Result<(Started, Pipes)> {
+        command
+            .current_dir(self.cwd)
+            .env_clear()
+            .envs(self.env.iter().map(|(k, v)| (k, v)))
+            .process_group(0)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .stdin(if self.stdin.is_some() {
+                Stdio::piped()
+            } else {
+                Stdio::null()
+            });
+        let mut child = command.spawn()?;
+        let stdin = child.stdin.take().map(OwnedFd::from).zip(self.stdin);
+        let stdout = OwnedFd::from(child.stdout.take().expect("stdout is piped"));
+        let stderr = OwnedFd::from(child.stderr.take().expect("stderr is piped"));
+        Ok((
+            Started::Child(child),
+            Pipes {
+                stdin,
+                stdout,
+                stderr,
+            },
+        ))
+    }
+}
+
+/// Pipes for a served call: the child's ends (for the server) and ours.
+#[cfg(target_os = "linux")]
+fn call_pipes(with_stdin: bool) -> Result<(CallStdio, OurEnds)> {
+    let pipe = || -> Result<(OwnedFd, OwnedFd)> {
+        let mut fds = [0 as libc::c_int; 2];
+        // SAFETY: pipe2 writes two new fds into the array we own.
+        if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
+            return Err(Error::io(
+                "creating a pipe for",
+                "child process",
+                io::Error::last_os_error(),
+            ));
+        }
+        // SAFETY: both fds are new and owned by nobody else.
+        Ok(unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) })
+    };
+    let (stdout, child_stdout) = pipe()?;
+    let (stderr, child_stderr) = pipe()?;
+    let (child_stdin, stdin) = if with_stdin {
+        let (read, write) = pipe()?;
+        (Some(read), Some(write))
+    } else {
+        (None, None)
+    };
+    Ok((
+        CallStdio {
+            stdin: child_stdin,
+            stdout: child_stdout,
+            stderr: child_stderr,
+        },
+        OurEnds {
+            stdin,
+            stdout,
+            stderr,
+        },
+    ))
+}
+
+/// Our ends of a served call's pipes.
+#[cfg(target_os = "linux")]
+struct OurEnds {
+    stdin: Option<OwnedFd>,
+    stdout: OwnedFd,
+    stderr: OwnedFd,
+}
+
+/// Where the private directories of [`ExecRequest::private_dirs`] are made (in a directory of
+/// this process's own): `$TMPDIR` when set; else `/tmp`, or `/dev/shm` when `/tmp` is on a
+/// disk and `/dev/shm` is a tmpfs of at least 1 GiB that allows executing. Decided on first
+/// use.
 pub fn private_dirs_root() -> &'static Path {
     call_dir::temp_root()
 }
@@ -317,7 +465,7 @@ enum Ending {
 impl RunningProcess {
     /// The child's process id (also its process group id).
     pub fn pid(&self) -> u32 {
-        self.child.id()
+        self.child.pid() as u32
     }
 
     /// A handle that stops this process from elsewhere.
@@ -331,13 +479,21 @@ impl RunningProcess {
     /// Everything happens in this one task (pipes, exit, timer, abort), so a short-lived
     /// process costs no wake-ups of other runtime threads.
     pub async fn wait(mut self) -> Result<ExecOutput> {
-        let pid = self.child.id() as libc::pid_t;
+        let pid = self.child.pid();
         let pipes = self.pipes.take().expect("a process is waited for once");
         let mut io = Io::new(pipes, self.max_output_bytes)?;
-        let mut exit = ExitWatch::new(pid)?;
+        let mut exit = match &self.child {
+            Started::Child(_) => ExitWatch::new(pid)?,
+            #[cfg(target_os = "linux")]
+            Started::Served(served) => {
+                ExitWatch::with_pidfd(pid, served.pidfd().map_err(|err| reap_error(pid, err))?)?
+            }
+        };
+        // Timeouts are capped at a day, so the sum fits; `checked_add` keeps that a non-panic.
         let deadline = self
             .timeout
-            .map(|t| tokio::time::Instant::from_std(self.started + t));
+            .and_then(|t| self.started.checked_add(t))
+            .map(tokio::time::Instant::from_std);
         let abort = Arc::clone(&self.abort.notify);
 
         let ending = io
@@ -364,7 +520,7 @@ impl RunningProcess {
                 .await
                 .map_err(|err| reap_error(pid, err))?;
         }
-        let status = self.child.wait().map_err(|err| reap_error(pid, err))?;
+        let status = self.status()?;
         io.close_stdin();
         io.drain_until(tokio::time::Instant::now() + DRAIN_GRACE)
             .await;
@@ -394,23 +550,62 @@ impl RunningProcess {
     }
 }
 
+impl RunningProcess {
+    /// The exit status, once the process has exited (the one-shot launcher mirrors the
+    /// program's; a served call's init reports it).
+    fn status(&mut self) -> Result<ExitStatus> {
+        let pid = self.child.pid();
+        match &mut self.child {
+            Started::Child(child) => child.wait().map_err(|err| reap_error(pid, err)),
+            #[cfg(target_os = "linux")]
+            Started::Served(served) => match served.ending() {
+                ServedEnding::Status(status) => Ok(ExitStatus::from_raw(status)),
+                // Only SIGKILL ends an init that blocks every signal (and is PID 1).
+                ServedEnding::Killed => Ok(ExitStatus::from_raw(libc::SIGKILL)),
+                ServedEnding::Failed(code, message) => {
+                    let launched = self.sandboxed.as_ref().expect("served calls are sandboxed");
+                    let error = launcher_error(code, &message, &launched.program, &launched.cwd);
+                    Err(error.unwrap_or(Error::SandboxUnavailable(message)))
+                }
+                ServedEnding::ServerGone(server) => {
+                    let launched = self.sandboxed.as_ref().expect("served calls are sandboxed");
+                    Err(Error::SandboxUnavailable(format!(
+                        "the sandbox server (pid {server}) ended while '{}' ran, which ended the program too; it is restarted for the next call",
+                        launched.program.display()
+                    )))
+                }
+            },
+        }
+    }
+}
+
 /// The launcher's own failure (its exit codes with its message on stderr) as an error: the
 /// program never ran, so this is not the program's result.
 fn launcher_failure(launched: &Launched, exit_code: Option<i32>, stderr: &[u8]) -> Option<Error> {
     let message = stderr.strip_prefix(LAUNCHER_MESSAGE_PREFIX.as_bytes())?;
-    let message = String::from_utf8_lossy(message).trim_end().to_string();
-    match exit_code? {
+    let message = String::from_utf8_lossy(message);
+    launcher_error(
+        exit_code?,
+        message.trim_end(),
+        &launched.program,
+        &launched.cwd,
+    )
+}
+
+/// The error for one of the launcher's own exit codes, `None` for any other code.
+fn launcher_error(code: i32, message: &str, program: &Path, cwd: &Path) -> Option<Error> {
+    match code {
         EXIT_SETUP_FAILED => Some(Error::SandboxUnavailable(format!(
             "the sandbox could not be set up for '{}': {message}",
-            launched.program.display()
+            program.display()
         ))),
         EXIT_CANNOT_EXECUTE => Some(Error::SpawnFailed {
-            program: launched.program.display().to_string(),
-            cwd: launched.cwd.display().to_string(),
+            program: program.display().to_string(),
+            cwd: cwd.display().to_string(),
             reason: format!("in the sandbox: {message}"),
         }),
         EXIT_NOT_FOUND => Some(Error::BinaryNotFound {
-            program: launched.program.display().to_string(),
+            program: program.display().to_string(),
             searched: format!(" (in the sandbox: {message})"),
         }),
         _ => None,
@@ -420,12 +615,30 @@ fn launcher_failure(launched: &Launched, exit_code: Option<i32>, stderr: &[u8]) 
 impl Drop for RunningProcess {
     /// A run that is dropped without being awaited must not leave its processes behind.
     fn drop(&mut self) {
-        if let Ok(None) = self.child.try_wait() {
-            signal_group(self.child.id() as libc::pid_t, libc::SIGKILL);
-            let _ = self.child.wait();
+        match &mut self.child {
+            Started::Child(child) => {
+                if let Ok(None) = child.try_wait() {
+                    signal_group(child.id() as libc::pid_t, libc::SIGKILL);
+                    let _ = child.wait();
+                }
+            }
+            // The init is not reaped before its socket closes (after this), so its group id
+            // is still ours. Killing the init ends its namespace; waiting for that keeps the
+            // call's directory in place until nothing can write to it any more.
+            #[cfg(target_os = "linux")]
+            Started::Served(served) => {
+                if !served.exited() {
+                    signal_group(served.pid(), libc::SIGKILL);
+                    served.wait_exited(SERVED_DROP_WAIT);
+                }
+            }
         }
     }
 }
+
+/// How long dropping a served run waits for its processes to be gone.
+#[cfg(target_os = "linux")]
+const SERVED_DROP_WAIT: Duration = Duration::from_secs(2);
 
 async fn sleep_until_optional(deadline: Option<tokio::time::Instant>) {
     match deadline {
@@ -605,24 +818,32 @@ struct ExitWatch {
 }
 
 impl ExitWatch {
+    /// Watches a child of this process.
     fn new(pid: libc::pid_t) -> Result<Self> {
         // SAFETY: pidfd_open takes a pid and flags and returns a new fd or -1.
         let raw = unsafe { libc::syscall(libc::SYS_pidfd_open, pid, 0) };
-        let pidfd = if raw >= 0 {
-            // SAFETY: the syscall returned a fresh fd that nobody else owns.
-            let fd = unsafe { OwnedFd::from_raw_fd(raw as i32) };
-            // SAFETY: the AsyncFd owns the OwnedFd, so the fd stays open and the same for the
-            // AsyncFd's whole life.
-            let registered = unsafe {
-                tokio::io::unix::AsyncFd::register_with_interest(fd, tokio::io::Interest::READABLE)
-            };
-            Some(registered.map_err(|err| reap_error(pid, err.into_parts().1))?)
-        } else {
-            None // kernels before 5.3: fall back to a blocking waitid on the blocking pool
+        if raw < 0 {
+            // Kernels before 5.3: fall back to a blocking waitid on the blocking pool.
+            return Ok(Self {
+                pid,
+                pidfd: None,
+                exited: false,
+            });
+        }
+        // SAFETY: the syscall returned a fresh fd that nobody else owns.
+        Self::with_pidfd(pid, unsafe { OwnedFd::from_raw_fd(raw as i32) })
+    }
+
+    /// Watches `pid` through a pidfd of it (it need not be our child).
+    fn with_pidfd(pid: libc::pid_t, pidfd: OwnedFd) -> Result<Self> {
+        // SAFETY: the AsyncFd owns the OwnedFd, so the fd stays open and the same for the
+        // AsyncFd's whole life.
+        let registered = unsafe {
+            tokio::io::unix::AsyncFd::register_with_interest(pidfd, tokio::io::Interest::READABLE)
         };
         Ok(Self {
             pid,
-            pidfd,
+            pidfd: Some(registered.map_err(|err| reap_error(pid, err.into_parts().1))?),
             exited: false,
         })
     }

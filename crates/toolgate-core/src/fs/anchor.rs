@@ -108,19 +108,8 @@ impl Dir {
 }
 
 impl Target {
-    /// Resolves `path` with the validator and opens its parent directory (creating missing
-    /// parents when `create_parents`). The root itself is not a target: it has no name.
-    pub fn resolve(
-        validator: &PathValidator,
-        path: &str,
-        create_parents: bool,
-        created: &mut Vec<PathBuf>,
-    ) -> Result<Target> {
-        let absolute = validator.resolve(path)?;
-        Self::at(validator, absolute, create_parents, created)
-    }
-
-    /// Like [`resolve`](Self::resolve) for an already validated absolute path.
+    /// Opens the parent directory of `absolute`, a path the validator resolved (creating
+    /// missing parents when `create_parents`). The root itself is not a target: it has no name.
     pub fn at(
         validator: &PathValidator,
         absolute: PathBuf,
@@ -248,7 +237,7 @@ impl Target {
             let _ = rustix::fs::unlinkat(self.parent.fd(), &temp.0, AtFlags::empty());
         }
         if outcome.is_ok() {
-            temp::sweep_if_due(&self.parent);
+            temp::sweep_if_due(self.parent.fd.as_fd(), &self.parent.path);
         }
         outcome
     }
@@ -469,7 +458,13 @@ mod tests {
     #[test]
     fn a_final_symlink_swapped_in_is_replaced_not_written_through() {
         let (dir, validator) = setup();
-        let target = Target::resolve(&validator, "a/file.txt", false, &mut Vec::new()).unwrap();
+        let target = Target::at(
+            &validator,
+            validator.resolve("a/file.txt").unwrap(),
+            false,
+            &mut Vec::new(),
+        )
+        .unwrap();
         let secret = dir.path().join("outside/secret");
         std::fs::write(&secret, "secret").unwrap();
         symlink(&secret, dir.path().join("root/a/file.txt")).unwrap();
@@ -487,7 +482,13 @@ mod tests {
         let file = dir.path().join("root/a/run.sh");
         std::fs::write(&file, "old").unwrap();
         std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o751)).unwrap();
-        let target = Target::resolve(&validator, "a/run.sh", false, &mut Vec::new()).unwrap();
+        let target = Target::at(
+            &validator,
+            validator.resolve("a/run.sh").unwrap(),
+            false,
+            &mut Vec::new(),
+        )
+        .unwrap();
         target.write_atomic(b"new", Some(0o751), false).unwrap();
         let meta = std::fs::metadata(&file).unwrap();
         assert_eq!(meta.permissions().mode() & 0o777, 0o751);
@@ -502,7 +503,13 @@ mod tests {
     fn no_replace_refuses_an_existing_target() {
         let (dir, validator) = setup();
         std::fs::write(dir.path().join("root/a/taken"), "x").unwrap();
-        let target = Target::resolve(&validator, "a/taken", false, &mut Vec::new()).unwrap();
+        let target = Target::at(
+            &validator,
+            validator.resolve("a/taken").unwrap(),
+            false,
+            &mut Vec::new(),
+        )
+        .unwrap();
         let err = target.write_atomic(b"y", None, true).unwrap_err();
         assert_eq!(err.code(), "INVALID_INPUT");
         assert_eq!(
@@ -515,11 +522,23 @@ mod tests {
     fn missing_parents_are_created_and_reported() {
         let (_dir, validator) = setup();
         let mut created = Vec::new();
-        let target = Target::resolve(&validator, "x/y/z.txt", true, &mut created).unwrap();
+        let target = Target::at(
+            &validator,
+            validator.resolve("x/y/z.txt").unwrap(),
+            true,
+            &mut created,
+        )
+        .unwrap();
         assert_eq!(created.len(), 2);
         assert!(created[1].ends_with("x/y"));
         assert_eq!(target.kind().unwrap(), Kind::Missing);
-        let err = Target::resolve(&validator, ".", false, &mut Vec::new()).unwrap_err();
+        let err = Target::at(
+            &validator,
+            validator.resolve(".").unwrap(),
+            false,
+            &mut Vec::new(),
+        )
+        .unwrap_err();
         assert_eq!(err.code(), "INVALID_INPUT");
     }
 }

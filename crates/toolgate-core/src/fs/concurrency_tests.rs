@@ -109,7 +109,7 @@ fn edits_patches_writes_and_deletes_in_one_directory_lose_nothing() {
                         new_path: Some(to.into()),
                     },
                 ];
-                patch(&v, &operations).unwrap();
+                patch(&*v, &operations).unwrap();
             }
         }));
     }
@@ -117,8 +117,8 @@ fn edits_patches_writes_and_deletes_in_one_directory_lose_nothing() {
         let v = v.clone();
         threads.push(thread::spawn(move || {
             for round in 0..30 {
-                write(&v, &format!("written-{round}"), b"w").unwrap();
-                delete(&v, &format!("written-{round}")).unwrap();
+                write(&*v, &format!("written-{round}"), b"w").unwrap();
+                delete(&*v, &format!("written-{round}")).unwrap();
             }
         }));
     }
@@ -151,7 +151,7 @@ fn a_deleted_file_is_never_brought_back_by_an_edit_in_flight() {
                 })
             })
             .collect();
-        delete(&v, "d.txt").unwrap();
+        delete(&*v, "d.txt").unwrap();
         for editor in editors {
             editor.join().unwrap();
         }
@@ -175,7 +175,7 @@ fn whole_file_writes_and_patch_updates_of_one_file_never_interleave() {
             let v = v.clone();
             thread::spawn(move || {
                 if i % 2 == 0 {
-                    write(&v, "w.txt", content.as_bytes()).map(|_| ())
+                    write(&*v, "w.txt", content.as_bytes()).map(|_| ())
                 } else {
                     let update = PatchOperation {
                         action: PatchAction::Update,
@@ -183,7 +183,7 @@ fn whole_file_writes_and_patch_updates_of_one_file_never_interleave() {
                         content: Some(content),
                         new_path: None,
                     };
-                    patch(&v, &[update]).map(|_| ())
+                    patch(&*v, &[update]).map(|_| ())
                 }
             })
         })
@@ -331,7 +331,7 @@ fn temporary_files_of_dead_writers_are_swept_and_live_ones_kept() {
     for name in [&dead, &recycled, mine, &other_namespace, &orig] {
         std::fs::write(dir.path().join(name), vec![b'x'; 1 << 20]).unwrap();
     }
-    write(&v, "new.txt", b"x").unwrap();
+    write(&*v, "new.txt", b"x").unwrap();
     let mut left = temp_files(dir.path());
     left.sort();
     let mut expected = vec![mine.to_string(), other_namespace, orig];

@@ -4,7 +4,56 @@
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use crate::approval::ApprovalConfigYaml;
+use std::collections::BTreeMap;
+
+use crate::approval::{ApprovalConfig, Decision, Resolved};
+use crate::error::Result;
+use crate::fs::rules::{PathRule, PathRules};
+
+/// `approval` of a file toolset: the approval block every toolset has, plus path rules.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct FileApprovalConfig {
+    /// Decision for tools that have no entry in `tools`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub default: Option<Decision>,
+    /// Decisions by tool name.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub tools: BTreeMap<String, Decision>,
+    /// Path rules: gitignore-style patterns relative to the work directory, each with the
+    /// decision for file-tool calls on matching paths (see `fs::rules`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub paths: Vec<PathRule>,
+}
+
+impl FileApprovalConfig {
+    /// The per-tool part, decided like every other toolset's approval block.
+    pub fn tool_approval(&self) -> ApprovalConfig {
+        ApprovalConfig {
+            default: self.default,
+            tools: self.tools.clone(),
+        }
+    }
+
+    /// Checks the path rules; `place` names the list (`code_agent approval.paths`) in the
+    /// `CONFIG_INVALID` message.
+    pub fn check_paths(&self, place: &str) -> Result<()> {
+        if !self.paths.is_empty() {
+            PathRules::new(&self.paths, place, false)?;
+        }
+        Ok(())
+    }
+
+    /// A tool of this toolset as decided per tool, adjusted for the path rules: with rules,
+    /// every tool that is offered is decided per call by the core (see `fs::access`).
+    pub fn per_call(&self, resolved: Resolved) -> Resolved {
+        Resolved {
+            dynamic: resolved.dynamic
+                || (!self.paths.is_empty() && resolved.decision != Decision::Blocked),
+            ..resolved
+        }
+    }
+}
 
 /// Which code-agent tools a worker gets.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
@@ -54,7 +103,7 @@ pub struct CodeAgentConfig {
     pub group: CodeAgentGroup,
     /// Approval on top of the defaults (search and read tools `preApproved`, write tools `ask`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub approval: Option<ApprovalConfigYaml>,
+    pub approval: Option<FileApprovalConfig>,
 }
 
 /// `toolsets.filesystem` in a worker file.
@@ -66,7 +115,7 @@ pub struct FilesystemConfig {
     pub read_only: bool,
     /// Approval on top of the defaults (reads `preApproved`, write and delete `ask`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub approval: Option<ApprovalConfigYaml>,
+    pub approval: Option<FileApprovalConfig>,
 }
 
 /// The tool names of the filesystem toolset, in the order they are offered.

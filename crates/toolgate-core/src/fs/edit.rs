@@ -4,12 +4,14 @@
 use std::io::Read;
 use std::time::Duration;
 
+use super::access::Access;
 use super::anchor::{Kind, Target};
 use super::lock::WriteLock;
 use super::text::{human_size, plural, CappedText};
 use super::write::check_content_size;
 use crate::error::{Error, Result};
 use crate::limits::MAX_EDIT_FILE_BYTES;
+#[cfg(test)]
 use crate::path::PathValidator;
 
 /// How often an edit is made again when another program changes the file meanwhile.
@@ -49,8 +51,11 @@ pub struct EditOutput {
 /// new content (up to three times): the replacement is defined by the text, so it
 /// applies to the new content as well, and fails with the usual "not found" error (saying the
 /// file changed) when the other program removed `old_text`.
-pub fn edit(validator: &PathValidator, request: &EditRequest) -> Result<EditOutput> {
-    let target = Target::resolve(validator, &request.path, false, &mut Vec::new())?;
+/// With path rules, a blocked path is refused.
+pub fn edit<'a>(access: impl Into<Access<'a>>, request: &EditRequest) -> Result<EditOutput> {
+    let access = access.into();
+    let (absolute, _) = access.target(&request.path)?;
+    let target = Target::at(access.validator(), absolute, false, &mut Vec::new())?;
     let path = target.relative.display().to_string();
     check_request(request, &path)?;
     let _lock = WriteLock::acquire([target.absolute.clone()]);

@@ -6,9 +6,11 @@ use std::time::SystemTime;
 
 use rustix::fs::AtFlags;
 
+use super::access::Access;
 use super::anchor::{self, Dir, Kind};
 use super::lock::WriteLock;
 use crate::error::{Error, Result};
+#[cfg(test)]
 use crate::path::PathValidator;
 
 /// The type of a file system entry.
@@ -64,8 +66,9 @@ pub struct FileInfo {
 /// The type of what is at `path`, or `None` when nothing is. A path outside the root is an
 /// error (`PATH_OUTSIDE_ROOT`), not `None`: the caller must learn it asked for something
 /// it may not touch.
-pub fn exists(validator: &PathValidator, path: &str) -> Result<Option<EntryType>> {
-    let absolute = validator.resolve(path)?;
+/// With path rules, a blocked path is refused (`PATH_BLOCKED`), whether it exists or not.
+pub fn exists<'a>(access: impl Into<Access<'a>>, path: &str) -> Result<Option<EntryType>> {
+    let (absolute, _) = access.into().target(path)?;
     match std::fs::symlink_metadata(&absolute) {
         Ok(meta) => Ok(Some(EntryType::of(&meta))),
         Err(err) if matches!(err.kind(), std::io::ErrorKind::NotFound) => Ok(None),
@@ -75,8 +78,10 @@ pub fn exists(validator: &PathValidator, path: &str) -> Result<Option<EntryType>
 }
 
 /// Size, type, times and permissions of `path`.
-pub fn info(validator: &PathValidator, path: &str) -> Result<FileInfo> {
-    let absolute = validator.resolve(path)?;
+pub fn info<'a>(access: impl Into<Access<'a>>, path: &str) -> Result<FileInfo> {
+    let access = access.into();
+    let validator = access.validator();
+    let (absolute, _) = access.target(path)?;
     let meta = std::fs::symlink_metadata(&absolute)
         .map_err(|err| Error::io("inspecting", &absolute, err))?;
     let mode = meta.permissions().mode() & 0o7777;
@@ -109,9 +114,12 @@ pub struct DeleteOutput {
 
 /// Deletes a file. A symlink (whose target must be inside the root, like every path) is
 /// removed itself, not what it points to. Directories are refused.
-pub fn delete(validator: &PathValidator, path: &str) -> Result<DeleteOutput> {
+/// With path rules, a path that is blocked (or a symlink leading to one) is refused.
+pub fn delete<'a>(access: impl Into<Access<'a>>, path: &str) -> Result<DeleteOutput> {
+    let access = access.into();
+    let validator = access.validator();
     // Refuse anything that resolves outside, symlinks included, before looking closer.
-    validator.resolve(path)?;
+    access.target(path)?;
     let given = Path::new(path);
     let name = match given.components().next_back() {
         Some(Component::Normal(name)) => name.to_os_string(),

@@ -9,6 +9,7 @@
 //! Writers of one file take turns (`lock`), `file_edit` notices other programs' changes made
 //! while it worked, and temporary files of dead writers are swept (`temp`).
 
+pub mod access;
 mod anchor;
 #[cfg(test)]
 mod concurrency_tests;
@@ -21,6 +22,7 @@ mod lock;
 mod patch;
 mod pattern;
 mod read;
+pub mod rules;
 mod temp;
 mod text;
 mod tree;

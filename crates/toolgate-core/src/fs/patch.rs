@@ -12,6 +12,7 @@ use std::path::{Path, PathBuf};
 
 use rustix::fs::AtFlags;
 
+use super::access::Access;
 use super::anchor::{self, Kind, Target};
 use super::lock::WriteLock;
 use super::text::{human_size, plural};
@@ -71,8 +72,16 @@ struct Checked<'a> {
 
 /// Checks every operation, then applies them all or none. Every file the patch names is locked
 /// against the other writers of this process (see `lock`) from the checks to the end.
-pub fn patch(validator: &PathValidator, operations: &[PatchOperation]) -> Result<PatchOutput> {
+/// With path rules, a patch naming a blocked path anywhere is refused before anything is
+/// checked or changed.
+pub fn patch<'a>(
+    access: impl Into<Access<'a>>,
+    operations: &[PatchOperation],
+) -> Result<PatchOutput> {
     check_sizes(operations)?;
+    let access = access.into();
+    let validator = access.validator();
+    check_rules(&access, operations)?;
     // Paths that do not resolve are reported by the checks; they need no lock.
     let touched = operations
         .iter()
@@ -101,6 +110,21 @@ pub fn patch(validator: &PathValidator, operations: &[PatchOperation]) -> Result
     }
     journal.commit();
     Ok(PatchOutput { summary, changed })
+}
+
+/// Refuses the patch when a path rule blocks a path it names (or when one needs more approval
+/// than the call had). Paths that do not resolve are left to the checks, which report them.
+fn check_rules(access: &Access<'_>, operations: &[PatchOperation]) -> Result<()> {
+    for (index, op) in operations.iter().enumerate() {
+        for path in std::iter::once(&op.path).chain(op.new_path.as_ref()) {
+            if let Err(err @ (Error::PathBlocked(_) | Error::ApprovalDenied(_))) =
+                access.target(path)
+            {
+                return Err(in_operation(index + 1, op, err));
+            }
+        }
+    }
+    Ok(())
 }
 
 /// The number of operations and the size of their content, before anything is resolved.
@@ -451,6 +475,12 @@ fn in_operation(index: usize, op: &PatchOperation, err: Error) -> Error {
         }
         Error::FileNotFound(message) => {
             Error::FileNotFound(format!("{context}: {message}; nothing was changed"))
+        }
+        Error::PathBlocked(message) => {
+            Error::PathBlocked(format!("{context}: {message}; nothing was changed"))
+        }
+        Error::ApprovalDenied(message) => {
+            Error::ApprovalDenied(format!("{context}: {message}; nothing was changed"))
         }
         other => other,
     }

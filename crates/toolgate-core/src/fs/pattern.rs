@@ -7,7 +7,7 @@
 //! globs are length- and nesting-checked first, and compiled through `GlobSet::build`, which
 //! returns compilation errors instead of panicking.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use globset::{Glob, GlobBuilder, GlobSet, GlobSetBuilder};
 use grep_regex::{RegexMatcher, RegexMatcherBuilder};
@@ -177,6 +177,32 @@ fn shown(glob: &str) -> String {
         Some((cut, _)) => format!("{}…", &glob[..cut]),
         None => glob.to_string(),
     }
+}
+
+/// The components of a glob, without empty and `.` ones.
+pub(crate) fn components(pattern: &str) -> Vec<&str> {
+    pattern
+        .split('/')
+        .filter(|c| !c.is_empty() && *c != ".")
+        .collect()
+}
+
+/// How many of `components` are the literal directories the glob starts with (never the last).
+pub(crate) fn literal_components(components: &[&str]) -> usize {
+    components
+        .iter()
+        .take(components.len().saturating_sub(1))
+        .take_while(|c| !c.contains(['*', '?', '[', ']', '{', '}', '\\']))
+        .count()
+}
+
+/// The literal directories `pattern` starts with (`src/lib` of `src/lib/**/*.ts`): the
+/// directory its walk starts from, below the search path. `None` when it starts with a
+/// wildcard.
+pub(crate) fn literal_prefix(pattern: &str) -> Option<PathBuf> {
+    let components = components(pattern);
+    let literal = literal_components(&components);
+    (literal > 0).then(|| components[..literal].iter().collect())
 }
 
 #[cfg(test)]

@@ -3,7 +3,9 @@
 
 use std::io::{BufRead, BufReader, Read};
 use std::os::unix::ffi::OsStrExt;
+use std::path::Path;
 
+use super::access::{Access, WalkFilter};
 use super::anchor::{self, Dir, Kind, Target};
 use super::text::{
     display_line, human_size, plural, CappedText, DEFAULT_MAX_BYTES, MAX_LINE_BYTES,
@@ -82,17 +84,22 @@ pub struct ReadOutput {
 
 /// Reads a window of a file, or lists a directory. Memory stays bounded by the output caps
 /// whatever the file size or line length: the file is streamed through a 64 KiB buffer.
-pub fn read(validator: &PathValidator, request: &ReadRequest) -> Result<ReadOutput> {
+/// With path rules, a blocked path is refused and a listing leaves out blocked entries (and
+/// symlinks leading to one).
+pub fn read<'a>(access: impl Into<Access<'a>>, request: &ReadRequest) -> Result<ReadOutput> {
+    let access = access.into();
+    let validator = access.validator();
     if request.offset == 0 || request.limit == 0 {
         return Err(Error::InvalidInput(format!(
             "offset and limit start at 1 (got offset {}, limit {}); offset 1 is the first line",
             request.offset, request.limit
         )));
     }
-    let absolute = validator.resolve(&request.path)?;
+    let (absolute, level) = access.target(&request.path)?;
+    let filter = access.walk_filter(level);
     if absolute == validator.root() {
         let dir = Dir::open(validator, &absolute, false, &mut Vec::new())?;
-        return list_directory(validator, &dir, request);
+        return list_directory(validator, &dir, request, filter.as_ref());
     }
     let target = Target::at(validator, absolute, false, &mut Vec::new())?;
     match target.kind()? {
@@ -102,7 +109,7 @@ pub fn read(validator: &PathValidator, request: &ReadRequest) -> Result<ReadOutp
         ))),
         Kind::Directory => {
             let dir = Dir::open(validator, &target.absolute, false, &mut Vec::new())?;
-            list_directory(validator, &dir, request)
+            list_directory(validator, &dir, request, filter.as_ref())
         }
         Kind::File => read_file(&target, request),
         Kind::Symlink | Kind::Other => Err(Error::InvalidInput(format!(
@@ -376,6 +383,7 @@ fn list_directory(
     validator: &PathValidator,
     dir: &Dir,
     request: &ReadRequest,
+    filter: Option<&WalkFilter>,
 ) -> Result<ReadOutput> {
     let path = validator.relative(&dir.path).display().to_string();
     let mut listing = rustix::fs::Dir::read_from(dir.fd())
@@ -391,6 +399,9 @@ fn list_directory(
         let stat = rustix::fs::statat(dir.fd(), &name, rustix::fs::AtFlags::SYMLINK_NOFOLLOW);
         let Ok(stat) = stat else { continue }; // removed while we listed
         let kind = anchor::kind_of(rustix::fs::FileType::from_raw_mode(stat.st_mode));
+        if filter.is_some_and(|filter| hidden(validator, filter, &dir.path.join(&name), kind)) {
+            continue;
+        }
         entries.push((kind, name, stat.st_size as u64));
     }
     entries.sort_by(|a, b| (a.0 != Kind::Directory, &a.1).cmp(&(b.0 != Kind::Directory, &b.1)));
@@ -443,6 +454,16 @@ fn list_directory(
         size: 0,
         missing_final_newline: false,
     })
+}
+
+/// Whether a path rule hides the entry at `path`: it is blocked, or a symlink whose target is.
+fn hidden(validator: &PathValidator, filter: &WalkFilter, path: &Path, kind: Kind) -> bool {
+    let symlink = kind == Kind::Symlink;
+    filter.is_blocked(path, kind == Kind::Directory, symlink)
+        || (symlink
+            && validator
+                .resolve(path)
+                .is_ok_and(|target| filter.target_blocked(&target)))
 }
 
 #[cfg(test)]

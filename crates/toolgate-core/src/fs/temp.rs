@@ -18,16 +18,15 @@
 
 use std::collections::HashMap;
 use std::ffi::{OsStr, OsString};
+use std::os::fd::BorrowedFd;
 use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::MetadataExt;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{LazyLock, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
 use rustix::fs::AtFlags;
-
-use super::anchor::Dir;
 
 /// How often one process sweeps the same directory at most.
 pub(crate) const SWEEP_INTERVAL: Duration = Duration::from_secs(600);
@@ -71,18 +70,19 @@ pub(crate) fn hidden_name(target: &OsStr, suffix: &str) -> OsString {
     name
 }
 
-/// Removes the stale temporary files in `dir`, unless this process swept it recently.
-/// Failures are ignored: the sweep is housekeeping, never a reason for a write to fail.
-pub(crate) fn sweep_if_due(dir: &Dir) {
+/// Removes the stale temporary files in the directory open as `dir` (at `path`), unless this
+/// process swept it recently. Failures are ignored: the sweep is housekeeping, never a reason
+/// for a write to fail.
+pub(crate) fn sweep_if_due(dir: BorrowedFd<'_>, path: &Path) {
     /// A directory: device, inode and path.
     type Directory = (u64, u64, PathBuf);
     static SWEPT: LazyLock<Mutex<HashMap<Directory, Instant>>> =
         LazyLock::new(|| Mutex::new(HashMap::new()));
-    let Ok(stat) = rustix::fs::fstat(dir.fd()) else {
+    let Ok(stat) = rustix::fs::fstat(dir) else {
         return;
     };
     // Inode numbers are reused once a directory is removed: the path tells a new one apart.
-    let key = (stat.st_dev, stat.st_ino, dir.path.clone());
+    let key = (stat.st_dev, stat.st_ino, path.to_path_buf());
     {
         let mut swept = SWEPT.lock().unwrap_or_else(PoisonError::into_inner);
         if swept
@@ -99,9 +99,10 @@ pub(crate) fn sweep_if_due(dir: &Dir) {
     sweep(dir);
 }
 
-/// Removes every `.tmp` file in `dir` whose writer is dead. Returns how many were removed.
-pub(crate) fn sweep(dir: &Dir) -> usize {
-    let Ok(mut listing) = rustix::fs::Dir::read_from(dir.fd()) else {
+/// Removes every `.tmp` file in the directory open as `dir` whose writer is dead. Returns how
+/// many were removed.
+pub(crate) fn sweep(dir: BorrowedFd<'_>) -> usize {
+    let Ok(mut listing) = rustix::fs::Dir::read_from(dir) else {
         return 0;
     };
     let mut removed = 0;
@@ -110,7 +111,7 @@ pub(crate) fn sweep(dir: &Dir) -> usize {
         let Some(writer) = stale_writer(name) else {
             continue;
         };
-        if !is_alive(writer) && rustix::fs::unlinkat(dir.fd(), name, AtFlags::empty()).is_ok() {
+        if !is_alive(writer) && rustix::fs::unlinkat(dir, name, AtFlags::empty()).is_ok() {
             removed += 1;
         }
     }

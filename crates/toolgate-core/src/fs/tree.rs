@@ -7,11 +7,14 @@ use std::sync::Mutex;
 
 use ignore::WalkState;
 
+use super::access::Access;
 use super::glob::search_base;
 use super::text::{human_size, plural, CappedText};
 use super::walk::{threads, walker, Cancel, Collector, WalkOptions};
+use crate::approval::Decision;
 use crate::error::{Error, Result};
 use crate::limits::MAX_TREE_DEPTH;
+#[cfg(test)]
 use crate::path::PathValidator;
 
 /// Files from this size up show their size.
@@ -55,19 +58,23 @@ type Children = HashMap<OsString, Vec<Entry>>;
 
 /// Draws the tree below `path` down to `max_depth` levels, skipping dotfiles, the usual
 /// dependency and build directories, and what .gitignore ignores.
-pub fn tree(
-    validator: &PathValidator,
+///
+/// With path rules, blocked entries (and symlinks leading to one) are neither drawn nor counted.
+pub fn tree<'a>(
+    access: impl Into<Access<'a>>,
     request: &TreeRequest,
     cancel: &Cancel,
 ) -> Result<TreeOutput> {
+    let access = access.into();
+    let validator = access.validator();
     if request.max_depth == 0 || request.max_depth > MAX_TREE_DEPTH {
         return Err(Error::InvalidInput(format!(
             "max_depth is {}; it must be from 1 to {MAX_TREE_DEPTH}. Draw a subdirectory to see deeper levels",
             request.max_depth
         )));
     }
-    let base = search_base(validator, request.path.as_deref())?;
-    let children = collect(validator, &base, request.max_depth, cancel)?;
+    let base = search_base(access, request.path.as_deref())?;
+    let children = collect(access, &base, request.max_depth, cancel)?;
     let mut drawing = Drawing {
         children: &children,
         out: CappedText::with_defaults(),
@@ -123,18 +130,16 @@ fn depth_of(base: &Path, dir: &Path) -> usize {
 
 /// The entries of every directory down to `max_depth`, plus the entries one level deeper
 /// (only counted, to say how much a deep directory holds).
-fn collect(
-    validator: &PathValidator,
-    base: &Path,
-    max_depth: usize,
-    cancel: &Cancel,
-) -> Result<Children> {
+fn collect(access: Access<'_>, base: &Path, max_depth: usize, cancel: &Cancel) -> Result<Children> {
     let found = Mutex::new(Vec::new());
     let options = WalkOptions {
         hidden: false,
         max_depth: Some(max_depth + 1),
     };
-    walker(validator, base, options)
+    let validator = access.validator();
+    let filter = access.walk_filter(Decision::Blocked);
+    let filter = filter.as_ref();
+    walker(access, base, options)
         .threads(threads())
         .build_parallel()
         .run(|| {
@@ -159,6 +164,9 @@ fn collect(
                         .map(|t| t.display().to_string())
                         .unwrap_or_default();
                     match validator.resolve(entry.path()) {
+                        Ok(resolved) if filter.is_some_and(|f| f.target_blocked(&resolved)) => {
+                            return WalkState::Continue;
+                        }
                         Ok(_) => EntryKind::Symlink(target),
                         Err(_) => EntryKind::Symlink("(outside the root)".into()),
                     }

@@ -7,8 +7,8 @@ use std::sync::{Arc, Mutex};
 
 use ignore::WalkBuilder;
 
+use super::access::{Access, WalkFilter};
 use crate::error::{Error, Result};
-use crate::path::PathValidator;
 
 /// Directories no search descends into: version control, dependencies, virtual environments
 /// and build output. Naming one explicitly as the search path still searches it.
@@ -63,18 +63,23 @@ pub struct WalkOptions {
 /// `.git/info/exclude` are honoured (also outside a git repository, and those of the
 /// directories between the root and `base`, but never those above the root); the
 /// [`SKIPPED_DIRS`] are pruned; hidden entries are skipped unless asked for; symlinks are
-/// never followed.
-pub fn walker(validator: &PathValidator, base: &Path, options: WalkOptions) -> WalkBuilder {
-    walker_pruned(validator, base, options, |_| true)
+/// never followed. With path rules, blocked entries are never yielded and blocked directories
+/// never entered.
+pub fn walker<'a>(access: impl Into<Access<'a>>, base: &Path, options: WalkOptions) -> WalkBuilder {
+    walker_pruned(access, base, options, |_| true)
 }
 
 /// Like [`walker`], and also prunes the directories for which `enter` returns false.
-pub fn walker_pruned(
-    validator: &PathValidator,
+pub fn walker_pruned<'a>(
+    access: impl Into<Access<'a>>,
     base: &Path,
     options: WalkOptions,
     enter: impl Fn(&ignore::DirEntry) -> bool + Send + Sync + 'static,
 ) -> WalkBuilder {
+    let access = access.into();
+    let validator = access.validator();
+    // Only blocked entries matter to a walk; the level is not used here.
+    let filter: Option<WalkFilter> = access.walk_filter(crate::approval::Decision::Blocked);
     let mut builder = WalkBuilder::new(base);
     builder
         .hidden(!options.hidden)
@@ -87,9 +92,18 @@ pub fn walker_pruned(
         .follow_links(false)
         .max_depth(options.max_depth)
         .filter_entry(move |entry| {
-            entry.depth() == 0
-                || !entry.file_type().is_some_and(|t| t.is_dir())
-                || (!is_skipped_dir(entry.file_name()) && enter(entry))
+            if entry.depth() == 0 {
+                return true;
+            }
+            let file_type = entry.file_type();
+            let is_dir = file_type.is_some_and(|t| t.is_dir());
+            if is_dir && (is_skipped_dir(entry.file_name()) || !enter(entry)) {
+                return false;
+            }
+            let is_symlink = file_type.is_some_and(|t| t.is_symlink());
+            !filter
+                .as_ref()
+                .is_some_and(|filter| filter.is_blocked(entry.path(), is_dir, is_symlink))
         });
     // `parents(true)` would also read ignore files above the root; add the ones between the
     // root and the base by hand instead.
@@ -176,6 +190,7 @@ pub fn threads() -> usize {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::path::PathValidator;
 
     #[test]
     fn skipped_dirs_hidden_files_and_gitignore_are_left_out() {

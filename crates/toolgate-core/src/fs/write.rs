@@ -2,6 +2,7 @@
 
 use std::path::PathBuf;
 
+use super::access::Access;
 use super::anchor::{Kind, Target};
 use super::lock::WriteLock;
 use super::text::human_size;
@@ -38,10 +39,13 @@ pub struct WriteOutput {
 /// written to a temporary file beside the target and renamed over it, so a crash leaves the
 /// old file or the new one, never half of one. An existing file keeps its permissions.
 /// Writers of one file in this process take turns (see `lock`); the last one wins.
-pub fn write(validator: &PathValidator, path: &str, content: &[u8]) -> Result<WriteOutput> {
+/// With path rules, a blocked path is refused before anything is created.
+pub fn write<'a>(access: impl Into<Access<'a>>, path: &str, content: &[u8]) -> Result<WriteOutput> {
     check_content_size("content", content.len())?;
+    let access = access.into();
+    let (absolute, _) = access.target(path)?;
     let mut created = Vec::new();
-    let outcome = write_creating(validator, path, content, &mut created);
+    let outcome = write_creating(access.validator(), absolute, content, &mut created);
     if outcome.is_err() {
         remove_created_dirs(&created);
     }
@@ -50,11 +54,11 @@ pub fn write(validator: &PathValidator, path: &str, content: &[u8]) -> Result<Wr
 
 fn write_creating(
     validator: &PathValidator,
-    path: &str,
+    absolute: PathBuf,
     content: &[u8],
     created: &mut Vec<PathBuf>,
 ) -> Result<WriteOutput> {
-    let target = Target::resolve(validator, path, true, created)?;
+    let target = Target::at(validator, absolute, true, created)?;
     let _lock = WriteLock::acquire([target.absolute.clone()]);
     let (action, mode) = match target.kind()? {
         Kind::Missing => (WriteAction::Created, None),

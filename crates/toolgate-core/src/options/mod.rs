@@ -11,6 +11,7 @@ mod executables;
 mod files;
 mod numbers;
 mod process;
+mod run;
 mod toolsets;
 mod value;
 mod worker;
@@ -21,12 +22,13 @@ pub use files::{
 };
 pub use numbers::{ByteCount, Count, TimeoutMs};
 pub use process::{ExecOptions, Stdin};
+pub use run::{AgentSettingsOptions, AuditOptions, ResumeWorkerOptions, RunWorkerOptions};
 pub use toolsets::{
     CliExecuteOptions, CodeAgentOptions, CreateCustomToolOptions, FilesystemOptions,
     GuardrailOptions, LoadCustomToolsOptions, ShellOptions, WorkDir,
 };
 pub use value::{format_number, parse, JsOnly, OptionValue, Problem};
-pub use worker::{LoadWorkerOptions, ResolveModelOptions, RunWorkerOptions, WorkerToolsOptions};
+pub use worker::{LoadWorkerOptions, ResolveModelOptions, WorkerToolsOptions};
 
 #[cfg(test)]
 mod tests;

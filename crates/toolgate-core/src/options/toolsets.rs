@@ -257,7 +257,7 @@ pub struct FilesystemOptions {
     #[serde(default)]
     pub read_only: bool,
     #[serde(default)]
-    pub approval: Option<ApprovalConfig>,
+    pub approval: Option<crate::fs::config::FileApprovalConfig>,
 }
 
 impl FilesystemOptions {
@@ -281,7 +281,7 @@ pub struct CodeAgentOptions {
     #[serde(default)]
     pub group: CodeAgentGroup,
     #[serde(default)]
-    pub approval: Option<ApprovalConfig>,
+    pub approval: Option<crate::fs::config::FileApprovalConfig>,
 }
 
 /// `createCustomTool` options.

@@ -1,10 +1,10 @@
-//! `loadWorker` and `runWorker` options.
+//! `loadWorker`, `workerTools` and `resolveModel` options (`runWorker` and friends: `run.rs`).
 
 use std::path::PathBuf;
 
 use serde::Deserialize;
 
-use super::{Count, JsOnly};
+use super::JsOnly;
 
 /// `loadWorker` options.
 #[derive(Debug, Default, Deserialize)]
@@ -16,24 +16,6 @@ pub struct LoadWorkerOptions {
     /// Forces a read-only sandbox.
     #[serde(default)]
     pub readonly: bool,
-}
-
-/// `runWorker` options. Only `maxSteps` is data; the rest is for the SDK.
-#[derive(Debug, Default, Deserialize)]
-#[serde(deny_unknown_fields, rename_all = "camelCase")]
-pub struct RunWorkerOptions {
-    #[serde(default)]
-    pub model: Option<JsOnly>,
-    #[serde(default)]
-    pub on_approval: Option<JsOnly>,
-    #[serde(default)]
-    pub max_steps: Option<Count<1, 100_000>>,
-    #[serde(default)]
-    pub signal: Option<JsOnly>,
-    #[serde(default)]
-    pub on_event: Option<JsOnly>,
-    #[serde(default)]
-    pub messages: Option<JsOnly>,
 }
 
 /// `resolveModel` options.

@@ -25,9 +25,23 @@ mod paths;
 mod probe;
 
 #[cfg(target_os = "linux")]
+pub(crate) mod client;
+#[cfg(target_os = "linux")]
+mod confine;
+#[cfg(target_os = "linux")]
 mod launcher;
 #[cfg(target_os = "linux")]
+mod opened;
+#[cfg(target_os = "linux")]
+mod plan;
+#[cfg(target_os = "linux")]
 mod seccomp;
+#[cfg(target_os = "linux")]
+mod server;
+#[cfg(target_os = "linux")]
+mod tree;
+#[cfg(target_os = "linux")]
+mod wire;
 
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
@@ -53,6 +67,11 @@ const ARG_DEVICE: &str = "--device";
 const ARG_SECCOMP: &str = "--seccomp";
 const ARG_PROBE: &str = "--probe";
 const ARG_END: &str = "--";
+// In the launcher server's requests, and on its own command line.
+const ARG_CWD: &str = "--cwd";
+const ARG_ENV: &str = "--env";
+const ARG_SERVE: &str = "--serve";
+const ARG_CLEAN: &str = "--clean";
 
 /// Exit code of the launcher when the sandbox could not be set up (nothing ran).
 pub const EXIT_SETUP_FAILED: i32 = 125;
@@ -115,6 +134,9 @@ pub struct Sandbox {
     /// The read roots of the last `PATH` seen: a tool's calls share one environment.
     search_path_roots: Mutex<Option<(OsString, Arc<[PathBuf]>)>>,
     warnings: Vec<String>,
+    /// Which launcher server knows this policy, under which id.
+    #[cfg(target_os = "linux")]
+    registration: client::Registration,
 }
 
 /// Whether a best-effort warning was already handed out in this process.
@@ -215,6 +237,8 @@ impl Sandbox {
             fixed_args,
             search_path_roots: Mutex::new(None),
             warnings,
+            #[cfg(target_os = "linux")]
+            registration: Mutex::new(None),
         })
     }
 
@@ -276,6 +300,8 @@ impl Sandbox {
     /// when calls run unconfined: the policy's whole per-call share. `call_dir` becomes
     /// writable; `env` is the child's environment, whose `PATH` directories become readable;
     /// `readable` lists further files the call may read (the script an interpreter runs).
+    /// (This starts the one-shot launcher, as `toolgate sandbox` does; `exec` runs its calls
+    /// through the launcher server.)
     pub fn command(
         &self,
         program: &Path,
@@ -284,22 +310,104 @@ impl Sandbox {
         readable: &[PathBuf],
     ) -> Option<(&Path, Vec<OsString>)> {
         let launcher = self.launcher.as_deref()?;
-        let search_path = self.search_path_roots(crate::exec::env::lookup(env, "PATH"));
-        let program_roots = self.reach.program_roots(program, &search_path);
-        let extra = search_path.iter().chain(&program_roots);
-        let mut args = Vec::with_capacity(self.fixed_args.len() + 2 * search_path.len() + 8);
+        let mut args = Vec::with_capacity(self.fixed_args.len() + 32);
         args.push(ARG_PARENT.into());
         args.push(std::process::id().to_string().into());
         args.extend(self.fixed_args.iter().cloned());
-        args.push(ARG_WRITE.into());
-        args.push(call_dir.as_os_str().to_owned());
-        for root in extra.chain(readable) {
-            args.push(ARG_READ.into());
-            args.push(root.as_os_str().to_owned());
-        }
+        self.push_call_paths(&mut args, program, call_dir, env, readable);
         args.push(ARG_END.into());
         args.push(program.as_os_str().to_owned());
         Some((launcher, args))
+    }
+
+    /// Starts a call through the launcher server (see `server.rs`); the child's ends of its
+    /// standard streams are in `stdio`.
+    #[cfg(target_os = "linux")]
+    pub(crate) fn spawn_served(
+        &self,
+        call: ServedCall<'_>,
+        stdio: client::CallStdio,
+    ) -> std::result::Result<client::Served, client::Refusal> {
+        let launcher = self
+            .launcher
+            .as_deref()
+            .ok_or(client::Refusal::Unavailable)?;
+        let mut words: Vec<OsString> = Vec::with_capacity(call.env.len() * 2 + 32);
+        self.push_call_paths(
+            &mut words,
+            call.program,
+            call.call_dir,
+            call.env,
+            call.readable,
+        );
+        words.push(ARG_CWD.into());
+        words.push(call.cwd.as_os_str().to_owned());
+        for (key, value) in call.env {
+            let mut var = key.clone();
+            var.push("=");
+            var.push(value);
+            words.push(ARG_ENV.into());
+            words.push(var);
+        }
+        words.push(ARG_END.into());
+        words.push(call.program.as_os_str().to_owned());
+        words.extend(call.args.iter().cloned());
+        if words
+            .iter()
+            .any(|word| word.as_encoded_bytes().contains(&0))
+        {
+            return Err(client::Refusal::Failed(
+                EXIT_CANNOT_EXECUTE,
+                "an argument or an environment variable contains a NUL byte".into(),
+            ));
+        }
+        client::spawn(
+            launcher,
+            &self.registration,
+            &self.fixed_args,
+            &plan::join(&words),
+            stdio,
+        )
+    }
+
+    /// The call's own paths: its private directory (writable), and the program's roots, the
+    /// directories on its `PATH` and the call's `readable` files (readable).
+    fn push_call_paths(
+        &self,
+        args: &mut Vec<OsString>,
+        program: &Path,
+        call_dir: &Path,
+        env: &[(OsString, OsString)],
+        readable: &[PathBuf],
+    ) {
+        let search_path = self.search_path_roots(crate::exec::env::lookup(env, "PATH"));
+        let program_roots = self.reach.program_roots(program, &search_path);
+        args.push(ARG_WRITE.into());
+        args.push(call_dir.as_os_str().to_owned());
+        for root in search_path.iter().chain(&program_roots).chain(readable) {
+            args.push(ARG_READ.into());
+            args.push(root.as_os_str().to_owned());
+        }
+    }
+}
+
+/// One call for the launcher server.
+#[cfg(target_os = "linux")]
+pub(crate) struct ServedCall<'a> {
+    pub program: &'a Path,
+    pub args: &'a [OsString],
+    pub cwd: &'a Path,
+    pub call_dir: &'a Path,
+    pub env: &'a [(OsString, OsString)],
+    /// Files the call may read besides the policy's paths (`ExecRequest::readable`).
+    pub readable: &'a [PathBuf],
+}
+
+#[cfg(target_os = "linux")]
+impl Drop for Sandbox {
+    /// The launcher server forgets the policy.
+    fn drop(&mut self) {
+        client::forget(&self.registration);
     }
 }
 
@@ -342,8 +450,7 @@ fn compile_filters(network: bool, supported: bool) -> std::result::Result<Vec<St
     if !supported {
         return Err("seccomp filters are not available on this kernel".into());
     }
-    let programs = seccomp::compile(network)?;
-    Ok(programs
+    Ok(seccomp::compile(network)?
         .iter()
         .map(|program| seccomp::encode(program))
         .collect())

@@ -2,14 +2,19 @@
 //!
 //! Errors, never a kill, so a program reports its own failure: `EPERM` for what is refused,
 //! `ENOSYS` for `clone3` (its flags sit in memory a filter cannot read, so libc is told the call
-//! does not exist and falls back to `clone`, whose flags are checked). The programs are compiled
-//! once per prepared sandbox and handed to the launcher as hex, so a call pays only for loading.
+//! does not exist and falls back to `clone`, whose flags are checked). Only another
+//! architecture's system calls kill the process.
+//!
+//! The filters are built by `seccompiler` once per prepared sandbox and travel as hex. Their
+//! cost is paid off the call's path: the launcher server installs them in a call's init before
+//! the call arrives (the kernel runs a new filter for every system call number then, to cache
+//! the ones it always allows), and the program inherits them.
 
 use std::collections::BTreeMap;
 
 use seccompiler::{
-    sock_filter, BpfProgram, SeccompAction, SeccompCmpArgLen, SeccompCmpOp, SeccompCondition,
-    SeccompFilter, SeccompRule, TargetArch,
+    BpfProgram, SeccompAction, SeccompCmpArgLen, SeccompCmpOp, SeccompCondition, SeccompFilter,
+    SeccompRule, TargetArch,
 };
 
 /// Refused in every sandbox: other processes' memory, the kernel keyring, mounts and
@@ -66,7 +71,8 @@ const DENIED: &[libc::c_long] = &[
     libc::SYS_ioperm,
 ];
 
-/// Namespace flags refused on `clone`.
+/// Namespace flags refused on `clone` (`CLONE_NEWTIME`, 0x80, exists only for `clone3`, where
+/// it sits among the exit-signal bits of `clone`; no valid signal has it set).
 const NAMESPACE_FLAGS: &[libc::c_int] = &[
     libc::CLONE_NEWNS,
     libc::CLONE_NEWUSER,
@@ -75,21 +81,29 @@ const NAMESPACE_FLAGS: &[libc::c_int] = &[
     libc::CLONE_NEWIPC,
     libc::CLONE_NEWUTS,
     libc::CLONE_NEWCGROUP,
-    0x80, // CLONE_NEWTIME
+    0x80,
 ];
 
 /// Terminal ioctls that inject input into, or act on, the terminal of someone else.
 const DENIED_IOCTLS: &[u64] = &[libc::TIOCSTI, libc::TIOCLINUX];
 
-/// On x86_64 the x32 ABI reaches the same system calls with this bit set, where the kernel
-/// has it enabled; there every refused number is refused in that form too. (Most kernels have
-/// it off; the aliases double the filter, which the kernel then checks and caches per call.)
+/// On x86_64 the x32 ABI reaches the same system calls with this bit set, where the kernel has
+/// it enabled; there every refused number is refused in that form too.
 #[cfg(target_arch = "x86_64")]
 const X32_SYSCALL_BIT: i64 = 0x4000_0000;
 
-/// The two compiled filters: the main one (`EPERM`) and the `clone3` one (`ENOSYS`).
-pub(crate) fn compile(network: bool) -> Result<Vec<BpfProgram>, String> {
-    let x32 = x32_enabled();
+/// One instruction of a classic BPF program.
+pub(crate) type Instruction = libc::sock_filter;
+/// A compiled filter.
+pub(crate) type Program = Vec<Instruction>;
+
+/// The filters of a sandbox with or without network access: the main one (`EPERM`) and the
+/// `clone3` one (`ENOSYS`). Both are installed; the kernel applies the stricter verdict.
+pub(crate) fn compile(network: bool) -> Result<Vec<Program>, String> {
+    programs(network, x32_enabled())
+}
+
+fn programs(network: bool, x32: bool) -> Result<Vec<Program>, String> {
     let main = build(aliased(main_rules(network)?, x32), libc::EPERM)?;
     let mut clone3 = BTreeMap::new();
     clone3.insert(libc::SYS_clone3, Vec::new());
@@ -140,6 +154,8 @@ fn main_rules(network: bool) -> Result<BTreeMap<i64, Vec<SeccompRule>>, String> 
         rules.insert(libc::SYS_socket, vec![not_unix.clone()]);
         rules.insert(libc::SYS_socketpair, vec![not_unix]);
         rules.insert(libc::SYS_connect, Vec::new());
+        // `sendto` with an address is a connect of its own (the address is a pointer: all 64
+        // bits are compared).
         let addressed = SeccompRule::new(vec![SeccompCondition::new(
             4,
             SeccompCmpArgLen::Qword,
@@ -153,6 +169,7 @@ fn main_rules(network: bool) -> Result<BTreeMap<i64, Vec<SeccompRule>>, String> 
     Ok(rules)
 }
 
+/// A rule on the low 32 bits of argument `arg` (the kernel takes these arguments as 32 bits).
 fn rule(arg: u8, op: SeccompCmpOp, value: u64) -> Result<SeccompRule, String> {
     let condition = SeccompCondition::new(arg, SeccompCmpArgLen::Dword, op, value)
         .map_err(|err| err.to_string())?;
@@ -189,7 +206,7 @@ fn with_x32_aliases(rules: BTreeMap<i64, Vec<SeccompRule>>) -> BTreeMap<i64, Vec
     rules
 }
 
-fn build(rules: BTreeMap<i64, Vec<SeccompRule>>, errno: i32) -> Result<BpfProgram, String> {
+fn build(rules: BTreeMap<i64, Vec<SeccompRule>>, errno: i32) -> Result<Program, String> {
     let arch = TargetArch::try_from(std::env::consts::ARCH).map_err(|err| {
         format!(
             "seccomp filters are not available for {}: {err}",
@@ -203,13 +220,50 @@ fn build(rules: BTreeMap<i64, Vec<SeccompRule>>, errno: i32) -> Result<BpfProgra
         arch,
     )
     .map_err(|err| err.to_string())?;
-    filter
+    let program: BpfProgram = filter
         .try_into()
-        .map_err(|err: seccompiler::BackendError| err.to_string())
+        .map_err(|err: seccompiler::BackendError| err.to_string())?;
+    Ok(program
+        .into_iter()
+        .map(|ins| Instruction {
+            code: ins.code,
+            jt: ins.jt,
+            jf: ins.jf,
+            k: ins.k,
+        })
+        .collect())
+}
+
+/// Installs `program` on the calling thread (setting `no_new_privs`, which an unprivileged
+/// filter needs and which is part of the sandbox anyway).
+pub(crate) fn install(program: &[Instruction]) -> std::io::Result<()> {
+    let len =
+        u16::try_from(program.len()).map_err(|_| std::io::Error::from_raw_os_error(libc::E2BIG))?;
+    let fprog = libc::sock_fprog {
+        len,
+        filter: program.as_ptr().cast_mut(),
+    };
+    // SAFETY: prctl takes integers; seccomp reads `fprog` and the `len` instructions it points
+    // to, which live until the call returns (the kernel copies them).
+    unsafe {
+        if libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+        if libc::syscall(
+            libc::SYS_seccomp,
+            libc::SECCOMP_SET_MODE_FILTER,
+            0,
+            &fprog as *const libc::sock_fprog,
+        ) != 0
+        {
+            return Err(std::io::Error::last_os_error());
+        }
+    }
+    Ok(())
 }
 
 /// A compiled program as hex, 16 digits per instruction (code, jt, jf, k; little endian).
-pub(crate) fn encode(program: &[sock_filter]) -> String {
+pub(crate) fn encode(program: &[Instruction]) -> String {
     let mut text = String::with_capacity(program.len() * 16);
     for instruction in program {
         let mut bytes = [0u8; 8];
@@ -228,7 +282,7 @@ pub(crate) fn encode(program: &[sock_filter]) -> String {
 const HEX: &[u8; 16] = b"0123456789abcdef";
 
 /// The inverse of [`encode`]; `None` for text that is not a whole program.
-pub(crate) fn decode(text: &[u8]) -> Option<BpfProgram> {
+pub(crate) fn decode(text: &[u8]) -> Option<Program> {
     if text.is_empty() || text.len() % 16 != 0 {
         return None;
     }
@@ -243,7 +297,7 @@ pub(crate) fn decode(text: &[u8]) -> Option<BpfProgram> {
             for (byte, pair) in bytes.iter_mut().zip(chunk.chunks_exact(2)) {
                 *byte = (nibble(pair[0])? << 4) | nibble(pair[1])?;
             }
-            Some(sock_filter {
+            Some(Instruction {
                 code: u16::from_le_bytes([bytes[0], bytes[1]]),
                 jt: bytes[2],
                 jf: bytes[3],
@@ -257,12 +311,233 @@ pub(crate) fn decode(text: &[u8]) -> Option<BpfProgram> {
 mod tests {
     use super::*;
 
+    /// What the kernel sees of a system call.
+    struct Call {
+        arch: u32,
+        nr: u32,
+        args: [u64; 6],
+    }
+
+    // Classic BPF opcodes (linux/bpf_common.h) that seccompiler emits.
+    const LOAD_WORD: u16 = 0x20; // BPF_LD | BPF_W | BPF_ABS
+    const JUMP_ALWAYS: u16 = 0x05; // BPF_JMP | BPF_JA
+    const JUMP_EQ: u16 = 0x15; // BPF_JMP | BPF_JEQ | BPF_K
+    const JUMP_GT: u16 = 0x25; // BPF_JMP | BPF_JGT | BPF_K
+    const JUMP_GE: u16 = 0x35; // BPF_JMP | BPF_JGE | BPF_K
+    const JUMP_SET: u16 = 0x45; // BPF_JMP | BPF_JSET | BPF_K
+    const AND: u16 = 0x54; // BPF_ALU | BPF_AND | BPF_K
+    const RETURN: u16 = 0x06; // BPF_RET | BPF_K
+
+    /// Runs one program the way the kernel does (for the instructions above).
+    fn run_one(program: &[Instruction], call: &Call) -> u32 {
+        let mut data = [0u8; 64];
+        data[0..4].copy_from_slice(&call.nr.to_le_bytes());
+        data[4..8].copy_from_slice(&call.arch.to_le_bytes());
+        for (index, arg) in call.args.iter().enumerate() {
+            data[16 + 8 * index..24 + 8 * index].copy_from_slice(&arg.to_le_bytes());
+        }
+        let mut accumulator = 0u32;
+        let mut pc = 0usize;
+        loop {
+            let ins = program[pc];
+            pc += 1;
+            match ins.code {
+                LOAD_WORD => {
+                    let at = ins.k as usize;
+                    accumulator = u32::from_le_bytes(data[at..at + 4].try_into().unwrap());
+                }
+                AND => accumulator &= ins.k,
+                JUMP_ALWAYS => pc += ins.k as usize,
+                JUMP_EQ | JUMP_GT | JUMP_GE | JUMP_SET => {
+                    let taken = match ins.code {
+                        JUMP_EQ => accumulator == ins.k,
+                        JUMP_GT => accumulator > ins.k,
+                        JUMP_GE => accumulator >= ins.k,
+                        _ => accumulator & ins.k != 0,
+                    };
+                    pc += usize::from(if taken { ins.jt } else { ins.jf });
+                }
+                RETURN => return ins.k,
+                other => panic!("unexpected opcode {other:#x}"),
+            }
+        }
+    }
+
+    /// The verdict of every program together: the kernel takes the strictest action.
+    fn run(programs: &[Program], call: &Call) -> u32 {
+        programs
+            .iter()
+            .map(|program| run_one(program, call))
+            .min_by_key(|&verdict| (verdict & libc::SECCOMP_RET_ACTION_FULL) as i32)
+            .unwrap()
+    }
+
+    fn call(nr: i64, args: [u64; 6]) -> Call {
+        Call {
+            arch: AUDIT_ARCH,
+            nr: nr as u32,
+            args,
+        }
+    }
+
+    #[cfg(target_arch = "x86_64")]
+    const AUDIT_ARCH: u32 = 0xc000_003e;
+    #[cfg(target_arch = "aarch64")]
+    const AUDIT_ARCH: u32 = 0xc000_00b7;
+    #[cfg(target_arch = "riscv64")]
+    const AUDIT_ARCH: u32 = 0xc000_00f3;
+
+    const ALLOW: u32 = libc::SECCOMP_RET_ALLOW;
+    const EPERM: u32 = libc::SECCOMP_RET_ERRNO | libc::EPERM as u32;
+    const ENOSYS: u32 = libc::SECCOMP_RET_ERRNO | libc::ENOSYS as u32;
+
+    /// System call numbers with argument checks or an own verdict, per network setting.
+    fn special(network: bool) -> Vec<i64> {
+        let mut numbers = vec![libc::SYS_clone, libc::SYS_clone3, libc::SYS_ioctl];
+        if !network {
+            numbers.extend([
+                libc::SYS_socket,
+                libc::SYS_socketpair,
+                libc::SYS_connect,
+                libc::SYS_sendto,
+            ]);
+        }
+        numbers
+    }
+
     #[test]
-    fn programs_compile_and_survive_the_hex_round_trip() {
+    fn every_system_call_number_gets_its_verdict() {
         for network in [false, true] {
             let programs = compile(network).unwrap();
-            assert_eq!(programs.len(), 2);
-            for program in programs {
+            for nr in 0..1024i64 {
+                if special(network).contains(&nr) {
+                    continue;
+                }
+                let expected = if DENIED.contains(&nr) { EPERM } else { ALLOW };
+                assert_eq!(run(&programs, &call(nr, [0; 6])), expected, "nr {nr}");
+            }
+            // Another architecture is killed.
+            let foreign = Call {
+                arch: 0x4000_0003,
+                nr: 1,
+                args: [0; 6],
+            };
+            assert_eq!(run(&programs, &foreign), libc::SECCOMP_RET_KILL_PROCESS);
+        }
+    }
+
+    #[cfg(target_arch = "x86_64")]
+    #[test]
+    fn x32_aliases_are_refused_where_x32_exists() {
+        let programs = programs(false, true).unwrap();
+        let x32 = |nr: i64| call(X32_SYSCALL_BIT | nr, [0; 6]);
+        for nr in [
+            libc::SYS_ptrace,
+            521,
+            539,
+            540,
+            libc::SYS_bpf,
+            libc::SYS_connect,
+        ] {
+            assert_eq!(run(&programs, &x32(nr)), EPERM, "x32 {nr}");
+        }
+        assert_eq!(run(&programs, &x32(libc::SYS_clone3)), ENOSYS);
+        assert_eq!(run(&programs, &x32(libc::SYS_getpid)), ALLOW);
+        let inet = libc::AF_INET as u64;
+        assert_eq!(
+            run(
+                &programs,
+                &call(X32_SYSCALL_BIT | libc::SYS_socket, [inet, 1, 0, 0, 0, 0])
+            ),
+            EPERM
+        );
+    }
+
+    #[test]
+    fn argument_checks_refuse_exactly_what_they_name() {
+        let closed = compile(false).unwrap();
+        let open = compile(true).unwrap();
+        let clone = libc::SYS_clone;
+        let thread_flags = (libc::CLONE_VM | libc::CLONE_THREAD | libc::CLONE_SIGHAND) as u64;
+        for programs in [&closed, &open] {
+            assert_eq!(
+                run(programs, &call(clone, [thread_flags, 0, 0, 0, 0, 0])),
+                ALLOW
+            );
+            assert_eq!(
+                run(
+                    programs,
+                    &call(clone, [libc::SIGCHLD as u64, 0, 0, 0, 0, 0])
+                ),
+                ALLOW
+            );
+            for &flag in NAMESPACE_FLAGS {
+                let flags = flag as u64 | thread_flags;
+                assert_eq!(
+                    run(programs, &call(clone, [flags, 0, 0, 0, 0, 0])),
+                    EPERM,
+                    "{flag:#x}"
+                );
+            }
+            let ioctl = libc::SYS_ioctl;
+            for &request in DENIED_IOCTLS {
+                assert_eq!(run(programs, &call(ioctl, [1, request, 0, 0, 0, 0])), EPERM);
+                // The kernel reads the request as 32 bits: high bits do not get it past.
+                let high_bits = request | 0xffff_ffff_0000_0000;
+                assert_eq!(
+                    run(programs, &call(ioctl, [1, high_bits, 0, 0, 0, 0])),
+                    EPERM
+                );
+            }
+            assert_eq!(
+                run(programs, &call(ioctl, [1, libc::TIOCGWINSZ, 0, 0, 0, 0])),
+                ALLOW
+            );
+            assert_eq!(run(programs, &call(libc::SYS_clone3, [0; 6])), ENOSYS);
+        }
+        let unix = libc::AF_UNIX as u64;
+        let inet = libc::AF_INET as u64;
+        let some_address = [3, 0, 0, 0, 0x7fff_0000_1000, 16];
+        let high_address = [3, 0, 0, 0, 0x7fff_0000_0000, 16];
+        for (programs, network) in [(&closed, false), (&open, true)] {
+            let refused = if network { ALLOW } else { EPERM };
+            assert_eq!(
+                run(programs, &call(libc::SYS_socket, [unix, 1, 0, 0, 0, 0])),
+                ALLOW
+            );
+            for family in [inet, libc::AF_INET6 as u64, libc::AF_NETLINK as u64] {
+                assert_eq!(
+                    run(programs, &call(libc::SYS_socket, [family, 1, 0, 0, 0, 0])),
+                    refused
+                );
+            }
+            assert_eq!(
+                run(programs, &call(libc::SYS_socketpair, [inet, 1, 0, 0, 0, 0])),
+                refused
+            );
+            assert_eq!(
+                run(programs, &call(libc::SYS_connect, [3, 0, 0, 0, 0, 0])),
+                refused
+            );
+            assert_eq!(
+                run(programs, &call(libc::SYS_sendto, [3, 0, 0, 0, 0, 0])),
+                ALLOW
+            );
+            assert_eq!(
+                run(programs, &call(libc::SYS_sendto, some_address)),
+                refused
+            );
+            assert_eq!(
+                run(programs, &call(libc::SYS_sendto, high_address)),
+                refused
+            );
+        }
+    }
+
+    #[test]
+    fn programs_survive_the_hex_round_trip() {
+        for network in [false, true] {
+            for program in compile(network).unwrap() {
                 let text = encode(&program);
                 let back = decode(text.as_bytes()).unwrap();
                 assert_eq!(back.len(), program.len());
@@ -274,26 +549,5 @@ mod tests {
         assert!(decode(b"").is_none());
         assert!(decode(b"0123").is_none());
         assert!(decode(b"zz00000000000000").is_none());
-    }
-
-    #[test]
-    fn network_rules_exist_only_without_network() {
-        let closed = main_rules(false).unwrap();
-        let open = main_rules(true).unwrap();
-        for nr in [libc::SYS_socket, libc::SYS_connect, libc::SYS_socketpair] {
-            assert!(closed.contains_key(&nr));
-            assert!(!open.contains_key(&nr));
-        }
-        for rules in [&closed, &open] {
-            assert!(rules[&libc::SYS_ptrace].is_empty(), "unconditional");
-            assert_eq!(rules[&libc::SYS_clone].len(), NAMESPACE_FLAGS.len());
-        }
-        #[cfg(target_arch = "x86_64")]
-        {
-            let aliased = aliased(closed.clone(), true);
-            assert!(aliased.contains_key(&(libc::SYS_ptrace | X32_SYSCALL_BIT)));
-            assert!(aliased.contains_key(&(521 | X32_SYSCALL_BIT)), "x32 ptrace");
-            assert_eq!(super::aliased(closed.clone(), false), closed);
-        }
     }
 }

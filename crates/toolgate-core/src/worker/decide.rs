@@ -10,8 +10,9 @@ use crate::approval::{
     Resolved, Toolset,
 };
 use crate::error::{Error, Result};
-use crate::fs::config::{filesystem_tools, CodeAgentGroup};
+use crate::fs::config::{filesystem_tools, CodeAgentGroup, FileApprovalConfig};
 use crate::limits::{EXECUTABLE_TOOL_PREFIX, RESERVED_TOOL_NAMES};
+use crate::mcp::ServerTools;
 
 /// What the SDK found in a worker's tools module (only JavaScript can load it).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -21,6 +22,10 @@ pub struct ModuleTools {
     /// The tools the worker gets, in order, with their own `needsApproval`.
     pub selected: Vec<Candidate>,
 }
+
+/// What the SDK's MCP clients found on the servers of each worker's `mcp` toolset, by worker
+/// index (only JavaScript speaks the protocol).
+pub type McpReports = BTreeMap<usize, Vec<ServerTools>>;
 
 /// One tool of a worker with its effective approval.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -36,6 +41,16 @@ impl WorkerPlan {
     /// the worker file): an approval entry naming no tool, a reserved or duplicate tool name, a
     /// missing module report.
     pub fn decide(&self, modules: &BTreeMap<usize, ModuleTools>) -> Result<Vec<Vec<DecidedTool>>> {
+        self.decide_with_mcp(modules, &McpReports::new())
+    }
+
+    /// [`WorkerPlan::decide`] with the tools the MCP servers of each worker's `mcp` toolset
+    /// listed; a worker with an `mcp` toolset and no report is `CONFIG_INVALID`.
+    pub fn decide_with_mcp(
+        &self,
+        modules: &BTreeMap<usize, ModuleTools>,
+        mcp: &McpReports,
+    ) -> Result<Vec<Vec<DecidedTool>>> {
         let mut decided: Vec<Vec<DecidedTool>> = Vec::with_capacity(self.workers().len());
         let mut floors: Vec<CallerFloor> = Vec::with_capacity(self.workers().len());
         for (index, planned) in self.workers().iter().enumerate() {
@@ -52,7 +67,7 @@ impl WorkerPlan {
                 ),
                 None => CallerFloor::default(),
             };
-            let tools = decide_worker(planned, modules.get(&index), &floor)?;
+            let tools = decide_worker(planned, modules.get(&index), mcp.get(&index), &floor)?;
             decided.push(tools);
             floors.push(floor);
         }
@@ -63,6 +78,7 @@ impl WorkerPlan {
 fn decide_worker(
     planned: &PlannedWorker,
     module: Option<&ModuleTools>,
+    mcp: Option<&Vec<ServerTools>>,
     floor: &CallerFloor,
 ) -> Result<Vec<DecidedTool>> {
     let worker = &planned.worker;
@@ -94,18 +110,26 @@ fn decide_worker(
         Ok(())
     };
     let toolsets = &worker.toolsets;
+    let mut path_rules = Vec::new();
     if let (Some(config), Some(names)) = (&toolsets.filesystem, &planned.filesystem_tools) {
+        let file_approval = config.approval.clone().unwrap_or_default();
+        file_approval.check_paths(&format!("{source}: toolsets.filesystem approval.paths"))?;
+        let approval = file_approval.tool_approval();
         add(
             Toolset::Filesystem,
-            config.approval.as_ref(),
+            Some(&approval),
             names.iter().map(|name| Candidate::plain(*name)).collect(),
             strings(filesystem_tools(false)),
         )?;
+        path_rules.push((Toolset::Filesystem, file_approval));
     }
     if let (Some(config), Some(group)) = (&toolsets.code_agent, planned.code_agent_group) {
+        let file_approval = config.approval.clone().unwrap_or_default();
+        file_approval.check_paths(&format!("{source}: toolsets.code_agent approval.paths"))?;
+        let approval = file_approval.tool_approval();
         add(
             Toolset::CodeAgent,
-            config.approval.as_ref(),
+            Some(&approval),
             group
                 .tools()
                 .iter()
@@ -113,6 +137,7 @@ fn decide_worker(
                 .collect(),
             strings(CodeAgentGroup::All.tools()),
         )?;
+        path_rules.push((Toolset::CodeAgent, file_approval));
     }
     if toolsets.shell.is_some() {
         // The rules decide each command: the tool's own `needsApproval` is a function. A worker
@@ -180,8 +205,36 @@ fn decide_worker(
             names.clone(),
         )?;
     }
+    if let Some(toolset) = &planned.mcp {
+        let listed = mcp.ok_or_else(|| {
+            Error::ConfigInvalid(format!(
+                "{source}: the MCP servers of toolsets.mcp were not listed before the approvals were decided"
+            ))
+        })?;
+        let selected = toolset.select(listed)?;
+        let (approval, known) = toolset.approval_for(listed)?;
+        add(
+            Toolset::Mcp,
+            Some(&approval),
+            selected
+                .into_iter()
+                .map(|tool| Candidate::plain(tool.name))
+                .collect(),
+            known,
+        )?;
+    }
+    for (toolset, approval) in &path_rules {
+        mark_per_call(&mut tools, *toolset, approval);
+    }
     check_names(&source, worker.approval.as_ref(), &tools)?;
     Ok(tools)
+}
+
+/// Tools of a file toolset with path rules are decided per call (see `fs::access`).
+fn mark_per_call(tools: &mut [DecidedTool], toolset: Toolset, approval: &FileApprovalConfig) {
+    for tool in tools.iter_mut().filter(|tool| tool.toolset == toolset) {
+        tool.resolved = approval.per_call(tool.resolved);
+    }
 }
 
 fn strings(names: &[&str]) -> Vec<String> {

@@ -7,7 +7,8 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 
 use super::ToolsetsConfig;
-use crate::approval::{ApprovalConfig, Decision};
+use crate::approval::Decision;
+use crate::fs::config::FileApprovalConfig;
 
 /// `sandbox.approval`: whether writes and deletes of the file toolsets need a human.
 #[derive(Debug, Clone, Default, Deserialize, JsonSchema)]
@@ -93,7 +94,7 @@ pub fn apply_sandbox_approval(approval: &SandboxApproval, toolsets: &mut Toolset
                 _ => toolsets.code_agent.as_mut().map(|t| &mut t.approval),
             };
             let Some(block) = block else { continue };
-            let config = block.get_or_insert_with(ApprovalConfig::default);
+            let config = block.get_or_insert_with(FileApprovalConfig::default);
             for tool in *tools {
                 config
                     .tools

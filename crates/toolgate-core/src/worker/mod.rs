@@ -18,6 +18,7 @@ use crate::error::{Error, Result};
 use crate::executables::config::ExecutablesConfig;
 use crate::frozen::{read_stamped, FileStamp};
 use crate::fs::config::{CodeAgentConfig, FilesystemConfig};
+use crate::mcp::McpToolsetConfig;
 use crate::path::PathValidator;
 use crate::sandbox_config::{SandboxFields, SandboxModeName};
 
@@ -25,7 +26,7 @@ mod decide;
 pub mod golem;
 mod plan;
 
-pub use decide::{DecidedTool, ModuleTools};
+pub use decide::{DecidedTool, McpReports, ModuleTools};
 pub use plan::{plan_worker, Delegate, PlannedWorker, WorkerPlan};
 
 /// A worker file as written. Its JSON Schema (`schemas/worker.schema.json`) is generated from
@@ -70,6 +71,9 @@ pub struct WorkerFile {
     /// The toolsets the worker gets.
     #[serde(default)]
     pub toolsets: ToolsetsConfig,
+    /// The audit log its runs append to.
+    #[serde(default)]
+    pub audit: Option<crate::audit::AuditConfig>,
     /// golem-forge: `false` refuses an empty task (default: an empty task is accepted).
     #[serde(default)]
     pub allow_empty_input: Option<bool>,
@@ -178,6 +182,10 @@ pub struct ToolsetsConfig {
     /// Other workers, each callable as a tool.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub workers: Option<WorkersConfig>,
+    /// Tools of MCP servers (`<server>_<tool>`, default approval `ask`); stdio servers run in
+    /// the kernel sandbox.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mcp: Option<McpToolsetConfig>,
     /// Forge's built-in tools: `http_request`, `json_parse`, `csv_parse`, `datetime_now`,
     /// `uuid_generate`, `math_calculate`, `file_create`, `web_search`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -242,6 +250,8 @@ pub struct Worker {
     pub allowed_worker_paths: Vec<PathBuf>,
     /// Keys accepted but not acted on, and other things the user should know.
     pub warnings: Vec<String>,
+    /// `audit.file`, absolute.
+    pub audit_file: Option<PathBuf>,
 }
 
 /// Options that override what the file says.
@@ -455,6 +465,9 @@ fn resolve(
             .as_ref()
             .map(|fields| fields.anchored(&dir));
     }
+    if let Some(mcp) = &mut toolsets.mcp {
+        mcp.sandbox = mcp.sandbox.as_ref().map(|fields| fields.anchored(&dir));
+    }
     let sandbox_fields = SandboxFields {
         mode: sandbox.mode,
         network: sandbox.network,
@@ -493,6 +506,7 @@ fn resolve(
         toolsets,
         allowed_worker_paths,
         warnings,
+        audit_file: file.audit.map(|audit| anchored(&audit.file)),
     })
 }
 

@@ -17,6 +17,7 @@ use crate::executables::Registry;
 use crate::frozen::FrozenFiles;
 use crate::fs::config::{filesystem_tools, CodeAgentGroup};
 use crate::limits::{MAX_WORKERS_IN_GRAPH, MAX_WORKER_DEPTH};
+use crate::mcp::McpToolset;
 use crate::sandbox_config::{SandboxFields, SandboxModeName, SandboxScope, ToolSandbox, Widening};
 
 #[cfg(test)]
@@ -52,11 +53,14 @@ pub struct PlannedWorker {
     /// Forge's built-in tools (in-process: no kernel sandbox, their own rules instead).
     pub builtins: Option<Arc<Builtins>>,
     pub delegates: Vec<Delegate>,
+    /// The `mcp` toolset: its servers, whitelist, approval and the sandbox of its stdio
+    /// servers (the SDK connects to the servers and reports their tools to `decide`).
+    pub mcp: Option<Arc<McpToolset>>,
     /// The worker-level kernel sandbox: the file's `sandbox` over the defaults, or over its
     /// caller's sandbox for a called worker.
     pub sandbox: SandboxScope,
-    /// The sandbox of each process toolset (`shell`, `cli_execute`, `executables`), in that
-    /// order: the worker's, narrowed by the toolset's own `sandbox`.
+    /// The sandbox of each process toolset (`shell`, `cli_execute`, `executables`, `mcp`), in
+    /// that order: the worker's, narrowed by the toolset's own `sandbox`.
     pub toolset_sandboxes: Vec<(&'static str, SandboxScope)>,
     /// The one best-effort sandbox warning of the process, when preparing this worker's
     /// sandboxes was the first to have one.
@@ -390,6 +394,25 @@ fn build(
                 .map(Arc::new)
         })
         .transpose()?;
+    let mcp = toolsets
+        .mcp
+        .as_ref()
+        .map(|config| -> Result<_> {
+            let scope = toolset_scope(&worker, &scope, config.sandbox.as_ref())
+                .map_err(|err| place("mcp", err))?;
+            let place = format!("{}: toolsets.mcp", worker.path.display());
+            let toolset = McpToolset::from_config(config, &scope, &place).map_err(|err| match err {
+                Error::SandboxUnavailable(message) => Error::SandboxUnavailable(format!(
+                    "{}: {message} (in a worker file: sandbox: {{ mode: best-effort }} or mode: off)",
+                    worker.path.display()
+                )),
+                other => other,
+            })?;
+            warnings.extend(toolset.sandbox().warning.clone());
+            toolset_sandboxes.push(("mcp", scope));
+            Ok(Arc::new(toolset))
+        })
+        .transpose()?;
     let unconfined = toolset_sandboxes
         .iter()
         .filter(|(_, scope)| scope.mode == SandboxModeName::Off)
@@ -413,6 +436,7 @@ fn build(
         executables,
         builtins,
         delegates: Vec::new(),
+        mcp,
         sandbox: scope,
         toolset_sandboxes,
         sandbox_warning,

@@ -1,3 +1,5 @@
+use std::collections::BTreeMap;
+
 use super::*;
 use crate::approval::Decision;
 
@@ -549,4 +551,76 @@ fn output_schema_ref_names_a_schema_file_or_warns_for_a_registry_name() {
         assert!(message.contains(expected), "{file}: {message}");
         assert!(message.contains("output_schema_ref"), "{message}");
     }
+}
+
+#[test]
+fn file_toolset_path_rules_are_read_checked_and_make_their_tools_decided_per_call() {
+    let d = dir();
+    let path = write(
+        &d.path,
+        "w.yaml",
+        "name: w\napproval:\n  tools: { file_write: ask }\ntoolsets:\n  code_agent:\n    approval:\n      tools: { file_patch: blocked }\n      paths:\n        - { pattern: \".env*\", approval: blocked }\n        - { pattern: \"src/**\", approval: preApproved }\n  filesystem: {}\n",
+    );
+    let worker = load(&path).unwrap();
+    let rules = &worker
+        .toolsets
+        .code_agent
+        .as_ref()
+        .unwrap()
+        .approval
+        .as_ref()
+        .unwrap()
+        .paths;
+    assert_eq!(rules.len(), 2);
+    assert_eq!(rules[0].approval, crate::Decision::Blocked);
+    let plan = plan_worker(&path, &LoadOptions::default()).unwrap();
+    let decided = plan.decide(&BTreeMap::new()).unwrap();
+    let tool = |name: &str| {
+        decided[0]
+            .iter()
+            .find(|tool| tool.name == name)
+            .unwrap()
+            .resolved
+    };
+    // Offered tools of the toolset with rules are decided per call; a blocked one stays blocked.
+    assert!(tool("file_read").dynamic && tool("file_write").dynamic);
+    assert!(!tool("file_patch").dynamic);
+    // The worker-level entry is the floor a rule cannot go below.
+    assert_eq!(tool("file_write").path_floor, Some(crate::Decision::Ask));
+    // The other file toolset has no rules of its own.
+    assert!(!tool("read_file").dynamic);
+
+    for (pattern, said) in [
+        ("!.env", "negation"),
+        ("a/../b", "'..'"),
+        ("[x", "not a valid glob"),
+    ] {
+        let bad = write(
+            &d.path,
+            "bad.yaml",
+            &format!("name: bad\ntoolsets:\n  filesystem:\n    approval:\n      paths: [{{ pattern: \"{pattern}\", approval: ask }}]\n"),
+        );
+        let plan = plan_worker(&bad, &LoadOptions::default()).unwrap();
+        let err = plan.decide(&BTreeMap::new()).unwrap_err();
+        let message = err.to_string();
+        assert_eq!(err.code(), "CONFIG_INVALID", "{message}");
+        assert!(
+            message.contains("bad.yaml: toolsets.filesystem approval.paths[0]")
+                && message.contains(said),
+            "{pattern}: {message}"
+        );
+    }
+    let unknown = write(
+        &d.path,
+        "unknown.yaml",
+        "name: u\ntoolsets:\n  filesystem:\n    approval:\n      paths: [{ pattern: x, approval: ask, why: no }]\n",
+    );
+    assert!(config_error(load(&unknown)).contains("why"));
+    // Path rules belong to file toolsets only.
+    let shell = write(
+        &d.path,
+        "elsewhere.yaml",
+        "name: e\napproval:\n  paths: [{ pattern: x, approval: ask }]\n",
+    );
+    assert!(config_error(load(&shell)).contains("paths"));
 }

@@ -2,6 +2,7 @@
 //! read strictly by the core (`INVALID_INPUT` names the wrong option); an `AbortSignal` stops a
 //! walk or search that is running (and one that has not started yet).
 
+mod paths;
 mod results;
 mod task;
 
@@ -12,6 +13,7 @@ use napi::bindgen_prelude::{AbortSignal, AsyncTask, Unknown};
 use napi::Env;
 use napi_derive::napi;
 use serde::de::DeserializeOwned;
+use toolgate_core::fs::access::{decide_call, Access, PathGate};
 use toolgate_core::fs::{self, Cancel};
 use toolgate_core::options::{
     EditOptions, GlobOptions, GrepOptions, PatchOperationOptions, ReadOptions, TreeOptions,
@@ -20,14 +22,16 @@ use toolgate_core::PathValidator;
 
 use crate::error::{guard, infallible, sync};
 use crate::js_value;
+pub use paths::*;
 pub use results::*;
 use task::{FileTask, Work};
 
-/// The file tools confined to one root directory. Every method returns a promise; rejections
-/// carry the toolgate `code` and `layer`.
+/// The file tools confined to one root directory, under the path rules of their toolset when it
+/// has some. Every method returns a promise; rejections carry the toolgate `code` and `layer`.
 #[napi]
 pub struct FileTools {
     validator: Arc<PathValidator>,
+    gate: Option<Arc<PathGate>>,
 }
 
 impl FileTools {
@@ -38,7 +42,8 @@ impl FileTools {
         place: &'static str,
         args: Option<Unknown<'_>>,
         signal: Option<AbortSignal>,
-        work: impl FnOnce(A, &PathValidator, &Cancel) -> toolgate_core::Result<T> + Send + 'static,
+        call: Option<FileCall>,
+        work: impl FnOnce(A, Access<'_>, &Cancel) -> toolgate_core::Result<T> + Send + 'static,
     ) -> AsyncTask<FileTask<T, R>>
     where
         A: DeserializeOwned + Send + 'static,
@@ -46,7 +51,7 @@ impl FileTools {
         R: From<T> + napi::bindgen_prelude::ToNapiValue + napi::bindgen_prelude::TypeName,
     {
         let parsed = guard(place, || js_value::input::<A>(env, args));
-        self.start(place, parsed, signal, work)
+        self.start(place, parsed, signal, call, work)
     }
 
     fn start<A, T, R>(
@@ -54,7 +59,8 @@ impl FileTools {
         place: &'static str,
         parsed: toolgate_core::Result<A>,
         signal: Option<AbortSignal>,
-        work: impl FnOnce(A, &PathValidator, &Cancel) -> toolgate_core::Result<T> + Send + 'static,
+        call: Option<FileCall>,
+        work: impl FnOnce(A, Access<'_>, &Cancel) -> toolgate_core::Result<T> + Send + 'static,
     ) -> AsyncTask<FileTask<T, R>>
     where
         A: Send + 'static,
@@ -67,14 +73,13 @@ impl FileTools {
             signal.on_abort(move || flag.cancel());
         }
         let work = parsed.map(|args| -> Work<T> {
-            Box::new(move |validator: &PathValidator, cancel: &Cancel| {
-                work(args, validator, cancel)
-            })
+            Box::new(move |access: Access<'_>, cancel: &Cancel| work(args, access, cancel))
         });
         AsyncTask::with_optional_signal(
             FileTask {
                 place,
                 validator: Arc::clone(&self.validator),
+                call: self.gate.as_ref().map(|gate| FileCall::gate(call, gate)),
                 cancel,
                 work: Some(work),
                 _result: PhantomData,
@@ -86,14 +91,60 @@ impl FileTools {
 
 #[napi]
 impl FileTools {
-    /// Confines every operation to `root`, an existing directory (canonicalised once).
-    /// Throws `CONFIG_INVALID` when it is not a directory.
+    /// Confines every operation to `root`, an existing directory (canonicalised once), under
+    /// `pathRules` when given: a blocked path is refused with `PATH_BLOCKED` and never listed or
+    /// searched. `callerRules` are the path rules of the workers that call this one, each with
+    /// their work directory; they only ever make a call stricter. Throws `CONFIG_INVALID` when
+    /// `root` is not a directory or a rule is invalid.
     #[napi(constructor)]
-    pub fn new(env: Env, root: String) -> napi::Result<Self> {
+    pub fn new(
+        env: Env,
+        root: String,
+        path_rules: Option<PathRules>,
+        caller_rules: Option<Vec<CallerPathRules>>,
+    ) -> napi::Result<Self> {
         sync(&env, "new FileTools", || {
-            PathValidator::new(root).map(|validator| Self {
+            let validator = PathValidator::new(root)?;
+            let own = path_rules.unwrap_or(PathRules {
+                place: "approval.paths".into(),
+                rules: Vec::new(),
+            });
+            let inherited = caller_rules
+                .unwrap_or_default()
+                .iter()
+                .map(CallerPathRules::compile)
+                .collect::<toolgate_core::Result<Vec<_>>>()?;
+            let gate = own.gate(validator.root())?.with_inherited(inherited);
+            Ok(Self {
                 validator: Arc::new(validator),
+                gate: (!gate.is_empty()).then(|| Arc::new(gate)),
             })
+        })
+    }
+
+    /// What a call of file tool `tool` with the model's `input` needs under the path rules: the
+    /// strictest decision over the paths it names, starting from the tool's own `approval`.
+    /// Without rules, the tool's decision. `INVALID_INPUT` when `tool` is not a file tool.
+    #[napi]
+    pub fn decide_call(
+        &self,
+        env: Env,
+        tool: String,
+        input: Unknown<'_>,
+        approval: FileCall,
+    ) -> napi::Result<PathDecision> {
+        sync(&env, "FileTools.decideCall", || {
+            let input: serde_json::Value = js_value::input(&env, Some(input))?;
+            let decided = match &self.gate {
+                Some(gate) => decide_call(gate, &self.validator, approval.tool(), &tool, &input)?,
+                None => toolgate_core::fs::access::CallDecision {
+                    decision: approval.decision.into(),
+                    by: toolgate_core::fs::access::DecidedBy::Tool,
+                    rule: None,
+                    path: None,
+                },
+            };
+            Ok(decided.into())
         })
     }
 
@@ -114,12 +165,14 @@ impl FileTools {
         env: Env,
         options: Unknown<'_>,
         signal: Option<AbortSignal>,
+        call: Option<FileCall>,
     ) -> AsyncTask<FileTask<fs::ReadOutput, ReadResult>> {
         self.task(
             &env,
             "FileTools.read",
             Some(options),
             signal,
+            call,
             |options: ReadOptions, v, _| fs::read(v, &options.into()),
         )
     }
@@ -131,11 +184,13 @@ impl FileTools {
         path: String,
         content: String,
         signal: Option<AbortSignal>,
+        call: Option<FileCall>,
     ) -> AsyncTask<FileTask<fs::WriteOutput, WriteResult>> {
         self.start(
             "FileTools.write",
             Ok((path, content)),
             signal,
+            call,
             |(path, content): (String, String), v, _| fs::write(v, &path, content.as_bytes()),
         )
     }
@@ -148,12 +203,14 @@ impl FileTools {
         env: Env,
         options: Unknown<'_>,
         signal: Option<AbortSignal>,
+        call: Option<FileCall>,
     ) -> AsyncTask<FileTask<fs::EditOutput, EditResult>> {
         self.task(
             &env,
             "FileTools.edit",
             Some(options),
             signal,
+            call,
             |options: EditOptions, v, _| fs::edit(v, &options.into()),
         )
     }
@@ -165,12 +222,14 @@ impl FileTools {
         env: Env,
         operations: Unknown<'_>,
         signal: Option<AbortSignal>,
+        call: Option<FileCall>,
     ) -> AsyncTask<FileTask<fs::PatchOutput, PatchResult>> {
         self.task(
             &env,
             "FileTools.patch",
             Some(operations),
             signal,
+            call,
             |operations: Vec<PatchOperationOptions>, v, _| {
                 let operations: Vec<fs::PatchOperation> =
                     operations.into_iter().map(Into::into).collect();
@@ -186,12 +245,14 @@ impl FileTools {
         env: Env,
         options: Unknown<'_>,
         signal: Option<AbortSignal>,
+        call: Option<FileCall>,
     ) -> AsyncTask<FileTask<fs::GlobOutput, GlobResult>> {
         self.task(
             &env,
             "FileTools.glob",
             Some(options),
             signal,
+            call,
             |options: GlobOptions, v, cancel| fs::glob(v, &options.into(), cancel),
         )
     }
@@ -203,12 +264,14 @@ impl FileTools {
         env: Env,
         options: Unknown<'_>,
         signal: Option<AbortSignal>,
+        call: Option<FileCall>,
     ) -> AsyncTask<FileTask<fs::GrepOutput, GrepResult>> {
         self.task(
             &env,
             "FileTools.grep",
             Some(options),
             signal,
+            call,
             |options: GrepOptions, v, cancel| fs::grep(v, &options.into(), cancel),
         )
     }
@@ -220,12 +283,14 @@ impl FileTools {
         env: Env,
         options: Option<Unknown<'_>>,
         signal: Option<AbortSignal>,
+        call: Option<FileCall>,
     ) -> AsyncTask<FileTask<fs::TreeOutput, TreeResult>> {
         self.task(
             &env,
             "FileTools.tree",
             options,
             signal,
+            call,
             |options: TreeOptions, v, cancel| fs::tree(v, &options.into(), cancel),
         )
     }
@@ -236,11 +301,13 @@ impl FileTools {
         &self,
         path: String,
         signal: Option<AbortSignal>,
+        call: Option<FileCall>,
     ) -> AsyncTask<FileTask<Option<fs::EntryType>, ExistsResult>> {
         self.start(
             "FileTools.exists",
             Ok(path),
             signal,
+            call,
             |path: String, v, _| fs::exists(v, &path),
         )
     }
@@ -251,10 +318,15 @@ impl FileTools {
         &self,
         path: String,
         signal: Option<AbortSignal>,
+        call: Option<FileCall>,
     ) -> AsyncTask<FileTask<fs::FileInfo, FileInfoResult>> {
-        self.start("FileTools.info", Ok(path), signal, |path: String, v, _| {
-            fs::info(v, &path)
-        })
+        self.start(
+            "FileTools.info",
+            Ok(path),
+            signal,
+            call,
+            |path: String, v, _| fs::info(v, &path),
+        )
     }
 
     /// Deletes a file (a symlink itself, never its target); directories are refused.
@@ -263,11 +335,13 @@ impl FileTools {
         &self,
         path: String,
         signal: Option<AbortSignal>,
+        call: Option<FileCall>,
     ) -> AsyncTask<FileTask<fs::DeleteOutput, DeleteResult>> {
         self.start(
             "FileTools.delete",
             Ok(path),
             signal,
+            call,
             |path: String, v, _| fs::delete(v, &path),
         )
     }

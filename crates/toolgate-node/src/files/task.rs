@@ -5,18 +5,21 @@
 use std::sync::Arc;
 
 use napi::{Env, Task};
+use toolgate_core::fs::access::{Access, CallGate};
 use toolgate_core::fs::Cancel;
 use toolgate_core::PathValidator;
 
 use crate::error::{guard, to_js};
 
-/// The work of one call: given the validator and the cancel flag, produce the core output.
-pub type Work<T> = Box<dyn FnOnce(&PathValidator, &Cancel) -> toolgate_core::Result<T> + Send>;
+/// The work of one call: given what it may access and the cancel flag, produce the core output.
+pub type Work<T> = Box<dyn FnOnce(Access<'_>, &Cancel) -> toolgate_core::Result<T> + Send>;
 
 /// A file-tool call. `R` is what JavaScript receives.
 pub struct FileTask<T, R> {
     pub(super) place: &'static str,
     pub(super) validator: Arc<PathValidator>,
+    /// The path rules of the call, when its toolset has some.
+    pub(super) call: Option<CallGate>,
     pub(super) cancel: Cancel,
     /// The work, or the error found while reading the arguments (it rejects the promise).
     pub(super) work: Option<toolgate_core::Result<Work<T>>>,
@@ -36,8 +39,9 @@ impl<
         let place = self.place;
         let validator = Arc::clone(&self.validator);
         let cancel = self.cancel.clone();
+        let call = self.call.take();
         Ok(guard(place, move || match work {
-            Some(Ok(work)) => work(&validator, &cancel),
+            Some(Ok(work)) => work(Access::new(&validator, call.as_ref()), &cancel),
             Some(Err(err)) => Err(err),
             None => Err(toolgate_core::Error::Internal(format!("{place} ran twice"))),
         }))

@@ -153,3 +153,17 @@ pub async fn wait_until_gone(pid: u32) -> bool {
     }
     false
 }
+
+/// Waits up to five seconds for `file` to hold a pid (written by a sandboxed script).
+pub async fn wait_for_pid(file: &Path) -> u32 {
+    for _ in 0..250 {
+        if let Some(pid) = std::fs::read_to_string(file)
+            .ok()
+            .and_then(|text| text.trim().parse().ok())
+        {
+            return pid;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    panic!("{} was never written", file.display());
+}

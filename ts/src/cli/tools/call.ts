@@ -1,5 +1,6 @@
-import { createInterface } from 'node:readline';
 import { ToolgateError } from '../../native/errors.js';
+import { alwaysScopeFor } from '../../worker/approval-gate.js';
+import { terminalApproval } from '../terminal-approval.js';
 import { UsageError } from './errors.js';
 import { writeJson } from './format.js';
 import type { Flags } from './options.js';
@@ -21,17 +22,21 @@ function parseTimeout(text: string | undefined): number | undefined {
   return seconds * 1000;
 }
 
-/** Asks on the terminal; resolves true only for an explicit yes. */
-async function askApproval(name: string, input: unknown): Promise<boolean> {
-  const rl = createInterface({ input: process.stdin, output: process.stderr });
+/**
+ * Asks on the terminal with the prompt `toolgate run` uses (approve / deny, single keys; no
+ * "always" for a single call). Ctrl-C denies and is reported as an interruption.
+ */
+async function askApproval(name: string, input: unknown): Promise<{ approved: boolean; interrupted: boolean; reason?: string }> {
+  let interrupted = false;
+  const prompt = terminalApproval({ mode: 'ask', always: false, onInterrupt: () => (interrupted = true) });
   try {
-    const answer = await new Promise<string>((resolveAnswer) => {
-      rl.question(`Run tool '${name}' with input ${JSON.stringify(input)}? [y/N] `, resolveAnswer);
-      rl.once('close', () => resolveAnswer(''));
-    });
-    return /^(y|yes)$/i.test(answer.trim());
+    const request = { toolName: name, input, toolCallId: 'toolgate-tools-call', scope: alwaysScopeFor(name, input, undefined) };
+    const answer = await prompt(request, {});
+    const decision = typeof answer === 'string' ? answer : answer.decision;
+    const reason = typeof answer === 'object' && 'reason' in answer ? answer.reason : undefined;
+    return { approved: decision === 'approve', interrupted, ...(reason ? { reason } : {}) };
   } finally {
-    rl.close();
+    prompt.close();
   }
 }
 
@@ -51,9 +56,14 @@ export async function call(flags: Flags, [name, json]: string[]): Promise<number
         `tool '${name}' needs approval and there is no terminal to ask; pass --yes to run it without asking`,
       );
     }
-    if (!(await askApproval(name as string, input))) {
+    const answer = await askApproval(name as string, input);
+    if (!answer.approved) {
       prepared.kill();
-      throw new ToolgateError('APPROVAL_DENIED', `tool '${name}' was not approved; nothing ran`);
+      if (answer.interrupted) {
+        process.stderr.write(`toolgate tools call: interrupted (Ctrl-C): tool '${name}' was not run\n`);
+        return 130;
+      }
+      throw new ToolgateError('APPROVAL_DENIED', `tool '${name}' was not approved${answer.reason ? ` (${answer.reason})` : ''}; nothing ran`);
     }
   }
   // Ctrl-C reaches only our process group; the tool runs in its own, so kill it explicitly.

@@ -1,0 +1,163 @@
+//! The `mcp` toolset: tools of Model Context Protocol servers, named, gated and sandboxed here.
+//!
+//! The SDK speaks the protocol (the official TypeScript SDK); this module decides everything
+//! else, once:
+//!
+//! - which servers a configuration describes ([`McpServerConfig`]: a stdio `command` or an
+//!   HTTP `url`), checked strictly, with `${VAR}` in `env` and `headers` values expanded from
+//!   this process's environment when the toolset is built ([`expand`]);
+//! - how a stdio server is started ([`McpToolset::launch`]): inside the toolset's kernel
+//!   sandbox, in the work directory, with the one child-environment policy, a private
+//!   HOME/TMPDIR and the explicit `env` entries;
+//! - which of the tools the servers list the model sees and under which names
+//!   ([`McpToolset::select`]: the `tools` whitelist, `<server>_<tool>` within 64 characters,
+//!   collisions refused);
+//! - how the `approval` block, which names tools `server.tool` (or by their exposed name),
+//!   applies ([`McpToolset::approval_for`]); the default of every MCP tool is `ask`.
+
+mod config;
+mod launch;
+mod naming;
+
+#[cfg(test)]
+mod tests;
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+pub use config::{expand, McpServerConfig, McpToolsetConfig, McpToolsetOptions};
+pub use launch::McpLaunch;
+pub use naming::{exposed_name, SelectedTool, ServerTools};
+
+use crate::approval::{decide_toolset, ApprovalConfig, Candidate, Floors, Resolved, Toolset};
+use crate::error::Result;
+use crate::sandbox_config::{SandboxScope, ToolSandbox};
+
+/// How long a tool call may take before it fails with `TOOL_FAILED` (default).
+pub const DEFAULT_CALL_TIMEOUT: Duration = Duration::from_secs(60);
+/// How long a server may take to start, answer `initialize` and list its tools (default).
+pub const DEFAULT_STARTUP_TIMEOUT: Duration = Duration::from_secs(30);
+/// Longest message a stdio server may send; a longer one ends the connection as malformed.
+pub const MAX_MESSAGE_BYTES: usize = 16 * 1024 * 1024;
+/// Most tools one server may list.
+pub const MAX_TOOLS_PER_SERVER: usize = 1000;
+/// Most servers one toolset may have.
+pub const MAX_SERVERS: usize = 32;
+/// Longest server name (it prefixes every tool name of the server).
+pub const MAX_SERVER_NAME_LEN: usize = 32;
+/// Longest tool name a server may list (the protocol's limit).
+pub const MAX_SERVER_TOOL_NAME_LEN: usize = 128;
+/// Largest tool input the model may send to a server, serialized as JSON.
+pub const MAX_INPUT_BYTES: usize = 1024 * 1024;
+
+/// How the SDK reaches one server.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum McpTransport {
+    /// A process started by toolgate, spoken to over its stdin and stdout.
+    Stdio {
+        /// As written: a name on the child's `PATH`, or a path (relative to the work directory).
+        command: String,
+        args: Vec<String>,
+        /// The explicit `env` entries, expanded.
+        env: Vec<(String, String)>,
+    },
+    /// A server reached with the Streamable HTTP transport.
+    Http {
+        url: String,
+        /// Extra request headers, expanded.
+        headers: Vec<(String, String)>,
+    },
+}
+
+/// One configured server.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct McpServer {
+    pub name: String,
+    pub transport: McpTransport,
+}
+
+/// An `mcp` toolset with every setting decided: its servers, whitelist, approval, timeouts and
+/// the prepared kernel sandbox of its stdio servers.
+#[derive(Debug)]
+pub struct McpToolset {
+    servers: Vec<McpServer>,
+    /// `(server, tool)` pairs of the `tools` whitelist, in the order given.
+    whitelist: Option<Vec<(String, String)>>,
+    approval: ApprovalConfig,
+    sandbox: ToolSandbox,
+    /// Call timeout.
+    pub timeout: Duration,
+    /// Start-up (initialize and list) timeout.
+    pub startup_timeout: Duration,
+    /// Where the toolset was configured, for messages (`/w/worker.yaml: toolsets.mcp`).
+    place: String,
+}
+
+impl McpToolset {
+    /// Builds a toolset from a worker file's `toolsets.mcp` block. `scope` is the toolset's
+    /// sandbox (the worker's, narrowed by the block's own `sandbox`); `place` names the block
+    /// in messages. Prepares the sandbox (`SANDBOX_UNAVAILABLE` under `enforce` where the
+    /// kernel cannot confine processes); `CONFIG_INVALID` for anything malformed.
+    pub fn from_config(
+        config: &McpToolsetConfig,
+        scope: &SandboxScope,
+        place: &str,
+    ) -> Result<Self> {
+        let checked = config::check(config, place, &|name| std::env::var(name).ok())?;
+        Ok(McpToolset {
+            servers: checked.servers,
+            whitelist: checked.whitelist,
+            approval: config.approval.clone().unwrap_or_default(),
+            sandbox: scope.build()?,
+            timeout: checked.timeout,
+            startup_timeout: checked.startup_timeout,
+            place: place.to_string(),
+        })
+    }
+
+    /// Builds a toolset from `mcpToolset(options)` (TypeScript): the sandbox option over the
+    /// defaults, relative roots against `workDir` (default: the current directory).
+    pub fn from_options(options: McpToolsetOptions) -> Result<Self> {
+        let (config, work_dir, fields) = options.into_config()?;
+        let scope = SandboxScope::new(&work_dir, false, &fields, &work_dir, "mcpToolset: sandbox")?;
+        Self::from_config(&config, &scope, "mcpToolset")
+    }
+
+    /// The servers, in name order.
+    pub fn servers(&self) -> &[McpServer] {
+        &self.servers
+    }
+
+    /// The kernel sandbox its stdio servers run in.
+    pub fn sandbox(&self) -> &ToolSandbox {
+        &self.sandbox
+    }
+
+    /// The work directory: the stdio servers' cwd and only writable place.
+    pub fn work_dir(&self) -> &std::path::Path {
+        &self.sandbox.scope.work_dir
+    }
+
+    /// Where the toolset was configured.
+    pub fn place(&self) -> &str {
+        &self.place
+    }
+
+    /// Decides the approval of the selected tools of a toolset built on its own (no worker
+    /// floors): its `approval` block, else `ask`.
+    pub fn decide(&self, listed: &[ServerTools]) -> Result<Vec<(SelectedTool, Resolved)>> {
+        let selected = self.select(listed)?;
+        let (approval, _) = self.approval_for(listed)?;
+        let candidates: Vec<Candidate> = selected
+            .iter()
+            .map(|tool| Candidate::plain(tool.name.clone()))
+            .collect();
+        let resolved = decide_toolset(Toolset::Mcp, &approval, &candidates, Floors::default());
+        Ok(selected.into_iter().zip(resolved).collect())
+    }
+}
+
+/// A path made absolute against the current directory (`mcpToolset`'s `workDir`).
+fn current_dir_join(path: Option<PathBuf>) -> Result<PathBuf> {
+    crate::options::WorkDir::resolve(path)
+}

@@ -1,0 +1,443 @@
+//! What an "always" answer covers. By default exactly the call that was approved: the same tool
+//! with the same input (keys in any order). A wider scope is only ever an explicit choice, made
+//! by the person who answers, after it was shown to them:
+//!
+//! - `prefix` (command tools: `shell`, `cli_execute`): every command whose words start with the
+//!   given words, compared word by word like a shell rule's pattern (`rm -rf` covers
+//!   `rm -rf build` and `rm -rf src`, not `rm -r x` or `rmdir`). The words must cover the call
+//!   being answered.
+//! - `tool`: every call of the tool.
+//!
+//! Approving `rm -rf build` "always" therefore never approves `rm -rf src` unless the person
+//! chose the prefix `rm -rf` and saw the sentence that says so.
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use super::canonical::canonical_json;
+use crate::command::split_command;
+use crate::error::{Error, Result};
+
+/// Longest prefix pattern an "always" answer may give, in bytes.
+pub const MAX_PREFIX_PATTERN_BYTES: usize = 4096;
+
+/// How far an "always" answer reaches.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub enum ScopeKind {
+    /// Exactly this call: same tool, same input.
+    Call,
+    /// Commands whose words start with `prefix`.
+    Prefix,
+    /// Every call of the tool.
+    Tool,
+}
+
+/// An "always" answer's reach, with the sentence shown to the person who picks it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct AlwaysScope {
+    pub kind: ScopeKind,
+    /// The tool the answer is for.
+    pub tool: String,
+    /// `call`: the input of the approved call.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub input: Option<Value>,
+    /// `prefix`: the words a command must start with.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub prefix: Option<Vec<String>>,
+    /// What the scope covers, in words ("exactly this command: rm -rf build").
+    pub description: String,
+}
+
+/// The scope a person picks for "always": exactly this call (the default), commands starting
+/// with some words, or every call of the tool.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ScopeChoice {
+    Call,
+    Tool,
+    /// Words, split like a shell command (`rm -rf`).
+    Prefix(String),
+}
+
+impl ScopeChoice {
+    /// Reads `'call'`, `'tool'` or `{ prefix: 'rm -rf' }` (absent means `'call'`).
+    pub fn from_value(value: Option<&Value>) -> Result<Self> {
+        let wrong = || {
+            Error::InvalidInput(format!(
+                "the scope of an 'always' answer is 'call', 'tool' or {{ prefix: \"<words>\" }}, got {}",
+                short(&value.map(canonical_json).unwrap_or_default())
+            ))
+        };
+        match value {
+            None | Some(Value::Null) => Ok(ScopeChoice::Call),
+            Some(Value::String(name)) => match name.as_str() {
+                "call" => Ok(ScopeChoice::Call),
+                "tool" => Ok(ScopeChoice::Tool),
+                _ => Err(wrong()),
+            },
+            Some(Value::Object(map)) if map.len() == 1 => match map.get("prefix") {
+                Some(Value::String(words)) => Ok(ScopeChoice::Prefix(words.clone())),
+                _ => Err(wrong()),
+            },
+            _ => Err(wrong()),
+        }
+    }
+}
+
+impl AlwaysScope {
+    /// The default scope of "always" for a call: exactly this call. `argv` is the command's
+    /// words for command tools (it only changes the description).
+    pub fn exact(tool: &str, input: &Value, argv: Option<&[String]>) -> Self {
+        let description = match argv {
+            Some(words) => format!(
+                "exactly this command: {} (the same {tool} input; nothing else)",
+                short(&display_words(words))
+            ),
+            None => format!(
+                "exactly this call: {tool} with the input {} (nothing else)",
+                short(&canonical_json(input))
+            ),
+        };
+        Self {
+            kind: ScopeKind::Call,
+            tool: tool.to_string(),
+            input: Some(input.clone()),
+            prefix: None,
+            description,
+        }
+    }
+
+    /// The scope a person chose for a call. A prefix must be words the command starts with, so
+    /// that it covers the call being answered; it is only for command tools (`argv` given).
+    pub fn choose(
+        tool: &str,
+        input: &Value,
+        argv: Option<&[String]>,
+        choice: &ScopeChoice,
+    ) -> Result<Self> {
+        match choice {
+            ScopeChoice::Call => Ok(Self::exact(tool, input, argv)),
+            ScopeChoice::Tool => Ok(Self {
+                kind: ScopeKind::Tool,
+                tool: tool.to_string(),
+                input: None,
+                prefix: None,
+                description: format!(
+                    "every call of {tool}, whatever its input, for the rest of the run"
+                ),
+            }),
+            ScopeChoice::Prefix(pattern) => {
+                let Some(words) = argv else {
+                    return Err(Error::InvalidInput(format!(
+                        "a prefix scope is only for command tools (shell, cli_execute); for {tool} choose 'call' (this exact call) or 'tool' (every call)"
+                    )));
+                };
+                let prefix = prefix_words(pattern)?;
+                if !words.starts_with(&prefix) {
+                    return Err(Error::InvalidInput(format!(
+                        "the prefix {} does not cover the command being approved ({}); give words the command starts with",
+                        short(&display_words(&prefix)),
+                        short(&display_words(words))
+                    )));
+                }
+                Ok(Self {
+                    kind: ScopeKind::Prefix,
+                    tool: tool.to_string(),
+                    input: None,
+                    description: format!(
+                        "every {tool} command starting with {} (word by word), for the rest of the run",
+                        short(&display_words(&prefix))
+                    ),
+                    prefix: Some(prefix),
+                })
+            }
+        }
+    }
+
+    /// Checks a scope handed back by the SDK or read from a state: the fields match the kind.
+    pub fn check(&self) -> Result<()> {
+        let consistent = match self.kind {
+            ScopeKind::Call => self.input.is_some() && self.prefix.is_none(),
+            ScopeKind::Prefix => {
+                self.input.is_none() && self.prefix.as_ref().is_some_and(|words| !words.is_empty())
+            }
+            ScopeKind::Tool => self.input.is_none() && self.prefix.is_none(),
+        };
+        if consistent && !self.tool.is_empty() {
+            Ok(())
+        } else {
+            Err(Error::InvalidInput(format!(
+                "an 'always' scope of kind {:?} for tool '{}' has the wrong fields; use the scope objects toolgate returns",
+                self.kind, self.tool
+            )))
+        }
+    }
+
+    /// Whether this scope covers a call of `tool` with `input` (and, for command tools, the
+    /// command's words `argv`).
+    pub fn covers(&self, tool: &str, input: &Value, argv: Option<&[String]>) -> bool {
+        if self.tool != tool {
+            return false;
+        }
+        match self.kind {
+            ScopeKind::Tool => true,
+            ScopeKind::Call => self
+                .input
+                .as_ref()
+                .is_some_and(|approved| canonical_json(approved) == canonical_json(input)),
+            ScopeKind::Prefix => match (&self.prefix, argv) {
+                (Some(prefix), Some(words)) => !prefix.is_empty() && words.starts_with(prefix),
+                _ => false,
+            },
+        }
+    }
+}
+
+/// Whether any of `scopes` covers the call.
+pub fn covered(scopes: &[AlwaysScope], tool: &str, input: &Value, argv: Option<&[String]>) -> bool {
+    scopes.iter().any(|scope| scope.covers(tool, input, argv))
+}
+
+fn prefix_words(pattern: &str) -> Result<Vec<String>> {
+    if pattern.len() > MAX_PREFIX_PATTERN_BYTES {
+        return Err(Error::InvalidInput(format!(
+            "the prefix of an 'always' answer is {} bytes; at most {MAX_PREFIX_PATTERN_BYTES} are accepted",
+            pattern.len()
+        )));
+    }
+    let words = split_command(pattern).map_err(|err| {
+        Error::InvalidInput(format!(
+            "the prefix {} cannot be split into words: {err}",
+            short(pattern)
+        ))
+    })?;
+    if words.is_empty() {
+        return Err(Error::InvalidInput(
+            "the prefix of an 'always' answer is empty; give at least the program (e.g. 'git status')".into(),
+        ));
+    }
+    Ok(words)
+}
+
+/// Words as a person would type them: plain words bare, others in single quotes.
+pub fn display_words(words: &[String]) -> String {
+    words
+        .iter()
+        .map(|word| {
+            let plain = !word.is_empty()
+                && word
+                    .chars()
+                    .all(|c| c.is_ascii_alphanumeric() || "_@%+=:,./~-".contains(c));
+            if plain {
+                word.clone()
+            } else {
+                format!("'{}'", word.replace('\'', r"'\''"))
+            }
+        })
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// Text for a sentence: control characters escaped, long text shortened.
+fn short(text: &str) -> String {
+    const MAX: usize = 200;
+    let escaped: String = text.escape_debug().collect();
+    if escaped.chars().count() > MAX {
+        format!("{}…", escaped.chars().take(MAX).collect::<String>())
+    } else {
+        escaped
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn words(text: &str) -> Vec<String> {
+        split_command(text).unwrap()
+    }
+
+    fn shell(command: &str) -> (Value, Vec<String>) {
+        (json!({ "command": command }), words(command))
+    }
+
+    #[test]
+    fn always_covers_exactly_the_approved_call_by_default() {
+        let (input, argv) = shell("rm -rf build");
+        let scope = AlwaysScope::exact("shell", &input, Some(&argv));
+        assert!(
+            scope
+                .description
+                .contains("exactly this command: rm -rf build"),
+            "{}",
+            scope.description
+        );
+        assert!(scope.covers("shell", &input, Some(&argv)));
+        for other in ["rm -rf src", "rm -rf build src", "rm -rf", "rm  -rf  build"] {
+            let (input, argv) = shell(other);
+            assert!(!scope.covers("shell", &input, Some(&argv)), "{other}");
+        }
+        let (input, argv) = shell("rm -rf build");
+        assert!(!scope.covers("cli_execute", &input, Some(&argv)));
+        // npm run test does not cover npm run deploy:prod
+        let (input, argv) = shell("npm run test");
+        let scope = AlwaysScope::exact("shell", &input, Some(&argv));
+        let (other, other_argv) = shell("npm run deploy:prod");
+        assert!(!scope.covers("shell", &other, Some(&other_argv)));
+    }
+
+    #[test]
+    fn exact_scopes_of_other_tools_compare_the_whole_input_in_any_key_order() {
+        let input = json!({ "path": "a.txt", "content": "x" });
+        let scope = AlwaysScope::exact("write_file", &input, None);
+        assert!(scope.covers(
+            "write_file",
+            &json!({ "content": "x", "path": "a.txt" }),
+            None
+        ));
+        assert!(!scope.covers(
+            "write_file",
+            &json!({ "content": "y", "path": "a.txt" }),
+            None
+        ));
+        assert!(!scope.covers("write_file", &json!({ "path": "a.txt" }), None));
+        assert!(!scope.covers(
+            "write_file",
+            &json!({ "path": "a.txt", "content": "x", "mode": 1 }),
+            None
+        ));
+        assert!(
+            scope.description.contains("exactly this call: write_file"),
+            "{}",
+            scope.description
+        );
+    }
+
+    #[test]
+    fn a_prefix_must_cover_the_call_and_matches_word_by_word() {
+        let (input, argv) = shell("rm -rf build");
+        let choice = ScopeChoice::Prefix("rm -rf".into());
+        let scope = AlwaysScope::choose("shell", &input, Some(&argv), &choice).unwrap();
+        assert!(
+            scope.description.contains("starting with rm -rf"),
+            "{}",
+            scope.description
+        );
+        for covered_command in ["rm -rf build", "rm -rf src", "rm -rf"] {
+            let (input, argv) = shell(covered_command);
+            assert!(
+                scope.covers("shell", &input, Some(&argv)),
+                "{covered_command}"
+            );
+        }
+        for other in [
+            "rm -r build",
+            "rmdir -rf x",
+            "rm -rfv x",
+            "sudo rm -rf x",
+            "'rm -rf' x",
+        ] {
+            let (input, argv) = shell(other);
+            assert!(!scope.covers("shell", &input, Some(&argv)), "{other}");
+        }
+        // a prefix that does not cover the call being answered is refused
+        for bad in ["rm -r", "rm -rf src", "git", "rm -rf build extra"] {
+            let err = AlwaysScope::choose(
+                "shell",
+                &input,
+                Some(&argv),
+                &ScopeChoice::Prefix(bad.into()),
+            )
+            .unwrap_err();
+            assert_eq!(err.code(), "INVALID_INPUT", "{bad}");
+            assert!(err.to_string().contains("does not cover"), "{err}");
+        }
+        for bad in ["", "   ", "rm | x", "rm $(x)"] {
+            let err = AlwaysScope::choose(
+                "shell",
+                &input,
+                Some(&argv),
+                &ScopeChoice::Prefix(bad.into()),
+            )
+            .unwrap_err();
+            assert_eq!(err.code(), "INVALID_INPUT", "{bad:?}");
+        }
+        let long = "a ".repeat(MAX_PREFIX_PATTERN_BYTES);
+        assert!(
+            AlwaysScope::choose("shell", &input, Some(&argv), &ScopeChoice::Prefix(long)).is_err()
+        );
+    }
+
+    #[test]
+    fn a_prefix_is_only_for_command_tools_and_tool_scope_is_explicit() {
+        let input = json!({ "path": "a" });
+        let err = AlwaysScope::choose("write_file", &input, None, &ScopeChoice::Prefix("a".into()))
+            .unwrap_err();
+        assert!(err.to_string().contains("only for command tools"), "{err}");
+        let scope = AlwaysScope::choose("write_file", &input, None, &ScopeChoice::Tool).unwrap();
+        assert!(scope.covers("write_file", &json!({ "path": "b" }), None));
+        assert!(!scope.covers("read_file", &json!({ "path": "b" }), None));
+        assert!(scope.description.contains("every call of write_file"));
+    }
+
+    #[test]
+    fn choices_are_read_strictly() {
+        assert_eq!(ScopeChoice::from_value(None).unwrap(), ScopeChoice::Call);
+        assert_eq!(
+            ScopeChoice::from_value(Some(&json!("tool"))).unwrap(),
+            ScopeChoice::Tool
+        );
+        assert_eq!(
+            ScopeChoice::from_value(Some(&json!({ "prefix": "git status" }))).unwrap(),
+            ScopeChoice::Prefix("git status".into())
+        );
+        for bad in [
+            json!("all"),
+            json!(1),
+            json!({ "prefix": 1 }),
+            json!({ "prefix": "a", "x": 1 }),
+            json!([]),
+        ] {
+            assert_eq!(
+                ScopeChoice::from_value(Some(&bad)).unwrap_err().code(),
+                "INVALID_INPUT",
+                "{bad}"
+            );
+        }
+    }
+
+    #[test]
+    fn scopes_with_fields_that_contradict_their_kind_are_refused() {
+        let mut scope = AlwaysScope::exact("shell", &json!({}), None);
+        assert!(scope.check().is_ok());
+        scope.input = None;
+        assert!(scope.check().is_err());
+        let forged = AlwaysScope {
+            kind: ScopeKind::Prefix,
+            tool: "shell".into(),
+            input: None,
+            prefix: Some(vec![]),
+            description: String::new(),
+        };
+        assert!(forged.check().is_err());
+        assert!(!forged.covers("shell", &json!({}), Some(&words("rm x"))));
+    }
+
+    #[test]
+    fn descriptions_quote_odd_words_and_stay_short() {
+        assert_eq!(
+            display_words(&words("git commit -m 'a b'")),
+            "git commit -m 'a b'"
+        );
+        let long = json!({ "content": "x".repeat(5000) });
+        assert!(
+            AlwaysScope::exact("write_file", &long, None)
+                .description
+                .chars()
+                .count()
+                < 300
+        );
+    }
+}

@@ -1,0 +1,24 @@
+//! Decisions of a worker run that outlive one approval prompt: what an "always" answer covers
+//! ([`always`]), how a call the model made is recorded when toolgate refused it ([`outcome`]),
+//! the authenticated state of a run that waits for approvals in another process or request
+//! ([`state`], [`ledger`], [`fingerprint`]).
+//!
+//! The SDK runs the agent loop; everything here is what it asks before it acts: whether an
+//! earlier "always" covers a call, whether a state it is handed was issued by this application
+//! for this worker and was never resumed before, and whether the answers match what was asked.
+
+pub mod always;
+mod canonical;
+mod crypto;
+pub mod fingerprint;
+pub mod ledger;
+pub mod outcome;
+pub mod state;
+
+pub use always::{AlwaysScope, ScopeChoice, ScopeKind};
+pub use canonical::canonical_json;
+pub use outcome::{refusal_of, CallDecision, DecidedBy, Refusal};
+pub use state::{
+    check_secret, resume, seal, Answer, AnsweredApproval, PendingApproval, PendingDraft,
+    ResumedRun, RunStateDraft, SealedRun,
+};

@@ -1,0 +1,379 @@
+//! toolgate's side of the launcher server (see `server.rs`): starting it once per process (and
+//! again after it died), registering a sandbox's policy with it, and starting calls.
+
+use std::ffi::OsString;
+use std::io;
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd};
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Duration;
+
+use super::wire::{self, Reader};
+use super::{ARG_CLEAN, ARG_PARENT, ARG_SERVE};
+
+/// How long a request may wait for the server's answer (it answers after one `clone`).
+const ANSWER_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// A running launcher server.
+#[derive(Debug)]
+pub(crate) struct Server {
+    socket: OwnedFd,
+    process: Mutex<Child>,
+    launcher: PathBuf,
+    generation: u64,
+    gone: AtomicBool,
+}
+
+static CURRENT: Mutex<Option<Arc<Server>>> = Mutex::new(None);
+/// Launchers whose server did not start (an older launcher, a kernel without what it needs):
+/// their calls use the one-shot launcher.
+static NO_SERVER: Mutex<Vec<PathBuf>> = Mutex::new(Vec::new());
+static GENERATION: AtomicU64 = AtomicU64::new(1);
+static POLICY_IDS: AtomicU64 = AtomicU64::new(1);
+
+impl Server {
+    fn pid(&self) -> u32 {
+        lock(&self.process).id()
+    }
+
+    /// Marks the server dead (its socket failed or it stopped answering): the next call
+    /// starts another; this one is killed and reaped.
+    fn retire(&self) {
+        if self.gone.swap(true, Ordering::Relaxed) {
+            return;
+        }
+        let mut process = lock(&self.process);
+        if let Ok(None) = process.try_wait() {
+            let _ = process.kill();
+            let _ = process.wait();
+        }
+    }
+}
+
+impl Drop for Server {
+    /// The last user is gone (a newer server took over): tell the server to quit (it leaves
+    /// the private directories alone: toolgate still runs) and reap it.
+    fn drop(&mut self) {
+        let _ = wire::send(self.socket.as_fd(), &[wire::QUIT], &[]);
+        let process = self.process.get_mut().unwrap_or_else(|p| p.into_inner());
+        let _ = process.wait();
+    }
+}
+
+fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
+    mutex
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+/// The process's server for `launcher`, started when there is none (or it died). `None` where
+/// a server cannot run (no pidfds: Linux before 5.3) or cannot be started: calls then use the
+/// one-shot launcher, which reports its own failure.
+fn server(launcher: &Path) -> Option<Arc<Server>> {
+    let mut current = lock(&CURRENT);
+    if let Some(server) = current.as_ref() {
+        if !server.gone.load(Ordering::Relaxed) && server.launcher == launcher {
+            return Some(Arc::clone(server));
+        }
+    }
+    if lock(&NO_SERVER).iter().any(|known| known == launcher) {
+        return None;
+    }
+    match start(launcher) {
+        Ok(server) => {
+            let server = Arc::new(server);
+            *current = Some(Arc::clone(&server));
+            Some(server)
+        }
+        Err(_) => {
+            lock(&NO_SERVER).push(launcher.to_path_buf());
+            None
+        }
+    }
+}
+
+fn start(launcher: &Path) -> io::Result<Server> {
+    // SAFETY: getpid has no preconditions; pidfd_open is only asked whether it exists.
+    wire::pidfd_open(unsafe { libc::getpid() })?;
+    let (ours, theirs) = wire::socket_pair()?;
+    let mut command = Command::new(launcher);
+    command
+        .arg(ARG_SERVE)
+        .arg(ARG_PARENT)
+        .arg(std::process::id().to_string());
+    if let Ok(dir) = crate::exec::private_process_dir() {
+        command.arg(ARG_CLEAN).arg(dir);
+    }
+    let mut process = command
+        .env_clear()
+        .current_dir("/")
+        .process_group(0)
+        .stdin(Stdio::from(theirs))
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()?;
+    // The command still holds the server's end of the socket; once that is closed, a server
+    // that exits shows as the socket's end of file.
+    drop(command);
+    if !wait_readable(ours.as_fd(), ANSWER_TIMEOUT)
+        || !matches!(wire::recv(ours.as_fd(), false), Ok(message) if message.bytes == [wire::READY, wire::VERSION])
+    {
+        let _ = process.kill();
+        let _ = process.wait();
+        return Err(io::Error::other("the sandbox server did not start"));
+    }
+    Ok(Server {
+        socket: ours,
+        process: Mutex::new(process),
+        launcher: launcher.to_path_buf(),
+        generation: GENERATION.fetch_add(1, Ordering::Relaxed),
+        gone: AtomicBool::new(false),
+    })
+}
+
+/// A sandbox's registration with a server: `(generation, policy id)`.
+pub(crate) type Registration = Mutex<Option<(u64, u64)>>;
+
+/// Tells the server that a policy is no longer used (its `Sandbox` is dropped).
+pub(crate) fn forget(registration: &Registration) {
+    let Some((generation, id)) = *lock(registration) else {
+        return;
+    };
+    let current = lock(&CURRENT).clone();
+    if let Some(server) = current.filter(|server| server.generation == generation) {
+        let mut bytes = vec![wire::FORGET];
+        bytes.extend_from_slice(&id.to_le_bytes());
+        let _ = wire::send(server.socket.as_fd(), &bytes, &[]);
+    }
+}
+
+/// The standard streams of a call, the child's ends.
+pub(crate) struct CallStdio {
+    pub stdin: Option<OwnedFd>,
+    pub stdout: OwnedFd,
+    pub stderr: OwnedFd,
+}
+
+/// Why the server did not start a call.
+#[derive(Debug)]
+pub(crate) enum Refusal {
+    /// No server can run here: use the one-shot launcher.
+    Unavailable,
+    /// The launcher's own failure: its exit code and message (as the one-shot would report).
+    Failed(i32, String),
+    /// The server died or hung; it is replaced for the next call.
+    Broken(String),
+}
+
+/// Starts a call through the server. `policy` is the sandbox's fixed launcher arguments,
+/// `call` the call's own (paths, working directory, environment, `--`, program and arguments).
+pub(crate) fn spawn(
+    launcher: &Path,
+    registration: &Registration,
+    policy: &[OsString],
+    call: &[u8],
+    stdio: CallStdio,
+) -> Result<Served, Refusal> {
+    // A server found dead while sending is replaced once: nothing reached it, so nothing ran.
+    for _ in 0..2 {
+        let server = server(launcher).ok_or(Refusal::Unavailable)?;
+        match request(&server, registration, policy, call, &stdio) {
+            Ok(socket) => return answer(server, socket),
+            Err(err) if is_gone(&err) => server.retire(),
+            Err(err) => {
+                return Err(Refusal::Broken(format!(
+                    "a request to the sandbox server failed: {err}"
+                )))
+            }
+        }
+    }
+    Err(Refusal::Broken(
+        "the sandbox server ended twice in a row before it could start the program".into(),
+    ))
+}
+
+fn is_gone(err: &io::Error) -> bool {
+    matches!(
+        err.raw_os_error(),
+        Some(libc::EPIPE | libc::ECONNRESET | libc::ENOTCONN)
+    )
+}
+
+/// Registers the policy when this server does not know it yet, and sends the call; returns
+/// toolgate's end of the call's socket.
+fn request(
+    server: &Server,
+    registration: &Registration,
+    policy: &[OsString],
+    call: &[u8],
+    stdio: &CallStdio,
+) -> io::Result<OwnedFd> {
+    let id = {
+        let mut registered = lock(registration);
+        match *registered {
+            Some((generation, id)) if generation == server.generation => id,
+            _ => {
+                let id = POLICY_IDS.fetch_add(1, Ordering::Relaxed);
+                let mut head = vec![wire::POLICY];
+                head.extend_from_slice(&id.to_le_bytes());
+                head.push(0);
+                let body = super::plan::join(policy);
+                wire::send_with_body(server.socket.as_fd(), head, 9, &body, &[])?;
+                *registered = Some((server.generation, id));
+                id
+            }
+        }
+    };
+    let (ours, theirs) = wire::socket_pair()?;
+    let mut head = vec![wire::SPAWN];
+    head.extend_from_slice(&id.to_le_bytes());
+    head.push(0);
+    let mut fds = vec![theirs.as_fd(), stdio.stdout.as_fd(), stdio.stderr.as_fd()];
+    if let Some(stdin) = &stdio.stdin {
+        head[9] |= wire::HAS_STDIN;
+        fds.push(stdin.as_fd());
+    }
+    wire::send_with_body(server.socket.as_fd(), head, 9, call, &fds)?;
+    Ok(ours)
+}
+
+/// Whether `fd` becomes readable (or hangs up) within `limit`.
+fn wait_readable(fd: BorrowedFd<'_>, limit: Duration) -> bool {
+    let mut poll = libc::pollfd {
+        fd: fd.as_raw_fd(),
+        events: libc::POLLIN,
+        revents: 0,
+    };
+    let timeout = limit.as_millis() as libc::c_int;
+    loop {
+        // SAFETY: poll reads and writes the one pollfd we own.
+        let ready = unsafe { libc::poll(&mut poll, 1, timeout) };
+        if ready >= 0 || io::Error::last_os_error().raw_os_error() != Some(libc::EINTR) {
+            return ready > 0;
+        }
+    }
+}
+
+/// Waits for the server's answer to a call. (The call's init may report the program's exit
+/// before the server got to say it started the init: that report is kept for later.)
+fn answer(server: Arc<Server>, socket: OwnedFd) -> Result<Served, Refusal> {
+    let pid = server.pid();
+    let mut early = None;
+    loop {
+        if !wait_readable(socket.as_fd(), ANSWER_TIMEOUT) {
+            server.retire();
+            return Err(Refusal::Broken(format!(
+                "the sandbox server (pid {pid}) did not answer within {} s; it was stopped and is restarted for the next call",
+                ANSWER_TIMEOUT.as_secs()
+            )));
+        }
+        let message = wire::recv(socket.as_fd(), false).map_err(|err| {
+            Refusal::Broken(format!("reading the sandbox server's answer: {err}"))
+        })?;
+        let mut reader = Reader::new(&message.bytes);
+        match reader.u8() {
+            Some(wire::STARTED) => {
+                let (Some(child), Some(init)) = (reader.i32(), message.fds.into_iter().next())
+                else {
+                    return Err(Refusal::Broken(
+                        "the sandbox server's answer is incomplete".into(),
+                    ));
+                };
+                return Ok(Served {
+                    pid: child,
+                    init,
+                    socket,
+                    server,
+                    early,
+                });
+            }
+            Some(wire::EXITED) if early.is_none() => {
+                early = Some(reader.i32().map_or(Ending::Killed, Ending::Status));
+            }
+            Some(wire::FAILED) => return Err(failure(reader)),
+            _ => {
+                server.retire();
+                return Err(Refusal::Broken(format!(
+                    "the sandbox server (pid {pid}) ended before it started the program; it is restarted for the next call"
+                )));
+            }
+        }
+    }
+}
+
+fn failure(mut reader: Reader<'_>) -> Refusal {
+    let code = reader.i32().unwrap_or(super::EXIT_SETUP_FAILED);
+    Refusal::Failed(code, String::from_utf8_lossy(reader.rest()).into_owned())
+}
+
+/// A call started by the server: its init leads the call's process group.
+#[derive(Debug)]
+pub(crate) struct Served {
+    pid: libc::pid_t,
+    init: OwnedFd,
+    socket: OwnedFd,
+    /// Kept so the server outlives its calls even when a newer one took over.
+    server: Arc<Server>,
+    /// The init's report, when it came before the server's answer.
+    early: Option<Ending>,
+}
+
+/// How a served call ended, once its init is gone.
+#[derive(Debug)]
+pub(crate) enum Ending {
+    /// The program's wait status.
+    Status(i32),
+    /// The init was killed before the program's status was reported (toolgate's SIGKILL).
+    Killed,
+    /// The launcher's own failure after the start.
+    Failed(i32, String),
+    /// The server died while the program ran (which killed it).
+    ServerGone(u32),
+}
+
+impl Served {
+    /// The init's pid: the call's process group.
+    pub fn pid(&self) -> libc::pid_t {
+        self.pid
+    }
+
+    /// A pidfd of the init, readable once it and everything in its namespace is gone.
+    pub fn pidfd(&self) -> io::Result<OwnedFd> {
+        self.init.try_clone()
+    }
+
+    /// Whether the init has exited.
+    pub fn exited(&self) -> bool {
+        wire::ready(self.init.as_fd())
+    }
+
+    /// Waits up to `limit` for the init to exit.
+    pub fn wait_exited(&self, limit: Duration) {
+        wait_readable(self.init.as_fd(), limit);
+    }
+
+    /// How the call ended; ask once the init has exited.
+    pub fn ending(&mut self) -> Ending {
+        if let Some(ending) = self.early.take() {
+            return ending;
+        }
+        match wire::recv(self.socket.as_fd(), false) {
+            Ok(message) if message.bytes.is_empty() => Ending::ServerGone(self.server.pid()),
+            Ok(message) => {
+                let mut reader = Reader::new(&message.bytes);
+                match reader.u8() {
+                    Some(wire::EXITED) => reader.i32().map_or(Ending::Killed, Ending::Status),
+                    Some(wire::FAILED) => match failure(reader) {
+                        Refusal::Failed(code, message) => Ending::Failed(code, message),
+                        _ => Ending::Killed,
+                    },
+                    _ => Ending::Killed,
+                }
+            }
+            Err(_) => Ending::Killed,
+        }
+    }
+}

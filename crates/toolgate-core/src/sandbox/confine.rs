@@ -1,0 +1,401 @@
+//! Applying a policy to the program's process, in the one-shot launcher and in the launcher
+//! server alike.
+//!
+//! The Landlock ruleset is built before the program's process exists (by the launcher, or by
+//! the server from paths it keeps open), so that process only has to: take its standard
+//! streams, change to the working directory, `landlock_restrict_self`, install the seccomp
+//! filter, restore the signal mask and execute the program. That little is done in a child
+//! that shares its parent's memory until it executes (`CLONE_VM | CLONE_VFORK`, as
+//! `posix_spawn` does), so starting it copies no page tables. On failure the child ends with
+//! the launcher's exit codes (125 setup, 126 cannot execute, 127 not found) after saying why
+//! on its stderr.
+
+use std::ffi::OsString;
+use std::io::Write;
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd};
+
+use landlock::{
+    Access, AccessFs, AccessNet, BitFlags, CompatLevel, Compatible, Ruleset, RulesetAttr, Scope,
+    ABI,
+};
+
+use super::plan::{Confinement, Launch};
+use super::seccomp;
+use super::{EXIT_CANNOT_EXECUTE, EXIT_NOT_FOUND, EXIT_SETUP_FAILED, LAUNCHER_MESSAGE_PREFIX};
+
+/// The newest Landlock ABI this code knows; older kernels get the subset they support.
+const NEWEST_ABI: ABI = ABI::V10;
+/// The stack of the program's process until it executes (it makes a few system calls; only a
+/// failure message needs more than a few frames). Pages are touched only as used.
+const CHILD_STACK: usize = 64 * 1024;
+
+/// Writes the launcher's own message to stderr and returns `code`.
+pub(super) fn fail(code: i32, message: &str) -> i32 {
+    let _ = writeln!(std::io::stderr(), "{LAUNCHER_MESSAGE_PREFIX}{message}");
+    code
+}
+
+/// How a path is granted.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Grant {
+    /// Read and execute.
+    Read,
+    /// Read, write, create, remove.
+    Write,
+    /// Read, write and ioctl of a device file.
+    Device,
+}
+
+/// A Landlock ruleset being filled. It is made with the landlock crate (which works out what
+/// this kernel handles); rules are added with the plain system call, since the rights are
+/// already fitted to the kernel and to the file's type (the crate would `fstat` every path
+/// again, on every call).
+pub(super) struct RulesetBuilder {
+    /// `None` where the kernel has no Landlock.
+    fd: Option<OwnedFd>,
+    read: BitFlags<AccessFs>,
+    write: BitFlags<AccessFs>,
+    device: BitFlags<AccessFs>,
+    file_rights: BitFlags<AccessFs>,
+}
+
+/// `struct landlock_path_beneath_attr` (packed, as in the kernel's uapi).
+#[repr(C, packed)]
+struct PathBeneathAttr {
+    allowed_access: u64,
+    parent_fd: i32,
+}
+
+/// `LANDLOCK_RULE_PATH_BENEATH`.
+const RULE_PATH_BENEATH: libc::c_int = 1;
+
+impl RulesetBuilder {
+    /// An empty ruleset handling every right this code knows (the kernel's subset of it).
+    pub fn new(network: bool) -> Result<Self, String> {
+        let all = AccessFs::from_all(NEWEST_ABI);
+        // With the network open, path-named unix sockets (a session bus, a container daemon)
+        // may be reached like any other service.
+        let handled = if network {
+            all & !AccessFs::ResolveUnix
+        } else {
+            all
+        };
+        let mut scopes: BitFlags<Scope> = Scope::Signal.into();
+        if !network {
+            scopes |= Scope::AbstractUnixSocket;
+        }
+        let created = (|| {
+            let mut ruleset = Ruleset::default()
+                .set_compatibility(CompatLevel::BestEffort)
+                .handle_access(handled)?
+                .scope(scopes)?;
+            if !network {
+                ruleset = ruleset.handle_access(AccessNet::from_all(NEWEST_ABI))?;
+            }
+            ruleset.create()
+        })()
+        .map_err(|err| format!("Landlock could not be applied: {err}"))?;
+        // What this kernel handles of what was asked: exactly the rights a rule may name.
+        let abi = ABI::from(super::kernel_support().landlock_abi as i32);
+        let supported = AccessFs::from_all(abi);
+        Ok(Self {
+            fd: created.into(),
+            // Never granted: device nodes made in the work directory would reach raw disks.
+            write: handled & supported & !(AccessFs::MakeBlock | AccessFs::MakeChar),
+            read: AccessFs::from_read(NEWEST_ABI) & supported,
+            device: (AccessFs::ReadFile
+                | AccessFs::WriteFile
+                | AccessFs::Truncate
+                | AccessFs::IoctlDev)
+                & supported,
+            file_rights: AccessFs::from_file(NEWEST_ABI) & supported,
+        })
+    }
+
+    /// Grants `fd` (a directory, or a file when `directory` is false).
+    pub fn add(&mut self, fd: BorrowedFd<'_>, directory: bool, grant: Grant) -> Result<(), String> {
+        let Some(ruleset) = &self.fd else {
+            return Ok(());
+        };
+        let rights = match grant {
+            Grant::Read => self.read,
+            Grant::Write => self.write,
+            Grant::Device => self.device,
+        };
+        let rights = if directory {
+            rights
+        } else {
+            rights & self.file_rights
+        };
+        if rights.is_empty() {
+            return Ok(());
+        }
+        let attr = PathBeneathAttr {
+            allowed_access: rights.bits(),
+            parent_fd: fd.as_raw_fd(),
+        };
+        // SAFETY: landlock_add_rule reads the attribute struct we own, for a ruleset fd and a
+        // path fd we hold.
+        let added = unsafe {
+            libc::syscall(
+                libc::SYS_landlock_add_rule,
+                ruleset.as_raw_fd(),
+                RULE_PATH_BENEATH,
+                &attr as *const PathBeneathAttr,
+                0,
+            )
+        };
+        if added != 0 {
+            return Err(format!(
+                "Landlock could not be applied: adding a rule failed: {}",
+                std::io::Error::last_os_error()
+            ));
+        }
+        Ok(())
+    }
+
+    /// Opens `path` and grants it; a path that does not exist (any more) is not granted.
+    pub fn add_path(&mut self, path: &OsString, grant: Grant) -> Result<(), String> {
+        match open_path(path) {
+            Some((fd, directory)) => self.add(fd.as_fd(), directory, grant),
+            None => Ok(()),
+        }
+    }
+
+    /// The ruleset, or `None` where the kernel has no Landlock: an error unless `best_effort`.
+    pub fn finish(self, best_effort: bool) -> Result<Option<OwnedFd>, String> {
+        let fd = self.fd;
+        if fd.is_none() && !best_effort {
+            return Err("Landlock is not available on this kernel; run with sandbox: 'best-effort' or sandbox: false to go without it".into());
+        }
+        Ok(fd)
+    }
+}
+
+/// Opens `path` for reference only (`O_PATH`, close-on-exec; symlinks followed, as Landlock
+/// grants what a path leads to) and says whether it is a directory. `None` when it does not
+/// exist or cannot be opened.
+pub(super) fn open_path(path: &OsString) -> Option<(OwnedFd, bool)> {
+    let fd = rustix::fs::open(
+        path.as_os_str(),
+        rustix::fs::OFlags::PATH | rustix::fs::OFlags::CLOEXEC,
+        rustix::fs::Mode::empty(),
+    )
+    .ok()?;
+    let directory = is_directory(fd.as_fd());
+    Some((fd, directory))
+}
+
+/// Asks the already open path, rather than looking the name up a second time.
+pub(super) fn is_directory(fd: BorrowedFd<'_>) -> bool {
+    // SAFETY: fstat on an fd we hold (O_PATH fds support it), writing into a zeroed stat.
+    unsafe {
+        let mut stat: libc::stat = std::mem::zeroed();
+        libc::fstat(fd.as_raw_fd(), &mut stat) == 0 && stat.st_mode & libc::S_IFMT == libc::S_IFDIR
+    }
+}
+
+/// The one-shot launcher's ruleset: every path of `rules`, opened now.
+pub(super) fn ruleset_of(rules: &Confinement) -> Result<Option<OwnedFd>, String> {
+    let mut builder = RulesetBuilder::new(rules.network)?;
+    for (paths, grant) in [
+        (&rules.read, Grant::Read),
+        (&rules.write, Grant::Write),
+        (&rules.devices, Grant::Device),
+    ] {
+        for path in paths {
+            builder.add_path(path, grant)?;
+        }
+    }
+    builder.finish(rules.best_effort)
+}
+
+/// The stack the program's process runs on until it executes (mapped ahead by a waiting init).
+pub(super) struct ChildStack {
+    base: *mut libc::c_void,
+}
+
+impl ChildStack {
+    pub fn new() -> std::io::Result<Self> {
+        // SAFETY: a private anonymous mapping of our own; it is unmapped on drop.
+        let base = unsafe {
+            libc::mmap(
+                std::ptr::null_mut(),
+                CHILD_STACK,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_STACK,
+                -1,
+                0,
+            )
+        };
+        if base == libc::MAP_FAILED {
+            return Err(std::io::Error::last_os_error());
+        }
+        Ok(Self { base })
+    }
+
+    fn top(&self) -> *mut libc::c_void {
+        // SAFETY: one past the end of the mapping: where a downward-growing stack starts.
+        unsafe { self.base.cast::<u8>().add(CHILD_STACK).cast() }
+    }
+}
+
+impl Drop for ChildStack {
+    fn drop(&mut self) {
+        // SAFETY: the mapping made in `new`; no process runs on it any more (the child of
+        // `spawn` has executed or exited before clone returned).
+        unsafe { libc::munmap(self.base, CHILD_STACK) };
+    }
+}
+
+/// Everything the program's process needs, prepared before it exists.
+pub(super) struct Program<'a> {
+    pub ruleset: Option<BorrowedFd<'a>>,
+    /// Filters to install (none when the parent has them already: they are inherited).
+    pub seccomp: &'a [seccomp::Program],
+    pub best_effort: bool,
+    pub launch: &'a Launch,
+    /// The signal mask the program starts with.
+    pub mask: &'a libc::sigset_t,
+    /// Standard streams to install as fds 0, 1 and 2 (each above 2, so installing one never
+    /// overwrites another); `None`: keep ours.
+    pub stdio: Option<[BorrowedFd<'a>; 3]>,
+    /// The open-file limit to give back, when ours was raised.
+    pub files: Option<libc::rlimit>,
+}
+
+impl Program<'_> {
+    /// Starts the program's process on `stack`; returns its pid. (The caller is single
+    /// threaded.)
+    pub fn spawn(&self, stack: &ChildStack) -> std::io::Result<libc::pid_t> {
+        extern "C" fn child(program: *mut libc::c_void) -> libc::c_int {
+            // SAFETY: `program` is the `&Program` passed to clone below, alive because the
+            // parent is suspended until this process executes or exits.
+            let program = unsafe { &*(program as *const Program<'_>) };
+            program.exec()
+        }
+        // SAFETY: CLONE_VM | CLONE_VFORK: the child runs `child` on its own stack in our
+        // memory while we are suspended, and leaves it only by execve or _exit, so nothing it
+        // touches is in use concurrently; the stack grows down from its top.
+        let pid = unsafe {
+            libc::clone(
+                child,
+                stack.top(),
+                libc::CLONE_VM | libc::CLONE_VFORK | libc::SIGCHLD,
+                (self as *const Self).cast_mut().cast(),
+            )
+        };
+        if pid < 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+        Ok(pid)
+    }
+
+    /// In the program's process: never returns.
+    fn exec(&self) -> ! {
+        let code = match self.enter() {
+            Ok(()) => {
+                let launch = self.launch;
+                // SAFETY: restoring the caller's mask; then execv/execve with NUL-terminated
+                // strings and NULL-terminated arrays built from CStrings that live until the
+                // call.
+                unsafe {
+                    libc::sigprocmask(libc::SIG_SETMASK, self.mask, std::ptr::null_mut());
+                    let mut argv: Vec<*const libc::c_char> =
+                        launch.argv.iter().map(|arg| arg.as_ptr()).collect();
+                    argv.push(std::ptr::null());
+                    match &launch.env {
+                        Some(env) => {
+                            let mut envp: Vec<*const libc::c_char> =
+                                env.iter().map(|var| var.as_ptr()).collect();
+                            envp.push(std::ptr::null());
+                            libc::execve(launch.program.as_ptr(), argv.as_ptr(), envp.as_ptr());
+                        }
+                        None => {
+                            libc::execv(launch.program.as_ptr(), argv.as_ptr());
+                        }
+                    }
+                }
+                let err = std::io::Error::last_os_error();
+                let program = String::from_utf8_lossy(launch.program.as_bytes());
+                if err.raw_os_error() == Some(libc::ENOENT) {
+                    fail(EXIT_NOT_FOUND, &format!("'{program}' was not found: {err}"))
+                } else {
+                    fail(
+                        EXIT_CANNOT_EXECUTE,
+                        &format!("'{program}' could not be executed: {err}"),
+                    )
+                }
+            }
+            Err((code, message)) => fail(code, &message),
+        };
+        // SAFETY: _exit never returns.
+        unsafe { libc::_exit(code) }
+    }
+
+    fn enter(&self) -> Result<(), (i32, String)> {
+        // SAFETY: dup2 of fds we hold onto 0..2 (the sources are all above 2); setrlimit and
+        // chdir read the values we own.
+        unsafe {
+            if let Some(stdio) = &self.stdio {
+                for (target, fd) in stdio.iter().enumerate() {
+                    libc::dup2(fd.as_raw_fd(), target as libc::c_int);
+                }
+            }
+            if let Some(files) = &self.files {
+                libc::setrlimit(libc::RLIMIT_NOFILE, files);
+            }
+            if let Some(cwd) = &self.launch.cwd {
+                if libc::chdir(cwd.as_ptr()) != 0 {
+                    let err = std::io::Error::last_os_error();
+                    return Err((
+                        EXIT_CANNOT_EXECUTE,
+                        format!(
+                            "the working directory '{}' cannot be used: {err}",
+                            String::from_utf8_lossy(cwd.as_bytes())
+                        ),
+                    ));
+                }
+            }
+        }
+        self.confine()
+            .map_err(|message| (EXIT_SETUP_FAILED, message))
+    }
+
+    fn confine(&self) -> Result<(), String> {
+        // SAFETY: prctl with integer arguments; landlock_restrict_self takes a ruleset fd we
+        // hold and flags.
+        unsafe {
+            if libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0 {
+                return Err(format!(
+                    "no_new_privs could not be set: {}",
+                    std::io::Error::last_os_error()
+                ));
+            }
+            if let Some(ruleset) = self.ruleset {
+                if libc::syscall(libc::SYS_landlock_restrict_self, ruleset.as_raw_fd(), 0) != 0 {
+                    return Err(format!(
+                        "Landlock could not be applied: {}",
+                        std::io::Error::last_os_error()
+                    ));
+                }
+            }
+        }
+        install_filters(self.seccomp, self.best_effort)
+    }
+}
+
+/// Installs `filters` on this process; a failure is an error unless `best_effort`.
+pub(super) fn install_filters(
+    filters: &[seccomp::Program],
+    best_effort: bool,
+) -> Result<(), String> {
+    for program in filters {
+        if let Err(err) = seccomp::install(program) {
+            if !best_effort {
+                return Err(format!("the seccomp filter could not be installed: {err}"));
+            }
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,210 @@
+//! What the launcher is asked to do, as an argument list: the command line of the one-shot
+//! launcher, and the same words in the requests of the launcher server. One parser for both.
+
+use std::ffi::{CString, OsStr, OsString};
+use std::os::unix::ffi::{OsStrExt, OsStringExt};
+
+use super::seccomp;
+use super::{
+    ARG_BEST_EFFORT, ARG_CWD, ARG_DEVICE, ARG_END, ARG_ENV, ARG_NETWORK, ARG_PARENT, ARG_READ,
+    ARG_SECCOMP, ARG_WRITE,
+};
+
+const USAGE: &str = "usage: toolgate-sandbox [--parent PID] [--best-effort] [--network] [--read PATH]... [--write PATH]... [--device PATH]... [--seccomp HEX]... -- PROGRAM [ARG]...";
+
+/// The policy part: what the program's process may reach.
+#[derive(Debug, Default, Clone)]
+pub(super) struct Confinement {
+    pub best_effort: bool,
+    pub network: bool,
+    pub read: Vec<OsString>,
+    pub write: Vec<OsString>,
+    pub devices: Vec<OsString>,
+    pub seccomp: Vec<seccomp::Program>,
+}
+
+/// The program part: what to execute, where and with which environment.
+#[derive(Debug, Clone)]
+pub(super) struct Launch {
+    pub program: CString,
+    pub argv: Vec<CString>,
+    /// `None`: the launcher's own environment (the one-shot launcher gets the child's).
+    pub env: Option<Vec<CString>>,
+    /// `None`: the launcher's own working directory.
+    pub cwd: Option<CString>,
+}
+
+/// A parsed argument list.
+#[derive(Debug, Default)]
+pub(super) struct Plan {
+    pub parent: Option<libc::pid_t>,
+    pub confinement: Confinement,
+    pub env: Option<Vec<CString>>,
+    pub cwd: Option<CString>,
+    /// Present when the list ends with `-- PROGRAM [ARG]...`.
+    pub launch: Option<Launch>,
+}
+
+impl Plan {
+    /// Parses `args`. A program (`-- PROGRAM ...`) is required when `program` is true and
+    /// refused otherwise (a policy registered with the server names none).
+    pub fn parse(args: impl IntoIterator<Item = OsString>, program: bool) -> Result<Self, String> {
+        let mut plan = Plan::default();
+        let mut args = args.into_iter();
+        let mut ended = false;
+        while let Some(arg) = args.next() {
+            let mut value = || {
+                args.next()
+                    .ok_or_else(|| format!("{} needs a value; {USAGE}", arg.to_string_lossy()))
+            };
+            let rules = &mut plan.confinement;
+            match arg.to_str() {
+                Some(ARG_END) => {
+                    ended = true;
+                    break;
+                }
+                Some(ARG_PARENT) => {
+                    let text = value()?;
+                    let pid = text
+                        .to_str()
+                        .and_then(|t| t.parse().ok())
+                        .filter(|&pid: &libc::pid_t| pid > 0);
+                    plan.parent =
+                        Some(pid.ok_or_else(|| format!("--parent {text:?} is not a process id"))?);
+                }
+                Some(ARG_BEST_EFFORT) => rules.best_effort = true,
+                Some(ARG_NETWORK) => rules.network = true,
+                Some(ARG_READ) => rules.read.push(value()?),
+                Some(ARG_WRITE) => rules.write.push(value()?),
+                Some(ARG_DEVICE) => rules.devices.push(value()?),
+                Some(ARG_SECCOMP) => {
+                    let text = value()?;
+                    rules.seccomp.push(
+                        seccomp::decode(text.as_bytes())
+                            .ok_or("--seccomp is not a compiled filter")?,
+                    );
+                }
+                Some(ARG_CWD) => plan.cwd = Some(c_string(value()?)?),
+                Some(ARG_ENV) => plan
+                    .env
+                    .get_or_insert_with(Vec::new)
+                    .push(c_string(value()?)?),
+                _ => return Err(format!("unknown argument {arg:?}; {USAGE}")),
+            }
+        }
+        if !program {
+            return if ended {
+                Err("a policy names no program".into())
+            } else {
+                Ok(plan)
+            };
+        }
+        if !ended {
+            return Err(format!("no program given; {USAGE}"));
+        }
+        let mut argv = args.map(c_string);
+        let program = argv
+            .next()
+            .ok_or_else(|| format!("no program given; {USAGE}"))??;
+        let argv = std::iter::once(Ok(program.clone()))
+            .chain(argv)
+            .collect::<Result<_, _>>()?;
+        plan.launch = Some(Launch {
+            program,
+            argv,
+            env: plan.env.take(),
+            cwd: plan.cwd.take(),
+        });
+        Ok(plan)
+    }
+}
+
+fn c_string(arg: OsString) -> Result<CString, String> {
+    CString::new(arg.into_vec()).map_err(|_| "an argument contains a NUL byte".to_string())
+}
+
+/// An argument list as one buffer, each word followed by a NUL (words cannot contain one:
+/// they become C strings).
+pub(super) fn join<S: AsRef<OsStr>>(words: impl IntoIterator<Item = S>) -> Vec<u8> {
+    let mut bytes = Vec::new();
+    for word in words {
+        bytes.extend_from_slice(word.as_ref().as_bytes());
+        bytes.push(0);
+    }
+    bytes
+}
+
+/// The inverse of [`join`].
+pub(super) fn split(bytes: &[u8]) -> Vec<OsString> {
+    let bytes = bytes.strip_suffix(&[0]).unwrap_or(bytes);
+    if bytes.is_empty() {
+        return Vec::new();
+    }
+    bytes
+        .split(|&b| b == 0)
+        .map(|word| OsStr::from_bytes(word).to_os_string())
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn words(list: &[&str]) -> Vec<OsString> {
+        list.iter().map(OsString::from).collect()
+    }
+
+    #[test]
+    fn launches_policies_and_their_errors() {
+        let plan = Plan::parse(
+            words(&[
+                "--parent",
+                "12",
+                "--read",
+                "/usr",
+                "--write",
+                "/w",
+                "--env",
+                "A=1",
+                "--cwd",
+                "/w",
+                "--",
+                "/bin/echo",
+                "hi",
+            ]),
+            true,
+        )
+        .unwrap();
+        assert_eq!(plan.parent, Some(12));
+        assert_eq!(plan.confinement.read, ["/usr"]);
+        let launch = plan.launch.unwrap();
+        assert_eq!(launch.argv, [c"/bin/echo", c"hi"]);
+        assert_eq!(launch.env.unwrap(), [c"A=1"]);
+        assert_eq!(launch.cwd.as_deref(), Some(c"/w"));
+
+        let policy = Plan::parse(words(&["--network", "--device", "/dev/null"]), false).unwrap();
+        assert!(policy.confinement.network && policy.launch.is_none());
+        for (list, program, needle) in [
+            (&["--", "/bin/true"][..], false, "names no program"),
+            (&["--read", "/usr"][..], true, "no program given"),
+            (&["--read"][..], true, "needs a value"),
+            (&["--bogus"][..], true, "unknown argument"),
+            (&["--parent", "0", "--", "x"][..], true, "not a process id"),
+            (
+                &["--seccomp", "zz", "--", "x"][..],
+                true,
+                "not a compiled filter",
+            ),
+        ] {
+            let err = Plan::parse(words(list), program).unwrap_err();
+            assert!(err.contains(needle), "{list:?}: {err}");
+        }
+    }
+
+    #[test]
+    fn word_lists_round_trip() {
+        let list = words(&["--env", "A=x y", "", "--"]);
+        assert_eq!(split(&join(&list)), list);
+        assert!(split(&join(Vec::<OsString>::new())).is_empty());
+    }
+}

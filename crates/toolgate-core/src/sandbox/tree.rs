@@ -1,0 +1,106 @@
+//! Keeping a program's whole process tree inside its call: namespaces, the init that reaps,
+//! and the subreaper fallback. Used by the one-shot launcher and the launcher server.
+
+/// Blocks every signal in this (single-threaded) process and returns the mask it had, for
+/// the program to get back.
+pub(super) fn block_signals() -> libc::sigset_t {
+    let mut original = empty_sigset();
+    // SAFETY: sigset_t values are plain data we own; sigfillset/sigprocmask only write them.
+    unsafe {
+        let mut all = empty_sigset();
+        libc::sigfillset(&mut all);
+        libc::sigprocmask(libc::SIG_BLOCK, &all, &mut original);
+    }
+    original
+}
+
+pub(super) fn empty_sigset() -> libc::sigset_t {
+    // SAFETY: an all-zero sigset_t is a valid (empty) set; sigemptyset makes it explicit.
+    unsafe {
+        let mut set: libc::sigset_t = std::mem::zeroed();
+        libc::sigemptyset(&mut set);
+        set
+    }
+}
+
+/// Enters a new user namespace (with `extra` namespace flags, e.g. `CLONE_NEWPID`), mapping
+/// our own uid and gid so files keep their owners. Returns false where user namespaces are not
+/// allowed.
+pub(super) fn enter_user_namespace(extra: libc::c_int) -> bool {
+    // SAFETY: geteuid/getegid/unshare take plain integers.
+    unsafe {
+        let uid = libc::geteuid();
+        let gid = libc::getegid();
+        if libc::unshare(libc::CLONE_NEWUSER | extra) != 0 {
+            return false;
+        }
+        // Without the maps the program would see itself as the overflow user; the permission
+        // checks (kernel ids) are the same either way, so a failure is cosmetic.
+        let _ = write_proc_self(b"setgroups\0", b"deny");
+        let _ = write_proc_self(b"uid_map\0", format!("{uid} {uid} 1").as_bytes());
+        let _ = write_proc_self(b"gid_map\0", format!("{gid} {gid} 1").as_bytes());
+    }
+    true
+}
+
+fn write_proc_self(name: &[u8], content: &[u8]) -> std::io::Result<()> {
+    let mut path = b"/proc/self/".to_vec();
+    path.extend_from_slice(name);
+    // SAFETY: `path` is NUL-terminated (name ends with NUL); write reads `content` only.
+    unsafe {
+        let fd = libc::open(path.as_ptr().cast(), libc::O_WRONLY | libc::O_CLOEXEC);
+        if fd < 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+        let written = libc::write(fd, content.as_ptr().cast(), content.len());
+        libc::close(fd);
+        if written < 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+    }
+    Ok(())
+}
+
+/// As PID 1 of a namespace (or a subreaper): reaps every child, orphans included, until
+/// `program` has exited, and returns its wait status (`None` if waiting failed).
+pub(super) fn reap_until(program: libc::pid_t) -> Option<libc::c_int> {
+    loop {
+        let mut status = 0;
+        // SAFETY: waitpid writes the status into the integer we own.
+        let pid = unsafe { libc::waitpid(-1, &mut status, 0) };
+        if pid == program {
+            return Some(status);
+        }
+        if pid < 0 && std::io::Error::last_os_error().raw_os_error() != Some(libc::EINTR) {
+            return None;
+        }
+    }
+}
+
+/// Kills and reaps every process reparented to us (subreaper mode). Each round kills the
+/// children we have; their orphans become ours and are killed in the next round.
+pub(super) fn kill_descendants() {
+    loop {
+        for pid in own_children() {
+            // SAFETY: kill takes plain integers; these pids are our unreaped children.
+            unsafe { libc::kill(pid, libc::SIGKILL) };
+        }
+        // SAFETY: waitpid with a null status pointer.
+        let reaped = unsafe { libc::waitpid(-1, std::ptr::null_mut(), libc::__WALL) };
+        if reaped < 0 && std::io::Error::last_os_error().raw_os_error() != Some(libc::EINTR) {
+            return; // ECHILD: nothing left
+        }
+    }
+}
+
+fn own_children() -> Vec<libc::pid_t> {
+    // SAFETY: gettid has no preconditions.
+    let tid = unsafe { libc::gettid() };
+    std::fs::read_to_string(format!("/proc/self/task/{tid}/children"))
+        .map(|text| {
+            text.split_whitespace()
+                .filter_map(|pid| pid.parse().ok())
+                .collect()
+        })
+        .unwrap_or_default()
+}

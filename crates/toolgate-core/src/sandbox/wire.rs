@@ -1,0 +1,259 @@
+//! The messages between toolgate and its launcher server, over unix `SOCK_SEQPACKET` sockets
+//! (each message arrives whole, with the file descriptors it carries).
+//!
+//! A request's body (a word list, see `plan.rs`) follows its fixed fields in the message, or
+//! comes in a memfd when it is large (flag `BODY_IN_MEMFD`, the memfd is the last fd).
+//!
+//! On the server's socket, server → toolgate: `READY version` once, when it is set up (a
+//! launcher of another version is not used as a server). toolgate → server:
+//! - `POLICY id flags body`: remember a prepared policy;
+//! - `FORGET id`: the policy's `Sandbox` is gone;
+//! - `QUIT`: toolgate replaced this server (its calls are over; end of file alone means
+//!   toolgate exited);
+//! - `SPAWN policy flags body` + [call socket, stdout, stderr, stdin?]: start a program.
+//!
+//! On a waiting init's socket, server → init: `ASSIGN flags body` + [call socket, stdout,
+//! stderr, stdin?]: this call is yours; then `RULES` + [ruleset?] (or `FAILED message`): its
+//! Landlock ruleset, built while the init prepares.
+//!
+//! On the call's own socket (a socketpair per call; toolgate keeps one end):
+//! - server → toolgate: `STARTED pid` + [pidfd] or `FAILED code message`;
+//! - the call's init → toolgate: `EXITED status` (the program's wait status) or `FAILED`;
+//! - toolgate closing its end: the call is over; the server kills what is left and reaps.
+
+use std::io::{self, IoSlice, IoSliceMut};
+use std::mem::MaybeUninit;
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd, FromRawFd, OwnedFd};
+
+use rustix::net::{
+    RecvAncillaryBuffer, RecvAncillaryMessage, RecvFlags, SendAncillaryBuffer,
+    SendAncillaryMessage, SendFlags,
+};
+
+pub(super) const POLICY: u8 = 1;
+pub(super) const FORGET: u8 = 2;
+pub(super) const SPAWN: u8 = 3;
+pub(super) const QUIT: u8 = 4;
+pub(super) const READY: u8 = 5;
+pub(super) const ASSIGN: u8 = 6;
+pub(super) const RULES: u8 = 7;
+
+/// The version of this protocol, sent with `READY`.
+pub(super) const VERSION: u8 = 1;
+pub(super) const STARTED: u8 = 10;
+pub(super) const FAILED: u8 = 11;
+pub(super) const EXITED: u8 = 12;
+
+/// Flags of `POLICY`, `SPAWN` and `ASSIGN`.
+pub(super) const HAS_STDIN: u8 = 1;
+pub(super) const BODY_IN_MEMFD: u8 = 2;
+
+/// The most descriptors one message carries.
+pub(super) const MAX_FDS: usize = 6;
+/// The largest body sent inside a message (an argument list with a usual environment is far
+/// smaller; receiving buffers are this big, so it is not larger).
+const MAX_INLINE: usize = 8 * 1024;
+/// The largest message (a `FAILED` message's text is cut to fit).
+pub(super) const MAX_MESSAGE: usize = MAX_INLINE + 64;
+/// The largest request body read from a memfd (argument and environment lists are far
+/// smaller: the kernel allows 2 MiB of them for a program).
+pub(super) const MAX_BODY: u64 = 64 << 20;
+
+/// Sends one message; never raises SIGPIPE (a gone peer is `EPIPE`).
+pub(super) fn send(socket: BorrowedFd<'_>, bytes: &[u8], fds: &[BorrowedFd<'_>]) -> io::Result<()> {
+    let mut space = [MaybeUninit::uninit(); rustix::cmsg_space!(ScmRights(MAX_FDS))];
+    let mut control = SendAncillaryBuffer::new(&mut space);
+    if !fds.is_empty() && !control.push(SendAncillaryMessage::ScmRights(fds)) {
+        return Err(io::Error::from_raw_os_error(libc::E2BIG));
+    }
+    loop {
+        match rustix::net::sendmsg(
+            socket,
+            &[IoSlice::new(bytes)],
+            &mut control,
+            SendFlags::NOSIGNAL,
+        ) {
+            Ok(_) => return Ok(()),
+            Err(rustix::io::Errno::INTR) => continue,
+            Err(err) => return Err(err.into()),
+        }
+    }
+}
+
+/// One received message: its bytes (empty at end of stream) and descriptors.
+pub(super) struct Message {
+    pub bytes: Vec<u8>,
+    pub fds: Vec<OwnedFd>,
+}
+
+/// Receives one message (descriptors arrive close-on-exec). `wait: false` returns
+/// `WouldBlock` when none is there.
+pub(super) fn recv(socket: BorrowedFd<'_>, wait: bool) -> io::Result<Message> {
+    let mut buffer = vec![0u8; MAX_MESSAGE];
+    let mut space = [MaybeUninit::uninit(); rustix::cmsg_space!(ScmRights(MAX_FDS))];
+    let mut control = RecvAncillaryBuffer::new(&mut space);
+    let mut flags = RecvFlags::CMSG_CLOEXEC;
+    if !wait {
+        flags |= RecvFlags::DONTWAIT;
+    }
+    let received = loop {
+        match rustix::net::recvmsg(
+            socket,
+            &mut [IoSliceMut::new(&mut buffer)],
+            &mut control,
+            flags,
+        ) {
+            Ok(received) => break received,
+            Err(rustix::io::Errno::INTR) => continue,
+            Err(err) => return Err(err.into()),
+        }
+    };
+    let mut fds = Vec::new();
+    for message in control.drain() {
+        if let RecvAncillaryMessage::ScmRights(received) = message {
+            fds.extend(received);
+        }
+    }
+    buffer.truncate(received.bytes);
+    Ok(Message { bytes: buffer, fds })
+}
+
+/// Sends `head`, then `body` in the message (or in a memfd, flagged in `head[flags_at]`, when
+/// it is large), with `fds`.
+pub(super) fn send_with_body(
+    socket: BorrowedFd<'_>,
+    mut head: Vec<u8>,
+    flags_at: usize,
+    body: &[u8],
+    fds: &[BorrowedFd<'_>],
+) -> io::Result<()> {
+    if body.len() <= MAX_INLINE {
+        head.extend_from_slice(body);
+        return send(socket, &head, fds);
+    }
+    head[flags_at] |= BODY_IN_MEMFD;
+    let memfd = memfd(body)?;
+    let mut fds = fds.to_vec();
+    fds.push(memfd.as_fd());
+    send(socket, &head, &fds)
+}
+
+/// The body of a message sent with [`send_with_body`]: `rest` after the fixed fields, or the
+/// content of the last fd (which is taken from `fds`).
+pub(super) fn take_body(rest: &[u8], flags: u8, fds: &mut Vec<OwnedFd>) -> io::Result<Vec<u8>> {
+    if flags & BODY_IN_MEMFD == 0 {
+        return Ok(rest.to_vec());
+    }
+    let memfd = fds
+        .pop()
+        .ok_or_else(|| io::Error::other("the request's body is missing"))?;
+    read_memfd(&memfd)
+}
+
+/// A copy of `bytes` in an anonymous memory file, to pass a request of any size.
+fn memfd(bytes: &[u8]) -> io::Result<OwnedFd> {
+    let fd = rustix::fs::memfd_create(c"toolgate-request", rustix::fs::MemfdFlags::CLOEXEC)?;
+    let mut written = 0;
+    while written < bytes.len() {
+        match rustix::io::write(&fd, &bytes[written..]) {
+            Ok(n) => written += n,
+            Err(rustix::io::Errno::INTR) => {}
+            Err(err) => return Err(err.into()),
+        }
+    }
+    Ok(fd)
+}
+
+/// The whole content of a memfd made by [`memfd`].
+fn read_memfd(fd: &OwnedFd) -> io::Result<Vec<u8>> {
+    let size = rustix::fs::fstat(fd)?.st_size as u64;
+    if size > MAX_BODY {
+        return Err(io::Error::other(format!(
+            "the request is {size} bytes; at most {MAX_BODY} are accepted"
+        )));
+    }
+    let mut bytes = vec![0u8; size as usize];
+    let mut read = 0;
+    while read < bytes.len() {
+        match rustix::io::pread(fd, &mut bytes[read..], read as u64) {
+            Ok(0) => break,
+            Ok(n) => read += n,
+            Err(rustix::io::Errno::INTR) => {}
+            Err(err) => return Err(err.into()),
+        }
+    }
+    bytes.truncate(read);
+    Ok(bytes)
+}
+
+/// A connected pair of `SOCK_SEQPACKET` unix sockets, close-on-exec.
+pub(super) fn socket_pair() -> io::Result<(OwnedFd, OwnedFd)> {
+    Ok(rustix::net::socketpair(
+        rustix::net::AddressFamily::UNIX,
+        rustix::net::SocketType::SEQPACKET,
+        rustix::net::SocketFlags::CLOEXEC,
+        None,
+    )?)
+}
+
+/// A pidfd for `pid` (Linux 5.3), close-on-exec.
+pub(super) fn pidfd_open(pid: libc::pid_t) -> io::Result<OwnedFd> {
+    // SAFETY: pidfd_open takes a pid and flags and returns a new fd or -1.
+    let fd = unsafe { libc::syscall(libc::SYS_pidfd_open, pid, 0) };
+    if fd < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: a fresh fd that nobody else owns.
+    Ok(unsafe { OwnedFd::from_raw_fd(fd as libc::c_int) })
+}
+
+/// Whether `fd` is readable (or hung up) right now, without waiting.
+pub(super) fn ready(fd: BorrowedFd<'_>) -> bool {
+    let mut poll = libc::pollfd {
+        fd: fd.as_raw_fd(),
+        events: libc::POLLIN,
+        revents: 0,
+    };
+    // SAFETY: poll reads and writes the one pollfd we own.
+    unsafe { libc::poll(&mut poll, 1, 0) > 0 }
+}
+
+/// The tag of a message and its fixed-size fields.
+pub(super) struct Reader<'a> {
+    bytes: &'a [u8],
+}
+
+impl<'a> Reader<'a> {
+    pub fn new(bytes: &'a [u8]) -> Self {
+        Self { bytes }
+    }
+
+    pub fn u8(&mut self) -> Option<u8> {
+        let (&first, rest) = self.bytes.split_first()?;
+        self.bytes = rest;
+        Some(first)
+    }
+
+    pub fn u64(&mut self) -> Option<u64> {
+        let (head, rest) = self.bytes.split_first_chunk::<8>()?;
+        self.bytes = rest;
+        Some(u64::from_le_bytes(*head))
+    }
+
+    pub fn i32(&mut self) -> Option<i32> {
+        let (head, rest) = self.bytes.split_first_chunk::<4>()?;
+        self.bytes = rest;
+        Some(i32::from_le_bytes(*head))
+    }
+
+    pub fn rest(self) -> &'a [u8] {
+        self.bytes
+    }
+}
+
+/// `tag` followed by a 32-bit value.
+pub(super) fn tagged_i32(tag: u8, value: i32) -> [u8; 5] {
+    let mut bytes = [tag, 0, 0, 0, 0];
+    bytes[1..].copy_from_slice(&value.to_le_bytes());
+    bytes
+}

@@ -1,0 +1,326 @@
+//! The `mcp` toolset: its servers and how to start them, and the names and approvals of the
+//! tools they list. The SDK speaks the protocol and reports the listings back.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+
+use napi::bindgen_prelude::Unknown;
+use napi::Env;
+use napi_derive::napi;
+use toolgate_core::mcp::{self, McpLaunch, McpToolsetOptions, McpTransport, ServerTools};
+
+use crate::approval::ResolvedApproval;
+use crate::error::{infallible, sync};
+use crate::js_value;
+use crate::sandbox::SandboxSummary;
+
+/// One configured server.
+#[napi(object, object_from_js = false)]
+pub struct McpServerInfo {
+    pub name: String,
+    /// `stdio` (started by toolgate in the sandbox) or `http` (Streamable HTTP).
+    pub transport: String,
+    /// The HTTP endpoint (`null` for stdio).
+    pub url: Option<String>,
+    /// HTTP request headers, `${VAR}` expanded.
+    pub headers: HashMap<String, String>,
+}
+
+/// The tools one server listed, as the SDK reports them.
+#[napi(object, object_to_js = false)]
+pub struct McpServerReport {
+    pub server: String,
+    pub tools: Vec<String>,
+}
+
+/// What the MCP servers of one worker of a plan listed.
+#[napi(object, object_to_js = false)]
+pub struct McpWorkerReport {
+    /// Index of the worker in the plan.
+    pub worker: u32,
+    pub servers: Vec<McpServerReport>,
+}
+
+/// A tool the model is offered: its server, its name there, and the name the model sees.
+#[napi(object, object_from_js = false)]
+pub struct McpSelectedTool {
+    pub server: String,
+    pub tool: String,
+    pub name: String,
+}
+
+/// A selected tool with its approval (a toolset built on its own).
+#[napi(object, object_from_js = false)]
+pub struct McpDecidedTool {
+    pub server: String,
+    pub tool: String,
+    pub approval: ResolvedApproval,
+}
+
+/// The limits of the toolset.
+#[napi(object, object_from_js = false)]
+pub struct McpLimits {
+    /// Longest message a stdio server may send, in bytes.
+    pub max_message_bytes: u32,
+    /// Largest tool input, serialized as JSON, in bytes.
+    pub max_input_bytes: u32,
+    /// Most tools one server may list.
+    pub max_tools_per_server: u32,
+}
+
+/// The limits of every `mcp` toolset.
+#[napi]
+pub fn mcp_limits(env: Env) -> napi::Result<McpLimits> {
+    let clamp = |value: usize| u32::try_from(value).unwrap_or(u32::MAX);
+    infallible(&env, "mcpLimits", || McpLimits {
+        max_message_bytes: clamp(mcp::MAX_MESSAGE_BYTES),
+        max_input_bytes: clamp(mcp::MAX_INPUT_BYTES),
+        max_tools_per_server: clamp(mcp::MAX_TOOLS_PER_SERVER),
+    })
+}
+
+pub(crate) fn reports(servers: Vec<McpServerReport>) -> Vec<ServerTools> {
+    servers
+        .into_iter()
+        .map(|report| ServerTools {
+            server: report.server,
+            tools: report.tools,
+        })
+        .collect()
+}
+
+/// An `mcp` toolset with every setting decided (from a worker plan or `mcpToolset` options).
+#[napi]
+pub struct McpToolsetPlan {
+    inner: Arc<mcp::McpToolset>,
+}
+
+impl McpToolsetPlan {
+    /// Wraps a toolset a worker plan built (the plan reports its sandbox warning).
+    pub fn shared(inner: Arc<mcp::McpToolset>) -> Self {
+        Self { inner }
+    }
+}
+
+fn millis(duration: std::time::Duration) -> f64 {
+    duration.as_secs_f64() * 1000.0
+}
+
+#[napi]
+impl McpToolsetPlan {
+    /// Builds the toolset of `mcpToolset(options)`: servers checked, `${VAR}` expanded, the
+    /// sandbox prepared. Throws `CONFIG_INVALID` or `SANDBOX_UNAVAILABLE`.
+    #[napi(constructor)]
+    pub fn new(env: Env, options: Option<Unknown<'_>>) -> napi::Result<Self> {
+        sync(&env, "mcpToolset", || {
+            let options: McpToolsetOptions = js_value::config(&env, options)?;
+            Ok(Self {
+                inner: Arc::new(mcp::McpToolset::from_options(options)?),
+            })
+        })
+    }
+
+    /// The servers, in name order.
+    #[napi]
+    pub fn servers(&self, env: Env) -> napi::Result<Vec<McpServerInfo>> {
+        infallible(&env, "McpToolsetPlan.servers", || {
+            self.inner
+                .servers()
+                .iter()
+                .map(|server| match &server.transport {
+                    McpTransport::Stdio { .. } => McpServerInfo {
+                        name: server.name.clone(),
+                        transport: "stdio".into(),
+                        url: None,
+                        headers: HashMap::new(),
+                    },
+                    McpTransport::Http { url, headers } => McpServerInfo {
+                        name: server.name.clone(),
+                        transport: "http".into(),
+                        url: Some(url.clone()),
+                        headers: headers.iter().cloned().collect(),
+                    },
+                })
+                .collect()
+        })
+    }
+
+    /// Milliseconds a tool call may take.
+    #[napi(getter)]
+    pub fn timeout_ms(&self, env: Env) -> napi::Result<f64> {
+        infallible(&env, "McpToolsetPlan.timeoutMs", || {
+            millis(self.inner.timeout)
+        })
+    }
+
+    /// Milliseconds a server may take to start and list its tools.
+    #[napi(getter)]
+    pub fn startup_timeout_ms(&self, env: Env) -> napi::Result<f64> {
+        infallible(&env, "McpToolsetPlan.startupTimeoutMs", || {
+            millis(self.inner.startup_timeout)
+        })
+    }
+
+    /// Where the toolset was configured (for messages).
+    #[napi(getter)]
+    pub fn place(&self, env: Env) -> napi::Result<String> {
+        infallible(&env, "McpToolsetPlan.place", || {
+            self.inner.place().to_string()
+        })
+    }
+
+    /// The kernel sandbox of the stdio servers.
+    #[napi(getter)]
+    pub fn sandbox(&self, env: Env) -> napi::Result<SandboxSummary> {
+        infallible(&env, "McpToolsetPlan.sandbox", || {
+            SandboxSummary::from(&self.inner.sandbox().scope)
+        })
+    }
+
+    /// The one best-effort sandbox warning of the process, when preparing this toolset's
+    /// sandbox was the first to have one.
+    #[napi(getter)]
+    pub fn sandbox_warning(&self, env: Env) -> napi::Result<Option<String>> {
+        infallible(&env, "McpToolsetPlan.sandboxWarning", || {
+            self.inner.sandbox().warning.clone()
+        })
+    }
+
+    /// The command line of stdio server `server`, inside the sandbox. Throws
+    /// `BINARY_NOT_FOUND` when the program is not on the child's `PATH`.
+    #[napi]
+    pub fn launch(&self, env: Env, server: String) -> napi::Result<McpServerLaunch> {
+        sync(&env, "McpToolsetPlan.launch", || {
+            McpServerLaunch::new(self.inner.launch(&server)?)
+        })
+    }
+
+    /// The tools the model is offered, given what each server listed (whitelist, names,
+    /// collisions). Throws `CONFIG_INVALID` or `TOOL_FAILED` naming the server.
+    #[napi]
+    pub fn select(
+        &self,
+        env: Env,
+        servers: Vec<McpServerReport>,
+    ) -> napi::Result<Vec<McpSelectedTool>> {
+        sync(&env, "McpToolsetPlan.select", || {
+            Ok(self
+                .inner
+                .select(&reports(servers))?
+                .into_iter()
+                .map(|tool| McpSelectedTool {
+                    server: tool.server,
+                    tool: tool.tool,
+                    name: tool.name,
+                })
+                .collect())
+        })
+    }
+
+    /// [`select`](McpToolsetPlan::select) with each tool's approval, for a toolset built on its
+    /// own (no worker floors).
+    #[napi]
+    pub fn decide(
+        &self,
+        env: Env,
+        servers: Vec<McpServerReport>,
+    ) -> napi::Result<Vec<McpDecidedTool>> {
+        sync(&env, "McpToolsetPlan.decide", || {
+            Ok(self
+                .inner
+                .decide(&reports(servers))?
+                .into_iter()
+                .map(|(tool, resolved)| McpDecidedTool {
+                    server: tool.server,
+                    tool: tool.tool,
+                    approval: ResolvedApproval::new(tool.name, resolved),
+                })
+                .collect())
+        })
+    }
+}
+
+/// A stdio server ready to start: spawn `file` with `args`, `env` and `cwd` (in a process
+/// group of its own), then call `finish()` once it has exited, which removes its private
+/// HOME/TMPDIR.
+#[napi]
+pub struct McpServerLaunch {
+    launch: Mutex<Option<McpLaunch>>,
+    file: String,
+    args: Vec<String>,
+    env: HashMap<String, String>,
+    cwd: String,
+    sandboxed: bool,
+}
+
+impl McpServerLaunch {
+    fn new(launch: McpLaunch) -> toolgate_core::Result<Self> {
+        let text = |value: &std::ffi::OsStr, what: &str| {
+            value.to_str().map(str::to_string).ok_or_else(|| {
+                toolgate_core::Error::ConfigInvalid(format!(
+                    "the MCP server's {what} '{}' is not valid UTF-8, which Node cannot pass on",
+                    value.to_string_lossy()
+                ))
+            })
+        };
+        Ok(Self {
+            file: text(launch.file.as_os_str(), "program path")?,
+            args: launch
+                .args
+                .iter()
+                .map(|arg| text(arg, "argument"))
+                .collect::<toolgate_core::Result<_>>()?,
+            env: launch
+                .env
+                .iter()
+                .map(|(name, value)| Ok((text(name, "variable")?, text(value, "variable")?)))
+                .collect::<toolgate_core::Result<_>>()?,
+            cwd: text(launch.cwd.as_os_str(), "work directory")?,
+            sandboxed: launch.sandboxed,
+            launch: Mutex::new(Some(launch)),
+        })
+    }
+}
+
+#[napi]
+impl McpServerLaunch {
+    /// The file to execute: the launcher, or the program when the sandbox is off.
+    #[napi(getter)]
+    pub fn file(&self, env: Env) -> napi::Result<String> {
+        infallible(&env, "McpServerLaunch.file", || self.file.clone())
+    }
+
+    /// Its arguments (not including `file` itself).
+    #[napi(getter)]
+    pub fn args(&self, env: Env) -> napi::Result<Vec<String>> {
+        infallible(&env, "McpServerLaunch.args", || self.args.clone())
+    }
+
+    /// The complete environment of the server.
+    #[napi(getter)]
+    pub fn env(&self, env: Env) -> napi::Result<HashMap<String, String>> {
+        infallible(&env, "McpServerLaunch.env", || self.env.clone())
+    }
+
+    /// The working directory (the work directory).
+    #[napi(getter)]
+    pub fn cwd(&self, env: Env) -> napi::Result<String> {
+        infallible(&env, "McpServerLaunch.cwd", || self.cwd.clone())
+    }
+
+    /// Whether the filesystem policy is in force.
+    #[napi(getter)]
+    pub fn sandboxed(&self, env: Env) -> napi::Result<bool> {
+        infallible(&env, "McpServerLaunch.sandboxed", || self.sandboxed)
+    }
+
+    /// Removes the private HOME/TMPDIR; call it once the server has exited.
+    #[napi]
+    pub fn finish(&self, env: Env) -> napi::Result<()> {
+        infallible(&env, "McpServerLaunch.finish", || {
+            if let Ok(mut launch) = self.launch.lock() {
+                launch.take();
+            }
+        })
+    }
+}

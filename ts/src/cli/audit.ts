@@ -1,0 +1,160 @@
+import { readFileSync } from 'node:fs';
+import { parseArgs } from 'node:util';
+import { ToolgateError } from '../native/errors.js';
+
+export const HELP = `Usage: toolgate audit <file> [--top <n>] [--json]
+
+Summarises an audit log that runs appended to (a worker file's audit.file, or --audit): runs,
+calls per tool with their decisions, denials, refusals (blocked, refused, unknown tools,
+invalid input) and the slowest calls.
+
+Options:
+  --top <n>    How many denials, refusals and slow calls to list (default 10)
+  --json       Print the summary as JSON
+  -h, --help   Show this help
+`;
+
+/** One `tool-call` line of the log (the fields the summary reads). */
+interface CallLine {
+  time: string;
+  runId: string;
+  worker: string;
+  toolName: string;
+  input: unknown;
+  decision: string;
+  decidedBy: string;
+  durationMs: number;
+  errorCode?: string;
+  error?: string;
+  reason?: string;
+}
+
+const REFUSALS = new Set(['blocked', 'refused', 'unknown-tool', 'invalid-input']);
+
+export interface AuditSummary {
+  file: string;
+  runs: number;
+  calls: number;
+  unreadableLines: number;
+  first?: string;
+  last?: string;
+  /** Calls per tool, and per decision. */
+  tools: { toolName: string; calls: number; decisions: Record<string, number> }[];
+  denials: CallLine[];
+  refusals: CallLine[];
+  slowest: CallLine[];
+}
+
+/** Reads a log and summarises it. */
+export function summarize(file: string, text: string, top: number): AuditSummary {
+  const runs = new Set<string>();
+  const calls: CallLine[] = [];
+  let unreadable = 0;
+  let first: string | undefined;
+  let last: string | undefined;
+  for (const line of text.split('\n')) {
+    if (!line.trim()) continue;
+    let event: Record<string, unknown>;
+    try {
+      event = JSON.parse(line) as Record<string, unknown>;
+    } catch {
+      unreadable++;
+      continue;
+    }
+    if (typeof event.runId === 'string') runs.add(event.runId);
+    if (typeof event.time === 'string') {
+      first ??= event.time;
+      last = event.time;
+    }
+    if (event.event === 'tool-call' && typeof event.toolName === 'string' && typeof event.decision === 'string') {
+      calls.push(event as unknown as CallLine);
+    }
+  }
+  const byTool = new Map<string, { toolName: string; calls: number; decisions: Record<string, number> }>();
+  for (const call of calls) {
+    const entry = byTool.get(call.toolName) ?? { toolName: call.toolName, calls: 0, decisions: {} };
+    entry.calls++;
+    entry.decisions[call.decision] = (entry.decisions[call.decision] ?? 0) + 1;
+    byTool.set(call.toolName, entry);
+  }
+  return {
+    file,
+    runs: runs.size,
+    calls: calls.length,
+    unreadableLines: unreadable,
+    ...(first ? { first } : {}),
+    ...(last ? { last } : {}),
+    tools: [...byTool.values()].sort((a, b) => b.calls - a.calls || a.toolName.localeCompare(b.toolName)),
+    denials: calls.filter((call) => call.decision === 'denied').slice(-top),
+    refusals: calls.filter((call) => REFUSALS.has(call.decision)).slice(-top),
+    slowest: [...calls].sort((a, b) => (b.durationMs ?? 0) - (a.durationMs ?? 0)).filter((call) => (call.durationMs ?? 0) > 0).slice(0, top),
+  };
+}
+
+function short(value: unknown, max = 100): string {
+  const text = (typeof value === 'string' ? value : JSON.stringify(value) ?? '').replace(/\s+/g, ' ');
+  return text.length > max ? `${text.slice(0, max)}…` : text;
+}
+
+function formatCall(call: CallLine): string {
+  const why = call.reason ?? (call.errorCode ? `${call.errorCode}: ${call.error ?? ''}` : (call.error ?? ''));
+  return `  ${call.time}  ${call.toolName} ${short(call.input, 60)}  ${call.decision} by ${call.decidedBy}${why ? ` — ${short(why)}` : ''}`;
+}
+
+/** The summary for a terminal. */
+export function formatSummary(summary: AuditSummary): string {
+  const lines = [
+    `${summary.file}: ${summary.runs} run(s), ${summary.calls} tool call(s)${summary.first ? `, ${summary.first} to ${summary.last}` : ''}`,
+  ];
+  if (summary.unreadableLines > 0) lines.push(`  (${summary.unreadableLines} line(s) are not JSON and were skipped)`);
+  lines.push('', 'calls per tool');
+  for (const tool of summary.tools) {
+    const decisions = Object.entries(tool.decisions)
+      .map(([decision, count]) => `${decision} ${count}`)
+      .join(', ');
+    lines.push(`  ${tool.toolName.padEnd(28)} ${String(tool.calls).padStart(5)}   ${decisions}`);
+  }
+  lines.push('', `denials (${summary.denials.length} shown)`, ...summary.denials.map(formatCall));
+  lines.push('', `refusals (${summary.refusals.length} shown)`, ...summary.refusals.map(formatCall));
+  lines.push(
+    '',
+    'slowest calls',
+    ...summary.slowest.map((call) => `  ${String(Math.round(call.durationMs)).padStart(8)} ms  ${call.toolName} ${short(call.input, 80)}`),
+  );
+  return `${lines.join('\n')}\n`;
+}
+
+/** `toolgate audit FILE`: a readable summary of an audit log. */
+export async function run(argv: readonly string[]): Promise<number> {
+  const { values, positionals } = parseArgs({
+    args: [...argv],
+    allowPositionals: true,
+    options: {
+      top: { type: 'string' },
+      json: { type: 'boolean', default: false },
+      help: { type: 'boolean', short: 'h', default: false },
+    },
+  });
+  if (values.help) {
+    process.stdout.write(HELP);
+    return 0;
+  }
+  const [file, ...extra] = positionals;
+  if (!file || extra.length > 0) {
+    process.stderr.write(`toolgate audit: give one audit log file\n\n${HELP}`);
+    return 2;
+  }
+  const top = values.top === undefined ? 10 : Number(values.top);
+  if (!Number.isInteger(top) || top < 1 || top > 10_000) {
+    throw new ToolgateError('INVALID_INPUT', `--top must be a whole number from 1 to 10000, got '${values.top}'`);
+  }
+  let text: string;
+  try {
+    text = readFileSync(file, 'utf8');
+  } catch (error) {
+    throw new ToolgateError('FILE_NOT_FOUND', `audit log '${file}' cannot be read: ${(error as Error).message}`);
+  }
+  const summary = summarize(file, text, top);
+  process.stdout.write(values.json ? `${JSON.stringify(summary, null, 2)}\n` : formatSummary(summary));
+  return 0;
+}

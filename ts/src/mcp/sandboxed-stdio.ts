@@ -1,0 +1,142 @@
+import { type ChildProcess, spawn } from 'node:child_process';
+import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
+import { ReadBuffer, serializeMessage } from '@modelcontextprotocol/sdk/shared/stdio.js';
+import type { JSONRPCMessage } from '@modelcontextprotocol/sdk/types.js';
+import type { native } from '../native/binding.js';
+
+/** How much of a server's stderr is kept for error messages. */
+const STDERR_TAIL_BYTES = 2048;
+/** How long a server has to exit after TERM before it is killed. */
+const KILL_GRACE_MS = 2000;
+
+/** Every server process group still running, ended when this process exits. */
+const running = new Set<ChildProcess>();
+let exitHookInstalled = false;
+
+function killGroup(child: ChildProcess, signal: NodeJS.Signals): void {
+  if (child.pid === undefined || child.exitCode !== null || child.signalCode !== null) return;
+  try {
+    process.kill(-child.pid, signal);
+  } catch {
+    // The group is already gone.
+  }
+}
+
+function installExitHook(): void {
+  if (exitHookInstalled) return;
+  exitHookInstalled = true;
+  // A server outlives no toolgate: on a normal exit (also after Ctrl-C handlers ran) every group
+  // gets KILL. Sandboxed servers are also ended by their launcher when toolgate dies abruptly.
+  process.on('exit', () => {
+    for (const child of running) killGroup(child, 'SIGKILL');
+  });
+}
+
+/**
+ * The MCP SDK's transport contract over a stdio server started from a core-prepared launch: the
+ * sandbox launcher (or the program when the sandbox is off) in a process group of its own, the
+ * reduced environment, the work directory as cwd. Messages are framed and validated by the
+ * SDK's own `ReadBuffer`, with the core's size limit; a message that does not parse ends the
+ * connection, and the reason is kept for the error the caller sees.
+ */
+export class SandboxedStdioTransport implements Transport {
+  onclose?: () => void;
+  onerror?: (error: Error) => void;
+  onmessage?: (message: JSONRPCMessage) => void;
+
+  /** Why the connection ended, when the server did something wrong (exited, sent garbage). */
+  failure: string | undefined;
+  private child: ChildProcess | undefined;
+  private readonly buffer: ReadBuffer;
+  private stderrTail = '';
+  private closed = false;
+
+  constructor(
+    private readonly launch: native.McpServerLaunch,
+    maxMessageBytes: number,
+  ) {
+    this.buffer = new ReadBuffer({ maxBufferSize: maxMessageBytes });
+  }
+
+  /** The last bytes the server wrote to stderr, for error messages. */
+  get stderr(): string {
+    return this.stderrTail.trim();
+  }
+
+  async start(): Promise<void> {
+    installExitHook();
+    const child = spawn(this.launch.file, this.launch.args, {
+      cwd: this.launch.cwd,
+      env: this.launch.env,
+      stdio: ['pipe', 'pipe', 'pipe'],
+      detached: true,
+    });
+    this.child = child;
+    running.add(child);
+    await new Promise<void>((resolve, reject) => {
+      child.once('spawn', resolve);
+      child.once('error', (error) => {
+        this.launch.finish();
+        this.fail(`could not be started: ${error.message}`);
+        reject(error);
+      });
+    });
+    child.on('exit', (code, signal) => {
+      running.delete(child);
+      this.launch.finish();
+      this.fail(signal ? `exited on signal ${signal}` : `exited with code ${code}`);
+    });
+    child.stdout?.on('data', (chunk: Buffer) => this.receive(chunk));
+    child.stderr?.on('data', (chunk: Buffer) => {
+      this.stderrTail = (this.stderrTail + chunk.toString('utf8')).slice(-STDERR_TAIL_BYTES);
+    });
+    // EPIPE after the server died is reported through `exit`.
+    child.stdin?.on('error', () => undefined);
+  }
+
+  private receive(chunk: Buffer): void {
+    try {
+      this.buffer.append(chunk);
+      for (;;) {
+        const message = this.buffer.readMessage();
+        if (message === null) break;
+        this.onmessage?.(message);
+      }
+    } catch (error) {
+      const why = (error instanceof Error ? error.message : String(error)).split('\n')[0] ?? '';
+      this.fail(`sent a malformed message (${why.slice(0, 200)})`);
+    }
+  }
+
+  /** Records why the connection failed (the first reason wins) and closes it. */
+  private fail(why: string): void {
+    if (this.closed) return;
+    this.failure ??= why;
+    void this.close();
+  }
+
+  async send(message: JSONRPCMessage): Promise<void> {
+    const stdin = this.child?.stdin;
+    if (!stdin || this.closed) throw new Error('the server is not running');
+    await new Promise<void>((resolve, reject) => {
+      stdin.write(serializeMessage(message), (error) => (error ? reject(error) : resolve()));
+    });
+  }
+
+  /** Ends the server's whole process group: TERM, then KILL after a grace period. */
+  async close(): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    const child = this.child;
+    if (child?.pid !== undefined && child.exitCode === null && child.signalCode === null) {
+      child.stdin?.end();
+      killGroup(child, 'SIGTERM');
+      const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+      const timer = setTimeout(() => killGroup(child, 'SIGKILL'), KILL_GRACE_MS);
+      await exited;
+      clearTimeout(timer);
+    }
+    this.buffer.clear();
+    this.onclose?.();
+  }
+}
