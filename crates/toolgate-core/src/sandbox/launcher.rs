@@ -60,13 +60,13 @@ struct Plan {
     argv: Vec<CString>,
 }
 
-/// The launcher's `main`: returns only to report a failure before anything ran (the caller
-/// exits with the returned code); on every other path the process ends here.
-pub fn launcher_main() -> i32 {
+/// The launcher's `main`, given its arguments without the program name: returns only to
+/// report a failure before anything ran (the caller exits with the returned code); on every
+/// other path the process ends here.
+pub fn launcher_main(args: Vec<OsString>) -> i32 {
     // Rust's runtime (when it ran) ignores SIGPIPE; the program must start with the default.
     // SAFETY: setting a signal disposition to default has no memory-safety preconditions.
     unsafe { libc::signal(libc::SIGPIPE, libc::SIG_DFL) };
-    let args: Vec<OsString> = std::env::args_os().skip(1).collect();
     if args.first().map(OsString::as_os_str) == Some(OsStr::new(ARG_PROBE)) {
         return probe();
     }
