@@ -139,8 +139,11 @@ if [ "$mode" != --local ]; then
     [ "$out" = launcher-ran ] && echo "  ok  the arm64 launcher runs a program under qemu (best effort)")
 
   echo "== musl (Alpine-like): npm's musl Node is missing, so PyPI's musllinux Node on Debian's musl"
-  read -r musl_loader_x64 musl_node_x64 <<<"$(musl_node x64)"
-  read -r musl_loader_arm64 musl_node_arm64 <<<"$(musl_node arm64)"
+  # Assigned first, so that a failed fetch stops the script (set -e) before anything runs.
+  musl_x64="$(musl_node x64)"
+  musl_arm64="$(musl_node arm64)"
+  read -r musl_loader_x64 musl_node_x64 <<<"$musl_x64"
+  read -r musl_loader_arm64 musl_node_arm64 <<<"$musl_arm64"
   app="$scratch/app-x64-musl"
   new_app "$app" "$(dirname "$(command -v node)")" '^7' --cpu=x64 --os=linux --libc=musl
   (cd "$app" && PATH="$(clean_path "$(dirname "$(command -v node)")")" && export PATH &&
