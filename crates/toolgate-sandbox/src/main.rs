@@ -10,12 +10,11 @@
 
 #![cfg_attr(target_os = "linux", no_main)]
 
+// Not `pub`: `#[no_mangle]` alone keeps the symbol for the C start-up code to call, and only
+// that code calls it, with the `argv` its contract guarantees.
 #[cfg(target_os = "linux")]
 #[no_mangle]
-pub extern "C" fn main(
-    argc: std::ffi::c_int,
-    argv: *const *const std::ffi::c_char,
-) -> std::ffi::c_int {
+extern "C" fn main(argc: std::ffi::c_int, argv: *const *const std::ffi::c_char) -> std::ffi::c_int {
     use std::os::unix::ffi::OsStringExt;
     let count = usize::try_from(argc).unwrap_or(0);
     let args = (1..count)
