@@ -4,17 +4,27 @@
 //!
 //! `main` is the C entry point: the launcher runs once per sandboxed call, and std's runtime
 //! set-up (which reads `/proc/self/maps` to place a stack guard and installs signal handlers)
-//! is start-up time it does not need. Arguments are still read with `std::env::args_os`.
+//! is start-up time it does not need. Arguments are read from `main`'s own `argv`: without
+//! that runtime, `std::env::args_os` is empty under musl, whose C start-up code does not hand
+//! `argv` to the hook std uses on glibc (the launcher ships as a static musl executable).
 
 #![cfg_attr(target_os = "linux", no_main)]
 
+// Not `pub`: `#[no_mangle]` alone keeps the symbol for the C start-up code to call, and only
+// that code calls it, with the `argv` its contract guarantees.
 #[cfg(target_os = "linux")]
 #[no_mangle]
-pub extern "C" fn main(
-    _argc: std::ffi::c_int,
-    _argv: *const *const std::ffi::c_char,
-) -> std::ffi::c_int {
-    toolgate_core::sandbox::launcher_main()
+extern "C" fn main(argc: std::ffi::c_int, argv: *const *const std::ffi::c_char) -> std::ffi::c_int {
+    use std::os::unix::ffi::OsStringExt;
+    let count = usize::try_from(argc).unwrap_or(0);
+    let args = (1..count)
+        .map(|index| {
+            // SAFETY: the C runtime passes `argc` valid, NUL-terminated strings in `argv`.
+            let arg = unsafe { std::ffi::CStr::from_ptr(*argv.add(index)) };
+            std::ffi::OsString::from_vec(arg.to_bytes().to_vec())
+        })
+        .collect();
+    toolgate_core::sandbox::launcher_main(args)
 }
 
 #[cfg(not(target_os = "linux"))]

@@ -35,13 +35,13 @@ use super::plan::{Confinement, Launch, Plan};
 use super::tree::{block_signals, enter_user_namespace, kill_descendants, reap_until};
 use super::{ARG_PROBE, ARG_SERVE, EXIT_SETUP_FAILED};
 
-/// The launcher's `main`: returns only to report a failure before anything ran (the caller
-/// exits with the returned code); on every other path the process ends here.
-pub fn launcher_main() -> i32 {
+/// The launcher's `main`, given its arguments without the program name: returns only to
+/// report a failure before anything ran (the caller exits with the returned code); on every
+/// other path the process ends here.
+pub fn launcher_main(args: Vec<OsString>) -> i32 {
     // Rust's runtime (when it ran) ignores SIGPIPE; the program must start with the default.
     // SAFETY: setting a signal disposition to default has no memory-safety preconditions.
     unsafe { libc::signal(libc::SIGPIPE, libc::SIG_DFL) };
-    let args: Vec<OsString> = std::env::args_os().skip(1).collect();
     match args.first().and_then(|arg| arg.to_str()) {
         Some(ARG_PROBE) => return probe(),
         Some(ARG_SERVE) => return super::server::serve(args.into_iter().skip(1)),

@@ -17,6 +17,13 @@ use seccompiler::{
     SeccompRule, TargetArch,
 };
 
+/// `kexec_file_load`: the libc crate leaves it out for aarch64 musl; the number is the
+/// kernel's, the same under every libc.
+#[cfg(all(target_arch = "aarch64", target_env = "musl"))]
+const SYS_KEXEC_FILE_LOAD: libc::c_long = 294;
+#[cfg(not(all(target_arch = "aarch64", target_env = "musl")))]
+const SYS_KEXEC_FILE_LOAD: libc::c_long = libc::SYS_kexec_file_load;
+
 /// Refused in every sandbox: other processes' memory, the kernel keyring, mounts and
 /// namespaces, kernel-programming interfaces whose bugs are the usual way out, and the
 /// administrative calls a root process would otherwise keep.
@@ -46,7 +53,7 @@ const DENIED: &[libc::c_long] = &[
     libc::SYS_io_uring_enter,
     libc::SYS_io_uring_register,
     libc::SYS_kexec_load,
-    libc::SYS_kexec_file_load,
+    SYS_KEXEC_FILE_LOAD,
     libc::SYS_init_module,
     libc::SYS_finit_module,
     libc::SYS_delete_module,
@@ -85,7 +92,10 @@ const NAMESPACE_FLAGS: &[libc::c_int] = &[
 ];
 
 /// Terminal ioctls that inject input into, or act on, the terminal of someone else.
-const DENIED_IOCTLS: &[u64] = &[libc::TIOCSTI, libc::TIOCLINUX];
+// The casts are needed for musl, whose libc crate declares these request numbers as `c_int`
+// (glibc: `c_ulong`); both values are small positive constants.
+#[allow(clippy::unnecessary_cast)]
+const DENIED_IOCTLS: &[u64] = &[libc::TIOCSTI as u64, libc::TIOCLINUX as u64];
 
 /// On x86_64 the x32 ABI reaches the same system calls with this bit set, where the kernel has
 /// it enabled; there every refused number is refused in that form too.

@@ -1,0 +1,71 @@
+#!/usr/bin/env bash
+# Builds toolgate's npm packages for every supported Linux platform by cross-compiling from
+# this machine (Linux x64 or arm64) with cargo-zigbuild, checks the binaries, and packs them
+# with the main package:
+#
+#   npm/<platform>/toolgate.<platform>.node  the addon, release profile, stripped; the gnu
+#                                            builds link against glibc 2.17's symbol versions
+#   npm/<platform>/toolgate-sandbox          the sandbox launcher, a static musl executable
+#                                            (built with the musl addon, shared with gnu)
+#   native/binding.js, native/binding.d.ts, dist/   the main package's generated files
+#   target/release-packages/*.tgz            the tarballs to publish (platform packages first)
+#
+# Usage: scripts/build-release.sh [PLATFORM...]   (default: all four; this machine's own
+# platform is always built, because the main package's binding.js is generated from it, and a
+# gnu platform brings its musl sibling, whose static launcher it ships)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+source scripts/release-toolchain.sh
+
+host="$(node --input-type=module -e "import { currentPlatform } from './native/load.js'; console.log(currentPlatform())")"
+platforms=("$@")
+[ ${#platforms[@]} -gt 0 ] || platforms=("${RELEASE_PLATFORMS[@]}")
+platforms+=("$host")
+# A gnu package ships the launcher of the musl build of its architecture.
+for platform in "${platforms[@]}"; do
+  addon_target "$platform" >/dev/null
+  [[ "$platform" == *-gnu ]] && platforms+=("${platform%-gnu}-musl")
+done
+# Each platform once, musl before gnu.
+mapfile -t platforms < <(printf '%s\n' "${platforms[@]}" | sort -u -t- -k3,3r -k2,2)
+
+setup_release_toolchain
+node scripts/release-versions.mjs
+
+staging=target/release-staging
+packages=target/release-packages
+rm -rf "$staging" "$packages"
+mkdir -p "$staging" "$packages"
+
+# Per architecture, the musl build comes first: one cargo run builds the musl addon and the
+# launcher with the same dependencies (the launcher's build.rs links it statically), and the
+# gnu package ships that same static launcher. Each run is one compilation of the core.
+for platform in "${platforms[@]}"; do
+  launcher="$(launcher_target "$platform")"
+  packages_built=(-p toolgate-node)
+  [ "$(addon_target "$platform")" = "$launcher" ] && packages_built+=(-p toolgate-sandbox)
+  echo "== $platform: addon ($(addon_target "$platform"))${packages_built[2]:+ and launcher}"
+  # napi's -x builds through cargo-zigbuild; --strip passes `-s` to the linker; for musl napi
+  # turns crt-static off, since the addon is loaded into a Node that has musl's libc.so.
+  npx napi build --platform --release --strip --cross-compile \
+    --target "$(addon_target "$platform")" \
+    --manifest-path crates/toolgate-node/Cargo.toml --output-dir "$staging/$platform" \
+    --no-js --dts binding.d.ts --no-const-enum -- "${packages_built[@]}"
+  install -m 0755 "$staging/$platform/toolgate.$platform.node" "npm/$platform/"
+  install -m 0755 "target/$launcher/release/toolgate-sandbox" "npm/$platform/toolgate-sandbox"
+  cp LICENSE "npm/$platform/LICENSE"
+done
+
+echo "== main package"
+cp "$staging/$host/binding.d.ts" native/binding.d.ts
+node scripts/write-native-binding.mjs "npm/$host/toolgate.$host.node"
+npm run build:ts
+
+scripts/check-release-binaries.sh "${platforms[@]}"
+
+echo "== pack"
+for platform in "${platforms[@]}"; do
+  npm pack --ignore-scripts --silent --pack-destination "$packages" "./npm/$platform" >/dev/null
+done
+npm pack --ignore-scripts --silent --pack-destination "$packages" . >/dev/null
+ls -l "$packages"
