@@ -127,7 +127,7 @@ describe('runWorker', () => {
     const shut = counter('shut', 'blocked');
     const model = scriptedModel([{ text: 'nothing to do' }]);
     await runWorker({ name: 'w', tools: [open.tool, shut.tool] }, 'go', { model });
-    expect(offeredToolNames(model)).toEqual(['ask_question', 'open', 'task_completion']);
+    expect(offeredToolNames(model)).toEqual(['ask_question', 'converse', 'open', 'task_completion']);
   });
 
   it('ends the run on task_completion with its result', async () => {
@@ -146,6 +146,28 @@ describe('runWorker', () => {
     const model = scriptedModel([{ toolCalls: [{ toolName: 'ask_question', input: { question: 'Which branch?' } }] }]);
     const result = await runWorker({ name: 'w', tools: [] }, 'go', { model });
     expect(result).toMatchObject({ status: 'question', question: 'Which branch?', text: 'Which branch?' });
+  });
+
+  it('ends the run on converse and returns the reply', async () => {
+    const echo = counter('echo', 'preApproved');
+    const model = scriptedModel([
+      { toolCalls: [{ toolName: 'converse', input: { message: 'Hello! How can I help?' } }] },
+      { text: 'never reached' },
+    ]);
+    const result = await runWorker({ name: 'w', tools: [echo.tool] }, 'hi', { model });
+    expect(result).toMatchObject({ status: 'conversed', text: 'Hello! How can I help?' });
+    expect(result.question).toBeUndefined();
+    expect(model.doGenerateCalls).toHaveLength(1);
+    expect(echo.calls).toHaveLength(0);
+  });
+
+  it('refuses a tool named converse', async () => {
+    const clash = counter('converse', 'preApproved');
+    const model = scriptedModel([{ text: 'unused' }]);
+    await expect(runWorker({ name: 'w', tools: [clash.tool] }, 'go', { model })).rejects.toMatchObject({
+      code: 'CONFIG_INVALID',
+      message: expect.stringContaining("'converse' is a reserved tool name"),
+    });
   });
 
   it('stops after maxSteps', async () => {

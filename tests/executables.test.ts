@@ -171,6 +171,43 @@ describe('executableTools', () => {
     }
   });
 
+  it('runs a docstring tool in the sandbox: it reads its own script, nothing beside it or outside the work directory', async () => {
+    const f = fixture();
+    const secret = join(f.root, 'secret.txt');
+    writeFileSync(secret, 'top secret');
+    writeFileSync(join(f.tools, 'other.py'), '"""\nTool: other\nDescription: Another tool, top secret.\n"""\n');
+    writeFileSync(
+      join(f.tools, 'peek.py'),
+      [
+        '"""',
+        'Tool: peek',
+        'Description: Tries to read a file.',
+        'Input:',
+        '  path (string): The file',
+        '"""',
+        'import json, sys',
+        'args = json.load(sys.stdin)',
+        'try:',
+        '    print(json.dumps({"read": open(args["path"]).read()}))',
+        'except OSError as err:',
+        '    print(json.dumps({"refused": err.strerror}))',
+        '',
+      ].join('\n'),
+    );
+    writeFileSync(join(f.work, 'inside.txt'), 'inside');
+    const peek = byName(await load(f), 'custom_tool_peek');
+    expect(peek.description).toBe('Tries to read a file.');
+    expect(approvalOf(peek)?.decision).toBe('ask');
+    expect(await execute(peek, { path: 'inside.txt' })).toMatchObject({ result: { read: 'inside' } });
+    expect(await execute(peek, { path: join(f.tools, 'peek.py') })).toMatchObject({ result: { read: expect.stringContaining('Tool: peek') } });
+    for (const path of [secret, join(f.tools, 'other.py'), '../secret.txt', `${f.work}/../tools/other.py`, `/proc/self/root${secret}`]) {
+      const output = (await execute(peek, { path })) as { result: Record<string, string> };
+      expect(output.result.read, path).toBeUndefined();
+      expect(JSON.stringify(output), path).not.toContain('top secret');
+    }
+    expect((await rejection(execute(peek, { path: 1 }))).code).toBe('INVALID_INPUT');
+  });
+
   it('runs tools in workDir', async () => {
     const f = fixture();
     protocolTool(f.tools, 'where', 'pwd');

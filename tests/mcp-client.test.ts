@@ -292,7 +292,7 @@ describe('a worker file with toolsets.mcp, run by runWorker with a scripted mode
           return 'approve';
         },
       });
-      expect(offeredToolNames(model)).toEqual(['ask_question', 'bad_crash', 'bad_echo', 'task_completion']);
+      expect(offeredToolNames(model)).toEqual(['ask_question', 'bad_crash', 'bad_echo', 'converse', 'task_completion']);
       expect(asked).toEqual(['bad_echo']);
       expect(result.toolCalls).toMatchObject([{ toolName: 'bad_echo', decision: 'approved' }]);
       expect(JSON.stringify(toolResultsSeen(model, 1))).toContain('hi from the model');

@@ -88,6 +88,38 @@ describe('streamWorker', () => {
     });
   });
 
+  it('converse ends a streamed run, and a resumed run, as conversed', async () => {
+    const dir = tempDir();
+    const reply = { toolCalls: [{ toolName: 'converse', input: { message: 'hello there' } }] };
+    const streamed = await streamWorker(worker(dir), 'hi', { model: scriptedModel([reply]) }).result;
+    expect(streamed).toMatchObject({ status: 'conversed', text: 'hello there' });
+
+    const model = scriptedModel([touch('then-talk.txt'), reply]);
+    const stopped = await runWorker(worker(dir), 'go', { model, onApproval: 'defer', stateSecret: SECRET });
+    expect(stopped.status).toBe('approval-required');
+    const resumed = await resumeWorker(worker(dir), stopped.state!, { [stopped.pending![0]!.id]: 'approve' }, { model, stateSecret: SECRET, stateLedger: tempDir() });
+    expect(resumed).toMatchObject({ status: 'conversed', text: 'hello there' });
+    expect(existsSync(join(dir, 'then-talk.txt'))).toBe(true);
+  });
+
+  it('refuses an empty task of a worker with allowEmptyInput false, streamed or not, before the model runs', async () => {
+    const model = scriptedModel([{ text: 'never' }]);
+    const picky = { name: 'picky', tools: [], allowEmptyInput: false };
+    await expect(streamWorker(picky, '  ', { model }).result).rejects.toMatchObject({ code: 'INVALID_INPUT', message: expect.stringContaining('allow_empty_input') });
+    await expect(runWorker(picky, '', { model })).rejects.toMatchObject({ code: 'INVALID_INPUT' });
+    expect(model.doStreamCalls).toHaveLength(0);
+    expect(model.doGenerateCalls).toHaveLength(0);
+  });
+
+  it('sends a task_completion result that breaks outputSchema back to the model when streamed', async () => {
+    const complete = (result: string) => ({ toolCalls: [{ toolName: 'task_completion', input: { result } }] });
+    const model = scriptedModel([complete('not json'), complete('{"title": "ok"}')]);
+    const schema = { type: 'object', properties: { title: { type: 'string' } }, required: ['title'] };
+    const result = await streamWorker({ name: 'typed', tools: [], outputSchema: schema }, 'go', { model }).result;
+    expect(result).toMatchObject({ status: 'task-completed', text: '{"title": "ok"}' });
+    expect(model.doStreamCalls).toHaveLength(2);
+  });
+
   it('aborting stops the stream and kills the running tool process; iteration and result reject', async () => {
     const dir = tempDir();
     const marker = `sleep 43.${process.pid}`;

@@ -70,13 +70,24 @@ describe('toolgate tools', () => {
     const p = project();
     const run = tools(p, ['validate', EXAMPLES]);
     expect(run.status, run.stdout + run.stderr).toBe(0);
-    expect(run.stdout).toContain('3 valid tool(s), 0 problem(s)');
+    expect(run.stdout).toContain('5 valid tool(s), 0 problem(s)');
     const listed = json(tools(p, ['list', '--dir', EXAMPLES, '--json']));
     expect(listed.tools.map((t: { name: string; format: string }) => `${t.name}:${t.format}`)).toEqual([
+      'convert_temperature:docstring',
       'count_lines:manifest',
+      'slugify:docstring',
       'today:protocol',
       'word_stats:protocol',
     ]);
+    const slug = json(tools(p, ['call', 'slugify', '{"title": "Hello, Forge World!"}', '--dir', EXAMPLES, '--yes', '--json']));
+    expect(slug.result).toEqual({ slug: 'hello-forge-world' });
+    const bin = join(import.meta.dirname, '..', 'node_modules', '.bin');
+    const withTsx = { PATH: `${bin}:${process.env.PATH ?? '/usr/bin:/bin'}` };
+    const converted = json(tools(p, ['call', 'convert_temperature', '{"value": 100, "to": "F"}', '--dir', EXAMPLES, '--yes', '--json'], withTsx));
+    expect(converted.result).toEqual({ value: 212, unit: 'F' });
+    const noTsx = tools(p, ['call', 'convert_temperature', '{"value": 1, "to": "F"}', '--dir', EXAMPLES, '--yes'], { PATH: '/usr/bin:/bin' });
+    expect(noTsx.status).not.toBe(0);
+    expect(noTsx.stderr).toContain('none of tsx, bun is on PATH');
     const stats = json(tools(p, ['call', 'word_stats', '{"text": "a b a", "top": 1}', '--dir', EXAMPLES, '--yes', '--json']));
     expect(stats.result).toMatchObject({ words: 3, top_words: [{ word: 'a', count: 2 }] });
     writeFileSync(join(p.root, 'notes.txt'), 'todo\ndone\ntodo later\n');

@@ -47,6 +47,71 @@ describe('loadWorker', () => {
     expect(worker.warnings.join('\n')).toContain('sandbox.zones');
   });
 
+  it('loads the later golem-forge keys, finds workers by declared name and honours allow_empty_input', async () => {
+    const dir = tempDir();
+    const main = workerFile(
+      dir,
+      'main.worker',
+      [
+        '---',
+        'name: pdf_orchestrator',
+        'allow_empty_input: false',
+        'locked: true',
+        'max_context_tokens: 100000',
+        'output_schema_ref: AnalysisResult',
+        'attachment_policy: { max_attachments: 1, max_total_bytes: 5000000, allowed_suffixes: [.pdf] }',
+        'server_side_tools: [{ name: web_search }]',
+        'sandbox:',
+        '  approval: { write: false, delete: true }',
+        'toolsets:',
+        '  filesystem: {}',
+        '  workers:',
+        '    allowed_workers: [pdf_analyzer]',
+        '---',
+        'Route PDFs.',
+        '',
+      ].join('\n'),
+    );
+    workerFile(dir, 'analyzer.worker', '---\nname: pdf_analyzer\ndescription: Analyzes one PDF\n---\nAnalyze.\n');
+    const worker = await loadWorker(main);
+    expect(Object.keys(worker.tools)).toEqual(expect.arrayContaining(['pdf_analyzer', 'write_file', 'delete_file']));
+    expect(worker.toolApproval.write_file?.decision).toBe('preApproved');
+    expect(worker.toolApproval.delete_file?.decision).toBe('ask');
+    expect(worker.allowEmptyInput).toBe(false);
+    const warnings = worker.warnings.join('\n');
+    for (const key of ['attachment_policy', 'server_side_tools', 'locked', 'max_context_tokens', 'output_schema_ref']) {
+      expect(warnings).toContain(key);
+    }
+    const model = scriptedModel([{ text: 'unused' }]);
+    await expect(runWorker(worker, '   ', { model })).rejects.toMatchObject({
+      code: 'INVALID_INPUT',
+      message: expect.stringContaining('allow_empty_input: false'),
+    });
+    expect(model.doGenerateCalls).toHaveLength(0);
+    expect(await runWorker(worker, 'analyze input/', { model })).toMatchObject({ status: 'completed', text: 'unused' });
+  });
+
+  it('checks the task_completion result against an output_schema_ref file and lets the model fix it', async () => {
+    const dir = tempDir();
+    workerFile(dir, 'summary.json', JSON.stringify({ type: 'object', properties: { title: { type: 'string' } }, required: ['title'] }));
+    const worker = await loadWorker(workerFile(dir, 'w.yaml', 'name: w\noutput_schema_ref: summary.json\n'));
+    expect(JSON.parse(worker.outputSchema ?? 'null')).toMatchObject({ required: ['title'] });
+    const model = scriptedModel([
+      { toolCalls: [{ toolName: 'task_completion', input: { result: '{"name": "x"}' } }] },
+      { toolCalls: [{ toolName: 'task_completion', input: { result: '{"title": "Report"}' } }] },
+    ]);
+    const result = await runWorker(worker, 'summarize', { model });
+    expect(result).toMatchObject({ status: 'task-completed', text: '{"title": "Report"}' });
+    expect(model.doGenerateCalls).toHaveLength(2);
+    const feedback = JSON.stringify(model.doGenerateCalls[1]?.prompt);
+    expect(feedback).toContain("does not match the worker's output schema");
+    expect(feedback).toContain('title');
+    const offered = model.doGenerateCalls[0]?.tools?.find((tool) => tool.name === 'task_completion');
+    expect(JSON.stringify(offered)).toContain('must be JSON text matching this JSON Schema');
+    const stuck = scriptedModel([{ toolCalls: [{ toolName: 'task_completion', input: { result: 'no json' } }] }]);
+    expect(await runWorker(worker, 'summarize', { model: stuck, maxSteps: 1 })).toMatchObject({ status: 'max-steps' });
+  });
+
   it('applies the worker-level approval as a floor and removes blocked tools', async () => {
     const dir = tempDir();
     const path = workerFile(

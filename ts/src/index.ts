@@ -70,6 +70,8 @@ export type {
   ExecutableToolsOptions,
   PreparedToolRun,
 } from './toolsets/executables.js';
+export { BUILTIN_TOOL_NAMES, BUILTINS_DEFAULT_APPROVAL, builtinsToolset } from './toolsets/builtins.js';
+export type { BuiltinsOptions } from './toolsets/builtins.js';
 export { CREATE_CUSTOM_TOOL_NAME, createCustomTool } from './toolsets/create-custom-tool.js';
 export type { CreateCustomToolInput, CreateCustomToolOptions } from './toolsets/create-custom-tool.js';
 export { loadWorker, loadWorkerSpec, workerJsonSchema } from './worker/load-worker.js';
@@ -77,6 +79,8 @@ export type { LoadedWorker, LoadWorkerOptions, WorkerSpec } from './worker/load-
 export { workerTools } from './toolsets/workers.js';
 export type { WorkerToolsOptions } from './toolsets/workers.js';
 export * from './worker/index.js';
+export { MAX_XML_TOOL_CALL_BYTES, readToolBlock, xmlToolCalls, xmlToolPrompt } from './worker/xml-tool-calls.js';
+export type { XmlToolCallsOptions } from './worker/xml-tool-calls.js';
 export { MODEL_PROVIDERS, modelIsCompatible, resolveModel } from './worker/models.js';
 export type { ResolveModelOptions } from './worker/models.js';
 export { mcpToolset } from './mcp/toolset.js';

@@ -234,6 +234,8 @@ pub enum Toolset {
     CreateCustomTool,
     /// Tools of MCP servers (the `mcp` worker key, `mcpToolset`).
     Mcp,
+    /// Forge's built-in tools (`builtins`).
+    Builtins,
     /// A tool gated on its own with `wrapWithDefaultApproval`.
     Standalone,
 }
@@ -251,6 +253,7 @@ impl Toolset {
             Toolset::Workers => "workers",
             Toolset::CreateCustomTool => "create_custom_tool",
             Toolset::Mcp => "mcp",
+            Toolset::Builtins => "builtins",
             Toolset::Standalone => "tool",
         }
     }
@@ -272,6 +275,7 @@ impl Toolset {
             Toolset::Filesystem | Toolset::CodeAgent if READS.contains(&tool) => {
                 Decision::PreApproved
             }
+            Toolset::Builtins => crate::builtins::documented_default(tool),
             _ => Decision::Ask,
         }
     }

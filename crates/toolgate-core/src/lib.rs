@@ -9,6 +9,8 @@
 //!   defaults, a toolset's only narrowing its worker's, a called worker's only its caller's.
 //! - [`command`] decides what `cli_execute` and the shell toolset may run, and prepares it.
 //! - [`fs`] holds the file tools (read, write, edit, patch, glob, grep, tree) built on it.
+//! - [`builtins`] holds Forge's built-in tools (HTTP with an SSRF policy, JSON/CSV parsing,
+//!   time, UUIDs, arithmetic, file creation, web search).
 //! - [`executables`] discovers, caches and runs executable tools (protocol and `tool.yaml`).
 //! - [`schema`] compiles JSON Schemas offline and reports violations with JSON pointers.
 //! - [`worker`] reads and checks worker files (YAML, or front matter + Markdown) and plans a
@@ -22,6 +24,7 @@
 
 pub mod approval;
 pub mod audit;
+pub mod builtins;
 pub mod command;
 pub mod descriptions;
 pub mod error;

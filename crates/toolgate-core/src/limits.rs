@@ -51,7 +51,7 @@ pub const MAX_TOOL_NAME_LEN: usize = 64;
 pub const MAX_EXECUTABLE_NAME_LEN: usize = MAX_TOOL_NAME_LEN - EXECUTABLE_TOOL_PREFIX.len();
 
 /// Tools that end a worker's run; no toolset may use these names.
-pub const RESERVED_TOOL_NAMES: [&str; 2] = ["task_completion", "ask_question"];
+pub const RESERVED_TOOL_NAMES: [&str; 3] = ["task_completion", "ask_question", "converse"];
 
 /// How deep workers may call workers (the top-level worker is depth 0).
 pub const MAX_WORKER_DEPTH: usize = 5;

@@ -92,6 +92,53 @@ impl InputSchema {
     }
 }
 
+/// A compiled schema of a worker's final result (golem-forge's `output_schema_ref`): any JSON
+/// Schema, compiled offline like input schemas.
+#[derive(Debug)]
+pub struct OutputSchema {
+    validator: jsonschema::Validator,
+}
+
+impl OutputSchema {
+    /// Compiles `schema`; the reason (with the JSON pointer into the schema) when it does not.
+    pub fn compile(schema: &Value) -> std::result::Result<Self, String> {
+        jsonschema::options()
+            .offline()
+            .build(schema)
+            .map(|validator| Self { validator })
+            .map_err(|err| {
+                let place = err.instance_path().as_str();
+                let place = if place.is_empty() { "/" } else { place };
+                format!(
+                    "the output schema does not compile as JSON Schema at {place}: {}",
+                    clip(&err.to_string())
+                )
+            })
+    }
+
+    /// Checks a final result given as text: JSON text is checked as the value it denotes,
+    /// other text as a string. `None` when it matches, else what is wrong, listed by pointer.
+    pub fn problem(&self, result: &str) -> Option<String> {
+        let value = serde_json::from_str::<Value>(result.trim())
+            .unwrap_or_else(|_| Value::String(result.to_string()));
+        let violations: Vec<String> = self
+            .validator
+            .iter_errors(&value)
+            .take(MAX_LISTED_FAILURES)
+            .map(|err| {
+                let pointer = err.instance_path().as_str().to_string();
+                let pointer = if pointer.is_empty() {
+                    "/ (the result itself)".to_string()
+                } else {
+                    pointer
+                };
+                format!("at {pointer}: {}", clip(&err.to_string()))
+            })
+            .collect();
+        (!violations.is_empty()).then(|| violations.join("; "))
+    }
+}
+
 /// `input for tool 'x' does not match its schema: at /a: reason; at /b: reason`.
 pub fn describe_violations(tool: &str, violations: &[SchemaViolation]) -> String {
     let mut listed: Vec<String> = violations

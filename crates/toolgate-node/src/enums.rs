@@ -76,6 +76,8 @@ pub enum ToolsetKind {
     CreateCustomTool,
     /// Tools of MCP servers.
     Mcp,
+    /// Forge's built-in tools.
+    Builtins,
     /// A tool gated on its own.
     Tool,
 }
@@ -92,6 +94,7 @@ impl From<ToolsetKind> for Toolset {
             ToolsetKind::Workers => Toolset::Workers,
             ToolsetKind::CreateCustomTool => Toolset::CreateCustomTool,
             ToolsetKind::Mcp => Toolset::Mcp,
+            ToolsetKind::Builtins => Toolset::Builtins,
             ToolsetKind::Tool => Toolset::Standalone,
         }
     }
@@ -109,6 +112,7 @@ impl From<Toolset> for ToolsetKind {
             Toolset::Workers => ToolsetKind::Workers,
             Toolset::CreateCustomTool => ToolsetKind::CreateCustomTool,
             Toolset::Mcp => ToolsetKind::Mcp,
+            Toolset::Builtins => ToolsetKind::Builtins,
             Toolset::Standalone => ToolsetKind::Tool,
         }
     }
@@ -314,6 +318,8 @@ impl From<fs::EntryType> for EntryType {
 pub enum ToolFormat {
     Protocol,
     Manifest,
+    /// A Python or TypeScript script with a Forge docstring header.
+    Docstring,
 }
 
 impl From<executables::ToolFormat> for ToolFormat {
@@ -321,6 +327,7 @@ impl From<executables::ToolFormat> for ToolFormat {
         match format {
             executables::ToolFormat::Protocol => ToolFormat::Protocol,
             executables::ToolFormat::Manifest => ToolFormat::Manifest,
+            executables::ToolFormat::Docstring => ToolFormat::Docstring,
         }
     }
 }
@@ -359,6 +366,25 @@ impl From<ToolLanguage> for scaffold::Language {
             ToolLanguage::Python => scaffold::Language::Python,
             ToolLanguage::Node => scaffold::Language::Node,
             ToolLanguage::Bash => scaffold::Language::Bash,
+        }
+    }
+}
+
+/// How a worker's model calls tools.
+#[napi(string_enum = "lowercase")]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ToolCallFormat {
+    /// The provider's own tool calling.
+    Native,
+    /// Forge's `<tool>{...}</tool>` blocks in plain text (the `xmlToolCalls()` middleware).
+    Xml,
+}
+
+impl From<toolgate_core::worker::ToolCallFormat> for ToolCallFormat {
+    fn from(format: toolgate_core::worker::ToolCallFormat) -> Self {
+        match format {
+            toolgate_core::worker::ToolCallFormat::Native => ToolCallFormat::Native,
+            toolgate_core::worker::ToolCallFormat::Xml => ToolCallFormat::Xml,
         }
     }
 }

@@ -5,6 +5,7 @@
 //! strict reader ([`js_value`]) and reports failures as structured errors.
 
 mod approval;
+mod builtins;
 mod command;
 mod constants;
 mod enums;

@@ -12,8 +12,9 @@ use toolgate_core::options::{LoadWorkerOptions, WorkerToolsOptions};
 use toolgate_core::worker::{self, LoadOptions, ModuleTools, PlannedWorker};
 
 use crate::approval::{ResolvedApproval, ToolCandidate};
+use crate::builtins::BuiltinTools;
 use crate::command::{CliExecutePolicy, ShellPolicy};
-use crate::enums::{CodeAgentGroup, ToolsetKind};
+use crate::enums::{CodeAgentGroup, ToolCallFormat, ToolsetKind};
 use crate::error::{guarded, infallible, sync, Settled};
 use crate::executables::ExecutableToolRegistry;
 use crate::files::PathRules;
@@ -125,6 +126,12 @@ pub struct PlannedWorkerInfo {
     pub instructions: String,
     pub compatible_models: Vec<String>,
     pub max_steps: Option<u32>,
+    /// `xml`: Forge's `<tool>` blocks, through the `xmlToolCalls()` middleware.
+    pub tool_call_format: ToolCallFormat,
+    /// Whether an empty task is accepted (golem-forge's `allow_empty_input`).
+    pub allow_empty_input: bool,
+    /// The JSON Schema (as JSON text) the final result must match (`output_schema_ref`).
+    pub output_schema: Option<String>,
     /// The canonical worker file.
     pub path: String,
     /// The work directory (sandbox root and restriction), canonical.
@@ -149,6 +156,8 @@ pub struct PlannedWorkerInfo {
     pub executables: bool,
     /// Whether the worker has an `mcp` toolset (see `WorkerPlan.mcpToolset`).
     pub mcp: bool,
+    /// Whether the worker has the builtins toolset.
+    pub builtins: bool,
     pub custom: Option<PlannedModule>,
     pub delegates: Vec<PlannedDelegate>,
     /// The worker-level kernel sandbox (the caller's, narrowed, for a called worker).
@@ -200,6 +209,12 @@ impl From<&PlannedWorker> for PlannedWorkerInfo {
             instructions: worker.instructions.clone(),
             compatible_models: worker.compatible_models.clone(),
             max_steps: worker.max_steps,
+            tool_call_format: worker.tool_call_format.into(),
+            allow_empty_input: worker.allow_empty_input,
+            output_schema: worker
+                .output_schema
+                .as_ref()
+                .map(|schema| schema.to_string()),
             path: worker.path.display().to_string(),
             work_dir: worker.work_dir.display().to_string(),
             readonly: worker.readonly,
@@ -221,6 +236,7 @@ impl From<&PlannedWorker> for PlannedWorkerInfo {
             cli_execute: planned.cli_execute.is_some(),
             executables: planned.executables.is_some(),
             mcp: planned.mcp.is_some(),
+            builtins: planned.builtins.is_some(),
             custom: worker.toolsets.custom.as_ref().map(|custom| PlannedModule {
                 module: custom.module.display().to_string(),
                 tools: custom.tools.clone(),
@@ -348,6 +364,18 @@ impl WorkerPlan {
         })
     }
 
+    /// The built-in tools of worker `index`, or `null`.
+    #[napi]
+    pub fn builtin_tools(&self, env: Env, index: u32) -> napi::Result<Option<BuiltinTools>> {
+        sync(&env, "WorkerPlan.builtinTools", || {
+            let planned = self.planned(index)?;
+            Ok(planned
+                .builtins
+                .as_ref()
+                .map(|tools| BuiltinTools::shared(Arc::clone(tools))))
+        })
+    }
+
     /// The `mcp` toolset of worker `index`, or `null`.
     #[napi]
     pub fn mcp_toolset(&self, env: Env, index: u32) -> napi::Result<Option<McpToolsetPlan>> {
@@ -415,6 +443,25 @@ impl WorkerPlan {
             self.inner.verify(index as usize)
         })
     }
+}
+
+/// Checks a worker's final result (text; JSON text is checked as the value it denotes) against
+/// its output schema (JSON text). `null` when it matches, else what is wrong, by JSON pointer.
+/// Throws `CONFIG_INVALID` when the schema does not compile.
+#[napi]
+pub fn check_worker_result(
+    env: Env,
+    schema: String,
+    result: String,
+) -> napi::Result<Option<String>> {
+    sync(&env, "checkWorkerResult", || {
+        let schema: serde_json::Value = serde_json::from_str(&schema).map_err(|err| {
+            toolgate_core::Error::ConfigInvalid(format!("the output schema is not JSON: {err}"))
+        })?;
+        let compiled = toolgate_core::schema::OutputSchema::compile(&schema)
+            .map_err(toolgate_core::Error::ConfigInvalid)?;
+        Ok(compiled.problem(&result))
+    })
 }
 
 /// The JSON Schema of worker files.

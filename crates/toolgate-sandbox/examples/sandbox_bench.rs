@@ -174,7 +174,7 @@ async fn main() {
     let program = Path::new("/bin/true");
     let policy_started = Instant::now();
     for _ in 0..rounds {
-        std::hint::black_box(sandbox.command(program, &work, &env));
+        std::hint::black_box(sandbox.command(program, &work, &env, &[]));
     }
     let policy_share = policy_started.elapsed() / rounds as u32;
 
@@ -194,7 +194,9 @@ async fn main() {
     // The one-shot launcher, started per call (as `toolgate sandbox` does), with a fixed
     // writable directory in place of a private one.
     let call_dir = tempfile::tempdir().expect("a temp dir");
-    let (_, oneshot_args) = sandbox.command(program, call_dir.path(), &env).unwrap();
+    let (_, oneshot_args) = sandbox
+        .command(program, call_dir.path(), &env, &[])
+        .unwrap();
     let oneshot = || {
         ExecRequest::new(&launcher, &work)
             .args(oneshot_args.iter().cloned())

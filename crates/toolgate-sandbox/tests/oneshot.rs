@@ -21,7 +21,7 @@ fn launch(f: &Fixture, program: &str, args: &[&str]) -> Output {
     let call_dir = tempfile::tempdir().unwrap();
     let vars = env::child_environment(&[]);
     let (launcher, launcher_args) = sandbox
-        .command(Path::new(program), call_dir.path(), &vars)
+        .command(Path::new(program), call_dir.path(), &vars, &[])
         .unwrap();
     Command::new(launcher)
         .args(launcher_args)

@@ -1,7 +1,7 @@
 import { hasToolCall, stepCountIs, type LanguageModel, type StepResult, type StopCondition, type ToolSet } from 'ai';
 import { native } from '../native/binding.js';
 import { callNative, ToolgateError } from '../native/errors.js';
-import { ASK_QUESTION, RESERVED_TOOL_NAMES, TASK_COMPLETION } from './loop-tools.js';
+import { ASK_QUESTION, CONVERSE, RESERVED_TOOL_NAMES, TASK_COMPLETION } from './loop-tools.js';
 import { prepareRun, recordRejectedCalls, type RunSetup } from './run-loop.js';
 import { runContext } from './run-context.js';
 import type { ApprovalHandler, RunEvent, RunnableWorker } from './types.js';
@@ -30,7 +30,7 @@ export interface WorkerAgentSettings {
 
 /**
  * Settings for the AI SDK's `ToolLoopAgent` that run a worker's gated tools and stop where the
- * worker's loop stops (its step limit, `task_completion`, `ask_question`). Approvals still go
+ * worker's loop stops (its step limit, `task_completion`, `ask_question`, `converse`). Approvals still go
  * through toolgate: a call that needs one asks `onApproval` (with "always" scopes, as in
  * `runWorker`) before it runs, inside the tool, so the agent needs no approval round trips; a
  * denied call fails with `APPROVAL_DENIED` and the reason, which the model reads. Blocked tools
@@ -50,7 +50,7 @@ export async function toAgentSettings(worker: RunnableWorker, options: AgentSett
     model: setup.model,
     ...(worker.instructions ? { instructions: worker.instructions } : {}),
     tools,
-    stopWhen: [stepCountIs(setup.maxSteps), hasToolCall(TASK_COMPLETION), hasToolCall(ASK_QUESTION)],
+    stopWhen: [stepCountIs(setup.maxSteps), hasToolCall(TASK_COMPLETION), hasToolCall(ASK_QUESTION), hasToolCall(CONVERSE)],
     onStepFinish: (step) => recordRejectedCalls(setup, step),
   };
 }

@@ -4,7 +4,7 @@ export type { WorkerStream } from './stream-worker.js';
 export { toAgentSettings } from './agent-settings.js';
 export type { AgentSettingsOptions, WorkerAgentSettings } from './agent-settings.js';
 export { alwaysScope } from './approval-gate.js';
-export { ASK_QUESTION, RESERVED_TOOL_NAMES, TASK_COMPLETION } from './loop-tools.js';
+export { ASK_QUESTION, CONVERSE, RESERVED_TOOL_NAMES, TASK_COMPLETION } from './loop-tools.js';
 export type {
   AlwaysScope,
   AlwaysScopeChoice,

@@ -9,6 +9,7 @@ import { warnSandbox } from '../native/sandbox.js';
 import { connectServers, type McpConnection, reportOf } from '../mcp/connect.js';
 import { gatedMcpTools } from '../mcp/toolset.js';
 import { type ModuleTools, readToolsModule } from '../tools-module/load-custom-tools.js';
+import { buildBuiltinTools } from '../toolsets/builtins.js';
 import { cliExecuteToolOf } from '../toolsets/cli-execute.js';
 import { buildCodeAgentTools } from '../toolsets/code-agent.js';
 import { buildExecutableTools, ExecutableToolRegistry, reportDiagnostics } from '../toolsets/executables.js';
@@ -36,6 +37,10 @@ export interface LoadedWorker extends RunnableWorker {
   model?: string;
   maxSteps?: number;
   compatibleModels: string[];
+  toolCallFormat: 'native' | 'xml';
+  allowEmptyInput: boolean;
+  /** The JSON Schema (JSON text) of the final result, from `output_schema_ref`. */
+  outputSchema?: string;
   /** The worker file (canonical path). */
   path: string;
   workDir: string;
@@ -223,6 +228,8 @@ function buildTools(context: BuildContext): NamedTool[] {
     if (diagnostics.length > 0) reportDiagnostics(diagnostics);
     tools.push(...buildExecutableTools(executables, approvals(context, 'executables')));
   }
+  const builtins = callNative(() => workerPlan.builtinTools(index));
+  if (builtins) tools.push(...buildBuiltinTools(builtins, approvals(context, 'builtins')));
   const delegates = info.delegates.map((delegate) =>
     delegateTool(delegate, workerPlan, () => {
       const called = context.workers[delegate.worker];
@@ -251,6 +258,9 @@ function buildWorker(context: BuildContext, close: () => Promise<void>): LoadedW
     ...(info.model ? { model: info.model } : {}),
     ...(info.maxSteps ? { maxSteps: info.maxSteps } : {}),
     compatibleModels: info.compatibleModels,
+    toolCallFormat: info.toolCallFormat,
+    allowEmptyInput: info.allowEmptyInput,
+    ...(info.outputSchema ? { outputSchema: info.outputSchema } : {}),
     path: info.path,
     workDir: info.workDir,
     readonly: info.readonly,

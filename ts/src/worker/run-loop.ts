@@ -3,6 +3,7 @@ import {
   generateText,
   stepCountIs,
   streamText,
+  wrapLanguageModel,
   type GenerateTextResult,
   type LanguageModel,
   type LanguageModelUsage,
@@ -19,11 +20,12 @@ import { AI_MAJOR } from './ai-version.js';
 import { ApprovalGate } from './approval-gate.js';
 import { AuditTrail, type AuditTarget } from './audit.js';
 import { planOf } from './plans.js';
-import { ASK_QUESTION, loopBreakingTools, RESERVED_TOOL_NAMES, TASK_COMPLETION } from './loop-tools.js';
+import { ASK_QUESTION, CONVERSE, loopBreakingTools, RESERVED_TOOL_NAMES, TASK_COMPLETION } from './loop-tools.js';
 import { modelIsCompatible, resolveModel } from './models.js';
 import { Recorder } from './records.js';
 import { runContext, type RunContext } from './run-context.js';
 import { sealState, workerFingerprint, type PendingCall } from './run-state.js';
+import { xmlToolCalls } from './xml-tool-calls.js';
 import type {
   AlwaysScope,
   ApprovalHandler,
@@ -67,6 +69,8 @@ export interface RunSetup {
   model: LanguageModel;
   modelLabel: string;
   maxSteps: number;
+  /** The JSON Schema (JSON text) a `task_completion` result must match (`outputSchema`). */
+  outputSchema: string | undefined;
   original: Map<string, AnyTool>;
   tools: ToolSet;
   /** Tools of the worker the model is not offered because they are blocked. */
@@ -100,6 +104,16 @@ function toolsByName(tools: ToolSet | readonly NamedTool[]): Map<string, AnyTool
     map.set(name, tool);
   }
   return map;
+}
+
+/** A worker with `allowEmptyInput: false` refuses an empty task (`INVALID_INPUT`). */
+export function checkInput(worker: RunnableWorker, input: string): void {
+  if (worker.allowEmptyInput === false && input.trim() === '') {
+    throw new ToolgateError(
+      'INVALID_INPUT',
+      `worker '${worker.name}' does not accept an empty task (allow_empty_input: false in its file); give it a task`,
+    );
+  }
 }
 
 /** `onApproval` is a function, `'defer'` or absent (only JavaScript can tell a function). */
@@ -167,14 +181,19 @@ export async function prepareRun(worker: RunnableWorker, options: LoopOptions, s
       `model '${modelSpec}' is not one of the models worker '${worker.name}' is written for (compatible_models: ${worker.compatibleModels.join(', ')}); pick one of those`,
     );
   }
-  const model: LanguageModel = typeof modelSpec === 'string' ? await resolveModel(modelSpec) : modelSpec;
+  const resolved: LanguageModel = typeof modelSpec === 'string' ? await resolveModel(modelSpec) : modelSpec;
+  const model: LanguageModel =
+    worker.toolCallFormat === 'xml'
+      ? wrapLanguageModel({ model: resolved as Parameters<typeof wrapLanguageModel>[0]['model'], middleware: xmlToolCalls() })
+      : resolved;
   const maxSteps =
     settings.maxSteps ?? callNative(() => native.checkRunWorkerOptions({ maxSteps: worker.maxSteps })).maxSteps ?? DEFAULT_MAX_STEPS;
 
   const defer = options.onApproval === 'defer' && !parent;
   const gate =
     parent && !options.onApproval ? parent.gate : new ApprovalGate(options.onApproval, emit, options.signal, settings.always ?? []);
-  const context: RunContext = { depth, chain: [...(parent?.chain ?? []), worker.name], gate, model, forcedModel, emit };
+  // Called workers get the model itself: each applies its own tool_call_format.
+  const context: RunContext = { depth, chain: [...(parent?.chain ?? []), worker.name], gate, model: resolved, forcedModel, emit };
   const recorder = new Recorder(emit);
   const original = toolsByName(worker.tools);
   const blocked = new Set<string>();
@@ -186,12 +205,15 @@ export async function prepareRun(worker: RunnableWorker, options: LoopOptions, s
     if (isBlocked(tool)) blocked.add(name);
     else tools[name] = instrument(name, tool, gate, recorder);
   }
-  for (const breaker of loopBreakingTools()) tools[breaker.name] = breaker;
+  const outputSchema =
+    worker.outputSchema === undefined ? undefined : typeof worker.outputSchema === 'string' ? worker.outputSchema : JSON.stringify(worker.outputSchema);
+  for (const breaker of loopBreakingTools(outputSchema)) tools[breaker.name] = breaker;
   const setup: RunSetup = {
     worker,
     model,
     modelLabel: modelLabel(modelSpec),
     maxSteps,
+    outputSchema,
     original,
     tools,
     blocked,
@@ -287,12 +309,36 @@ export async function runLoop(setup: RunSetup, start: LoopStart): Promise<Worker
     const last = round.steps.at(-1);
     const calls = (last?.toolCalls ?? []).filter((call) => !(call as { invalid?: boolean }).invalid);
     const completion = calls.find((call) => call.toolName === TASK_COMPLETION);
-    if (completion) return finish('task-completed', String((completion.input as { result?: unknown }).result ?? ''));
+    if (completion) {
+      const text = String((completion.input as { result?: unknown }).result ?? '');
+      const schema = setup.outputSchema;
+      const problem = schema === undefined ? null : callNative(() => native.checkWorkerResult(schema, text));
+      if (!problem) return finish('task-completed', text);
+      // The result breaks the output schema: the model sees why, as the call's result, and tries again.
+      if (taken() >= setup.maxSteps) return finish('max-steps', text);
+      messages.push({
+        role: 'tool',
+        content: [
+          {
+            type: 'tool-result',
+            toolCallId: completion.toolCallId,
+            toolName: TASK_COMPLETION,
+            output: {
+              type: 'error-text',
+              value: `the result does not match the worker's output schema: ${problem}; call ${TASK_COMPLETION} again with a result that matches`,
+            },
+          },
+        ],
+      });
+      continue;
+    }
     const question = calls.find((call) => call.toolName === ASK_QUESTION);
     if (question) {
       const text = String((question.input as { question?: unknown }).question ?? '');
       return finish('question', text, { question: text });
     }
+    const reply = calls.find((call) => call.toolName === CONVERSE);
+    if (reply) return finish('conversed', String((reply.input as { message?: unknown }).message ?? ''));
 
     const requests = pendingApprovalRequests(last?.content ?? []);
     if (taken() >= setup.maxSteps) {

@@ -1,14 +1,15 @@
 import type { ModelMessage, ToolContent } from 'ai';
 import { native } from '../native/binding.js';
 import { callNative, ToolgateError } from '../native/errors.js';
-import { audited, checkApprovalOption, prepareRun, runLoop, type RunSetup } from './run-loop.js';
+import { audited, checkApprovalOption, checkInput, prepareRun, runLoop, type RunSetup } from './run-loop.js';
 import { openState, workerFingerprint } from './run-state.js';
 import type { ApprovalAnswers, ResumeWorkerOptions, RunnableWorker, RunWorkerOptions, WorkerRunResult } from './types.js';
 
 export { DEFAULT_MAX_STEPS, MAX_WORKER_DEPTH } from './run-loop.js';
 
 /** Prepares a fresh run (shared by `runWorker` and `streamWorker`). */
-export async function prepareFreshRun(worker: RunnableWorker, options: RunWorkerOptions, stream: boolean): Promise<RunSetup> {
+export async function prepareFreshRun(worker: RunnableWorker, input: string, options: RunWorkerOptions, stream: boolean): Promise<RunSetup> {
+  checkInput(worker, input);
   const checked = callNative(() => native.checkRunWorkerOptions(options));
   checkApprovalOption(options.onApproval, checked.stateSecret ?? undefined, stream ? 'streamWorker' : 'runWorker');
   return prepareRun(worker, options, {
@@ -37,7 +38,7 @@ export function runFresh(setup: RunSetup, input: string, earlier: readonly Model
  * continues it, in this process or another.
  */
 export async function runWorker(worker: RunnableWorker, input: string, options: RunWorkerOptions = {}): Promise<WorkerRunResult> {
-  const setup = await prepareFreshRun(worker, options, false);
+  const setup = await prepareFreshRun(worker, input, options, false);
   return runFresh(setup, input, options.messages);
 }
 

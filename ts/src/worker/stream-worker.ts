@@ -80,7 +80,7 @@ export function streamWorker(worker: RunnableWorker, input: string, options: Run
       push(event);
       options.onEvent?.(event);
     };
-    const setup: RunSetup = await prepareFreshRun(worker, { ...options, onEvent }, true);
+    const setup: RunSetup = await prepareFreshRun(worker, input, { ...options, onEvent }, true);
     return runFresh(setup, input, options.messages);
   });
 }

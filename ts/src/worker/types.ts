@@ -14,6 +14,18 @@ export interface RunnableWorker {
   maxSteps?: number;
   /** Model patterns (`*` wildcards) the worker is written for; a named model outside them is refused. */
   compatibleModels?: readonly string[];
+  /**
+   * `xml`: the model calls tools by writing Forge's `<tool>{...}</tool>` blocks in its text (for
+   * models without native tool calling; see `xmlToolCalls`). Default `native`.
+   */
+  toolCallFormat?: 'native' | 'xml';
+  /** `false` refuses an empty task (golem-forge's `allow_empty_input`). Default true. */
+  allowEmptyInput?: boolean;
+  /**
+   * A JSON Schema (object, or its JSON text) the `task_completion` result must match (golem-forge's
+   * `output_schema_ref`); a result that does not is sent back to the model to fix.
+   */
+  outputSchema?: object | string;
 }
 
 /**
@@ -189,7 +201,7 @@ export interface RunUsage {
 }
 
 /** Why the run ended. */
-export type RunStatus = 'completed' | 'task-completed' | 'question' | 'max-steps' | 'approval-required';
+export type RunStatus = 'completed' | 'task-completed' | 'question' | 'conversed' | 'max-steps' | 'approval-required';
 
 /** A call waiting for an answer in a deferred run: answer it by `id`. */
 export interface PendingApproval {
@@ -204,7 +216,7 @@ export interface PendingApproval {
 
 export interface WorkerRunResult {
   status: RunStatus;
-  /** The final answer: the `task_completion` result, the question, or the model's last text. */
+  /** The final answer: the `task_completion` result, the question, the `converse` message, or the model's last text. */
   text: string;
   /** Set when the run ended with `ask_question`. */
   question?: string;

@@ -79,6 +79,9 @@ pub struct ExecRequest {
     pub private_dirs: bool,
     /// Run the program under this kernel sandbox (implies `private_dirs`).
     pub sandbox: Option<Arc<Sandbox>>,
+    /// Files the sandboxed program may read besides what the sandbox allows: the script an
+    /// interpreter runs (a docstring tool), which lives where the sandbox grants nothing.
+    pub readable: Vec<PathBuf>,
 }
 
 impl ExecRequest {
@@ -95,6 +98,7 @@ impl ExecRequest {
             max_output_bytes: DEFAULT_MAX_OUTPUT_BYTES,
             private_dirs: false,
             sandbox: None,
+            readable: Vec::new(),
         }
     }
 
@@ -270,6 +274,7 @@ pub fn spawn_with_abort(request: ExecRequest, abort: AbortHandle) -> Result<Runn
         cwd: &request.cwd,
         env: &child_env,
         stdin: request.stdin,
+        readable: &request.readable,
     };
     let (child, pipes) = match (sandbox, &call_dir) {
         (Some(sandbox), Some(dir)) => child.sandboxed(sandbox, dir)?,
@@ -300,6 +305,8 @@ struct Spawn<'a> {
     cwd: &'a Path,
     env: &'a [(OsString, OsString)],
     stdin: Option<Vec<u8>>,
+    /// Files the sandboxed program may read besides the policy's paths.
+    readable: &'a [PathBuf],
 }
 
 impl Spawn<'_> {
@@ -315,6 +322,7 @@ impl Spawn<'_> {
                 cwd: self.cwd,
                 call_dir: dir.root(),
                 env: self.env,
+                readable: self.readable,
             };
             match sandbox.spawn_served(call, stdio) {
                 Ok(served) => {
@@ -339,7 +347,7 @@ impl Spawn<'_> {
             }
         }
         let (launcher, launcher_args) = sandbox
-            .command(self.program, dir.root(), self.env)
+            .command(self.program, dir.root(), self.env, self.readable)
             .expect("the sandbox has a launcher");
         let mut command = Command::new(launcher);
         command.args(launcher_args).args(self.args);

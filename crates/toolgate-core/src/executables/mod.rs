@@ -1,10 +1,13 @@
 //! Executable custom tools: programs in tool directories that an agent may call.
 //!
-//! Two formats are understood:
+//! Three formats are understood:
 //! - the executable protocol ([`protocol`]): `<tool> description` prints
 //!   `{name, description, input_schema}` and `<tool> run` reads the JSON input on stdin;
 //! - `<dir>/<name>/tool.yaml` manifests ([`manifest`]) whose parameters become `--name=value`
-//!   flags of an entrypoint.
+//!   flags of an entrypoint;
+//! - Forge's docstring tools ([`docstring`]): `.py` / `.ts` scripts whose header docstring
+//!   declares `Tool:`, `Description:`, `Input:` and `Output:`, run by their interpreter with the
+//!   JSON input on stdin.
 //!
 //! [`discovery`] scans the configured directories (earlier directories win a name clash) and
 //! describes protocol tools concurrently through the executor; [`cache`] remembers descriptions
@@ -16,6 +19,7 @@
 pub mod cache;
 pub mod config;
 pub mod discovery;
+pub mod docstring;
 pub mod manifest;
 pub mod protocol;
 pub mod registry;
@@ -48,7 +52,7 @@ pub fn check_tool_name(name: &str) -> Result<(), String> {
     crate::limits::check_tool_name(name, LLM_NAME_PREFIX)
 }
 
-/// Which of the two formats a tool uses.
+/// Which of the three formats a tool uses.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum ToolFormat {
@@ -56,14 +60,17 @@ pub enum ToolFormat {
     Protocol,
     /// A `tool.yaml` manifest with an entrypoint.
     Manifest,
+    /// A Python or TypeScript script with a Forge docstring header.
+    Docstring,
 }
 
 impl ToolFormat {
-    /// `protocol` or `manifest`.
+    /// `protocol`, `manifest` or `docstring`.
     pub fn as_str(self) -> &'static str {
         match self {
             ToolFormat::Protocol => "protocol",
             ToolFormat::Manifest => "manifest",
+            ToolFormat::Docstring => "docstring",
         }
     }
 }
@@ -84,8 +91,10 @@ pub struct ToolSpec {
     pub program: PathBuf,
     /// The configured tool directory it came from.
     pub directory: PathBuf,
-    /// Manifest details; `None` for protocol tools.
+    /// Manifest details; `None` for other tools.
     pub manifest: Option<Arc<manifest::Manifest>>,
+    /// The docstring header; `None` for other tools.
+    pub docstring: Option<Arc<docstring::DocstringTool>>,
 }
 
 impl PartialEq for ToolSpec {
@@ -99,6 +108,7 @@ impl PartialEq for ToolSpec {
             && self.program == other.program
             && self.directory == other.directory
             && self.manifest == other.manifest
+            && self.docstring == other.docstring
     }
 }
 

@@ -11,6 +11,7 @@ use std::time::Duration;
 
 use serde_json::Value;
 
+use super::docstring;
 use super::manifest::resolve_entrypoint;
 use super::protocol::{ending, stderr_excerpt};
 use super::{ToolFormat, ToolSpec};
@@ -118,7 +119,8 @@ pub struct ToolOutput {
 }
 
 /// Checks `input` against the tool's schema and builds the run: protocol tools get `run` and
-/// the JSON on stdin; manifest tools get `--name=value` flags (entrypoint checked again, since
+/// the JSON on stdin; docstring tools run under their interpreter (found on the tool's PATH)
+/// with the JSON on stdin; manifest tools get `--name=value` flags (entrypoint checked again, since
 /// files change). Errors: `INVALID_INPUT` (with JSON pointers), `CONFIG_INVALID` for a manifest
 /// entrypoint that is no longer acceptable.
 pub fn prepare(
@@ -153,6 +155,26 @@ pub fn prepare(
                 ))
             })?;
             ExecRequest::new(program.as_os_str(), &options.work_dir).args(arguments)
+        }
+        ToolFormat::Docstring => {
+            let docstring = spec.docstring.as_ref().ok_or_else(|| {
+                Error::ConfigInvalid(format!("tool '{}' has no docstring header", spec.name))
+            })?;
+            let interpreter =
+                docstring::interpreter(docstring.language, &spec.name, &options.work_dir, &env)?;
+            let stdin = serde_json::to_vec(input).map_err(|err| {
+                Error::InvalidInput(format!("the input cannot be encoded: {err}"))
+            })?;
+            ExecRequest {
+                readable: docstring::readable_roots(
+                    docstring.language,
+                    &interpreter,
+                    &spec.program,
+                ),
+                ..ExecRequest::new(interpreter.as_os_str(), &options.work_dir)
+                    .args([spec.program.as_os_str()])
+                    .stdin(stdin)
+            }
         }
     };
     let timeout = options.timeout_for(&spec.name);

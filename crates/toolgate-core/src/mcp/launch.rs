@@ -61,7 +61,7 @@ impl McpToolset {
         let program = exec::resolve_program(command.as_ref(), &cwd, &child_env)?;
         let command = self.sandbox.sandbox.as_ref().and_then(|prepared| {
             let (launcher, launcher_args) =
-                prepared.command(&program, call_dir.root(), &child_env)?;
+                prepared.command(&program, call_dir.root(), &child_env, &[])?;
             Some((launcher.to_path_buf(), launcher_args, prepared.confines()))
         });
         let (file, mut all_args, sandboxed) = match command {

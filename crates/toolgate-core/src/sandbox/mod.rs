@@ -298,7 +298,8 @@ impl Sandbox {
 
     /// The launcher and its arguments (through `--` and `program`) for one call, or `None`
     /// when calls run unconfined: the policy's whole per-call share. `call_dir` becomes
-    /// writable; `env` is the child's environment, whose `PATH` directories become readable.
+    /// writable; `env` is the child's environment, whose `PATH` directories become readable;
+    /// `readable` lists further files the call may read (the script an interpreter runs).
     /// (This starts the one-shot launcher, as `toolgate sandbox` does; `exec` runs its calls
     /// through the launcher server.)
     pub fn command(
@@ -306,13 +307,14 @@ impl Sandbox {
         program: &Path,
         call_dir: &Path,
         env: &[(OsString, OsString)],
+        readable: &[PathBuf],
     ) -> Option<(&Path, Vec<OsString>)> {
         let launcher = self.launcher.as_deref()?;
         let mut args = Vec::with_capacity(self.fixed_args.len() + 32);
         args.push(ARG_PARENT.into());
         args.push(std::process::id().to_string().into());
         args.extend(self.fixed_args.iter().cloned());
-        self.push_call_paths(&mut args, program, call_dir, env);
+        self.push_call_paths(&mut args, program, call_dir, env, readable);
         args.push(ARG_END.into());
         args.push(program.as_os_str().to_owned());
         Some((launcher, args))
@@ -331,7 +333,13 @@ impl Sandbox {
             .as_deref()
             .ok_or(client::Refusal::Unavailable)?;
         let mut words: Vec<OsString> = Vec::with_capacity(call.env.len() * 2 + 32);
-        self.push_call_paths(&mut words, call.program, call.call_dir, call.env);
+        self.push_call_paths(
+            &mut words,
+            call.program,
+            call.call_dir,
+            call.env,
+            call.readable,
+        );
         words.push(ARG_CWD.into());
         words.push(call.cwd.as_os_str().to_owned());
         for (key, value) in call.env {
@@ -362,20 +370,21 @@ impl Sandbox {
         )
     }
 
-    /// The call's own paths: its private directory (writable), and the program's roots and the
-    /// directories on its `PATH` (readable).
+    /// The call's own paths: its private directory (writable), and the program's roots, the
+    /// directories on its `PATH` and the call's `readable` files (readable).
     fn push_call_paths(
         &self,
         args: &mut Vec<OsString>,
         program: &Path,
         call_dir: &Path,
         env: &[(OsString, OsString)],
+        readable: &[PathBuf],
     ) {
         let search_path = self.search_path_roots(crate::exec::env::lookup(env, "PATH"));
         let program_roots = self.reach.program_roots(program, &search_path);
         args.push(ARG_WRITE.into());
         args.push(call_dir.as_os_str().to_owned());
-        for root in search_path.iter().chain(&program_roots) {
+        for root in search_path.iter().chain(&program_roots).chain(readable) {
             args.push(ARG_READ.into());
             args.push(root.as_os_str().to_owned());
         }
@@ -390,6 +399,8 @@ pub(crate) struct ServedCall<'a> {
     pub cwd: &'a Path,
     pub call_dir: &'a Path,
     pub env: &'a [(OsString, OsString)],
+    /// Files the call may read besides the policy's paths (`ExecRequest::readable`).
+    pub readable: &'a [PathBuf],
 }
 
 #[cfg(target_os = "linux")]

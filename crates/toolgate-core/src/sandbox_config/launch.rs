@@ -75,7 +75,7 @@ impl Launch {
         let resolved = exec::resolve_program(program.as_ref(), &cwd, &child_env)?;
         let command = sandbox.sandbox.as_ref().and_then(|prepared| {
             let (launcher, launcher_args) =
-                prepared.command(&resolved, call_dir.root(), &child_env)?;
+                prepared.command(&resolved, call_dir.root(), &child_env, &[])?;
             Some((launcher.to_path_buf(), launcher_args, prepared.confines()))
         });
         let (file, mut all_args, sandboxed) = match command {

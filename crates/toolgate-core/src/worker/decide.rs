@@ -184,6 +184,18 @@ fn decide_worker(
             known_names(Toolset::Executables, &refs),
         )?;
     }
+    if let (Some(config), Some(builtins)) = (&toolsets.builtins, &planned.builtins) {
+        add(
+            Toolset::Builtins,
+            config.approval.as_ref(),
+            builtins
+                .names()
+                .iter()
+                .map(|name| Candidate::plain(*name))
+                .collect(),
+            strings(&crate::builtins::TOOL_NAMES),
+        )?;
+    }
     if let Some(config) = &toolsets.workers {
         let names: Vec<String> = planned.delegates.iter().map(|d| d.name.clone()).collect();
         add(

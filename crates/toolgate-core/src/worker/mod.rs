@@ -12,6 +12,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use crate::approval::ApprovalConfig;
+use crate::builtins::BuiltinsConfig;
 use crate::command::config::{CliExecuteConfig, ShellConfig};
 use crate::error::{Error, Result};
 use crate::executables::config::ExecutablesConfig;
@@ -22,6 +23,7 @@ use crate::path::PathValidator;
 use crate::sandbox_config::{SandboxFields, SandboxModeName};
 
 mod decide;
+pub mod golem;
 mod plan;
 
 pub use decide::{DecidedTool, McpReports, ModuleTools};
@@ -55,6 +57,10 @@ pub struct WorkerFile {
     #[serde(default)]
     #[schemars(range(min = 1))]
     pub max_steps: Option<u32>,
+    /// How the model calls tools: `native` (default: the provider's tool calling) or `xml`
+    /// (Forge's `<tool>{...}</tool>` blocks in plain text, for models without tool calling).
+    #[serde(default)]
+    pub tool_call_format: ToolCallFormat,
     /// Approval for every tool of the worker, on top of each toolset's own.
     #[serde(default)]
     pub approval: Option<ApprovalConfig>,
@@ -68,6 +74,36 @@ pub struct WorkerFile {
     /// The audit log its runs append to.
     #[serde(default)]
     pub audit: Option<crate::audit::AuditConfig>,
+    /// golem-forge: `false` refuses an empty task (default: an empty task is accepted).
+    #[serde(default)]
+    pub allow_empty_input: Option<bool>,
+    /// golem-forge: attachment limits; accepted, with a warning (worker tools take no attachments).
+    #[serde(default)]
+    pub attachment_policy: Option<golem::AttachmentPolicy>,
+    /// golem-forge: provider-side tools; accepted, with a warning.
+    #[serde(default)]
+    pub server_side_tools: Option<Vec<golem::ServerSideTool>>,
+    /// golem-forge: accepted (toolgate never edits worker files).
+    #[serde(default)]
+    pub locked: Option<bool>,
+    /// golem-forge: accepted, with a warning (the conversation is not trimmed).
+    #[serde(default)]
+    pub max_context_tokens: Option<u64>,
+    /// golem-forge: a JSON Schema file (`.json`, `.yaml`, `.yml`, relative to this file) the
+    /// final `task_completion` result must match; a registry name is accepted with a warning.
+    #[serde(default)]
+    pub output_schema_ref: Option<String>,
+}
+
+/// How a worker's model calls tools.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum ToolCallFormat {
+    /// The provider's own tool calling.
+    #[default]
+    Native,
+    /// `<tool>{"server_name": "local", "tool_name": …, "arguments": {…}}</tool>` in the text.
+    Xml,
 }
 
 /// How a worker converses.
@@ -114,6 +150,10 @@ pub struct SandboxConfig {
     /// golem-forge path mounts: accepted, not acted on (warning).
     #[serde(default)]
     pub paths: Option<serde_json::Value>,
+    /// golem-forge: `{ write, delete }`, each `true` (ask), `false` (preApproved) or a decision,
+    /// mapped onto the file toolsets' write and delete tools.
+    #[serde(default)]
+    pub approval: Option<golem::SandboxApproval>,
 }
 
 /// `toolsets`: each key turns on one toolset.
@@ -146,6 +186,10 @@ pub struct ToolsetsConfig {
     /// the kernel sandbox.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub mcp: Option<McpToolsetConfig>,
+    /// Forge's built-in tools: `http_request`, `json_parse`, `csv_parse`, `datetime_now`,
+    /// `uuid_generate`, `math_calculate`, `file_create`, `web_search`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub builtins: Option<BuiltinsConfig>,
 }
 
 /// `toolsets.custom`: a tools module.
@@ -168,6 +212,10 @@ pub struct WorkersConfig {
     /// Worker files (relative paths), or bare names looked up next to the worker file and in
     /// its `workers/` directory (`<name>.worker`, `<name>.yaml`, `<name>/index.worker`, …).
     pub allowed_workers: Vec<String>,
+    /// More directories where bare names are looked up (golem-forge's `workerPaths`), relative
+    /// to this file.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub worker_paths: Vec<PathBuf>,
     /// Approval of the worker tools (default `ask`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub approval: Option<ApprovalConfig>,
@@ -182,6 +230,11 @@ pub struct Worker {
     pub instructions: String,
     pub compatible_models: Vec<String>,
     pub max_steps: Option<u32>,
+    pub tool_call_format: ToolCallFormat,
+    /// Whether an empty task is accepted (golem-forge's `allow_empty_input`; default true).
+    pub allow_empty_input: bool,
+    /// The JSON Schema the final result must match (`output_schema_ref` naming a file).
+    pub output_schema: Option<serde_json::Value>,
     pub approval: Option<ApprovalConfig>,
     /// The canonical worker file.
     pub path: PathBuf,
@@ -368,6 +421,23 @@ fn resolve(
     };
 
     let mut toolsets = file.toolsets;
+    if let Some(approval) = &sandbox.approval {
+        golem::apply_sandbox_approval(approval, &mut toolsets);
+    }
+    let output_schema = file
+        .output_schema_ref
+        .as_deref()
+        .filter(|reference| golem::is_schema_file(reference))
+        .map(|reference| golem::load_output_schema(&dir, reference))
+        .transpose()
+        .map_err(invalid)?;
+    warnings.extend(golem::warnings(&golem::GolemKeys {
+        attachment_policy: file.attachment_policy,
+        server_side_tools: file.server_side_tools,
+        locked: file.locked,
+        max_context_tokens: file.max_context_tokens,
+        output_schema_ref: file.output_schema_ref,
+    }));
     // Joined paths drop their `.` components, so that messages name files as people write them.
     let anchored = |path: &Path| -> PathBuf { dir.join(path).components().collect() };
     if let Some(custom) = &mut toolsets.custom {
@@ -409,7 +479,11 @@ fn resolve(
         Some(workers) => workers
             .allowed_workers
             .iter()
-            .map(|entry| find_worker(&dir, entry).map_err(invalid))
+            .map(|entry| {
+                let mut bases = vec![dir.clone(), dir.join("workers")];
+                bases.extend(workers.worker_paths.iter().map(|path| anchored(path)));
+                find_worker(&dir, &bases, entry).map_err(invalid)
+            })
             .collect::<Result<Vec<_>>>()?,
         None => Vec::new(),
     };
@@ -421,6 +495,9 @@ fn resolve(
         instructions,
         compatible_models: file.compatible_models,
         max_steps: file.max_steps,
+        tool_call_format: file.tool_call_format,
+        allow_empty_input: file.allow_empty_input.unwrap_or(true),
+        output_schema,
         approval: file.approval,
         path: path.to_path_buf(),
         work_dir,
@@ -433,9 +510,11 @@ fn resolve(
     })
 }
 
-/// Finds an allowed worker: a path (relative to `dir`), or a bare name looked up next to the
-/// worker file and in its `workers/` directory.
-fn find_worker(dir: &Path, entry: &str) -> std::result::Result<PathBuf, String> {
+/// Finds an allowed worker: a path relative to `dir`, or a bare name looked up in `bases` as a
+/// file name (`<name>.worker`, `<name>.yaml`, `<name>.yml`, `<name>/index.worker`,
+/// `<name>/main.worker`), then as the `name` a worker file in `bases` declares (golem-forge's
+/// name-based registry: `analyzer.worker` with `name: pdf_analyzer` answers `pdf_analyzer`).
+fn find_worker(dir: &Path, bases: &[PathBuf], entry: &str) -> std::result::Result<PathBuf, String> {
     let is_path = entry.contains('/')
         || [".worker", ".yaml", ".yml"]
             .iter()
@@ -444,7 +523,7 @@ fn find_worker(dir: &Path, entry: &str) -> std::result::Result<PathBuf, String> 
         vec![dir.join(entry)]
     } else {
         let mut list = Vec::new();
-        for base in [dir.to_path_buf(), dir.join("workers")] {
+        for base in bases {
             for ext in ["worker", "yaml", "yml"] {
                 list.push(base.join(format!("{entry}.{ext}")));
             }
@@ -458,11 +537,75 @@ fn find_worker(dir: &Path, entry: &str) -> std::result::Result<PathBuf, String> 
             return std::fs::canonicalize(candidate).map_err(|err| err.to_string());
         }
     }
+    if !is_path {
+        let declared = workers_declaring(bases, entry);
+        match declared.as_slice() {
+            [one] => return std::fs::canonicalize(one).map_err(|err| err.to_string()),
+            [] => {}
+            several => {
+                let files: Vec<String> = several.iter().map(|p| p.display().to_string()).collect();
+                return Err(format!(
+                    "allowed worker '{entry}' is declared by several files: {}; name one by its path",
+                    files.join(", ")
+                ));
+            }
+        }
+    }
     let tried: Vec<String> = candidates.iter().map(|p| p.display().to_string()).collect();
     Err(format!(
-        "allowed worker '{entry}' was not found; looked for {}",
-        tried.join(", ")
+        "allowed worker '{entry}' was not found; looked for {}, and for a worker file in {} declaring name '{entry}'",
+        tried.join(", "),
+        bases.iter().map(|b| b.display().to_string()).collect::<Vec<_>>().join(", ")
     ))
+}
+
+/// Largest worker file read to learn the name it declares.
+const MAX_NAME_SCAN_BYTES: u64 = 1024 * 1024;
+
+/// The worker files directly in `bases` (and their `<dir>/index.worker`, `<dir>/main.worker`)
+/// whose front matter or YAML declares `name: <name>`. Files that do not parse are skipped: they
+/// are not what was asked for, and loading them is not this lookup's business.
+fn workers_declaring(bases: &[PathBuf], name: &str) -> Vec<PathBuf> {
+    #[derive(Deserialize)]
+    struct Declared {
+        name: String,
+    }
+    let mut found = Vec::new();
+    for base in bases {
+        let Ok(entries) = std::fs::read_dir(base) else {
+            continue;
+        };
+        let mut files: Vec<PathBuf> = Vec::new();
+        for entry in entries.flatten() {
+            let path = entry.path();
+            if path.is_dir() {
+                files.push(path.join("index.worker"));
+                files.push(path.join("main.worker"));
+            } else if path
+                .extension()
+                .is_some_and(|ext| ext == "worker" || ext == "yaml" || ext == "yml")
+            {
+                files.push(path);
+            }
+        }
+        files.sort();
+        for file in files {
+            let fits = std::fs::metadata(&file)
+                .is_ok_and(|meta| meta.is_file() && meta.len() <= MAX_NAME_SCAN_BYTES);
+            let Some(text) = fits.then(|| std::fs::read_to_string(&file).ok()).flatten() else {
+                continue;
+            };
+            let Ok((yaml, _, _)) = split_document(&text, &file) else {
+                continue;
+            };
+            if crate::yaml::from_str::<Declared>(yaml).is_ok_and(|declared| declared.name == name)
+                && !found.contains(&file)
+            {
+                found.push(file);
+            }
+        }
+    }
+    found
 }
 
 /// Whether `model` (`provider:model`) matches one of `patterns` (`*` matches any text). An empty

@@ -9,6 +9,8 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use super::{load_worker_stamped, LoadOptions, Worker};
+use crate::builtins::http::system_lookup;
+use crate::builtins::Builtins;
 use crate::command::{CliExecute, ShellToolset};
 use crate::error::{Error, Result};
 use crate::executables::Registry;
@@ -48,6 +50,8 @@ pub struct PlannedWorker {
     pub cli_execute: Option<Arc<CliExecute>>,
     /// Discovered by [`WorkerPlan::discover`], then frozen.
     pub executables: Option<Arc<Registry>>,
+    /// Forge's built-in tools (in-process: no kernel sandbox, their own rules instead).
+    pub builtins: Option<Arc<Builtins>>,
     pub delegates: Vec<Delegate>,
     /// The `mcp` toolset: its servers, whitelist, approval and the sandbox of its stdio
     /// servers (the SDK connects to the servers and reports their tools to `decide`).
@@ -380,6 +384,16 @@ fn build(
         })
         .transpose()
         .map_err(|err| place("executables", err))?;
+    let builtins = toolsets
+        .builtins
+        .as_ref()
+        .map(|config| -> Result<_> {
+            let place = format!("{}: toolsets.builtins", worker.path.display());
+            let settings = config.settings(&place)?;
+            Builtins::new(settings, &worker.work_dir, worker.readonly, system_lookup())
+                .map(Arc::new)
+        })
+        .transpose()?;
     let mcp = toolsets
         .mcp
         .as_ref()
@@ -420,6 +434,7 @@ fn build(
         shell,
         cli_execute,
         executables,
+        builtins,
         delegates: Vec::new(),
         mcp,
         sandbox: scope,

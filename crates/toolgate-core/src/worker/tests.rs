@@ -1,6 +1,7 @@
 use std::collections::BTreeMap;
 
 use super::*;
+use crate::approval::Decision;
 
 struct Dir {
     _temp: tempfile::TempDir,
@@ -391,6 +392,164 @@ fn the_schema_and_the_parser_agree_on_the_examples_and_on_mistakes() {
             !schema.violations(&worker_yaml_as_json(&path)).is_empty(),
             "the schema accepts {name}, which the parser refuses"
         );
+    }
+}
+
+#[test]
+fn tool_call_format_is_native_by_default_or_xml() {
+    let d = dir();
+    let plain = write(&d.path, "plain.yaml", "name: plain\n");
+    assert_eq!(
+        load(&plain).unwrap().tool_call_format,
+        ToolCallFormat::Native
+    );
+    let xml = write(&d.path, "xml.yaml", "name: xml\ntool_call_format: xml\n");
+    assert_eq!(load(&xml).unwrap().tool_call_format, ToolCallFormat::Xml);
+    let bad = write(&d.path, "bad.yaml", "name: bad\ntool_call_format: json\n");
+    let message = config_error(load(&bad));
+    assert!(message.contains("bad.yaml:2"), "{message}");
+    assert!(
+        message.contains("native") && message.contains("xml"),
+        "{message}"
+    );
+}
+
+#[test]
+fn golem_forge_keys_load_with_sandbox_approval_mapped_and_warnings() {
+    let d = dir();
+    let path = write(
+        &d.path,
+        "main.worker",
+        "---\nname: main\nallow_empty_input: false\nlocked: true\nmax_context_tokens: 8000\noutput_schema_ref: Summary\nattachment_policy:\n  max_attachments: 2\n  max_total_bytes: 1000\n  allowed_suffixes: [.pdf]\n  denied_suffixes: []\nserver_side_tools:\n  - { name: web_search, config: { max_uses: 3 } }\nsandbox:\n  approval: { write: false, delete: blocked }\ntoolsets:\n  filesystem: { approval: { tools: { write_file: ask } } }\n  code_agent: { group: all }\n---\nDo things.\n",
+    );
+    let worker = load(&path).unwrap();
+    assert!(!worker.allow_empty_input);
+    let fs = worker.toolsets.filesystem.as_ref().unwrap();
+    let fs_tools = &fs.approval.as_ref().unwrap().tools;
+    // The toolset's own entry wins over sandbox.approval.
+    assert_eq!(fs_tools["write_file"], Decision::Ask);
+    assert_eq!(fs_tools["delete_file"], Decision::Blocked);
+    let code = &worker.toolsets.code_agent.as_ref().unwrap().approval;
+    for tool in ["file_write", "file_edit", "file_patch"] {
+        assert_eq!(
+            code.as_ref().unwrap().tools[tool],
+            Decision::PreApproved,
+            "{tool}"
+        );
+    }
+    let warnings = worker.warnings.join("\n");
+    for expected in [
+        "attachment_policy is accepted",
+        "server_side_tools (web_search)",
+        "locked is accepted",
+        "max_context_tokens (8000)",
+        "output_schema_ref ('Summary')",
+    ] {
+        assert!(warnings.contains(expected), "{expected}: {warnings}");
+    }
+    let default = write(&d.path, "plain.yaml", "name: plain\n");
+    assert!(load(&default).unwrap().allow_empty_input);
+    let bad = write(
+        &d.path,
+        "bad.yaml",
+        "name: bad\nsandbox: { approval: { write: maybe } }\n",
+    );
+    assert!(config_error(load(&bad)).contains("bad.yaml"));
+}
+
+#[test]
+fn workers_are_found_by_declared_name_and_in_worker_paths() {
+    let d = dir();
+    write(
+        &d.path,
+        "app/main.worker",
+        "---\nname: main\ntoolsets:\n  workers:\n    allowed_workers: [pdf_analyzer, greeter]\n    worker_paths: [../shared]\n---\nRoute.\n",
+    );
+    let analyzer = write(
+        &d.path,
+        "app/analyzer.worker",
+        "---\nname: pdf_analyzer\n---\nAnalyze.\n",
+    );
+    let greeter = write(
+        &d.path,
+        "shared/hello/index.worker",
+        "---\nname: greeter\n---\nGreet.\n",
+    );
+    write(&d.path, "app/broken.worker", "not front matter");
+    let worker = load(&d.path.join("app/main.worker")).unwrap();
+    assert_eq!(worker.allowed_worker_paths, [analyzer, greeter]);
+
+    write(&d.path, "app/workers/copy.yaml", "name: pdf_analyzer\n");
+    let message = config_error(load(&d.path.join("app/main.worker")));
+    assert!(
+        message.contains("'pdf_analyzer' is declared by several files"),
+        "{message}"
+    );
+    let lonely = write(
+        &d.path,
+        "lonely.yaml",
+        "name: lonely\ntoolsets:\n  workers:\n    allowed_workers: [nobody]\n",
+    );
+    let message = config_error(load(&lonely));
+    assert!(message.contains("declaring name 'nobody'"), "{message}");
+}
+
+#[test]
+fn output_schema_ref_names_a_schema_file_or_warns_for_a_registry_name() {
+    let d = dir();
+    write(
+        &d.path,
+        "schemas/summary.json",
+        r#"{"type": "object", "properties": {"title": {"type": "string"}}, "required": ["title"]}"#,
+    );
+    let path = write(
+        &d.path,
+        "w.yaml",
+        "name: w\noutput_schema_ref: schemas/summary.json\n",
+    );
+    let worker = load(&path).unwrap();
+    assert_eq!(
+        worker.output_schema.as_ref().unwrap()["required"][0],
+        "title"
+    );
+    assert!(worker.warnings.is_empty(), "{:?}", worker.warnings);
+    let schema =
+        crate::schema::OutputSchema::compile(worker.output_schema.as_ref().unwrap()).unwrap();
+    assert_eq!(schema.problem(r#"{"title": "ok"}"#), None);
+    assert!(schema.problem(r#"{"name": 1}"#).unwrap().contains("title"));
+    assert!(schema.problem("plain text").is_some());
+
+    let named = write(
+        &d.path,
+        "named.yaml",
+        "name: n\noutput_schema_ref: Summary\n",
+    );
+    let worker = load(&named).unwrap();
+    assert!(worker.output_schema.is_none());
+    assert!(worker.warnings[0].contains("output_schema_ref ('Summary')"));
+
+    for (file, text, expected) in [
+        (
+            "missing.yaml",
+            "name: m\noutput_schema_ref: nope.json\n",
+            "cannot be read",
+        ),
+        (
+            "notjson.yaml",
+            "name: m\noutput_schema_ref: bad.json\n",
+            "is not JSON",
+        ),
+        (
+            "notschema.yaml",
+            "name: m\noutput_schema_ref: odd.yaml\n",
+            "does not compile",
+        ),
+    ] {
+        write(&d.path, "bad.json", "{oops");
+        write(&d.path, "odd.yaml", "type: 12\n");
+        let message = config_error(load(&write(&d.path, file, text)));
+        assert!(message.contains(expected), "{file}: {message}");
+        assert!(message.contains("output_schema_ref"), "{message}");
     }
 }
 

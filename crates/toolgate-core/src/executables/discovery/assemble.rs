@@ -33,6 +33,7 @@ pub(super) fn assemble(
                         program: real,
                         directory: dir.directory.clone(),
                         manifest: None,
+                        docstring: None,
                     },
                     Some(Err(reason)) => {
                         discovery
@@ -41,6 +42,21 @@ pub(super) fn assemble(
                         continue;
                     }
                     None => continue,
+                },
+                Found::Docstring {
+                    listed,
+                    real,
+                    loaded,
+                } => ToolSpec {
+                    name: loaded.tool.name.clone(),
+                    description: loaded.tool.model_description(),
+                    input_schema: loaded.schema,
+                    format: ToolFormat::Docstring,
+                    source: listed,
+                    program: real,
+                    directory: dir.directory.clone(),
+                    manifest: None,
+                    docstring: Some(loaded.tool),
                 },
                 Found::Manifest { path, outcome } => match outcome {
                     Ok(loaded) => ToolSpec {
@@ -52,6 +68,7 @@ pub(super) fn assemble(
                         program: loaded.program,
                         directory: dir.directory.clone(),
                         manifest: Some(loaded.manifest),
+                        docstring: None,
                     },
                     Err(reason) => {
                         discovery

@@ -7,10 +7,12 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use super::snapshot::{
-    list, reusable_listing, LoadedManifest, ManifestKey, ManifestOutcome, Snapshot,
+    list, reusable_listing, DocstringOutcome, LoadedDocstring, LoadedManifest, ManifestKey,
+    ManifestOutcome, Snapshot,
 };
 use super::ToolDirectory;
 use crate::executables::cache::Fingerprint;
+use crate::executables::docstring::{DocstringTool, ScriptLanguage};
 use crate::executables::manifest::{Manifest, MANIFEST_FILE};
 use crate::executables::{schema_text, Diagnostic, DiagnosticKind};
 
@@ -25,6 +27,11 @@ pub(super) enum Found {
     Manifest {
         path: PathBuf,
         outcome: ManifestOutcome,
+    },
+    Docstring {
+        listed: PathBuf,
+        real: PathBuf,
+        loaded: LoadedDocstring,
     },
     Problem(Diagnostic),
 }
@@ -180,15 +187,6 @@ pub(super) fn classify(path: &Path, previous: &Snapshot, snapshot: &mut Snapshot
             "not a regular file (a FIFO, socket or device); a protocol tool is an executable file",
         )));
     }
-    if meta.permissions().mode() & 0o111 == 0 {
-        return Some(Found::Problem(Diagnostic::invalid(
-            path,
-            format!(
-                "not executable; a protocol tool must be executable (chmod +x '{}'), other files do not belong in a tool directory",
-                path.display()
-            ),
-        )));
-    }
     let real = if is_symlink {
         match path.canonicalize() {
             Ok(real) => real,
@@ -202,11 +200,65 @@ pub(super) fn classify(path: &Path, previous: &Snapshot, snapshot: &mut Snapshot
     } else {
         path.to_path_buf()
     };
+    let fingerprint = Fingerprint::of(&meta);
+    if ScriptLanguage::of(path).is_some() {
+        // A `.py` / `.ts` script may be a docstring tool, executable or not; one without a
+        // `Tool:` header falls through to the protocol rules below.
+        match docstring_outcome(&real, fingerprint, previous, snapshot) {
+            Ok(Some(loaded)) => {
+                return Some(Found::Docstring {
+                    listed: path.to_path_buf(),
+                    real,
+                    loaded,
+                })
+            }
+            Ok(None) => {}
+            Err(reason) => return Some(Found::Problem(Diagnostic::invalid(path, reason))),
+        }
+    }
+    if meta.permissions().mode() & 0o111 == 0 {
+        let docstring = if ScriptLanguage::of(path).is_some() {
+            " or a script whose header docstring declares 'Tool:'"
+        } else {
+            ""
+        };
+        return Some(Found::Problem(Diagnostic::invalid(
+            path,
+            format!(
+                "not executable; a protocol tool must be executable (chmod +x '{}'){docstring}, other files do not belong in a tool directory",
+                path.display()
+            ),
+        )));
+    }
     Some(Found::Protocol {
         listed: path.to_path_buf(),
         real,
-        fingerprint: Fingerprint::of(&meta),
+        fingerprint,
     })
+}
+
+/// The docstring header of the script at `real`, from the previous snapshot when the file is
+/// unchanged (reading headers costs a read per script; a refresh with nothing changed costs a
+/// `stat`).
+fn docstring_outcome(
+    real: &Path,
+    fingerprint: Fingerprint,
+    previous: &Snapshot,
+    snapshot: &mut Snapshot,
+) -> DocstringOutcome {
+    let outcome = match previous.docstrings.get(real) {
+        Some((known, outcome)) if *known == fingerprint => outcome.clone(),
+        _ => DocstringTool::load(real).map(|tool| {
+            tool.map(|tool| LoadedDocstring {
+                schema: schema_text(&tool.input_schema()),
+                tool: Arc::new(tool),
+            })
+        }),
+    };
+    snapshot
+        .docstrings
+        .insert(real.to_path_buf(), (fingerprint, outcome.clone()));
+    outcome
 }
 
 pub(super) fn classify_directory(

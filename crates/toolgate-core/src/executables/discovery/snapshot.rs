@@ -9,6 +9,7 @@ use std::time::{Duration, SystemTime};
 
 use super::is_hidden;
 use crate::executables::cache::Fingerprint;
+use crate::executables::docstring::DocstringTool;
 use crate::executables::manifest::Manifest;
 use crate::executables::protocol::Description;
 use crate::executables::SchemaText;
@@ -20,6 +21,15 @@ pub(super) const LISTING_TRUST_MARGIN: Duration = Duration::from_secs(1);
 /// What was learnt about one protocol tool, and about one manifest.
 pub(super) type ProtocolOutcome = std::result::Result<Description, String>;
 pub(super) type ManifestOutcome = std::result::Result<LoadedManifest, String>;
+/// What the header of a `.py` / `.ts` script declared: a docstring tool, none, or a problem.
+pub(super) type DocstringOutcome = std::result::Result<Option<LoadedDocstring>, String>;
+
+/// A checked docstring header and its input schema.
+#[derive(Debug, Clone)]
+pub(super) struct LoadedDocstring {
+    pub(super) tool: Arc<DocstringTool>,
+    pub(super) schema: SchemaText,
+}
 
 /// A checked manifest, its entrypoint's real path and its derived input schema.
 #[derive(Debug, Clone)]
@@ -35,6 +45,8 @@ pub struct Snapshot {
     pub(super) listings: HashMap<PathBuf, Listing>,
     pub(super) protocol: HashMap<PathBuf, (Fingerprint, ProtocolOutcome)>,
     pub(super) manifests: HashMap<PathBuf, (ManifestKey, ManifestOutcome)>,
+    /// Scripts read for a docstring header, by real path.
+    pub(super) docstrings: HashMap<PathBuf, (Fingerprint, DocstringOutcome)>,
 }
 
 #[derive(Debug, Clone)]

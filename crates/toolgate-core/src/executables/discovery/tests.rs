@@ -477,3 +477,42 @@ async fn configuring_one_tool_directory_instead_of_its_parent_is_explained() {
         .reason
         .contains(&format!("configure its parent '{}'", dir.display())));
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn an_unchanged_docstring_tool_is_not_read_again_and_a_changed_one_is() {
+    let scratch = Scratch::new();
+    let tools = scratch.dir("tools");
+    let path = tools.join("greet.py");
+    std::fs::write(
+        &path,
+        "\"\"\"\nTool: greet\nDescription: Greets.\nInput: none\n\"\"\"\nprint('hi')\n",
+    )
+    .unwrap();
+    let options = discovery_options(&[&tools], &scratch.path().join("cache"));
+    let (first, snapshot) = discover(&options, Arc::new(Snapshot::default()), false)
+        .await
+        .unwrap();
+    assert_eq!(first.tools[0].description, "Greets.");
+    assert_eq!(first.stats.spawned, 0);
+    // Same size and mtime: the remembered header is used, the file is not parsed again.
+    let remembered = snapshot.docstrings.get(&path).cloned().expect("remembered");
+    let (second, snapshot) = discover(&options, Arc::new(snapshot), false).await.unwrap();
+    assert_eq!(second.tools, first.tools);
+    assert!(Arc::ptr_eq(
+        &remembered.1.as_ref().unwrap().as_ref().unwrap().tool,
+        &snapshot.docstrings[&path]
+            .1
+            .as_ref()
+            .unwrap()
+            .as_ref()
+            .unwrap()
+            .tool
+    ));
+    std::fs::write(
+        &path,
+        "\"\"\"\nTool: greet\nDescription: Greets politely.\nInput: none\n\"\"\"\nprint('hello')\n",
+    )
+    .unwrap();
+    let (third, _) = discover(&options, Arc::new(snapshot), true).await.unwrap();
+    assert_eq!(third.tools[0].description, "Greets politely.");
+}

@@ -2,6 +2,7 @@ use super::*;
 use crate::executables::discovery::{discover, Snapshot};
 use crate::executables::test_support::{discovery_options, write_script, Scratch};
 use crate::test_support::wait_until_gone;
+use serde_json::json;
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -484,4 +485,71 @@ fn run_options_are_checked() {
     options.max_output_bytes = 0;
     assert!(options.check().is_err());
     RunOptions::new("/").check().unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_docstring_tool_is_discovered_validated_and_run_by_its_interpreter() {
+    let f = Fixture::new();
+    // Not executable: a docstring tool is run by its interpreter.
+    std::fs::write(
+        f.tools.join("word_count.py"),
+        "\"\"\"\nTool: word_count\nDescription: Counts words.\nInput:\n  text (string): The text\n  unique (boolean, optional): Distinct words only\nOutput: {\"count\": n}\n\"\"\"\nimport json, os, sys\nargs = json.load(sys.stdin)\nwords = args['text'].split()\nif args.get('unique'):\n    words = set(words)\nprint(json.dumps({'count': len(words), 'cwd': os.getcwd()}))\n",
+    )
+    .unwrap();
+    let spec = f.spec("word_count").await;
+    assert_eq!(spec.format, ToolFormat::Docstring);
+    assert_eq!(spec.description, "Counts words. Returns: {\"count\": n}");
+    assert_eq!(spec.input_schema_value()["required"], json!(["text"]));
+    let output = f
+        .run("word_count", json!({"text": "a b a", "unique": true}))
+        .await
+        .unwrap();
+    assert_eq!(output.result["count"], 2);
+    assert_eq!(output.result["cwd"], f.work.display().to_string());
+    for bad in [
+        json!({}),
+        json!({"text": 1}),
+        json!({"text": "a", "extra": 1}),
+    ] {
+        let err = f.run("word_count", bad.clone()).await.unwrap_err();
+        assert_eq!(err.error_code(), crate::ErrorCode::InvalidInput, "{bad}");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn malformed_docstring_headers_are_diagnostics_naming_file_and_line() {
+    let f = Fixture::new();
+    std::fs::write(
+        f.tools.join("broken.py"),
+        "\"\"\"\nTool: broken\nDescription: d\nInput:\n  count (amount): how many\n\"\"\"\n",
+    )
+    .unwrap();
+    std::fs::write(f.tools.join("notes.py"), "print('no header')\n").unwrap();
+    let options = discovery_options(&[&f.tools], &f.scratch.path().join("cache"));
+    let (discovery, _) = discover(&options, Arc::new(Snapshot::default()), false)
+        .await
+        .unwrap();
+    assert!(discovery.tools.is_empty());
+    let broken = discovery
+        .diagnostics
+        .iter()
+        .find(|d| d.path.ends_with("broken.py"))
+        .expect("broken.py is reported");
+    assert!(
+        broken
+            .reason
+            .starts_with("line 5: input 'count' has type 'amount'"),
+        "{}",
+        broken.reason
+    );
+    let notes = discovery
+        .diagnostics
+        .iter()
+        .find(|d| d.path.ends_with("notes.py"))
+        .expect("notes.py is reported");
+    assert!(
+        notes.reason.contains("declares 'Tool:'"),
+        "{}",
+        notes.reason
+    );
 }

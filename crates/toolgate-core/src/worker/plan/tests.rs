@@ -187,6 +187,10 @@ fn approval_names_reserved_names_and_clashes_are_configuration_errors() {
             "reserved tool name",
         ),
         (
+            "name: a\ntoolsets:\n  workers:\n    allowed_workers: [converse]\n",
+            "'converse' is a reserved tool name",
+        ),
+        (
             "name: a\ntoolsets:\n  workers:\n    allowed_workers: [b, ./b.yaml]\n",
             "two tools are named 'b'",
         ),
@@ -197,6 +201,7 @@ fn approval_names_reserved_names_and_clashes_are_configuration_errors() {
     ];
     std::fs::create_dir(d.join("tools")).unwrap();
     write(&d, "task_completion.yaml", "name: task_completion\n");
+    write(&d, "converse.yaml", "name: converse\n");
     write(&d, "b.yaml", "name: b\n");
     for (index, (yaml, expected)) in cases.iter().enumerate() {
         let path = write(&d, &format!("case{index}.yaml"), yaml);
@@ -484,4 +489,64 @@ fn readonly_with_the_sandbox_off_still_warns() {
         "{:?}",
         main.worker.warnings
     );
+}
+
+#[test]
+fn the_builtins_toolset_is_planned_and_decided() {
+    let (_temp, d) = dir();
+    let top = write(
+        &d,
+        "main.yaml",
+        "name: main\ntoolsets:\n  builtins:\n    tools: [http_request, math_calculate, file_create]\n    approval: { tools: { math_calculate: ask } }\n    http: { allow: [127.0.0.1], timeout: 5 }\n",
+    );
+    let plan = plan(&top);
+    let builtins = plan.workers()[0]
+        .builtins
+        .as_ref()
+        .expect("builtins planned");
+    assert_eq!(
+        builtins.names(),
+        ["http_request", "math_calculate", "file_create"]
+    );
+    let decided = decide(&plan);
+    let tools: Vec<&DecidedTool> = decided[0]
+        .iter()
+        .filter(|tool| tool.toolset == Toolset::Builtins)
+        .collect();
+    assert_eq!(tools.len(), 3);
+    assert_eq!(decision(&decided[0], "http_request"), Decision::Ask);
+    assert_eq!(decision(&decided[0], "math_calculate"), Decision::Ask);
+    assert_eq!(decision(&decided[0], "file_create"), Decision::Ask);
+
+    let readonly = write(
+        &d,
+        "readonly.yaml",
+        "name: readonly\nsandbox: { readonly: true }\ntoolsets:\n  builtins: {}\n",
+    );
+    let plan = plan_worker(&readonly, &LoadOptions::default()).unwrap();
+    let decided = decide(&plan);
+    assert!(decided[0].iter().all(|tool| tool.name != "file_create"));
+    assert_eq!(decision(&decided[0], "json_parse"), Decision::PreApproved);
+
+    for (text, expected) in [
+        (
+            "name: a\ntoolsets:\n  builtins: { tools: [shell] }\n",
+            "toolsets.builtins: tools names 'shell'",
+        ),
+        (
+            "name: a\ntoolsets:\n  builtins: { approval: { tools: { http_requets: ask } } }\n",
+            "'http_requets'",
+        ),
+        (
+            "name: a\ntoolsets:\n  builtins: { http: { allow: ['10.0.0.0/33'] } }\n",
+            "toolsets.builtins",
+        ),
+    ] {
+        let path = write(&d, "bad.yaml", text);
+        let err = plan_worker(&path, &LoadOptions::default())
+            .and_then(|plan| plan.decide(&BTreeMap::new()).map(|_| ()))
+            .unwrap_err();
+        assert_eq!(err.error_code(), crate::ErrorCode::ConfigInvalid, "{text}");
+        assert!(err.to_string().contains(expected), "{text}: {err}");
+    }
 }

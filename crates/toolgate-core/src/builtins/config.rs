@@ -1,0 +1,226 @@
+//! The configuration of the builtins toolset: `toolsets.builtins` in a worker file
+//! ([`BuiltinsConfig`]) and the options of `builtinsToolset()` ([`BuiltinsOptions`]), both
+//! checked into [`BuiltinsSettings`].
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+use super::http::{self, AllowList, HttpPolicy};
+use super::search::Provider;
+use super::TOOL_NAMES;
+use crate::approval::ApprovalConfig;
+use crate::error::{Error, Result};
+
+/// `toolsets.builtins`: Forge's built-in tools.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct BuiltinsConfig {
+    /// Only these tools (default: all of `http_request`, `json_parse`, `csv_parse`,
+    /// `datetime_now`, `uuid_generate`, `math_calculate`, `file_create`, `web_search`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tools: Option<Vec<String>>,
+    /// Approval (defaults: `ask` for `http_request`, `web_search`, `file_create`;
+    /// `preApproved` for the others).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub approval: Option<ApprovalConfig>,
+    /// `http_request`'s network policy.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub http: Option<HttpConfig>,
+    /// `web_search`'s provider.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub web_search: Option<WebSearchConfig>,
+}
+
+/// `builtins.http`.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct HttpConfig {
+    /// Host names, addresses or CIDR ranges that may be reached although they are internal
+    /// (loopback, private, link-local, …). Everything else internal is refused.
+    #[serde(default)]
+    pub allow: Vec<String>,
+    /// Seconds for a whole request, redirects included (default 30, at most 300).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 1, max = 300))]
+    pub timeout: Option<u64>,
+    /// Bytes of a response body kept (default 1 MiB, at most 16 MiB); the rest is cut and marked.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_response_bytes: Option<u64>,
+}
+
+/// `builtins.web_search`.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct WebSearchConfig {
+    /// `tavily` or `perplexity` (default: `WEB_SEARCH_PROVIDER`, else the first key set).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub provider: Option<Provider>,
+    /// The provider's base URL (a proxy, or a local server in tests).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub base_url: Option<String>,
+}
+
+/// `builtinsToolset()` options.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct BuiltinsOptions {
+    #[serde(default)]
+    pub tools: Option<Vec<String>>,
+    #[serde(default)]
+    pub approval: Option<ApprovalConfig>,
+    /// Where `file_create` writes (default: the current directory).
+    #[serde(default)]
+    pub work_dir: Option<PathBuf>,
+    #[serde(default)]
+    pub http: Option<HttpOptions>,
+    #[serde(default)]
+    pub web_search: Option<WebSearchOptions>,
+}
+
+/// `builtinsToolset({ http })`.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct HttpOptions {
+    #[serde(default)]
+    pub allow: Vec<String>,
+    #[serde(default)]
+    pub timeout_ms: Option<u64>,
+    #[serde(default)]
+    pub max_response_bytes: Option<u64>,
+}
+
+/// `builtinsToolset({ webSearch })`.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct WebSearchOptions {
+    #[serde(default)]
+    pub provider: Option<Provider>,
+    #[serde(default)]
+    pub base_url: Option<String>,
+}
+
+/// The checked configuration.
+#[derive(Debug, Clone)]
+pub struct BuiltinsSettings {
+    /// The tools offered, in [`TOOL_NAMES`] order.
+    pub tools: Vec<&'static str>,
+    pub http: HttpPolicy,
+    pub web_search_provider: Option<Provider>,
+    pub web_search_base_url: Option<String>,
+}
+
+impl Default for BuiltinsSettings {
+    fn default() -> Self {
+        Self {
+            tools: TOOL_NAMES.to_vec(),
+            http: HttpPolicy::default(),
+            web_search_provider: None,
+            web_search_base_url: None,
+        }
+    }
+}
+
+impl BuiltinsConfig {
+    /// Checks the block; `place` names it in errors (`worker.yaml: toolsets.builtins`).
+    pub fn settings(&self, place: &str) -> Result<BuiltinsSettings> {
+        let http = self.http.clone().unwrap_or_default();
+        let search = self.web_search.clone().unwrap_or_default();
+        settings(
+            place,
+            self.tools.as_deref(),
+            &http.allow,
+            http.timeout.map(Duration::from_secs),
+            http.max_response_bytes,
+            search.provider,
+            search.base_url,
+        )
+    }
+}
+
+impl BuiltinsOptions {
+    /// Checks the options (`CONFIG_INVALID` naming the option).
+    pub fn settings(&self) -> Result<BuiltinsSettings> {
+        let empty = HttpOptions::default();
+        let http = self.http.as_ref().unwrap_or(&empty);
+        let search = self.web_search.as_ref();
+        settings(
+            "builtinsToolset",
+            self.tools.as_deref(),
+            &http.allow,
+            http.timeout_ms.map(Duration::from_millis),
+            http.max_response_bytes,
+            search.and_then(|s| s.provider),
+            search.and_then(|s| s.base_url.clone()),
+        )
+    }
+}
+
+fn settings(
+    place: &str,
+    tools: Option<&[String]>,
+    allow: &[String],
+    timeout: Option<Duration>,
+    max_response_bytes: Option<u64>,
+    provider: Option<Provider>,
+    base_url: Option<String>,
+) -> Result<BuiltinsSettings> {
+    let invalid = |message: String| Error::ConfigInvalid(format!("{place}: {message}"));
+    let tools = match tools {
+        None => TOOL_NAMES.to_vec(),
+        Some(names) => {
+            for name in names {
+                if !TOOL_NAMES.contains(&name.as_str()) {
+                    return Err(invalid(format!(
+                        "tools names '{name}', which is not a built-in tool; the built-in tools are {}",
+                        TOOL_NAMES.join(", ")
+                    )));
+                }
+            }
+            TOOL_NAMES
+                .iter()
+                .copied()
+                .filter(|tool| names.iter().any(|name| name == tool))
+                .collect()
+        }
+    };
+    let timeout = match timeout {
+        None => http::DEFAULT_TIMEOUT,
+        Some(value) if value.is_zero() || value > http::MAX_TIMEOUT => {
+            return Err(invalid(format!(
+                "the http timeout must be between 1 ms and {} s",
+                http::MAX_TIMEOUT.as_secs()
+            )))
+        }
+        Some(value) => value,
+    };
+    let max_response_bytes = match max_response_bytes {
+        None => http::DEFAULT_MAX_RESPONSE_BYTES,
+        Some(0) => return Err(invalid("max_response_bytes must be at least 1".into())),
+        Some(n) if n > http::MAX_RESPONSE_BYTES as u64 => {
+            return Err(invalid(format!(
+                "max_response_bytes is {n}; at most {} bytes are kept",
+                http::MAX_RESPONSE_BYTES
+            )))
+        }
+        Some(n) => n as usize,
+    };
+    let allow = AllowList::parse(allow).map_err(|err| invalid(err.to_string()))?;
+    if let Some(url) = &base_url {
+        url::Url::parse(url)
+            .map_err(|err| invalid(format!("web_search base URL '{url}' is not a URL: {err}")))?;
+    }
+    Ok(BuiltinsSettings {
+        tools,
+        http: HttpPolicy {
+            allow: Arc::new(allow),
+            timeout,
+            max_response_bytes,
+        },
+        web_search_provider: provider,
+        web_search_base_url: base_url,
+    })
+}
