@@ -4,9 +4,7 @@
 //! at most [`MAX_EXPRESSION_BYTES`] long and nests at most [`MAX_NESTING`] deep (the parser
 //! recurses), and evaluation visits each node once.
 
-use evalexpr::{
-    ContextWithMutableVariables, DefaultNumericTypes, HashMapContext, Value as ExprValue,
-};
+use evalexpr::{ContextWithMutableVariables, HashMapContext, Value as ExprValue};
 use serde::Deserialize;
 use serde_json::{json, Value};
 
@@ -58,7 +56,7 @@ pub fn math_calculate(value: Value) -> Result<Value> {
             _ => {}
         }
     }
-    let mut context = HashMapContext::<DefaultNumericTypes>::new();
+    let mut context = HashMapContext::new();
     context
         .set_value("pi".into(), ExprValue::Float(std::f64::consts::PI))
         .and_then(|_| context.set_value("e".into(), ExprValue::Float(std::f64::consts::E)))
