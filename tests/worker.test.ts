@@ -79,7 +79,8 @@ describe('loadWorker', () => {
     expect(worker.toolApproval.delete_file?.decision).toBe('ask');
     expect(worker.allowEmptyInput).toBe(false);
     const warnings = worker.warnings.join('\n');
-    for (const key of ['attachment_policy', 'server_side_tools', 'locked', 'max_context_tokens', 'output_schema_ref']) {
+    expect(warnings).not.toContain('attachment_policy');
+    for (const key of ['server_side_tools', 'locked', 'max_context_tokens', 'output_schema_ref']) {
       expect(warnings).toContain(key);
     }
     const model = scriptedModel([{ text: 'unused' }]);

@@ -192,6 +192,21 @@ pub const MAX_PATCH_OPERATIONS: usize = 1000;
 /// Largest file `file_edit` rewrites in memory, before and after the edit, in bytes.
 pub const MAX_EDIT_FILE_BYTES: u64 = 64 * 1024 * 1024;
 
+/// Most files one worker call attaches when the called worker has no `attachment_policy`
+/// (golem-forge's own default).
+pub const DEFAULT_MAX_ATTACHMENTS: u64 = 4;
+
+/// Most bytes the files of one worker call hold together when the called worker has no
+/// `attachment_policy` (10 MiB).
+pub const DEFAULT_MAX_ATTACHMENT_BYTES: u64 = 10 * 1024 * 1024;
+
+/// Highest `attachment_policy.max_attachments` a worker file may set.
+pub const MAX_ATTACHMENTS: u64 = 64;
+
+/// Highest `attachment_policy.max_total_bytes` a worker file may set (64 MiB): the files are
+/// held in memory and sent to the model in one message.
+pub const MAX_ATTACHMENT_BYTES: u64 = 64 * 1024 * 1024;
+
 /// Deepest nesting of collections in a YAML document (worker files, `tool.yaml` manifests):
 /// sequences and mappings, flow (`[`, `{`) and block alike. The YAML parser takes time
 /// quadratic in flow nesting (16k levels took 1.3 s, 50k levels over 30 s), and serde_yaml

@@ -443,6 +443,45 @@ impl WorkerPlan {
             self.inner.verify(index as usize)
         })
     }
+
+    /// Reads the files a caller attaches to a call of worker `index` (paths relative to the
+    /// caller's work directory), off the JavaScript thread. Rejects with `INVALID_INPUT` naming
+    /// the `attachment_policy` limit, `PATH_OUTSIDE_ROOT`, `PATH_BLOCKED` or `FILE_NOT_FOUND`.
+    #[napi(ts_return_type = "Promise<WorkerAttachment[]>")]
+    pub async fn read_attachments(
+        &self,
+        index: u32,
+        paths: Vec<String>,
+    ) -> Settled<Vec<WorkerAttachment>> {
+        let plan = Arc::clone(&self.inner);
+        guarded("WorkerPlan.readAttachments", async move {
+            let read =
+                tokio::task::spawn_blocking(move || plan.read_attachments(index as usize, &paths))
+                    .await
+                    .map_err(|err| {
+                        toolgate_core::Error::Internal(format!("WorkerPlan.readAttachments: {err}"))
+                    })??;
+            Ok(read
+                .into_iter()
+                .map(|attachment| WorkerAttachment {
+                    path: attachment.path,
+                    media_type: attachment.media_type.to_string(),
+                    data: attachment.bytes.into(),
+                })
+                .collect())
+        })
+        .await
+    }
+}
+
+/// A file attached to a worker call, read.
+#[napi(object, object_from_js = false)]
+pub struct WorkerAttachment {
+    /// The path relative to the caller's work directory.
+    pub path: String,
+    /// The media type, from the suffix (`application/octet-stream` when unknown).
+    pub media_type: String,
+    pub data: napi::bindgen_prelude::Buffer,
 }
 
 /// Checks a worker's final result (text; JSON text is checked as the value it denotes) against

@@ -13,7 +13,7 @@ export interface WorkerToolsOptions extends LoadWorkerOptions {
 
 /**
  * The `workers` toolset outside a worker file: each worker file becomes a tool
- * `{ input, instructions? }` that runs it as a sub-agent with the caller's model (unless it names
+ * `{ input, instructions?, attachments? }` that runs it as a sub-agent with the caller's model (unless it names
  * its own) and the caller's approval handler, in `workDir` (which the called worker may only
  * narrow with `restrict`). Each worker, with everything it may call, is planned and frozen now;
  * a file that changes later is refused when the tool is called. Default approval `ask`.

@@ -1,4 +1,4 @@
-import type { ModelMessage, ToolContent } from 'ai';
+import type { FilePart, ModelMessage, ToolContent, UserContent } from 'ai';
 import { native } from '../native/binding.js';
 import { callNative, ToolgateError } from '../native/errors.js';
 import { audited, checkApprovalOption, checkInput, prepareRun, runLoop, type RunSetup } from './run-loop.js';
@@ -20,9 +20,18 @@ export async function prepareFreshRun(worker: RunnableWorker, input: string, opt
   });
 }
 
-/** Runs a fresh run to its end, audited. */
-export function runFresh(setup: RunSetup, input: string, earlier: readonly ModelMessage[] | undefined): Promise<WorkerRunResult> {
-  const messages: ModelMessage[] = [...(earlier ?? []), { role: 'user', content: input }];
+/**
+ * Runs a fresh run to its end, audited. `files` (attachments a calling worker sent, read and
+ * checked by the core) go into the user message beside the task text, as file parts.
+ */
+export function runFresh(
+  setup: RunSetup,
+  input: string,
+  earlier: readonly ModelMessage[] | undefined,
+  files: readonly FilePart[] = [],
+): Promise<WorkerRunResult> {
+  const content: UserContent = files.length === 0 ? input : [{ type: 'text', text: input }, ...files];
+  const messages: ModelMessage[] = [...(earlier ?? []), { role: 'user', content }];
   return audited(setup, { input, resumed: false }, () =>
     runLoop(setup, { messages, stepsTaken: 0, usage: { inputTokens: 0, outputTokens: 0, totalTokens: 0 } }),
   );
@@ -40,6 +49,17 @@ export function runFresh(setup: RunSetup, input: string, earlier: readonly Model
 export async function runWorker(worker: RunnableWorker, input: string, options: RunWorkerOptions = {}): Promise<WorkerRunResult> {
   const setup = await prepareFreshRun(worker, input, options, false);
   return runFresh(setup, input, options.messages);
+}
+
+/** `runWorker` with files beside the task (a delegated call's attachments, already checked). */
+export async function runWorkerWithFiles(
+  worker: RunnableWorker,
+  input: string,
+  files: readonly FilePart[],
+  options: RunWorkerOptions = {},
+): Promise<WorkerRunResult> {
+  const setup = await prepareFreshRun(worker, input, options, false);
+  return runFresh(setup, input, options.messages, files);
 }
 
 /** Prepares a resumed run: the core checks the state and the answers before anything runs. */

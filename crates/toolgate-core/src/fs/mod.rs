@@ -11,6 +11,7 @@
 
 pub mod access;
 mod anchor;
+mod bytes;
 #[cfg(test)]
 mod concurrency_tests;
 pub mod config;
@@ -29,6 +30,7 @@ mod tree;
 mod walk;
 mod write;
 
+pub use bytes::{read_bytes, FileBytes};
 pub use edit::{edit, EditOutput, EditRequest};
 pub use glob::{glob, GlobOutput, GlobRequest};
 pub(crate) use grep::MAX_CONTEXT as MAX_GREP_CONTEXT;

@@ -1,10 +1,11 @@
 //! golem-forge keys of a worker file that toolgate reads: `sandbox.approval` is mapped onto the
-//! file toolsets' approvals, `allow_empty_input` is honoured by the run and an
-//! `output_schema_ref` naming a schema file checks the final result; the others are accepted
+//! file toolsets' approvals, `allow_empty_input` is honoured by the run, `attachment_policy`
+//! limits the files a caller attaches (see `attachments`) and an `output_schema_ref` naming a
+//! schema file checks the final result; the others are accepted
 //! with a warning that says what toolgate does instead.
 
 use schemars::JsonSchema;
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 
 use super::ToolsetsConfig;
 use crate::approval::Decision;
@@ -40,16 +41,20 @@ impl ApprovalSwitch {
     }
 }
 
-/// golem-forge's `attachment_policy`.
-#[derive(Debug, Clone, Default, Deserialize, JsonSchema)]
+/// golem-forge's `attachment_policy`: what a caller may attach when it calls this worker.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct AttachmentPolicy {
+    /// Most files one call attaches (default 4, at most 64).
     #[serde(default)]
     pub max_attachments: Option<u64>,
+    /// Most bytes the files of one call hold together (default 10 MiB, at most 64 MiB).
     #[serde(default)]
     pub max_total_bytes: Option<u64>,
+    /// File name endings accepted (`.pdf`), case-insensitive; empty accepts all not denied.
     #[serde(default)]
     pub allowed_suffixes: Vec<String>,
+    /// File name endings refused, case-insensitive; checked before `allowed_suffixes`.
     #[serde(default)]
     pub denied_suffixes: Vec<String>,
 }
@@ -66,7 +71,6 @@ pub struct ServerSideTool {
 /// The golem-forge keys of a worker file, read.
 #[derive(Debug, Clone, Default)]
 pub struct GolemKeys {
-    pub attachment_policy: Option<AttachmentPolicy>,
     pub server_side_tools: Option<Vec<ServerSideTool>>,
     pub locked: Option<bool>,
     pub max_context_tokens: Option<u64>,
@@ -108,9 +112,6 @@ pub fn apply_sandbox_approval(approval: &SandboxApproval, toolsets: &mut Toolset
 /// What the keys toolgate does not act on mean here, one warning each.
 pub fn warnings(keys: &GolemKeys) -> Vec<String> {
     let mut warnings = Vec::new();
-    if keys.attachment_policy.is_some() {
-        warnings.push("attachment_policy is accepted for golem-forge files but has nothing to limit: toolgate's worker tools take a text task, not attachments; files reach a worker through its file toolsets".into());
-    }
     if let Some(tools) = &keys.server_side_tools {
         let names: Vec<&str> = tools.iter().map(|tool| tool.name.as_str()).collect();
         warnings.push(format!(

@@ -22,6 +22,7 @@ use crate::mcp::McpToolsetConfig;
 use crate::path::PathValidator;
 use crate::sandbox_config::{SandboxFields, SandboxModeName};
 
+pub mod attachments;
 mod decide;
 pub mod golem;
 mod plan;
@@ -77,7 +78,7 @@ pub struct WorkerFile {
     /// golem-forge: `false` refuses an empty task (default: an empty task is accepted).
     #[serde(default)]
     pub allow_empty_input: Option<bool>,
-    /// golem-forge: attachment limits; accepted, with a warning (worker tools take no attachments).
+    /// golem-forge: what a caller may attach when it calls this worker.
     #[serde(default)]
     pub attachment_policy: Option<golem::AttachmentPolicy>,
     /// golem-forge: provider-side tools; accepted, with a warning.
@@ -235,6 +236,8 @@ pub struct Worker {
     pub allow_empty_input: bool,
     /// The JSON Schema the final result must match (`output_schema_ref` naming a file).
     pub output_schema: Option<serde_json::Value>,
+    /// What a caller may attach (golem-forge's `attachment_policy`; `None`: the defaults).
+    pub attachment_policy: Option<golem::AttachmentPolicy>,
     pub approval: Option<ApprovalConfig>,
     /// The canonical worker file.
     pub path: PathBuf,
@@ -431,8 +434,10 @@ fn resolve(
         .map(|reference| golem::load_output_schema(&dir, reference))
         .transpose()
         .map_err(invalid)?;
+    if let Some(policy) = &file.attachment_policy {
+        attachments::check_policy(policy).map_err(invalid)?;
+    }
     warnings.extend(golem::warnings(&golem::GolemKeys {
-        attachment_policy: file.attachment_policy,
         server_side_tools: file.server_side_tools,
         locked: file.locked,
         max_context_tokens: file.max_context_tokens,
@@ -498,6 +503,7 @@ fn resolve(
         tool_call_format: file.tool_call_format,
         allow_empty_input: file.allow_empty_input.unwrap_or(true),
         output_schema,
+        attachment_policy: file.attachment_policy,
         approval: file.approval,
         path: path.to_path_buf(),
         work_dir,

@@ -437,9 +437,13 @@ fn golem_forge_keys_load_with_sandbox_approval_mapped_and_warnings() {
             "{tool}"
         );
     }
+    assert_eq!(
+        worker.attachment_policy.as_ref().unwrap().max_attachments,
+        Some(2)
+    );
     let warnings = worker.warnings.join("\n");
+    assert!(!warnings.contains("attachment_policy"), "{warnings}");
     for expected in [
-        "attachment_policy is accepted",
         "server_side_tools (web_search)",
         "locked is accepted",
         "max_context_tokens (8000)",
@@ -455,6 +459,22 @@ fn golem_forge_keys_load_with_sandbox_approval_mapped_and_warnings() {
         "name: bad\nsandbox: { approval: { write: maybe } }\n",
     );
     assert!(config_error(load(&bad)).contains("bad.yaml"));
+    let huge = write(
+        &d.path,
+        "huge.yaml",
+        "name: huge\nattachment_policy: { max_total_bytes: 1000000000000 }\n",
+    );
+    let message = config_error(load(&huge));
+    assert!(
+        message.contains("huge.yaml") && message.contains("max_total_bytes"),
+        "{message}"
+    );
+    let empty = write(
+        &d.path,
+        "empty.yaml",
+        "name: empty\nattachment_policy: { denied_suffixes: [''] }\n",
+    );
+    assert!(config_error(load(&empty)).contains("may not be empty"));
 }
 
 #[test]
