@@ -57,7 +57,7 @@ export async function benchSandbox(): Promise<void> {
   const work = realpathSync(mkdtempSync(join(tmpdir(), 'toolgate-bench-')));
   // The private HOME/TMPDIR of every sandboxed call is made there too; on a disk mounted with
   // `discard` its mkdir/rmdir dominate a call (docs/sandbox.md): compare with TMPDIR on a tmpfs.
-  printLine(`  work directory and private directories under ${tmpdir()}`);
+  printLine(`  work directory under ${tmpdir()}; private call directories in $TMPDIR, else /tmp, or /dev/shm when only that is a tmpfs`);
   try {
     const env = { PATH: process.env.PATH ?? '/usr/bin:/bin' };
     const contenders: { name: string; options: ExecOptions }[] = [
