@@ -4,8 +4,10 @@
 
 # The oldest glibc the gnu addons may need (RHEL/CentOS 7, Amazon Linux 2, Ubuntu 14.04+).
 GLIBC_FLOOR=2.17
-# Size budgets in bytes (stripped). Today: addon 10.2-11.4 MB, launcher 0.40-0.42 MB.
-ADDON_BUDGET=$((13 * 1024 * 1024))
+# Size budgets in bytes (stripped). The builtins toolset's HTTPS client (reqwest, rustls, ring)
+# took the x64 addon from 12.9 MB to 17.4 MB; the budget leaves room for that, not for another
+# such jump unnoticed. Launcher today: 0.51-0.55 MB.
+ADDON_BUDGET=$((20 * 1024 * 1024))
 LAUNCHER_BUDGET=$((1024 * 1024))
 RELEASE_PLATFORMS=(linux-x64-gnu linux-x64-musl linux-arm64-gnu linux-arm64-musl)
 
