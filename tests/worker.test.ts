@@ -1,4 +1,4 @@
-import { mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
@@ -188,5 +188,40 @@ describe('workers toolset', () => {
     expect(result.toolCalls).toMatchObject([{ toolName: 'scribe', decision: 'preApproved', output: { status: 'completed', result: 'wrote it' } }]);
     // the sub-agent's instructions and tools reached the model
     expect(JSON.stringify(model.doGenerateCalls[1]?.prompt)).toContain('You write files.');
+  });
+
+  it("loads golem-forge's example layout: the orchestrator calls a sibling example by name, note_taker gets its notes folder", async () => {
+    const repo = tempDir();
+    workerFile(repo, 'package.json', '{}');
+    const orchestrator = workerFile(
+      repo,
+      'examples/orchestrator/main.worker',
+      '---\nname: orchestrator\ntoolsets:\n  workers:\n    allowed_workers: [greeter, math]\n    approval: { default: preApproved }\n---\nRoute.\n',
+    );
+    workerFile(repo, 'examples/orchestrator/workers/math.worker', '---\nname: math\n---\nCount.\n');
+    workerFile(repo, 'examples/greeter/main.worker', '---\nname: greeter\ndescription: Greets\n---\nYou greet warmly.\n');
+    workerFile(repo, 'experiments/workers/greeter.worker', '---\nname: greeter\n---\nAn older greeter.\n');
+    const worker = await loadWorker(orchestrator);
+    expect(Object.keys(worker.tools)).toEqual(expect.arrayContaining(['greeter', 'math']));
+    const model = scriptedModel([
+      { toolCalls: [{ toolName: 'greeter', input: { input: 'say hi' } }] },
+      { text: 'Hello there!' },
+      { text: 'The greeter said: Hello there!' },
+    ]);
+    const result = await runWorker(worker, 'greet me', { model });
+    expect(result.text).toBe('The greeter said: Hello there!');
+    const greeterPrompt = JSON.stringify(model.doGenerateCalls[1]?.prompt);
+    expect(greeterPrompt).toContain('You greet warmly.');
+    expect(greeterPrompt).not.toContain('An older greeter.');
+
+    const noteTaker = workerFile(
+      repo,
+      'examples/note_taker/main.worker',
+      '---\nname: note_taker\ntoolsets:\n  filesystem: {}\nsandbox:\n  restrict: /notes\n---\nTake notes.\n',
+    );
+    const notes = await loadWorker(noteTaker);
+    expect(notes.warnings.join('\n')).toContain("sandbox.restrict '/notes' did not exist; created");
+    expect(notes.workDir).toBe(join(repo, 'examples/note_taker/notes'));
+    expect(statSync(notes.workDir).isDirectory()).toBe(true);
   });
 });

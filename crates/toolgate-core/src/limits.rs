@@ -60,6 +60,14 @@ pub const MAX_WORKER_DEPTH: usize = 5;
 /// configuration mistake, and each is planned when the top worker loads.
 pub const MAX_WORKERS_IN_GRAPH: usize = 64;
 
+/// How many directory entries the project-wide search for a worker named in `allowed_workers`
+/// may visit (golem-forge's registry scans the project): a name is found in a large project,
+/// and a home directory mistaken for a project is not read to the end.
+pub const MAX_WORKER_SEARCH_ENTRIES: usize = 20_000;
+
+/// How many folders deep, below each folder it starts from, that search goes.
+pub const MAX_WORKER_SEARCH_DEPTH: usize = 8;
+
 /// Model steps of a run when neither the worker file nor the caller says.
 pub const DEFAULT_MAX_STEPS: u32 = 20;
 

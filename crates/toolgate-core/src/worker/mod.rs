@@ -26,6 +26,7 @@ pub mod attachments;
 mod decide;
 pub mod golem;
 mod plan;
+mod registry;
 
 pub use decide::{DecidedTool, McpReports, ModuleTools};
 pub use plan::{plan_worker, Delegate, PlannedWorker, WorkerPlan};
@@ -412,10 +413,26 @@ fn resolve(
             let inside = root
                 .resolve(restrict.trim_start_matches('/'))
                 .map_err(|err| invalid(format!("sandbox.restrict: {err}")))?;
+            let may_create = !(sandbox.readonly || options.readonly);
+            if may_create && !inside.exists() {
+                // golem-forge makes the folder on first write; a worker whose notes folder
+                // does not exist yet loads the same way here.
+                create_restricted_folder(&root, &inside)
+                    .map_err(|err| invalid(format!("sandbox.restrict '{restrict}': {err}")))?;
+                warnings.push(format!(
+                    "sandbox.restrict '{restrict}' did not exist; created '{}'",
+                    inside.display()
+                ));
+            }
             if !inside.is_dir() {
                 return Err(invalid(format!(
-                    "sandbox.restrict '{restrict}' is not a directory inside '{}'",
-                    root.root().display()
+                    "sandbox.restrict '{restrict}' is not a directory inside '{}'{}",
+                    root.root().display(),
+                    if inside.exists() {
+                        ""
+                    } else {
+                        " (a read-only worker cannot create it)"
+                    }
                 )));
             }
             inside
@@ -487,7 +504,7 @@ fn resolve(
             .map(|entry| {
                 let mut bases = vec![dir.clone(), dir.join("workers")];
                 bases.extend(workers.worker_paths.iter().map(|path| anchored(path)));
-                find_worker(&dir, &bases, entry).map_err(invalid)
+                registry::find_worker(&dir, &bases, entry).map_err(invalid)
             })
             .collect::<Result<Vec<_>>>()?,
         None => Vec::new(),
@@ -516,102 +533,19 @@ fn resolve(
     })
 }
 
-/// Finds an allowed worker: a path relative to `dir`, or a bare name looked up in `bases` as a
-/// file name (`<name>.worker`, `<name>.yaml`, `<name>.yml`, `<name>/index.worker`,
-/// `<name>/main.worker`), then as the `name` a worker file in `bases` declares (golem-forge's
-/// name-based registry: `analyzer.worker` with `name: pdf_analyzer` answers `pdf_analyzer`).
-fn find_worker(dir: &Path, bases: &[PathBuf], entry: &str) -> std::result::Result<PathBuf, String> {
-    let is_path = entry.contains('/')
-        || [".worker", ".yaml", ".yml"]
-            .iter()
-            .any(|ext| entry.ends_with(ext));
-    let candidates: Vec<PathBuf> = if is_path {
-        vec![dir.join(entry)]
-    } else {
-        let mut list = Vec::new();
-        for base in bases {
-            for ext in ["worker", "yaml", "yml"] {
-                list.push(base.join(format!("{entry}.{ext}")));
-            }
-            list.push(base.join(entry).join("index.worker"));
-            list.push(base.join(entry).join("main.worker"));
-        }
-        list
-    };
-    for candidate in &candidates {
-        if candidate.is_file() {
-            return std::fs::canonicalize(candidate).map_err(|err| err.to_string());
-        }
+/// Creates `folder` (already resolved inside `root`) and checks again that what now exists is
+/// inside the root: a symlink raced in on the way would be caught here.
+fn create_restricted_folder(
+    root: &PathValidator,
+    folder: &Path,
+) -> std::result::Result<(), String> {
+    std::fs::create_dir_all(folder)
+        .map_err(|err| format!("cannot create '{}': {err}", folder.display()))?;
+    let again = root.resolve(folder).map_err(|err| err.to_string())?;
+    if again != folder {
+        return Err(format!("'{}' moved while it was created", folder.display()));
     }
-    if !is_path {
-        let declared = workers_declaring(bases, entry);
-        match declared.as_slice() {
-            [one] => return std::fs::canonicalize(one).map_err(|err| err.to_string()),
-            [] => {}
-            several => {
-                let files: Vec<String> = several.iter().map(|p| p.display().to_string()).collect();
-                return Err(format!(
-                    "allowed worker '{entry}' is declared by several files: {}; name one by its path",
-                    files.join(", ")
-                ));
-            }
-        }
-    }
-    let tried: Vec<String> = candidates.iter().map(|p| p.display().to_string()).collect();
-    Err(format!(
-        "allowed worker '{entry}' was not found; looked for {}, and for a worker file in {} declaring name '{entry}'",
-        tried.join(", "),
-        bases.iter().map(|b| b.display().to_string()).collect::<Vec<_>>().join(", ")
-    ))
-}
-
-/// Largest worker file read to learn the name it declares.
-const MAX_NAME_SCAN_BYTES: u64 = 1024 * 1024;
-
-/// The worker files directly in `bases` (and their `<dir>/index.worker`, `<dir>/main.worker`)
-/// whose front matter or YAML declares `name: <name>`. Files that do not parse are skipped: they
-/// are not what was asked for, and loading them is not this lookup's business.
-fn workers_declaring(bases: &[PathBuf], name: &str) -> Vec<PathBuf> {
-    #[derive(Deserialize)]
-    struct Declared {
-        name: String,
-    }
-    let mut found = Vec::new();
-    for base in bases {
-        let Ok(entries) = std::fs::read_dir(base) else {
-            continue;
-        };
-        let mut files: Vec<PathBuf> = Vec::new();
-        for entry in entries.flatten() {
-            let path = entry.path();
-            if path.is_dir() {
-                files.push(path.join("index.worker"));
-                files.push(path.join("main.worker"));
-            } else if path
-                .extension()
-                .is_some_and(|ext| ext == "worker" || ext == "yaml" || ext == "yml")
-            {
-                files.push(path);
-            }
-        }
-        files.sort();
-        for file in files {
-            let fits = std::fs::metadata(&file)
-                .is_ok_and(|meta| meta.is_file() && meta.len() <= MAX_NAME_SCAN_BYTES);
-            let Some(text) = fits.then(|| std::fs::read_to_string(&file).ok()).flatten() else {
-                continue;
-            };
-            let Ok((yaml, _, _)) = split_document(&text, &file) else {
-                continue;
-            };
-            if crate::yaml::from_str::<Declared>(yaml).is_ok_and(|declared| declared.name == name)
-                && !found.contains(&file)
-            {
-                found.push(file);
-            }
-        }
-    }
-    found
+    Ok(())
 }
 
 /// Whether `model` (`provider:model`) matches one of `patterns` (`*` matches any text). An empty

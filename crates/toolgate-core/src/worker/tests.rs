@@ -478,6 +478,93 @@ fn golem_forge_keys_load_with_sandbox_approval_mapped_and_warnings() {
 }
 
 #[test]
+fn a_missing_restrict_folder_is_created_as_golem_forge_does_but_never_outside_the_root() {
+    let d = dir();
+    std::fs::create_dir_all(d.path.join("project")).unwrap();
+    // golem-forge's note_taker: `restrict: /notes` before any note was written.
+    let path = write(
+        &d.path,
+        "project/note_taker.worker",
+        "---\nname: note_taker\ntoolsets:\n  filesystem: {}\nsandbox:\n  restrict: /notes\n---\nTake notes.\n",
+    );
+    let worker = load(&path).unwrap();
+    assert_eq!(worker.work_dir, d.path.join("project/notes"));
+    assert!(d.path.join("project/notes").is_dir());
+    assert!(
+        worker
+            .warnings
+            .iter()
+            .any(|w| w.contains("did not exist; created")),
+        "{:?}",
+        worker.warnings
+    );
+    // Loading again finds it and says nothing more.
+    assert!(load(&path).unwrap().warnings.is_empty());
+
+    // Nested folders are made too.
+    let nested = write(
+        &d.path,
+        "project/deep.yaml",
+        "name: deep\nsandbox: { restrict: /a/b/c }\n",
+    );
+    assert_eq!(
+        load(&nested).unwrap().work_dir,
+        d.path.join("project/a/b/c")
+    );
+
+    // A read-only worker cannot create it.
+    let readonly = write(
+        &d.path,
+        "project/ro.yaml",
+        "name: ro\nsandbox: { restrict: /archive, readonly: true }\n",
+    );
+    let message = config_error(load(&readonly));
+    assert!(
+        message.contains("a read-only worker cannot create it"),
+        "{message}"
+    );
+    assert!(!d.path.join("project/archive").exists());
+
+    // Through a symlink, up the tree, or through a dangling symlink: refused, nothing created.
+    let outside = d.path.join("outside");
+    std::fs::create_dir_all(&outside).unwrap();
+    std::os::unix::fs::symlink(&outside, d.path.join("project/out")).unwrap();
+    std::os::unix::fs::symlink(outside.join("gone"), d.path.join("project/dangling")).unwrap();
+    for restrict in [
+        "/out/notes",
+        "../outside/notes",
+        "/dangling",
+        "/dangling/x",
+        "/notes/../../outside/n",
+    ] {
+        let escape = write(
+            &d.path,
+            "project/escape.yaml",
+            &format!("name: escape\nsandbox: {{ restrict: '{restrict}' }}\n"),
+        );
+        let message = config_error(load(&escape));
+        assert!(
+            message.contains("PATH_OUTSIDE_ROOT") || message.contains("outside"),
+            "{restrict}: {message}"
+        );
+        assert_eq!(
+            std::fs::read_dir(&outside).unwrap().count(),
+            0,
+            "{restrict} created something outside"
+        );
+    }
+
+    // A file where the folder should be stays an error.
+    write(&d.path, "project/file", "x");
+    let file = write(
+        &d.path,
+        "project/f.yaml",
+        "name: f\nsandbox: { restrict: /file }\n",
+    );
+    assert!(config_error(load(&file)).contains("is not a directory"));
+}
+
+#[test]
 fn workers_are_found_by_declared_name_and_in_worker_paths() {
     let d = dir();
     write(
