@@ -223,5 +223,13 @@ describe('workers toolset', () => {
     expect(notes.warnings.join('\n')).toContain("sandbox.restrict '/notes' did not exist; created");
     expect(notes.workDir).toBe(join(repo, 'examples/note_taker/notes'));
     expect(statSync(notes.workDir).isDirectory()).toBe(true);
+
+    // file_manager's program config: `sandbox.root: "workspace"`, and a default model.
+    workerFile(repo, 'examples/file_manager/golem-forge.config.yaml', '# Program config\nmodel: openai:gpt-4o-mini\nsandbox:\n  root: "workspace"\n');
+    workerFile(repo, 'examples/file_manager/workspace/.gitkeep', '');
+    const fileManager = await loadWorker(workerFile(repo, 'examples/file_manager/main.worker', '---\nname: file_manager\ntoolsets:\n  filesystem: {}\n---\nManage files.\n'));
+    expect(fileManager.workDir).toBe(join(repo, 'examples/file_manager/workspace'));
+    expect(fileManager.model).toBe('openai:gpt-4o-mini');
+    expect(fileManager.warnings).toEqual([]);
   });
 });

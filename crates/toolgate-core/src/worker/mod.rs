@@ -26,6 +26,7 @@ pub mod attachments;
 mod decide;
 pub mod golem;
 mod plan;
+mod program;
 mod registry;
 
 pub use decide::{DecidedTool, McpReports, ModuleTools};
@@ -256,6 +257,11 @@ pub struct Worker {
     pub warnings: Vec<String>,
     /// `audit.file`, absolute.
     pub audit_file: Option<PathBuf>,
+    /// How deep workers may nest below this one, when its golem-forge program says (never
+    /// above [`crate::limits::MAX_WORKER_DEPTH`]).
+    pub max_depth: Option<usize>,
+    /// The golem-forge program configuration that set defaults for this worker.
+    pub program_config: Option<PathBuf>,
 }
 
 /// Options that override what the file says.
@@ -396,6 +402,13 @@ fn resolve(
     }
 
     let sandbox = file.sandbox.unwrap_or_default();
+    let program = program::Program::find(&dir).map_err(invalid)?;
+    if let Some(program) = &program {
+        warnings.extend(program.warnings());
+    }
+    let readonly = sandbox.readonly
+        || options.readonly
+        || program.as_ref().is_some_and(program::Program::readonly);
     if sandbox.zones.is_some() {
         warnings.push("sandbox.zones is accepted for golem-forge files but not acted on: the file toolsets see the whole work directory".into());
     }
@@ -405,7 +418,10 @@ fn resolve(
     let root = match (&options.work_dir, &sandbox.root) {
         (Some(dir_override), _) => dir_override.clone(),
         (None, Some(root)) => dir.join(root),
-        (None, None) => dir.clone(),
+        (None, None) => program
+            .as_ref()
+            .and_then(program::Program::sandbox_root)
+            .unwrap_or_else(|| dir.clone()),
     };
     let root = PathValidator::new(&root).map_err(|err| invalid(format!("sandbox root: {err}")))?;
     let work_dir = match &sandbox.restrict {
@@ -413,8 +429,7 @@ fn resolve(
             let inside = root
                 .resolve(restrict.trim_start_matches('/'))
                 .map_err(|err| invalid(format!("sandbox.restrict: {err}")))?;
-            let may_create = !(sandbox.readonly || options.readonly);
-            if may_create && !inside.exists() {
+            if !readonly && !inside.exists() {
                 // golem-forge makes the folder on first write; a worker whose notes folder
                 // does not exist yet loads the same way here.
                 create_restricted_folder(&root, &inside)
@@ -497,6 +512,11 @@ fn resolve(
         write: sandbox.write.clone(),
     }
     .anchored(&dir);
+    // golem-forge's registry paths: the program's `workerPaths`, else its defaults.
+    let search_paths = program
+        .as_ref()
+        .map(program::Program::worker_paths)
+        .unwrap_or_default();
     let allowed_worker_paths = match &toolsets.workers {
         Some(workers) => workers
             .allowed_workers
@@ -504,7 +524,7 @@ fn resolve(
             .map(|entry| {
                 let mut bases = vec![dir.clone(), dir.join("workers")];
                 bases.extend(workers.worker_paths.iter().map(|path| anchored(path)));
-                registry::find_worker(&dir, &bases, entry).map_err(invalid)
+                registry::find_worker(&dir, &bases, &search_paths, entry).map_err(invalid)
             })
             .collect::<Result<Vec<_>>>()?,
         None => Vec::new(),
@@ -513,7 +533,9 @@ fn resolve(
     Ok(Worker {
         name: file.name,
         description: file.description,
-        model: file.model,
+        model: file
+            .model
+            .or_else(|| program.as_ref().and_then(|p| p.model().map(String::from))),
         instructions,
         compatible_models: file.compatible_models,
         max_steps: file.max_steps,
@@ -524,12 +546,14 @@ fn resolve(
         approval: file.approval,
         path: path.to_path_buf(),
         work_dir,
-        readonly: sandbox.readonly || options.readonly,
+        readonly,
         sandbox: sandbox_fields,
         toolsets,
         allowed_worker_paths,
         warnings,
         audit_file: file.audit.map(|audit| anchored(&audit.file)),
+        max_depth: program.as_ref().and_then(program::Program::max_depth),
+        program_config: program.map(|program| program.path),
     })
 }
 

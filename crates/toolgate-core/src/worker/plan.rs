@@ -142,6 +142,10 @@ impl WorkerPlan {
             self.files.freeze(&custom.module, "tools module");
             files.push(custom.module.clone());
         }
+        if let Some(config) = &worker.program_config {
+            self.files.freeze(config, "golem-forge program config");
+            files.push(config.clone());
+        }
         let names = parent
             .map(|index| self.workers[index].chain.clone())
             .unwrap_or_default();
@@ -155,7 +159,8 @@ impl WorkerPlan {
         chain.push(planned.worker.path.clone());
         self.workers.push(planned);
         for child in children {
-            check_chain(chain, &child)?;
+            let depth_limit = self.workers[0].worker.max_depth.unwrap_or(MAX_WORKER_DEPTH);
+            check_chain(chain, &child, depth_limit)?;
             let child_index = self.add(&child, &sandbox, Some(index), chain)?;
             let called = &self.workers[child_index].worker;
             let delegate = Delegate {
@@ -204,7 +209,9 @@ impl WorkerPlan {
     }
 }
 
-fn check_chain(chain: &[PathBuf], child: &Path) -> Result<()> {
+/// Refuses a cycle, and a graph deeper than `depth_limit` (toolgate's [`MAX_WORKER_DEPTH`], or
+/// less when the top worker's golem-forge program says `delegation.maxDepth`).
+fn check_chain(chain: &[PathBuf], child: &Path, depth_limit: usize) -> Result<()> {
     let describe = || {
         chain
             .iter()
@@ -219,9 +226,14 @@ fn check_chain(chain: &[PathBuf], child: &Path) -> Result<()> {
             describe()
         )));
     }
-    if chain.len() > MAX_WORKER_DEPTH {
+    if chain.len() > depth_limit {
+        let source = if depth_limit < MAX_WORKER_DEPTH {
+            " (delegation.maxDepth of the golem-forge program)"
+        } else {
+            ""
+        };
         return Err(Error::ConfigInvalid(format!(
-            "workers are nested more than {MAX_WORKER_DEPTH} deep: {}",
+            "workers are nested more than {depth_limit} deep{source}: {}",
             describe()
         )));
     }

@@ -23,22 +23,16 @@ const PROJECT_MARKERS: [&str; 7] = [
     ".git",
 ];
 
-/// Project configuration files that may list `workerPaths` (golem-forge's search paths).
-const PROJECT_CONFIGS: [&str; 4] = [
-    "golem-forge.config.yaml",
-    "golem-forge.config.yml",
-    ".golem-forge.json",
-    "golem-forge.config.json",
-];
-
 /// Finds an allowed worker: a path relative to `dir`, or a bare name looked up in `bases` as a
 /// file name (`<name>.worker`, `<name>.yaml`, `<name>.yml`, `<name>/index.worker`,
 /// `<name>/main.worker`), then as the `name` a worker file in `bases` declares (golem-forge's
 /// name-based registry: `analyzer.worker` with `name: pdf_analyzer` answers `pdf_analyzer`),
-/// then in the project ([`search_project`]).
+/// then in the project and in `search_paths`, the golem-forge program's `workerPaths`
+/// ([`search_project`]).
 pub(super) fn find_worker(
     dir: &Path,
     bases: &[PathBuf],
+    search_paths: &[PathBuf],
     entry: &str,
 ) -> std::result::Result<PathBuf, String> {
     let is_path = entry.contains('/')
@@ -81,7 +75,7 @@ pub(super) fn find_worker(
             ))
         }
     }
-    let search = search_project(dir, entry)?;
+    let search = search_project(dir, search_paths, entry);
     match search.found.as_slice() {
         [one] => return canonical(one),
         [] => {}
@@ -185,10 +179,10 @@ struct ProjectSearch {
 /// is `entry`. The project root is the nearest folder holding a golem-forge config,
 /// `package.json` or `.git`; without one, only the worker's own folder is searched. The search
 /// goes from the worker's folder up to the root, each folder recursively (hidden folders and
-/// `node_modules` skipped, symlinked folders not followed), then the root's `.workers` and the
-/// `workerPaths` of its golem-forge config; the first folder with a match decides, and two
-/// matches there are an error rather than a guess.
-fn search_project(dir: &Path, entry: &str) -> std::result::Result<ProjectSearch, String> {
+/// `node_modules` skipped, symlinked folders not followed), then `search_paths` (golem-forge's
+/// `workerPaths`; without a program config, the root's `workers` and `.workers`); the first
+/// folder with a match decides, and two matches there are an error rather than a guess.
+fn search_project(dir: &Path, search_paths: &[PathBuf], entry: &str) -> ProjectSearch {
     let root = dir
         .ancestors()
         .find(|folder| PROJECT_MARKERS.iter().any(|m| folder.join(m).exists()));
@@ -200,9 +194,11 @@ fn search_project(dir: &Path, entry: &str) -> std::result::Result<ProjectSearch,
             .collect(),
         None => vec![dir.to_path_buf()],
     };
-    if let Some(root) = root {
+    if !search_paths.is_empty() {
+        levels.extend(search_paths.iter().cloned());
+    } else if let Some(root) = root {
+        levels.push(root.join("workers"));
         levels.push(root.join(".workers"));
-        levels.extend(configured_worker_paths(root)?);
     }
     let mut search = ProjectSearch {
         found: Vec::new(),
@@ -229,45 +225,15 @@ fn search_project(dir: &Path, entry: &str) -> std::result::Result<ProjectSearch,
         found.dedup();
         if !found.is_empty() {
             search.found = found;
-            return Ok(search);
+            return search;
         }
         if budget == 0 {
             search.cut_short = true;
-            return Ok(search);
+            return search;
         }
         previous = Some(level);
     }
-    Ok(search)
-}
-
-/// `workerPaths` from the root's golem-forge config, relative to the root. A config that does
-/// not parse is an error: the user wrote it to be read.
-fn configured_worker_paths(root: &Path) -> std::result::Result<Vec<PathBuf>, String> {
-    #[derive(Deserialize)]
-    struct ProjectConfig {
-        #[serde(rename = "workerPaths", default)]
-        worker_paths: Vec<String>,
-    }
-    let Some(config) = PROJECT_CONFIGS
-        .iter()
-        .map(|name| root.join(name))
-        .find(|path| path.is_file())
-    else {
-        return Ok(Vec::new());
-    };
-    let text =
-        std::fs::read_to_string(&config).map_err(|err| format!("{}: {err}", config.display()))?;
-    let parsed: ProjectConfig = crate::yaml::from_str(&text).map_err(|err| {
-        format!(
-            "{}: {err}; workerPaths must be a list of folders relative to the project root",
-            config.display()
-        )
-    })?;
-    Ok(parsed
-        .worker_paths
-        .iter()
-        .map(|path| root.join(path).components().collect())
-        .collect())
+    search
 }
 
 /// Collects, below `folder`, the `.worker` files that answer `entry`; skips `skip` (a folder

@@ -185,36 +185,56 @@ fn without_a_project_marker_only_the_worker_folder_is_searched() {
 }
 
 #[test]
-fn golem_forge_config_worker_paths_and_the_dot_workers_folder_are_searched() {
-    for marker in ["golem-forge.config.yaml", ".golem-forge.json"] {
+fn the_programs_worker_paths_or_its_default_folders_are_searched() {
+    // golem-forge.config.yaml's workerPaths, relative to the program folder, even outside it.
+    for (config, shared) in [
+        ("workerPaths: [../shared, .agents]\n", "shared/people"),
+        ("workerPaths: ['../shared/']\nmodel: x:y\n", "shared"),
+    ] {
         let temp = tempfile::tempdir().unwrap();
         let base = std::fs::canonicalize(temp.path()).unwrap();
-        let root = base.join("project");
-        write(
-            &root,
-            marker,
-            r#"{"model": "x", "workerPaths": ["../shared"]}"#,
-        );
-        let main = write(&root, "main.worker", &caller(&["greeter", "math"]));
+        let root = base.join("program");
+        write(&root, "golem-forge.config.yml", config);
+        let main = write(&root, "main.worker", &caller(&["greeter"]));
         let greeter = write(
             &base,
-            "shared/people/greeter.worker",
+            &format!("{shared}/greeter.worker"),
             &worker_file("greeter"),
         );
-        let math = write(&root, ".workers/math.worker", &worker_file("math"));
-        let worker = load(&main).unwrap();
-        assert_eq!(worker.allowed_worker_paths, [greeter, math], "{marker}");
+        assert_eq!(
+            load(&main).unwrap().allowed_worker_paths,
+            [greeter],
+            "{config}"
+        );
     }
+    // Without workerPaths: the program's `workers` and hidden `.workers` folders.
+    let p = project();
+    write(&p.root, "golem-forge.config.yaml", "sandbox: { root: . }\n");
+    let main = write(&p.root, "app/main.worker", &caller(&["math"]));
+    let math = write(&p.root, ".workers/math.worker", &worker_file("math"));
+    assert_eq!(load(&main).unwrap().allowed_worker_paths, [math]);
 }
 
 #[test]
-fn a_malformed_golem_forge_config_is_an_error_naming_it() {
+fn a_program_folder_is_its_own_project_so_a_sibling_program_is_not_searched() {
     let p = project();
-    let config = write(&p.root, "golem-forge.config.yaml", "workerPaths: 3\n");
-    let main = write(&p.root, "app/main.worker", &caller(&["greeter"]));
+    write(
+        &p.root,
+        "examples/pdf_analyzer/golem-forge.config.yaml",
+        "sandbox:\n  root: \".\"\n",
+    );
+    let main = write(
+        &p.root,
+        "examples/pdf_analyzer/main.worker",
+        &caller(&["greeter"]),
+    );
+    write(
+        &p.root,
+        "examples/greeter/main.worker",
+        &worker_file("greeter"),
+    );
     let message = error(&main);
-    assert!(message.contains(&config.display().to_string()), "{message}");
-    assert!(message.contains("workerPaths must be a list"), "{message}");
+    assert!(message.contains("'greeter' was not found"), "{message}");
 }
 
 #[test]
