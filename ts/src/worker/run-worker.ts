@@ -46,9 +46,8 @@ export function runFresh(
  * approvals and returns `{ status: 'approval-required', pending, state }`; `resumeWorker`
  * continues it, in this process or another.
  */
-export async function runWorker(worker: RunnableWorker, input: string, options: RunWorkerOptions = {}): Promise<WorkerRunResult> {
-  const setup = await prepareFreshRun(worker, input, options, false);
-  return runFresh(setup, input, options.messages);
+export function runWorker(worker: RunnableWorker, input: string, options: RunWorkerOptions = {}): Promise<WorkerRunResult> {
+  return runWorkerWithFiles(worker, input, [], options);
 }
 
 /** `runWorker` with files beside the task (a delegated call's attachments, already checked). */

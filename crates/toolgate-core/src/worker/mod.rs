@@ -475,8 +475,7 @@ fn resolve(
         max_context_tokens: file.max_context_tokens,
         output_schema_ref: file.output_schema_ref,
     }));
-    // Joined paths drop their `.` components, so that messages name files as people write them.
-    let anchored = |path: &Path| -> PathBuf { dir.join(path).components().collect() };
+    let anchored = |path: &Path| -> PathBuf { anchored(&dir, path) };
     if let Some(custom) = &mut toolsets.custom {
         custom.module = anchored(&custom.module);
     }
@@ -557,6 +556,12 @@ fn resolve(
     })
 }
 
+/// `path` relative to `dir`. Joined paths drop their `.` components, so that messages name
+/// files as people write them.
+fn anchored(dir: &Path, path: impl AsRef<Path>) -> PathBuf {
+    dir.join(path).components().collect()
+}
+
 /// Creates `folder` (already resolved inside `root`) and checks again that what now exists is
 /// inside the root: a symlink raced in on the way would be caught here.
 fn create_restricted_folder(
@@ -607,5 +612,7 @@ pub fn worker_json_schema() -> String {
     text
 }
 
+#[cfg(test)]
+mod test_support;
 #[cfg(test)]
 mod tests;

@@ -7,6 +7,7 @@ use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
 
+use super::anchored;
 use crate::limits::MAX_WORKER_DEPTH;
 
 /// The file names golem-forge looks for, in its order.
@@ -174,11 +175,6 @@ impl Program {
         }
         warnings
     }
-}
-
-/// `path` relative to `folder`, with `.` components dropped so that messages read naturally.
-fn anchored(folder: &Path, path: &str) -> PathBuf {
-    folder.join(path).components().collect()
 }
 
 #[cfg(test)]

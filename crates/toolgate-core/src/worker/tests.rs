@@ -1,41 +1,8 @@
 use std::collections::BTreeMap;
 
+use super::test_support::{config_error, dir, load, write};
 use super::*;
 use crate::approval::Decision;
-
-struct Dir {
-    _temp: tempfile::TempDir,
-    path: PathBuf,
-}
-
-fn dir() -> Dir {
-    let temp = tempfile::tempdir().unwrap();
-    let path = std::fs::canonicalize(temp.path()).unwrap();
-    Dir { _temp: temp, path }
-}
-
-fn write(dir: &Path, name: &str, text: &str) -> PathBuf {
-    let path = dir.join(name);
-    if let Some(parent) = path.parent() {
-        std::fs::create_dir_all(parent).unwrap();
-    }
-    std::fs::write(&path, text).unwrap();
-    path
-}
-
-fn load(path: &Path) -> Result<Worker> {
-    load_worker(path, &LoadOptions::default())
-}
-
-fn config_error(result: Result<Worker>) -> String {
-    match result {
-        Err(err) => {
-            assert_eq!(err.code(), "CONFIG_INVALID", "{err}");
-            err.to_string()
-        }
-        Ok(worker) => panic!("expected CONFIG_INVALID, got worker {}", worker.name),
-    }
-}
 
 #[test]
 fn a_yaml_worker_resolves_paths_against_its_directory() {

@@ -1,22 +1,11 @@
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use super::*;
 use crate::approval::{Candidate, Decision, OwnApproval, Toolset};
 use crate::sandbox_config::{SandboxModeName, SandboxScope};
+use crate::worker::test_support::{dir, write};
 use crate::worker::{DecidedTool, ModuleTools};
-
-fn dir() -> (tempfile::TempDir, PathBuf) {
-    let temp = tempfile::tempdir().unwrap();
-    let path = std::fs::canonicalize(temp.path()).unwrap();
-    (temp, path)
-}
-
-fn write(dir: &Path, name: &str, text: &str) -> PathBuf {
-    let path = dir.join(name);
-    std::fs::write(&path, text).unwrap();
-    path
-}
 
 fn plan(path: &Path) -> WorkerPlan {
     plan_worker(path, &LoadOptions::default()).unwrap()
@@ -37,7 +26,8 @@ fn decide(plan: &WorkerPlan) -> Vec<Vec<DecidedTool>> {
 
 #[test]
 fn the_graph_is_planned_top_down_with_the_callers_sandbox() {
-    let (_temp, d) = dir();
+    let temp = dir();
+    let d = temp.path.clone();
     std::fs::create_dir(d.join("src")).unwrap();
     let top = write(
         &d,
@@ -76,7 +66,8 @@ fn the_graph_is_planned_top_down_with_the_callers_sandbox() {
 /// the way down.
 #[test]
 fn the_callers_decisions_are_a_floor_for_every_worker_below() {
-    let (_temp, d) = dir();
+    let temp = dir();
+    let d = temp.path.clone();
     let top = write(
         &d,
         "main.yaml",
@@ -107,7 +98,8 @@ fn the_callers_decisions_are_a_floor_for_every_worker_below() {
 /// Issue 10 item 10: `blocked` wins at every level.
 #[test]
 fn a_worker_level_default_cannot_unblock_a_blocked_tool() {
-    let (_temp, d) = dir();
+    let temp = dir();
+    let d = temp.path.clone();
     let top = write(
         &d,
         "main.yaml",
@@ -128,7 +120,8 @@ fn a_worker_level_default_cannot_unblock_a_blocked_tool() {
 
 #[test]
 fn module_tools_are_decided_from_what_the_sdk_found() {
-    let (_temp, d) = dir();
+    let temp = dir();
+    let d = temp.path.clone();
     write(&d, "tools.ts", "export {}\n");
     let top = write(
         &d,
@@ -172,7 +165,8 @@ fn module_tools_are_decided_from_what_the_sdk_found() {
 
 #[test]
 fn approval_names_reserved_names_and_clashes_are_configuration_errors() {
-    let (_temp, d) = dir();
+    let temp = dir();
+    let d = temp.path.clone();
     let cases = [
         (
             "name: a\napproval: { tools: { wirte_file: blocked } }\ntoolsets:\n  filesystem: {}\n",
@@ -216,7 +210,8 @@ fn approval_names_reserved_names_and_clashes_are_configuration_errors() {
 /// Issue 10 item 8: the graph is frozen when the top worker loads.
 #[test]
 fn a_file_of_the_graph_that_changed_after_planning_is_refused() {
-    let (_temp, d) = dir();
+    let temp = dir();
+    let d = temp.path.clone();
     write(&d, "helper_tools.ts", "export {}\n");
     let top = write(
         &d,
@@ -263,7 +258,8 @@ fn a_file_of_the_graph_that_changed_after_planning_is_refused() {
 
 #[test]
 fn too_many_workers_in_one_graph_are_refused() {
-    let (_temp, d) = dir();
+    let temp = dir();
+    let d = temp.path.clone();
     // Four levels of eight: far more call paths than the limit.
     for level in 0..4 {
         let next: Vec<String> = (0..8)
@@ -297,7 +293,8 @@ fn plan_error(path: &Path) -> String {
 
 #[test]
 fn the_worker_sandbox_keys_reach_every_process_toolset() {
-    let (_temp, d) = dir();
+    let temp = dir();
+    let d = temp.path.clone();
     for sub in ["data", "cache", "work"] {
         std::fs::create_dir(d.join(sub)).unwrap();
     }
@@ -338,7 +335,8 @@ fn the_worker_sandbox_keys_reach_every_process_toolset() {
 
 #[test]
 fn a_toolset_may_narrow_the_worker_sandbox() {
-    let (_temp, d) = dir();
+    let temp = dir();
+    let d = temp.path.clone();
     std::fs::create_dir_all(d.join("data/deep")).unwrap();
     std::fs::create_dir(d.join("work")).unwrap();
     let top = write(
@@ -365,7 +363,8 @@ fn a_toolset_may_narrow_the_worker_sandbox() {
 
 #[test]
 fn a_toolset_cannot_widen_the_worker_sandbox() {
-    let (_temp, d) = dir();
+    let temp = dir();
+    let d = temp.path.clone();
     std::fs::create_dir(d.join("data")).unwrap();
     std::fs::create_dir(d.join("work")).unwrap();
     let cases = [
@@ -416,7 +415,8 @@ fn a_toolset_cannot_widen_the_worker_sandbox() {
 
 #[test]
 fn a_called_worker_may_narrow_its_callers_sandbox_but_not_widen_it() {
-    let (_temp, d) = dir();
+    let temp = dir();
+    let d = temp.path.clone();
     std::fs::create_dir_all(d.join("data/deep")).unwrap();
     std::fs::create_dir(d.join("work")).unwrap();
     let top = write(
@@ -472,7 +472,8 @@ fn a_called_worker_may_narrow_its_callers_sandbox_but_not_widen_it() {
 
 #[test]
 fn readonly_with_the_sandbox_off_still_warns() {
-    let (_temp, d) = dir();
+    let temp = dir();
+    let d = temp.path.clone();
     let top = write(
         &d,
         "main.yaml",
@@ -493,7 +494,8 @@ fn readonly_with_the_sandbox_off_still_warns() {
 
 #[test]
 fn the_builtins_toolset_is_planned_and_decided() {
-    let (_temp, d) = dir();
+    let temp = dir();
+    let d = temp.path.clone();
     let top = write(
         &d,
         "main.yaml",

@@ -2,39 +2,14 @@
 
 use std::path::{Path, PathBuf};
 
-use crate::worker::{load_worker, plan_worker, LoadOptions, Worker};
+use crate::worker::test_support::{config_error, dir, load, write, Dir};
+use crate::worker::{plan_worker, LoadOptions};
 
-struct Program {
-    _temp: tempfile::TempDir,
-    root: PathBuf,
-}
-
-fn program(config: &str) -> Program {
-    let temp = tempfile::tempdir().unwrap();
-    let root = std::fs::canonicalize(temp.path()).unwrap();
-    std::fs::write(root.join("golem-forge.config.yaml"), config).unwrap();
-    Program { _temp: temp, root }
-}
-
-fn write(root: &Path, name: &str, text: &str) -> PathBuf {
-    let path = root.join(name);
-    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
-    std::fs::write(&path, text).unwrap();
-    path
-}
-
-fn load(path: &Path) -> crate::error::Result<Worker> {
-    load_worker(path, &LoadOptions::default())
-}
-
-fn error(path: &Path) -> String {
-    match load(path) {
-        Err(err) => {
-            assert_eq!(err.code(), "CONFIG_INVALID", "{err}");
-            err.to_string()
-        }
-        Ok(worker) => panic!("expected CONFIG_INVALID, got worker {}", worker.name),
-    }
+/// A golem-forge program folder with `config` as its `golem-forge.config.yaml`.
+fn program(config: &str) -> Dir {
+    let program = dir();
+    write(&program.path, "golem-forge.config.yaml", config);
+    program
 }
 
 #[test]
@@ -43,48 +18,48 @@ fn the_program_sets_the_sandbox_root_readonly_and_model_of_its_workers() {
     let p = program(
         "# Program config\nmodel: anthropic:claude-haiku-4-5\nsandbox:\n  root: \"workspace\"\n",
     );
-    std::fs::create_dir(p.root.join("workspace")).unwrap();
+    std::fs::create_dir(p.path.join("workspace")).unwrap();
     let main = write(
-        &p.root,
+        &p.path,
         "main.worker",
         "---\nname: file_manager\ntoolsets:\n  filesystem: {}\n---\nManage.\n",
     );
     let worker = load(&main).unwrap();
-    assert_eq!(worker.work_dir, p.root.join("workspace"));
+    assert_eq!(worker.work_dir, p.path.join("workspace"));
     assert_eq!(worker.model.as_deref(), Some("anthropic:claude-haiku-4-5"));
     assert!(!worker.readonly);
     assert_eq!(
         worker.program_config,
-        Some(p.root.join("golem-forge.config.yaml"))
+        Some(p.path.join("golem-forge.config.yaml"))
     );
     assert!(worker.warnings.is_empty(), "{:?}", worker.warnings);
 
     // A worker deeper in the program uses the nearest config; its own keys win.
     let nested = write(
-        &p.root,
+        &p.path,
         "workers/reader.worker",
         "---\nname: reader\nmodel: openai:gpt-4o\nsandbox: { root: ../docs }\n---\nRead.\n",
     );
-    std::fs::create_dir(p.root.join("docs")).unwrap();
+    std::fs::create_dir(p.path.join("docs")).unwrap();
     let worker = load(&nested).unwrap();
-    assert_eq!(worker.work_dir, p.root.join("docs"));
+    assert_eq!(worker.work_dir, p.path.join("docs"));
     assert_eq!(worker.model.as_deref(), Some("openai:gpt-4o"));
 
     // `readonly: true` makes every worker of the program read-only.
     let p = program("sandbox: { readonly: true }\n");
     let main = write(
-        &p.root,
+        &p.path,
         "main.worker",
         "---\nname: m\ntoolsets:\n  filesystem: {}\n---\nLook.\n",
     );
     let worker = load(&main).unwrap();
     assert!(worker.readonly);
-    assert_eq!(worker.work_dir, p.root);
+    assert_eq!(worker.work_dir, p.path);
 
     // A root that does not exist is named, as a worker's own `sandbox.root` is.
     let p = program("sandbox: { root: nowhere }\n");
-    let main = write(&p.root, "main.worker", "---\nname: m\n---\nx\n");
-    assert!(error(&main).contains("nowhere"));
+    let main = write(&p.path, "main.worker", "---\nname: m\n---\nx\n");
+    assert!(config_error(load(&main)).contains("nowhere"));
 }
 
 #[test]
@@ -108,24 +83,24 @@ fn a_wrong_program_config_is_an_error_naming_the_file_and_the_place() {
         ("sandbox: [\n", "golem-forge.config.yaml"),
     ] {
         let p = program(config);
-        let main = write(&p.root, "app/main.worker", "---\nname: m\n---\nx\n");
-        let message = error(&main);
+        let main = write(&p.path, "app/main.worker", "---\nname: m\n---\nx\n");
+        let message = config_error(load(&main));
         assert!(
-            message.contains(&p.root.join("golem-forge.config.yaml").display().to_string()),
+            message.contains(&p.path.join("golem-forge.config.yaml").display().to_string()),
             "{config}: {message}"
         );
         assert!(message.contains(expected), "{config}: {message}");
     }
     // An empty config is a program with every default.
     let p = program("");
-    let main = write(&p.root, "main.worker", "---\nname: m\n---\nx\n");
-    assert_eq!(load(&main).unwrap().work_dir, p.root);
+    let main = write(&p.path, "main.worker", "---\nname: m\n---\nx\n");
+    assert_eq!(load(&main).unwrap().work_dir, p.path);
 }
 
 #[test]
 fn approval_modes_are_not_granted_by_the_file_and_say_which_flag_does_it() {
     let p = program("approval:\n  mode: approve_all\n");
-    let main = write(&p.root, "main.worker", "---\nname: m\n---\nx\n");
+    let main = write(&p.path, "main.worker", "---\nname: m\n---\nx\n");
     let warnings = load(&main).unwrap().warnings.join("\n");
     assert!(
         warnings.contains("approve_all' is not acted on"),
@@ -134,11 +109,11 @@ fn approval_modes_are_not_granted_by_the_file_and_say_which_flag_does_it() {
     assert!(warnings.contains("--yes"), "{warnings}");
 
     let p = program("approval: { mode: auto_deny }\n");
-    let main = write(&p.root, "main.worker", "---\nname: m\n---\nx\n");
+    let main = write(&p.path, "main.worker", "---\nname: m\n---\nx\n");
     assert!(load(&main).unwrap().warnings.join("\n").contains("--deny"));
 
     let p = program("approval: { mode: interactive }\n");
-    let main = write(&p.root, "main.worker", "---\nname: m\n---\nx\n");
+    let main = write(&p.path, "main.worker", "---\nname: m\n---\nx\n");
     assert!(load(&main).unwrap().warnings.is_empty());
 }
 
@@ -165,9 +140,9 @@ fn chain(root: &Path, length: usize) -> PathBuf {
 fn delegation_max_depth_lowers_the_nesting_limit_and_never_raises_it() {
     // w0 -> w1 -> w2: nested 2 deep.
     let p = program("delegation: { maxDepth: 2 }\n");
-    assert!(plan_worker(&chain(&p.root, 3), &LoadOptions::default()).is_ok());
+    assert!(plan_worker(&chain(&p.path, 3), &LoadOptions::default()).is_ok());
     let p = program("delegation: { maxDepth: 1 }\n");
-    let err = plan_worker(&chain(&p.root, 3), &LoadOptions::default()).unwrap_err();
+    let err = plan_worker(&chain(&p.path, 3), &LoadOptions::default()).unwrap_err();
     assert_eq!(err.code(), "CONFIG_INVALID");
     assert!(
         err.to_string()
@@ -177,7 +152,7 @@ fn delegation_max_depth_lowers_the_nesting_limit_and_never_raises_it() {
 
     // Above toolgate's limit: the limit stays, and the warning says so.
     let p = program("delegation: { maxDepth: 50 }\n");
-    let top = chain(&p.root, 7);
+    let top = chain(&p.path, 7);
     let warnings = load(&top).unwrap().warnings.join("\n");
     assert!(
         warnings.contains("maxDepth 50 is above toolgate's limit"),
@@ -190,11 +165,11 @@ fn delegation_max_depth_lowers_the_nesting_limit_and_never_raises_it() {
 #[test]
 fn a_changed_program_config_stops_the_planned_workers() {
     let p = program("model: a:b\n");
-    let main = write(&p.root, "main.worker", "---\nname: m\n---\nx\n");
+    let main = write(&p.path, "main.worker", "---\nname: m\n---\nx\n");
     let plan = plan_worker(&main, &LoadOptions::default()).unwrap();
     assert!(plan.verify(0).is_ok());
     std::fs::write(
-        p.root.join("golem-forge.config.yaml"),
+        p.path.join("golem-forge.config.yaml"),
         "model: c:d\nsandbox: { readonly: false }\n",
     )
     .unwrap();

@@ -1,31 +1,27 @@
 //! Name lookup of allowed workers across a project, on real folders (golem-forge's layouts).
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
-use crate::worker::{load_worker, LoadOptions, Worker};
-
-struct Project {
-    _temp: tempfile::TempDir,
-    root: PathBuf,
-}
+use crate::worker::test_support::{config_error, dir, load, write, Dir};
 
 /// A project folder (marked by `package.json`, as golem-forge's repository is).
-fn project() -> Project {
-    let temp = tempfile::tempdir().unwrap();
-    let root = std::fs::canonicalize(temp.path()).unwrap();
-    std::fs::write(root.join("package.json"), "{}").unwrap();
-    Project { _temp: temp, root }
-}
-
-fn write(root: &Path, name: &str, text: &str) -> PathBuf {
-    let path = root.join(name);
-    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
-    std::fs::write(&path, text).unwrap();
-    path
+fn project() -> Dir {
+    let project = dir();
+    write(&project.path, "package.json", "{}");
+    project
 }
 
 fn worker_file(name: &str) -> String {
     format!("---\nname: {name}\n---\nDo the {name} thing.\n")
+}
+
+/// `examples/orchestrator/main.worker`, allowed to call `allowed`.
+fn orchestrator(project: &Dir, allowed: &[&str]) -> PathBuf {
+    write(
+        &project.path,
+        "examples/orchestrator/main.worker",
+        &caller(allowed),
+    )
 }
 
 fn caller(allowed: &[&str]) -> String {
@@ -35,44 +31,23 @@ fn caller(allowed: &[&str]) -> String {
     )
 }
 
-fn load(path: &Path) -> crate::error::Result<Worker> {
-    load_worker(path, &LoadOptions::default())
-}
-
-fn error(path: &Path) -> String {
-    match load(path) {
-        Err(err) => {
-            assert_eq!(err.code(), "CONFIG_INVALID", "{err}");
-            err.to_string()
-        }
-        Ok(worker) => panic!(
-            "expected CONFIG_INVALID, got {:?}",
-            worker.allowed_worker_paths
-        ),
-    }
-}
-
 #[test]
 fn golem_forge_examples_find_a_sibling_example_by_name_nearest_folder_first() {
     let p = project();
-    let main = write(
-        &p.root,
-        "examples/orchestrator/main.worker",
-        &caller(&["greeter", "math"]),
-    );
+    let main = orchestrator(&p, &["greeter", "math"]);
     let math = write(
-        &p.root,
+        &p.path,
         "examples/orchestrator/workers/math.worker",
         &worker_file("math"),
     );
     let greeter = write(
-        &p.root,
+        &p.path,
         "examples/greeter/main.worker",
         &worker_file("greeter"),
     );
     // A farther greeter (at the project root's level) loses to the nearer one.
     write(
-        &p.root,
+        &p.path,
         "experiments/04-worker-parsing/workers/greeter.worker",
         &worker_file("greeter"),
     );
@@ -88,12 +63,8 @@ fn a_name_is_found_by_file_name_folder_name_or_declared_name_at_any_depth() {
         ("examples/a/b/hello.worker", "greeter"),
     ] {
         let p = project();
-        let main = write(
-            &p.root,
-            "examples/orchestrator/main.worker",
-            &caller(&["greeter"]),
-        );
-        let target = write(&p.root, layout, &worker_file(name));
+        let main = orchestrator(&p, &["greeter"]);
+        let target = write(&p.path, layout, &worker_file(name));
         let worker = load(&main).unwrap();
         assert_eq!(worker.allowed_worker_paths, [target], "{layout}");
     }
@@ -102,22 +73,18 @@ fn a_name_is_found_by_file_name_folder_name_or_declared_name_at_any_depth() {
 #[test]
 fn two_matches_in_the_nearest_folder_are_an_error_naming_both() {
     let p = project();
-    let main = write(
-        &p.root,
-        "examples/orchestrator/main.worker",
-        &caller(&["greeter"]),
-    );
+    let main = orchestrator(&p, &["greeter"]);
     let one = write(
-        &p.root,
+        &p.path,
         "examples/one/greeter.worker",
         &worker_file("greeter"),
     );
     let two = write(
-        &p.root,
+        &p.path,
         "examples/two/hello.worker",
         &worker_file("greeter"),
     );
-    let message = error(&main);
+    let message = config_error(load(&main));
     assert!(
         message.contains("matches several worker files"),
         "{message}"
@@ -130,30 +97,26 @@ fn two_matches_in_the_nearest_folder_are_an_error_naming_both() {
 #[test]
 fn hidden_folders_node_modules_yaml_files_and_symlinked_folders_are_not_searched() {
     let p = project();
-    let main = write(
-        &p.root,
-        "examples/orchestrator/main.worker",
-        &caller(&["greeter"]),
-    );
+    let main = orchestrator(&p, &["greeter"]);
     write(
-        &p.root,
+        &p.path,
         "node_modules/pkg/greeter.worker",
         &worker_file("greeter"),
     );
-    write(&p.root, ".cache/greeter.worker", &worker_file("greeter"));
+    write(&p.path, ".cache/greeter.worker", &worker_file("greeter"));
     // The recursive search reads `.worker` files only: any YAML file may have a `name:` key.
-    write(&p.root, "examples/ci/greeter.yaml", "name: greeter\n");
+    write(&p.path, "examples/ci/greeter.yaml", "name: greeter\n");
     let outside = tempfile::tempdir().unwrap();
     write(outside.path(), "greeter.worker", &worker_file("greeter"));
-    std::os::unix::fs::symlink(outside.path(), p.root.join("examples/linked")).unwrap();
+    std::os::unix::fs::symlink(outside.path(), p.path.join("examples/linked")).unwrap();
     // A symlink loop does not hang the search.
-    std::os::unix::fs::symlink(&p.root, p.root.join("examples/loop")).unwrap();
-    let message = error(&main);
+    std::os::unix::fs::symlink(&p.path, p.path.join("examples/loop")).unwrap();
+    let message = config_error(load(&main));
     assert!(message.contains("'greeter' was not found"), "{message}");
     assert!(
         message.contains(&format!(
             "under {}",
-            p.root.join("examples/orchestrator").display()
+            p.path.join("examples/orchestrator").display()
         )),
         "{message}"
     );
@@ -162,22 +125,18 @@ fn hidden_folders_node_modules_yaml_files_and_symlinked_folders_are_not_searched
 #[test]
 fn without_a_project_marker_only_the_worker_folder_is_searched() {
     let p = project();
-    std::fs::remove_file(p.root.join("package.json")).unwrap();
-    let main = write(
-        &p.root,
-        "examples/orchestrator/main.worker",
-        &caller(&["greeter"]),
-    );
+    std::fs::remove_file(p.path.join("package.json")).unwrap();
+    let main = orchestrator(&p, &["greeter"]);
     write(
-        &p.root,
+        &p.path,
         "examples/greeter/main.worker",
         &worker_file("greeter"),
     );
-    let message = error(&main);
+    let message = config_error(load(&main));
     assert!(message.contains("'greeter' was not found"), "{message}");
 
     let nested = write(
-        &p.root,
+        &p.path,
         "examples/orchestrator/team/greeter.worker",
         &worker_file("greeter"),
     );
@@ -209,9 +168,9 @@ fn the_programs_worker_paths_or_its_default_folders_are_searched() {
     }
     // Without workerPaths: the program's `workers` and hidden `.workers` folders.
     let p = project();
-    write(&p.root, "golem-forge.config.yaml", "sandbox: { root: . }\n");
-    let main = write(&p.root, "app/main.worker", &caller(&["math"]));
-    let math = write(&p.root, ".workers/math.worker", &worker_file("math"));
+    write(&p.path, "golem-forge.config.yaml", "sandbox: { root: . }\n");
+    let main = write(&p.path, "app/main.worker", &caller(&["math"]));
+    let math = write(&p.path, ".workers/math.worker", &worker_file("math"));
     assert_eq!(load(&main).unwrap().allowed_worker_paths, [math]);
 }
 
@@ -219,38 +178,34 @@ fn the_programs_worker_paths_or_its_default_folders_are_searched() {
 fn a_program_folder_is_its_own_project_so_a_sibling_program_is_not_searched() {
     let p = project();
     write(
-        &p.root,
+        &p.path,
         "examples/pdf_analyzer/golem-forge.config.yaml",
         "sandbox:\n  root: \".\"\n",
     );
     let main = write(
-        &p.root,
+        &p.path,
         "examples/pdf_analyzer/main.worker",
         &caller(&["greeter"]),
     );
     write(
-        &p.root,
+        &p.path,
         "examples/greeter/main.worker",
         &worker_file("greeter"),
     );
-    let message = error(&main);
+    let message = config_error(load(&main));
     assert!(message.contains("'greeter' was not found"), "{message}");
 }
 
 #[test]
 fn a_path_entry_is_never_searched_for() {
     let p = project();
-    let main = write(
-        &p.root,
-        "examples/orchestrator/main.worker",
-        &caller(&["./greeter.worker"]),
-    );
+    let main = orchestrator(&p, &["./greeter.worker"]);
     write(
-        &p.root,
+        &p.path,
         "examples/greeter/greeter.worker",
         &worker_file("greeter"),
     );
-    let message = error(&main);
+    let message = config_error(load(&main));
     assert!(
         message.contains("'./greeter.worker' was not found"),
         "{message}"
@@ -260,13 +215,13 @@ fn a_path_entry_is_never_searched_for() {
 #[test]
 fn the_search_is_bounded() {
     let p = project();
-    let main = write(&p.root, "app/main.worker", &caller(&["greeter"]));
-    let crowd = p.root.join("crowd");
+    let main = write(&p.path, "app/main.worker", &caller(&["greeter"]));
+    let crowd = p.path.join("crowd");
     std::fs::create_dir(&crowd).unwrap();
     for index in 0..crate::limits::MAX_WORKER_SEARCH_ENTRIES + 10 {
         std::fs::File::create(crowd.join(format!("f{index}"))).unwrap();
     }
-    write(&p.root, "zzz/greeter.worker", &worker_file("greeter"));
-    let message = error(&main);
+    write(&p.path, "zzz/greeter.worker", &worker_file("greeter"));
+    let message = config_error(load(&main));
     assert!(message.contains("the search stopped after"), "{message}");
 }
