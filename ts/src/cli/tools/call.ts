@@ -1,5 +1,5 @@
 import { ToolgateError } from '../../native/errors.js';
-import { alwaysScopeFor } from '../../worker/approval-gate.js';
+import { alwaysScopeFor } from '../../approval/always.js';
 import { terminalApproval } from '../terminal-approval.js';
 import { UsageError } from './errors.js';
 import { writeJson } from './format.js';
