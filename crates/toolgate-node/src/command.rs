@@ -16,7 +16,7 @@ use toolgate_core::options::{CliExecuteOptions, ShellOptions};
 use toolgate_core::process::Job;
 
 use crate::enums::{CommandLayer, Decision, DecisionSource, Verdict};
-use crate::error::{infallible, sync, ErrorCode};
+use crate::error::{infallible, sync};
 use crate::js_value;
 use crate::process::ProcessHandle;
 
@@ -44,7 +44,8 @@ pub struct RuleMatch {
 #[napi(object, object_from_js = false)]
 pub struct Refusal {
     pub layer: CommandLayer,
-    pub code: ErrorCode,
+    #[napi(ts_type = "ErrorCode")]
+    pub code: String,
     pub message: String,
 }
 
@@ -91,7 +92,7 @@ impl From<Explanation> for CommandExplanation {
             rule,
             refusal: explanation.refusal.map(|refusal| Refusal {
                 layer: refusal.layer.into(),
-                code: refusal.error.error_code().into(),
+                code: refusal.error.code().to_owned(),
                 message: refusal.error.to_string(),
             }),
         }

@@ -5,16 +5,18 @@ use toolgate_core::executables::CacheMode as CoreCacheMode;
 use toolgate_core::limits;
 
 use crate::enums::{CacheMode, Decision, OutputAction, PatchAction};
-use crate::error::{error_codes, infallible, ErrorCode, ErrorLayer};
+use crate::error::{error_codes, error_layers, infallible};
 use napi::Env;
 
 /// Defaults, limits and names of toolgate.
 #[napi(object, object_from_js = false)]
 pub struct Constants {
     /// Every error code.
-    pub error_codes: Vec<ErrorCode>,
+    #[napi(ts_type = "ErrorCode[]")]
+    pub error_codes: Vec<String>,
     /// Every error layer.
-    pub error_layers: Vec<ErrorLayer>,
+    #[napi(ts_type = "ErrorLayer[]")]
+    pub error_layers: Vec<String>,
     /// The approval decisions, least strict first.
     pub decisions: Vec<Decision>,
     pub cache_modes: Vec<CacheMode>,
@@ -80,10 +82,7 @@ fn collect() -> Constants {
     use toolgate_core::fs::PatchAction as P;
     Constants {
         error_codes: error_codes(),
-        error_layers: toolgate_core::error::ErrorLayer::ALL
-            .into_iter()
-            .map(Into::into)
-            .collect(),
+        error_layers: error_layers(),
         decisions: [D::PreApproved, D::Ask, D::Blocked]
             .into_iter()
             .map(Into::into)
