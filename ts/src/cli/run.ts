@@ -15,7 +15,7 @@ is the task; without it, it is read from stdin when stdin is not a terminal.
 Options:
   --model <provider:model>   openai:<id> (OPENAI_API_KEY), anthropic:<id> (ANTHROPIC_API_KEY),
                              openai-compatible:<id> with --base-url (Ollama, llama.cpp, LM Studio),
-                             scripted:<file> (replays a JSON script offline; docs/scripted-model.md).
+                             scripted:<file> (replays a JSON script offline; toolgate/docs/scripted-model.md).
                              Default: the worker's model, else TOOLGATE_MODEL.
   --base-url <url>           Server for openai-compatible models (or TOOLGATE_BASE_URL)
   --yes                      Approve every tool call that asks (blocked tools stay blocked)

@@ -68,7 +68,7 @@ describe('checkScript', () => {
     expect(error.message).toContain('scripted model script demo.json');
     expect(error.message).toContain(place);
     expect(error.message).toContain(problem);
-    expect(error.message).toContain('docs/scripted-model.md');
+    expect(error.message).toContain('(format: toolgate/docs/scripted-model.md)');
   });
 
   it('refuses an input nested too deep, or that is not JSON data, before anything serialises it', () => {

@@ -30,7 +30,7 @@ export interface ScriptedToolCall {
 export interface ScriptedExpect {
   /** A tool result the model received since its previous turn contains this text. */
   toolResult?: string;
-  /** The latest user message (the task, on the first turn) contains this text. */
+  /** A user message the model received since its previous turn (the task, on the first turn) contains this text. */
   userMessage?: string;
 }
 
@@ -55,7 +55,7 @@ const TURN_EXAMPLE = '{ "text": "…" } or { "toolCalls": [{ "toolName": "…", 
 /** A `CONFIG_INVALID` error naming the script, the place in it and the fix. */
 function invalid(source: string, place: string, problem: string): ToolgateError {
   const where = place ? `${source}: ${place}` : source;
-  return new ToolgateError('CONFIG_INVALID', `scripted model script ${where}: ${problem} (format: docs/scripted-model.md)`, { layer: 'config' });
+  return new ToolgateError('CONFIG_INVALID', `scripted model script ${where}: ${problem} (format: toolgate/docs/scripted-model.md)`, { layer: 'config' });
 }
 
 function isObject(value: unknown): value is Record<string, unknown> {
@@ -295,7 +295,7 @@ export function readScriptFile(path: string): ModelScript {
     fd = openSync(path, constants.O_RDONLY | constants.O_NONBLOCK);
   } catch (error) {
     if ((error as NodeJS.ErrnoException).code === 'ENOENT') {
-      throw new ToolgateError('FILE_NOT_FOUND', `scripted model script ${path} does not exist; give the path of a JSON script (format: docs/scripted-model.md)`, {
+      throw new ToolgateError('FILE_NOT_FOUND', `scripted model script ${path} does not exist; give the path of a JSON script (format: toolgate/docs/scripted-model.md)`, {
         layer: 'config',
       });
     }
