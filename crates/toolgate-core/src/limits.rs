@@ -8,21 +8,31 @@ use std::time::Duration;
 
 // ---------------------------------------------------------------------------------------------
 // Project defaults and names: timeouts, output caps, tool names, delegation, file-tool defaults.
-// Values that belong to a module of their own (the executor, the command engine, the file tools)
-// are re-exported from there, so that there is still only one definition.
+// Every module imports its values from here; this module imports none of them (layers point
+// down, docs/architecture.md). The one exception left is the executor's output cap, defined in
+// `exec` (which imports nothing above it) until it moves here.
 // ---------------------------------------------------------------------------------------------
 
-/// Default timeout of a `cli_execute` or `shell` command (defined by the command engine).
-pub use crate::command::DEFAULT_TIMEOUT as DEFAULT_COMMAND_TIMEOUT;
+/// Default timeout of a `cli_execute` or `shell` command: 120 seconds.
+pub const DEFAULT_COMMAND_TIMEOUT: Duration = Duration::from_secs(120);
 
 /// Default cap of each of stdout and stderr, in bytes (defined by the executor).
 pub use crate::exec::DEFAULT_MAX_OUTPUT_BYTES;
 
-/// Default number of lines a read returns (defined by the file tools).
-pub use crate::fs::DEFAULT_MAX_LINES as DEFAULT_READ_LINES;
+/// Default number of lines a read returns, and the line cap of every file tool's output.
+pub const DEFAULT_READ_LINES: usize = 2000;
 
-/// Directories no search or walk descends into (defined by the file tools).
-pub use crate::fs::SKIPPED_DIRS as SKIPPED_DIRECTORIES;
+/// Directories no search or walk descends into: version control, dependencies, virtual
+/// environments and build output. Naming one explicitly as the search path still searches it.
+pub const SKIPPED_DIRECTORIES: [&str; 7] = [
+    ".git",
+    "node_modules",
+    "vendor",
+    "__pycache__",
+    ".venv",
+    "dist",
+    "build",
+];
 
 /// Default timeout of one executable tool run.
 pub const DEFAULT_EXECUTABLE_TIMEOUT: Duration = Duration::from_secs(30);
@@ -77,8 +87,8 @@ pub const DEFAULT_TOOL_DIRECTORY: &str = "toolgate-tools";
 /// The user's executable tool directory, relative to the home directory.
 pub const GLOBAL_TOOL_DIRECTORY: &str = ".toolgate/tools";
 
-/// Most lines of context `grep` shows on each side of a match (checked by the grep tool).
-pub const MAX_GREP_CONTEXT: usize = crate::fs::MAX_GREP_CONTEXT;
+/// Most lines of context `grep` shows on each side of a match.
+pub const MAX_GREP_CONTEXT: usize = 20;
 
 /// Default number of paths a glob lists.
 pub const DEFAULT_GLOB_RESULTS: usize = 100;
@@ -222,20 +232,29 @@ pub const MAX_ATTACHMENT_BYTES: u64 = 64 * 1024 * 1024;
 pub const MAX_YAML_DEPTH: usize = 100;
 
 // ---------------------------------------------------------------------------------------------
-// Runs: "always" answers, run states, the audit log (defined where they are checked).
+// Runs: "always" answers, run states, the audit log.
 // ---------------------------------------------------------------------------------------------
 
 /// Longest prefix an "always" answer may give, in bytes.
-pub use crate::run::always::MAX_PREFIX_PATTERN_BYTES;
+pub const MAX_PREFIX_PATTERN_BYTES: usize = 4096;
 
-/// How long a run state may wait for its answers, in milliseconds.
-pub use crate::run::ledger::STATE_MAX_AGE_MS;
+/// How long a run state may wait for its answers, in milliseconds: a week.
+pub const STATE_MAX_AGE_MS: u64 = 7 * 24 * 60 * 60 * 1000;
 
-/// Run states: largest size, shortest secret, most pending requests, most "always" answers,
-/// longest denial reason.
-pub use crate::run::state::{
-    MAX_ALWAYS_SCOPES, MAX_PENDING, MAX_REASON_BYTES, MAX_STATE_BYTES, MIN_SECRET_BYTES,
-};
+/// Largest run state accepted, in bytes (the conversation is inside).
+pub const MAX_STATE_BYTES: usize = 64 * 1024 * 1024;
+
+/// Shortest `stateSecret` accepted, in bytes.
+pub const MIN_SECRET_BYTES: usize = 32;
+
+/// Most approval requests one run state may wait for.
+pub const MAX_PENDING: usize = 256;
+
+/// Most "always" answers a run may collect.
+pub const MAX_ALWAYS_SCOPES: usize = 1024;
+
+/// Longest reason a denial may give the model, in bytes.
+pub const MAX_REASON_BYTES: usize = 8 * 1024;
 
 /// Shortest secret value that is redacted, in bytes.
 pub const MIN_SECRET_VALUE_BYTES: usize = 6;

@@ -33,7 +33,6 @@ mod tests;
 
 pub use cli_execute::{BinaryAvailability, CliExecute};
 pub use config::{Approval, CliExecuteConfig, ShellConfig, ShellRule};
-pub use engine::DEFAULT_TIMEOUT;
 pub use guardrails::REDACTED;
 pub use prepared::{CommandOutput, PreparedCommand, RunningCommand};
 pub use rules::{DecisionSource, RuleDecision, RuleMatch};

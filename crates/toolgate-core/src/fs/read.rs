@@ -38,7 +38,7 @@ impl ReadRequest {
         Self {
             path: path.into(),
             offset: 1,
-            limit: super::text::DEFAULT_MAX_LINES as u64,
+            limit: crate::limits::DEFAULT_READ_LINES as u64,
             line_numbers: true,
         }
     }
