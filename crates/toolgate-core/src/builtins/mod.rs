@@ -1,6 +1,6 @@
 //! The `builtins` toolset: Forge's built-in tools that need no program of their own.
 //!
-//! | tool | does | default approval |
+//! | tool | does | default approval (decided in [`crate::approval`]) |
 //! | --- | --- | --- |
 //! | `http_request` | one HTTP request, SSRF-safe ([`http`]) | `ask` |
 //! | `web_search` | Tavily or Perplexity ([`search`]) | `ask` |
@@ -28,7 +28,6 @@ use serde_json::{json, Value};
 
 pub use config::{BuiltinsConfig, BuiltinsOptions, BuiltinsSettings};
 
-use crate::approval::Decision;
 use crate::error::{Error, Result};
 use http::{HttpClient, Lookup};
 
@@ -46,15 +45,6 @@ pub const TOOL_NAMES: [&str; 8] = [
 
 /// The built-in tools that write into the work directory (left out of read-only workers).
 pub const WRITING_TOOLS: [&str; 1] = ["file_create"];
-
-/// The documented default approval of a built-in tool: tools that reach the network or write
-/// files ask; pure functions run without asking.
-pub fn documented_default(tool: &str) -> Decision {
-    match tool {
-        "http_request" | "web_search" | "file_create" => Decision::Ask,
-        _ => Decision::PreApproved,
-    }
-}
 
 /// A built-in tool as the model sees it.
 #[derive(Debug, Clone, PartialEq)]
