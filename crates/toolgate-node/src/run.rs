@@ -10,10 +10,10 @@ use napi::Env;
 use napi_derive::napi;
 use serde_json::Value;
 use toolgate_core::audit::AuditLog;
-use toolgate_core::options::{
-    AgentSettingsOptions, AuditOptions, ResumeWorkerOptions, RunWorkerOptions,
+use toolgate_core::run::{
+    self, fingerprint, ledger::Ledger, outcome, AgentSettingsOptions, AlwaysScope, AuditOptions,
+    ResumeWorkerOptions, RunWorkerOptions, ScopeChoice,
 };
-use toolgate_core::run::{self, fingerprint, ledger::Ledger, outcome, AlwaysScope, ScopeChoice};
 use toolgate_core::{Error, ErrorCode};
 
 use crate::error::{guarded, sync, Settled};

@@ -1,5 +1,6 @@
-//! The `mcp` toolset's settings as written (worker YAML and `mcpToolset` options), and the
-//! checks that turn them into servers.
+//! The `mcp` toolset's settings as written: one type, [`McpToolsetConfig`], for the worker-file
+//! block and (in JavaScript spelling, [`crate::options::spelling`]) the `mcpToolset` options;
+//! and the checks that turn them into servers.
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -16,7 +17,7 @@ use crate::approval::ApprovalConfig;
 use crate::error::{Error, Result};
 use crate::exec::env::is_reserved;
 use crate::limits::MAX_TIMEOUT;
-use crate::options::TimeoutMs;
+use crate::options::WorkDir;
 use crate::sandbox_config::{SandboxFields, SandboxOption};
 
 /// One MCP server: a stdio `command` toolgate starts inside the kernel sandbox, or the `url` of
@@ -65,42 +66,33 @@ pub struct McpToolsetConfig {
     pub startup_timeout: Option<f64>,
 }
 
-/// `mcpToolset(options)` from TypeScript.
+/// `mcpToolset(options)` from TypeScript: the `mcp` block in JavaScript spelling (`servers`,
+/// `tools`, `approval`, `timeoutMs`, `startupTimeoutMs`), and where the stdio servers run.
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct McpToolsetOptions {
-    pub servers: BTreeMap<String, McpServerConfig>,
-    #[serde(default)]
-    pub tools: Option<Vec<String>>,
-    #[serde(default)]
-    pub approval: Option<ApprovalConfig>,
     /// The stdio servers' kernel sandbox (default `{ mode: 'enforce', network: false }`).
     #[serde(default)]
     pub sandbox: Option<SandboxOption>,
     /// The stdio servers' cwd and only writable place (default: the current directory).
     #[serde(default)]
     pub work_dir: Option<PathBuf>,
-    #[serde(default)]
-    pub timeout_ms: Option<TimeoutMs>,
-    #[serde(default)]
-    pub startup_timeout_ms: Option<TimeoutMs>,
+    /// Every other key: the `mcp` block.
+    #[serde(rename = "...")]
+    pub config: McpToolsetConfig,
 }
 
 impl McpToolsetOptions {
     /// The options as a worker file's block, the work directory and the sandbox keys.
     pub fn into_config(self) -> Result<(McpToolsetConfig, PathBuf, SandboxFields)> {
-        let work_dir = super::current_dir_join(self.work_dir)?;
+        let work_dir = WorkDir::resolve(self.work_dir)?;
         let fields = self
             .sandbox
             .map(SandboxOption::into_fields)
             .unwrap_or_default();
         let config = McpToolsetConfig {
-            servers: self.servers,
-            tools: self.tools,
-            approval: self.approval,
             sandbox: None,
-            timeout: self.timeout_ms.map(|ms| ms.0.as_secs_f64()),
-            startup_timeout: self.startup_timeout_ms.map(|ms| ms.0.as_secs_f64()),
+            ..self.config
         };
         Ok((config, work_dir, fields))
     }

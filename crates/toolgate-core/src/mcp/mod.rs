@@ -22,7 +22,6 @@ mod naming;
 #[cfg(test)]
 mod tests;
 
-use std::path::PathBuf;
 use std::time::Duration;
 
 pub use config::{expand, McpServerConfig, McpToolsetConfig, McpToolsetOptions};
@@ -155,9 +154,4 @@ impl McpToolset {
         let resolved = decide_toolset(Toolset::Mcp, &approval, &candidates, Floors::default());
         Ok(selected.into_iter().zip(resolved).collect())
     }
-}
-
-/// A path made absolute against the current directory (`mcpToolset`'s `workDir`).
-fn current_dir_join(path: Option<PathBuf>) -> Result<PathBuf> {
-    crate::options::WorkDir::resolve(path)
 }
