@@ -262,6 +262,136 @@ pub const MIN_SECRET_VALUE_BYTES: usize = 6;
 /// Most redaction patterns one log takes (besides the environment's secrets).
 pub const MAX_AUDIT_PATTERNS: usize = 1000;
 
+// ---------------------------------------------------------------------------------------------
+// Toolsets: the file tools' output, MCP servers, the built-in tools, docstring tools.
+// ---------------------------------------------------------------------------------------------
+
+// The file tools' output.
+
+/// Default cap on the bytes of any file tool's output (50 KiB).
+pub const DEFAULT_READ_BYTES: usize = 50 * 1024;
+
+/// Lines longer than this many bytes are cut in listings and search results.
+pub const MAX_LINE_BYTES: usize = 2000;
+
+/// Matching lines in search output are cut shorter: a minified bundle must not flood it.
+pub const MAX_MATCH_LINE_BYTES: usize = 500;
+
+// MCP servers (the `mcp` toolset).
+
+/// How long a tool call may take before it fails with `TOOL_FAILED` (default).
+pub const DEFAULT_MCP_CALL_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// How long a server may take to start, answer `initialize` and list its tools (default).
+pub const DEFAULT_MCP_STARTUP_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// Longest message a stdio server may send; a longer one ends the connection as malformed.
+pub const MAX_MCP_MESSAGE_BYTES: usize = 16 * 1024 * 1024;
+
+/// Most tools one server may list.
+pub const MAX_MCP_TOOLS_PER_SERVER: usize = 1000;
+
+/// Most servers one toolset may have.
+pub const MAX_MCP_SERVERS: usize = 32;
+
+/// Longest server name (it prefixes every tool name of the server).
+pub const MAX_MCP_SERVER_NAME_LEN: usize = 32;
+
+/// Longest tool name a server may list (the protocol's limit).
+pub const MAX_MCP_SERVER_TOOL_NAME_LEN: usize = 128;
+
+/// Largest tool input the model may send to a server, serialized as JSON.
+pub const MAX_MCP_INPUT_BYTES: usize = 1024 * 1024;
+
+// `http_request` (the built-in tools).
+
+/// Default time for a whole request, redirects included.
+pub const DEFAULT_HTTP_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// The longest timeout a configuration may set.
+pub const MAX_HTTP_TIMEOUT: Duration = Duration::from_secs(300);
+
+/// Default cap on the response body kept for the model.
+pub const DEFAULT_HTTP_RESPONSE_BYTES: usize = 1024 * 1024;
+
+/// The largest response cap a configuration may set.
+pub const MAX_HTTP_RESPONSE_BYTES: usize = 16 * 1024 * 1024;
+
+/// Redirects followed before the request fails.
+pub const MAX_HTTP_REDIRECTS: usize = 5;
+
+/// Longest `http_request` URL accepted from the model.
+pub const MAX_HTTP_URL_BYTES: usize = 8 * 1024;
+
+/// Largest request body accepted from the model.
+pub const MAX_HTTP_REQUEST_BODY_BYTES: usize = 1024 * 1024;
+
+/// Most request headers accepted from the model.
+pub const MAX_HTTP_HEADERS: usize = 64;
+
+/// Largest single header value accepted from the model.
+pub const MAX_HTTP_HEADER_VALUE_BYTES: usize = 8 * 1024;
+
+// `web_search`.
+
+/// Longest `web_search` query, in characters.
+pub const MAX_SEARCH_QUERY_CHARS: usize = 2000;
+
+/// `web_search` results unless the model asks for another number.
+pub const DEFAULT_SEARCH_RESULTS: u32 = 5;
+
+/// The most results one `web_search` call may ask for.
+pub const MAX_SEARCH_RESULTS_PER_CALL: u32 = 20;
+
+// `json_parse` and `csv_parse`.
+
+/// Largest JSON or CSV text `json_parse` / `csv_parse` accept, in bytes.
+pub const MAX_DATA_BYTES: usize = 4 * 1024 * 1024;
+
+/// Longest JSONPath expression accepted.
+pub const MAX_JSON_PATH_BYTES: usize = 512;
+
+/// How deeply brackets and parentheses of a JSONPath expression may nest (the parser recurses).
+pub const MAX_JSON_PATH_NESTING: usize = 32;
+
+/// Rows returned by `csv_parse` unless `max_rows` says fewer.
+pub const DEFAULT_CSV_ROWS: usize = 1000;
+
+/// The most rows `csv_parse` returns.
+pub const MAX_CSV_ROWS: usize = 10_000;
+
+// `datetime_now` and `uuid_generate`.
+
+/// Longest `datetime_now` strftime format, in bytes.
+pub const MAX_DATETIME_FORMAT_BYTES: usize = 256;
+
+/// The most UUIDs one `uuid_generate` call returns.
+pub const MAX_UUIDS: u32 = 100;
+
+// `file_create`.
+
+/// Longest `file_create` file name, in bytes.
+pub const MAX_FILENAME_BYTES: usize = 200;
+
+// `math_calculate`.
+
+/// Longest `math_calculate` expression, in bytes.
+pub const MAX_EXPRESSION_BYTES: usize = 1000;
+
+/// How deeply the parentheses of a `math_calculate` expression may nest.
+pub const MAX_EXPRESSION_NESTING: usize = 64;
+
+// Docstring tools (executable tools described by a comment header).
+
+/// How much of a script is read to find its header.
+pub const MAX_DOCSTRING_HEADER_BYTES: usize = 64 * 1024;
+
+/// The most `Input:` parameters a docstring tool may declare.
+pub const MAX_DOCSTRING_INPUTS: usize = 64;
+
+/// Longest description a docstring tool may give, in characters.
+pub const MAX_DOCSTRING_DESCRIPTION_CHARS: usize = 4096;
+
 #[cfg(test)]
 mod tests {
     use super::*;

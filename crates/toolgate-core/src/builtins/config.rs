@@ -10,7 +10,7 @@ use std::time::Duration;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use super::http::{self, AllowList, HttpPolicy};
+use super::http::{AllowList, HttpPolicy};
 use super::search::Provider;
 use super::TOOL_NAMES;
 use crate::approval::ApprovalConfig;
@@ -160,22 +160,22 @@ fn settings(
         }
     };
     let timeout = match timeout {
-        None => http::DEFAULT_TIMEOUT,
-        Some(value) if value.is_zero() || value > http::MAX_TIMEOUT => {
+        None => crate::limits::DEFAULT_HTTP_TIMEOUT,
+        Some(value) if value.is_zero() || value > crate::limits::MAX_HTTP_TIMEOUT => {
             return Err(invalid(format!(
                 "the http timeout must be between 1 ms and {} s",
-                http::MAX_TIMEOUT.as_secs()
+                crate::limits::MAX_HTTP_TIMEOUT.as_secs()
             )))
         }
         Some(value) => value,
     };
     let max_response_bytes = match max_response_bytes {
-        None => http::DEFAULT_MAX_RESPONSE_BYTES,
+        None => crate::limits::DEFAULT_HTTP_RESPONSE_BYTES,
         Some(0) => return Err(invalid("max_response_bytes must be at least 1".into())),
-        Some(n) if n > http::MAX_RESPONSE_BYTES as u64 => {
+        Some(n) if n > crate::limits::MAX_HTTP_RESPONSE_BYTES as u64 => {
             return Err(invalid(format!(
                 "max_response_bytes is {n}; at most {} bytes are kept",
-                http::MAX_RESPONSE_BYTES
+                crate::limits::MAX_HTTP_RESPONSE_BYTES
             )))
         }
         Some(n) => n as usize,

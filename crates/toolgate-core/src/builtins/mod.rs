@@ -172,7 +172,7 @@ fn spec(name: &'static str, settings: &BuiltinsSettings) -> BuiltinSpec {
             }),
         ),
         "csv_parse" => (
-            format!("Parse CSV text into rows: objects keyed by the header row, or arrays without one. At most {} rows by default.", data::DEFAULT_CSV_ROWS),
+            format!("Parse CSV text into rows: objects keyed by the header row, or arrays without one. At most {} rows by default.", crate::limits::DEFAULT_CSV_ROWS),
             json!({
                 "type": "object",
                 "properties": {
@@ -180,7 +180,7 @@ fn spec(name: &'static str, settings: &BuiltinsSettings) -> BuiltinSpec {
                     "delimiter": { "type": "string", "description": "One character, default ','; '\\t' for tabs" },
                     "quote": { "type": "string", "description": "Quote character, default '\"'" },
                     "has_header": { "type": "boolean", "description": "Whether the first row names the columns (default true)" },
-                    "max_rows": { "type": "integer", "minimum": 1, "maximum": data::MAX_CSV_ROWS, "description": "Rows to return" }
+                    "max_rows": { "type": "integer", "minimum": 1, "maximum": crate::limits::MAX_CSV_ROWS, "description": "Rows to return" }
                 },
                 "required": ["data"],
                 "additionalProperties": false
@@ -203,7 +203,7 @@ fn spec(name: &'static str, settings: &BuiltinsSettings) -> BuiltinSpec {
                 "type": "object",
                 "properties": {
                     "version": { "type": "string", "enum": ["v4", "v7"], "description": "Default 'v4'" },
-                    "count": { "type": "integer", "minimum": 1, "maximum": clock::MAX_UUIDS, "description": "How many (default 1)" }
+                    "count": { "type": "integer", "minimum": 1, "maximum": crate::limits::MAX_UUIDS, "description": "How many (default 1)" }
                 },
                 "additionalProperties": false
             }),
@@ -241,7 +241,7 @@ fn spec(name: &'static str, settings: &BuiltinsSettings) -> BuiltinSpec {
                 "type": "object",
                 "properties": {
                     "query": { "type": "string", "description": "The search query" },
-                    "max_results": { "type": "integer", "minimum": 1, "maximum": search::MAX_RESULTS, "description": "Results to return (default 5)" }
+                    "max_results": { "type": "integer", "minimum": 1, "maximum": crate::limits::MAX_SEARCH_RESULTS_PER_CALL, "description": "Results to return (default 5)" }
                 },
                 "required": ["query"],
                 "additionalProperties": false

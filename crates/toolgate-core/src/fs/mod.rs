@@ -43,7 +43,6 @@ pub use info::{delete, exists, info, DeleteOutput, EntryType, FileInfo};
 pub use options::{CodeAgentOptions, FilesystemOptions};
 pub use patch::{patch, PatchAction, PatchOperation, PatchOutput};
 pub use read::{read, ReadKind, ReadOutput, ReadRequest};
-pub use text::{DEFAULT_MAX_BYTES, MAX_LINE_BYTES};
 pub use tree::{tree, TreeOutput, TreeRequest};
 pub use walk::Cancel;
 pub use write::{write, WriteAction, WriteOutput};

@@ -9,14 +9,14 @@ use std::time::Duration;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use super::{
-    McpServer, McpTransport, DEFAULT_CALL_TIMEOUT, DEFAULT_STARTUP_TIMEOUT, MAX_SERVERS,
-    MAX_SERVER_NAME_LEN,
-};
+use super::{McpServer, McpTransport};
 use crate::approval::ApprovalConfig;
 use crate::error::{Error, Result};
 use crate::exec::env::is_reserved;
-use crate::limits::MAX_TIMEOUT;
+use crate::limits::{
+    DEFAULT_MCP_CALL_TIMEOUT, DEFAULT_MCP_STARTUP_TIMEOUT, MAX_MCP_SERVERS,
+    MAX_MCP_SERVER_NAME_LEN, MAX_TIMEOUT,
+};
 use crate::options::WorkDir;
 use crate::sandbox_config::{SandboxFields, SandboxOption};
 
@@ -119,9 +119,9 @@ pub(super) fn check(
             "servers is empty; name at least one server: servers: { files: { command: ..., args: [...] } }".into(),
         ));
     }
-    if config.servers.len() > MAX_SERVERS {
+    if config.servers.len() > MAX_MCP_SERVERS {
         return Err(invalid(format!(
-            "servers has {} entries; at most {MAX_SERVERS} servers are allowed in one toolset",
+            "servers has {} entries; at most {MAX_MCP_SERVERS} servers are allowed in one toolset",
             config.servers.len()
         )));
     }
@@ -154,10 +154,10 @@ pub(super) fn check(
     Ok(Checked {
         servers,
         whitelist,
-        timeout: seconds(config.timeout, DEFAULT_CALL_TIMEOUT, "timeout").map_err(invalid)?,
+        timeout: seconds(config.timeout, DEFAULT_MCP_CALL_TIMEOUT, "timeout").map_err(invalid)?,
         startup_timeout: seconds(
             config.startup_timeout,
-            DEFAULT_STARTUP_TIMEOUT,
+            DEFAULT_MCP_STARTUP_TIMEOUT,
             "startup_timeout",
         )
         .map_err(invalid)?,
@@ -169,13 +169,13 @@ pub(super) fn check(
 /// `server.tool`).
 pub(super) fn check_server_name(name: &str) -> std::result::Result<(), String> {
     let valid = !name.is_empty()
-        && name.len() <= MAX_SERVER_NAME_LEN
+        && name.len() <= MAX_MCP_SERVER_NAME_LEN
         && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '-');
     if valid {
         return Ok(());
     }
     Err(format!(
-        "servers: '{}' is not a server name; use 1 to {MAX_SERVER_NAME_LEN} letters, digits and '-' (no '_' or '.': they separate the server from the tool in 'server_tool' and 'server.tool')",
+        "servers: '{}' is not a server name; use 1 to {MAX_MCP_SERVER_NAME_LEN} letters, digits and '-' (no '_' or '.': they separate the server from the tool in 'server_tool' and 'server.tool')",
         name.escape_debug()
     ))
 }
