@@ -6,8 +6,9 @@ use std::sync::Arc;
 use napi::bindgen_prelude::Unknown;
 use napi::Env;
 use napi_derive::napi;
-use toolgate_core::executables::{self, discovery, scaffold, Registry};
-use toolgate_core::options::{ExecutableToolsOptions, RefreshOptions, RunToolOptions};
+use toolgate_core::executables::{
+    self, discovery, scaffold, ExecutableToolsOptions, RefreshOptions, Registry, RunToolOptions,
+};
 use toolgate_core::process::Job;
 
 use crate::enums::{DiagnosticKind, ToolFormat, ToolLanguage};

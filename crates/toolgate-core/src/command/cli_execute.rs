@@ -51,7 +51,7 @@ impl CliExecute {
             &config.read_roots,
             &config.env_passthrough,
             config.timeout,
-            config.max_output_bytes,
+            config.max_output_bytes.map(|cap| cap.0),
         )?;
         let (commands, output) = compile(&config.guardrails)?;
         if config.allowed_binaries.is_empty() {

@@ -19,11 +19,8 @@ use super::trampoline::{
 use super::{Layer, Refusal};
 use crate::error::{Error, Result};
 use crate::exec::{self, ExecRequest, DEFAULT_MAX_OUTPUT_BYTES};
-use crate::limits::{MAX_ARGUMENTS, MAX_ARGUMENT_BYTES};
+use crate::limits::{DEFAULT_COMMAND_TIMEOUT, MAX_ARGUMENTS, MAX_ARGUMENT_BYTES};
 use crate::sandbox::Sandbox;
-
-/// Default timeout of a command: 120 seconds.
-pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(120);
 
 /// The shared policy and limits of one tool.
 #[derive(Debug, Clone)]
@@ -55,7 +52,7 @@ impl Engine {
         let confinement = Confinement::new(work_dir, read_roots)?;
         let env = child_environment(env_passthrough)?;
         let timeout = match timeout {
-            None => DEFAULT_TIMEOUT,
+            None => DEFAULT_COMMAND_TIMEOUT,
             Some(seconds) => Duration::try_from_secs_f64(seconds)
                 .ok()
                 .filter(|duration| !duration.is_zero() && *duration <= crate::limits::MAX_TIMEOUT)

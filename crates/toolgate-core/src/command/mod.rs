@@ -17,6 +17,7 @@ pub mod config;
 mod engine;
 mod environment;
 mod guardrails;
+mod options;
 mod paths;
 mod prepared;
 mod program;
@@ -33,8 +34,8 @@ mod tests;
 
 pub use cli_execute::{BinaryAvailability, CliExecute};
 pub use config::{Approval, CliExecuteConfig, ShellConfig, ShellRule};
-pub use engine::DEFAULT_TIMEOUT;
 pub use guardrails::REDACTED;
+pub use options::{CliExecuteOptions, ShellOptions};
 pub use prepared::{CommandOutput, PreparedCommand, RunningCommand};
 pub use rules::{DecisionSource, RuleDecision, RuleMatch};
 pub use shell::{Explanation, ShellToolset, Verdict};

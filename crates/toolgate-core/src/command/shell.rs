@@ -92,7 +92,7 @@ impl ShellToolset {
             &[],
             &config.env_passthrough,
             config.timeout,
-            config.max_output_bytes,
+            config.max_output_bytes.map(|cap| cap.0),
         )?;
         let rules = RuleSet::new(&config.rules, config.default, &engine)?;
         Ok(Self {

@@ -9,22 +9,11 @@ use ignore::WalkBuilder;
 
 use super::access::{Access, WalkFilter};
 use crate::error::{Error, Result};
-
-/// Directories no search descends into: version control, dependencies, virtual environments
-/// and build output. Naming one explicitly as the search path still searches it.
-pub const SKIPPED_DIRS: [&str; 7] = [
-    ".git",
-    "node_modules",
-    "vendor",
-    "__pycache__",
-    ".venv",
-    "dist",
-    "build",
-];
+use crate::limits::SKIPPED_DIRECTORIES;
 
 /// Whether a directory with this name is skipped by walks.
 pub fn is_skipped_dir(name: &std::ffi::OsStr) -> bool {
-    SKIPPED_DIRS.iter().any(|skipped| name == *skipped)
+    SKIPPED_DIRECTORIES.iter().any(|skipped| name == *skipped)
 }
 
 /// Lets a caller stop a long walk or search from another thread. Cloning shares the flag.
@@ -62,7 +51,7 @@ pub struct WalkOptions {
 /// A walker over `base` (inside the root) with toolgate's rules: `.gitignore`, `.ignore` and
 /// `.git/info/exclude` are honoured (also outside a git repository, and those of the
 /// directories between the root and `base`, but never those above the root); the
-/// [`SKIPPED_DIRS`] are pruned; hidden entries are skipped unless asked for; symlinks are
+/// [`SKIPPED_DIRECTORIES`] are pruned; hidden entries are skipped unless asked for; symlinks are
 /// never followed. With path rules, blocked entries are never yielded and blocked directories
 /// never entered.
 pub fn walker<'a>(access: impl Into<Access<'a>>, base: &Path, options: WalkOptions) -> WalkBuilder {
