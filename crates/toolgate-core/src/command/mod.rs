@@ -16,18 +16,23 @@ mod cli_execute;
 pub mod config;
 mod engine;
 mod environment;
+mod git;
 mod guardrails;
+mod indirection;
 mod paths;
 mod prepared;
 mod program;
 mod programs;
 mod rules;
+mod runners;
 mod shell;
 mod split;
 mod trampoline;
 
 #[cfg(test)]
 mod attack_tests;
+#[cfg(test)]
+mod indirection_tests;
 #[cfg(test)]
 mod tests;
 
