@@ -221,7 +221,11 @@ impl ExecutableToolRegistry {
     /// changed since a worker loaded it). The check runs off the JavaScript thread: the schema
     /// is the tool's (untrusted) and the input the model's.
     #[napi(ts_return_type = "Promise<ProcessHandle>")]
-    pub async fn prepare_run(&self, name: String, input: serde_json::Value) -> Settled<ProcessHandle> {
+    pub async fn prepare_run(
+        &self,
+        name: String,
+        input: serde_json::Value,
+    ) -> Settled<ProcessHandle> {
         let registry = Arc::clone(&self.inner);
         guarded("ExecutableToolRegistry.prepareRun", async move {
             let run = tokio::task::spawn_blocking(move || registry.prepare(&name, &input))
