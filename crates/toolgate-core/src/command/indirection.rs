@@ -174,8 +174,13 @@ impl Indirections {
         args: &[String],
     ) -> Vec<(Kind, Vec<String>)> {
         let mut found: Vec<(Kind, Vec<String>)> = Vec::new();
+        // Every reading is kept: `npm-cli.js exec …` is npm with `cli.js exec …` by its dashed
+        // name, and npm with `exec …` by its real name.
         let add = |found: &mut Vec<(Kind, Vec<String>)>, kind: Kind, args: Vec<String>| {
-            if !found.iter().any(|(known, _)| *known == kind) {
+            if !found
+                .iter()
+                .any(|(known, seen)| *known == kind && *seen == args)
+            {
                 found.push((kind, args));
             }
         };
@@ -346,6 +351,18 @@ mod tests {
         let pyenv = kinds("pyenv-exec", &["git", "push"]);
         assert_eq!(pyenv.len(), 1);
         assert_eq!(pyenv[0].1, args(&["exec", "git", "push"]));
+        // The real file of npm is `npm-cli.js`: npm with `exec …`, whatever the dashed reading.
+        let program = Program {
+            path: "/x/npm-cli.js".into(),
+            real: "/x/npm-cli.js".into(),
+            id: None,
+            loader: false,
+        };
+        let npm = found.kinds("/x/npm-cli.js", Some(&program), &args(&["exec", "git"]));
+        assert!(
+            npm.iter().any(|(_, seen)| *seen == args(&["exec", "git"])),
+            "{npm:?}"
+        );
         assert_eq!(kinds("make4.3", &[]).len(), 1);
         assert_eq!(kinds("npx", &[]).len(), 1);
         assert!(kinds("gitx", &["push"]).is_empty());

@@ -282,12 +282,14 @@ fn runners_are_judged_as_the_command_they_run() {
             let real = std::fs::canonicalize(&program).unwrap();
             let link = f.base.join(format!("innocent-{runner}"));
             std::os::unix::fs::symlink(&real, &link).unwrap();
-            let command = command.replacen(
-                &program.display().to_string(),
-                &link.display().to_string(),
-                1,
-            );
-            assert_eq!(code(&shell, &command), Some("COMMAND_BLOCKED"), "{command}");
+            for path in [&real, &link] {
+                let command = command.replacen(
+                    &program.display().to_string(),
+                    &path.display().to_string(),
+                    1,
+                );
+                assert_eq!(code(&shell, &command), Some("COMMAND_BLOCKED"), "{command}");
+            }
         }
     }
     // Shells behind a runner are refused like any shell.
