@@ -11,7 +11,7 @@ import { execFileSync } from 'node:child_process';
 import { existsSync, readdirSync, readFileSync, realpathSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { beforeEach, describe, expect, it } from 'vitest';
-import { cliExecuteTool, explainCommand, type ShellRule, shellToolset } from '../../ts/src/index.js';
+import { cliExecuteTool, type CommandResult, explainCommand, type ShellRule, shellToolset } from '../../ts/src/index.js';
 import { attackFixture, type AttackFixture, refusedWith, skip, which } from './fixture.js';
 
 const git = which('git');
@@ -52,7 +52,7 @@ function heads(): string[] {
 
 function shell(rules: ShellRule[] = RULES, defaultApproval: 'preApproved' | 'ask' | 'blocked' | undefined = 'preApproved') {
   const tool = shellToolset({ workDir: fx.work, rules, ...(defaultApproval ? { default: defaultApproval } : {}), approval: { default: 'preApproved' } });
-  return (command: string) => tool.execute!({ command }, CALL) as Promise<{ exitCode: number | null; stdout: string; stderr: string }>;
+  return (command: string) => tool.execute!({ command }, CALL) as Promise<CommandResult>;
 }
 
 function decision(command: string, rules: ShellRule[] = RULES): string {

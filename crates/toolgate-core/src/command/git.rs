@@ -667,7 +667,7 @@ pub(crate) fn analyse(
                     "git bisect run runs it".to_string(),
                 ));
             }
-            "submodule" if rest.iter().any(|arg| arg == "foreach") => {
+            "submodule" | "submodule--helper" if rest.iter().any(|arg| arg == "foreach") => {
                 return Err(shell_refusal("'git submodule foreach' runs a command line"));
             }
             "for-each-repo" => {
@@ -908,6 +908,16 @@ mod tests {
         }
         for list in [
             &["submodule", "foreach", "git push"][..],
+            &["submodule--helper", "foreach", "git push"],
+            &[
+                "-C",
+                ".",
+                "submodule",
+                "--quiet",
+                "foreach",
+                "--recursive",
+                "git push",
+            ],
             &["shell", "-c", "x"],
         ] {
             assert_eq!(refusal(list).1, "SHELL_NOT_ALLOWED", "{list:?}");
