@@ -274,6 +274,25 @@ describe('runners', () => {
     expect(explainCommand({ cwd: fx.work, rules: [{ pattern: 'git push', approval: 'ask' }], default: 'preApproved' }, 'npx git push').decision).toBe('ask');
   });
 
+  it("find's -exec runs a command that is judged; options that take a command line are refused", async () => {
+    if (!git) return skip('git is not installed');
+    const find = installed('find');
+    if (find) expect(directly(find, ['.', '-maxdepth', '0', '-exec', git, 'push', '-q', 'origin', 'main:find', ';'])).toBe(true);
+    const before = heads();
+    const run = shell();
+    for (const command of ["find . -maxdepth 0 -exec git push origin main ';'", "find . -execdir git push origin main '{}' +", 'find . -name x -ok git push \\;']) {
+      expect(await refusedWith(() => run(command)), command).toBe('COMMAND_BLOCKED');
+    }
+    for (const command of [`rsync -e 'sh -c x' a b`, 'rsync -avze x a b', `tar --to-command='git push' -xf a.tar`, 'tar xIf ./x a.tar', 'sort --compress-program=./x f']) {
+      expect(await refusedWith(() => run(command)), command).toBe('SHELL_NOT_ALLOWED');
+    }
+    for (const command of [`ssh -o 'ProxyCommand=git push' host`, 'ssh -F ./config host', 'scp -S ./x a host:b']) {
+      expect(await refusedWith(() => run(command)), command).toBe('ARGUMENT_REJECTED');
+    }
+    expect(heads()).toEqual(before);
+    if (find) expect((await run('find . -maxdepth 0 -exec git status \\;')).exitCode).toBe(0);
+  });
+
   it('that run what toolgate cannot see get the strictest rule', async () => {
     if (!git) return skip('git is not installed');
     writeFileSync(join(fx.work, 'Makefile'), 'deploy:\n\tgit push -q origin main:make\nhello:\n\ttouch made\n');

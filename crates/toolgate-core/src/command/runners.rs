@@ -42,6 +42,15 @@ pub(crate) enum Form {
     PluginOr(&'static str, &'static str),
     /// It runs a command line with a shell: refused.
     Shell(&'static str),
+    /// It runs nothing else, but some of its options name a command (refused wherever they
+    /// stand); with `bundled`, its first argument may be a cluster of option letters without a
+    /// dash (`tar xIf prog`).
+    Options(Options, bool),
+    /// `find`: each `-exec`/`-execdir`/`-ok`/`-okdir` runs the command up to `;` or `+`.
+    Find,
+    /// ssh, scp, sftp: `-o` options that run a command or load code (`ProxyCommand`,
+    /// `LocalCommand`, `PKCS11Provider`, …) and configuration files (`-F`) are refused.
+    Ssh,
 }
 
 /// The options of a runner or sub-command, as far as finding the command needs them.
@@ -1216,6 +1225,57 @@ pub(crate) static RUNNERS: &[Runner] = &[
             ..Options::NONE
         }),
     ),
+    // Programs with an option or action that runs another program.
+    runner(&["find", "gfind", "bfs"], Form::Find),
+    runner(
+        &["rsync"],
+        Form::Options(
+            Options {
+                shell: &["-e", "--rsh"],
+                ..Options::NONE
+            },
+            false,
+        ),
+    ),
+    runner(
+        &["tar", "gtar", "bsdtar"],
+        Form::Options(
+            Options {
+                shell: &[
+                    "--to-command",
+                    "--use-compress-program",
+                    "-I",
+                    "--checkpoint-action",
+                    "--info-script",
+                    "--new-volume-script",
+                    "-F",
+                ],
+                ..Options::NONE
+            },
+            true,
+        ),
+    ),
+    runner(
+        &["sort"],
+        Form::Options(
+            Options {
+                shell: &["--compress-program"],
+                ..Options::NONE
+            },
+            false,
+        ),
+    ),
+    runner(
+        &["zip"],
+        Form::Options(
+            Options {
+                shell: &["-TT", "--unzip-command"],
+                ..Options::NONE
+            },
+            false,
+        ),
+    ),
+    runner(&["ssh", "scp", "sftp", "autossh"], Form::Ssh),
 ];
 
 /// Arguments that only print a version or help: the runner then runs nothing.
@@ -1378,6 +1438,104 @@ fn apply(
             }
         }
         Form::Shell(why) => return Err(shell_refusal(program, &format!("{named}: {why}"))),
+        Form::Options(options, bundled) => {
+            if *bundled {
+                if let Some(first) = args.first().filter(|first| !first.starts_with('-')) {
+                    check_options(&named, options, &[format!("-{first}")], runs)?;
+                }
+            }
+            check_options(&named, options, args, runs)?;
+        }
+        Form::Find => {
+            let mut at = 0;
+            while at < args.len() {
+                let action = args[at].as_str();
+                if !matches!(action, "-exec" | "-execdir" | "-ok" | "-okdir") {
+                    at += 1;
+                    continue;
+                }
+                let end = args[at + 1..]
+                    .iter()
+                    .position(|arg| arg == ";" || arg == "+")
+                    .map_or(args.len(), |offset| at + 1 + offset);
+                if end > at + 1 {
+                    runs.commands.push(Inner::new(
+                        args[at + 1..end].to_vec(),
+                        format!("'{named} {action}' runs it"),
+                    ));
+                }
+                at = end + 1;
+            }
+        }
+        Form::Ssh => check_ssh(&named, args)?,
+    }
+    Ok(())
+}
+
+/// `-o` keys of ssh that run a command or load code.
+const SSH_COMMAND_KEYS: &[&str] = &[
+    "proxycommand",
+    "localcommand",
+    "permitlocalcommand",
+    "knownhostscommand",
+    "pkcs11provider",
+    "securitykeyprovider",
+    "include",
+];
+
+/// Refuses ssh options that make it run a command or read a configuration file.
+fn check_ssh(program: &str, args: &[String]) -> Result<(), Refusal> {
+    let refuse = |index: usize, arg: &str, why: &str| {
+        Refusal::new(
+            Layer::Arguments,
+            Error::ArgumentRejected(format!(
+                "args[{index}] ({}) {why} for {program}, which toolgate cannot check; remove it",
+                super::arguments::quote(arg)
+            )),
+        )
+    };
+    for (index, arg) in args.iter().enumerate() {
+        if arg == "--" {
+            break;
+        }
+        let option_value = if arg == "-o" {
+            args.get(index + 1).map(String::as_str)
+        } else {
+            arg.strip_prefix("-o").filter(|_| !arg.starts_with("--"))
+        };
+        if let Some(value) = option_value {
+            let key = value
+                .split(|c: char| c == '=' || c.is_whitespace())
+                .next()
+                .unwrap_or("")
+                .to_ascii_lowercase();
+            if SSH_COMMAND_KEYS.contains(&key.as_str()) {
+                return Err(refuse(index, value, "names a command or code to load"));
+            }
+        }
+        if arg.starts_with('-') && !arg.starts_with("--") {
+            let cluster = &arg[1..];
+            // Letters after a value-taking option are its value (`-oX`), not options.
+            for letter in cluster.chars() {
+                if letter == 'F' {
+                    return Err(refuse(
+                        index,
+                        arg,
+                        "reads more options from a configuration file",
+                    ));
+                }
+                if letter == 'S' && program.starts_with("scp") {
+                    return Err(refuse(
+                        index,
+                        arg,
+                        "names the program used for the connection",
+                    ));
+                }
+                if "bcDEeiIJLlmOoopQRSWw".contains(letter) {
+                    break;
+                }
+            }
+        }
     }
     Ok(())
 }
@@ -1709,6 +1867,79 @@ mod tests {
         ] {
             let runs = analysed(name, list).unwrap();
             assert!(runs.is_nothing(), "{name} {list:?}: {runs:?}");
+        }
+    }
+
+    #[test]
+    fn options_that_run_a_program_are_judged_or_refused() {
+        assert_eq!(
+            commands("find", &[".", "-name", "x", "-exec", "git", "push", ";"]),
+            [args(&["git", "push"])]
+        );
+        assert_eq!(
+            commands(
+                "find",
+                &[".", "-execdir", "git", "push", "{}", "+", "-ok", "rm", "{}", ";"]
+            ),
+            [args(&["git", "push", "{}"]), args(&["rm", "{}"])]
+        );
+        assert!(commands("find", &[".", "-name", "x", "-delete"]).is_empty());
+        for (name, list) in [
+            ("rsync", &["-e", "sh -c x", "a", "b"][..]),
+            ("rsync", &["-avze", "x", "a", "b"]),
+            ("rsync", &["--rsh=x", "a", "b"]),
+            ("tar", &["--to-command=git push", "-xf", "a.tar"]),
+            ("tar", &["-I", "./x", "-xf", "a.tar"]),
+            ("tar", &["--use-compress-program=./x", "-xf", "a.tar"]),
+            ("tar", &["xIf", "./x", "a.tar"]),
+            (
+                "tar",
+                &["--checkpoint-action=exec=git push", "-cf", "a.tar", "."],
+            ),
+            ("sort", &["--compress-program=./x", "f"]),
+            ("zip", &["-TT", "./x", "a.zip", "f"]),
+        ] {
+            let refusal = analysed(name, list).expect_err(&format!("{name} {list:?}"));
+            assert_eq!(refusal.error.code(), "SHELL_NOT_ALLOWED", "{name} {list:?}");
+        }
+        for (name, list) in [
+            ("ssh", &["-o", "ProxyCommand=git push", "host"][..]),
+            ("ssh", &["-oProxyCommand git push", "host"]),
+            ("ssh", &["-o", "proxycommand=x", "host"]),
+            (
+                "ssh",
+                &[
+                    "-o",
+                    "LocalCommand=x",
+                    "-o",
+                    "PermitLocalCommand=yes",
+                    "host",
+                ],
+            ),
+            ("ssh", &["-o", "PKCS11Provider=./lib.so", "host"]),
+            ("ssh", &["-F", "./config", "host"]),
+            ("ssh", &["-vF./config", "host"]),
+            ("scp", &["-S", "./x", "a", "host:b"]),
+            ("sftp", &["-o", "ProxyCommand=x", "host"]),
+        ] {
+            let refusal = analysed(name, list).expect_err(&format!("{name} {list:?}"));
+            assert_eq!(refusal.error.code(), "ARGUMENT_REJECTED", "{name} {list:?}");
+        }
+        for (name, list) in [
+            ("tar", &["-xzf", "a.tar.gz"][..]),
+            ("tar", &["xzf", "a.tar.gz"]),
+            ("rsync", &["-avz", "--exclude", "x", "a", "b"]),
+            ("sort", &["-u", "f"]),
+            (
+                "ssh",
+                &["-o", "StrictHostKeyChecking=no", "-p", "22", "host", "ls"],
+            ),
+            ("ssh", &["-i", "key-F", "host"]),
+        ] {
+            assert!(
+                analysed(name, list).unwrap().is_nothing(),
+                "{name} {list:?}"
+            );
         }
     }
 
