@@ -311,8 +311,23 @@ fn runners_are_judged_as_the_command_they_run() {
         Some("PATH_OUTSIDE_ROOT")
     );
     assert_eq!(heads(&remote), before, "a refused command pushed");
+    // Loops and deep nesting end in a refusal, not a hang.
+    for command in [
+        "git -c alias.p=p p",
+        "git -c alias.p=q -c alias.q=p p",
+        "npx npx npx npx npx npx npx npx npx npx git status",
+    ] {
+        assert_eq!(
+            code(&shell, command),
+            Some("ARGUMENT_REJECTED"),
+            "{command}"
+        );
+    }
     // Other commands through a runner go by their own rules.
     assert!(shell.explain("npx git status").refusal.is_none());
+    // (pnpm may not be installed: the rules' decision is what counts.)
+    let decided = shell.explain("pnpm -w exec git status").decision.unwrap();
+    assert_eq!(decided.approval, PreApproved, "{decided:?}");
     let ask = open_shell(&f, &[("git push", Ask)]);
     assert_eq!(ask.explain("npx git push").verdict(), Verdict::Ask);
 }

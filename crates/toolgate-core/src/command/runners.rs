@@ -1003,8 +1003,8 @@ pub(crate) static RUNNERS: &[Runner] = &[
     with_subs(
         &["pnpm"],
         Options {
-            valued: &["--filter", "-F", "--dir", "-C", "-w", "--workspace-root"],
-            flags: &["-r", "--recursive", "-s", "--silent"],
+            valued: &["--filter", "-F", "--dir", "-C"],
+            flags: &["-r", "--recursive", "-s", "--silent", "-w", "--workspace-root"],
             ..Options::NONE
         },
         PNPM_SUBS,
