@@ -9,26 +9,34 @@
 //! not; the child gets a reduced environment, cwd = the work directory, a private HOME/TMPDIR
 //! per call, the tool's kernel sandbox, an output cap and a timeout that kills its process
 //! group. `cli_execute` adds an allowlist and regex guardrails; the shell toolset adds POSIX
-//! word splitting without a shell and approval rules that identify programs by file.
+//! word splitting without a shell and approval rules that identify programs by file. What a
+//! program runs by its own means (`indirection`: git's aliases and configuration, the
+//! `exec`/`run` forms of runners, `make`) is judged like a command of its own, by the same rules
+//! or the same allowlist.
 
 mod arguments;
 mod cli_execute;
 pub mod config;
 mod engine;
 mod environment;
+mod git;
 mod guardrails;
+mod indirection;
 mod options;
 mod paths;
 mod prepared;
 mod program;
 mod programs;
 mod rules;
+mod runners;
 mod shell;
 mod split;
 mod trampoline;
 
 #[cfg(test)]
 mod attack_tests;
+#[cfg(test)]
+mod indirection_tests;
 #[cfg(test)]
 mod tests;
 

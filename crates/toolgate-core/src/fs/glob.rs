@@ -221,7 +221,9 @@ fn walk_matches(
                     let Some(file_type) = entry.file_type() else {
                         return WalkState::Continue;
                     };
-                    if file_type.is_dir() {
+                    // Directories are walked, not listed; FIFOs, sockets and devices are not
+                    // files a tool can use.
+                    if !file_type.is_file() && !file_type.is_symlink() {
                         return WalkState::Continue;
                     }
                     let Some(relative) = bytes_below(entry.path(), start) else {

@@ -7,8 +7,6 @@
 //! match is still counted for the truncation marker.
 
 use std::collections::BTreeMap;
-use std::fs::File;
-use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
@@ -20,6 +18,7 @@ use ignore::WalkState;
 use super::access::{Access, HeldBack, WalkFilter};
 use super::glob::search_base;
 use super::pattern::{check_glob, check_max_results, regex_matcher};
+use super::special;
 use super::text::{display_line, plural, CappedText};
 use super::walk::{threads, walker, Cancel, WalkOptions};
 use crate::error::{Error, Result};
@@ -296,12 +295,12 @@ impl<'a> Worker<'a> {
         } else {
             &mut self.counting
         };
-        // O_NOFOLLOW: a file swapped for a symlink after the walk is skipped, not followed.
-        let outcome = File::options()
-            .read(true)
-            .custom_flags(libc::O_NOFOLLOW)
-            .open(path)
-            .and_then(|file| searcher.search_file(self.matcher, &file, &mut sink));
+        // A file swapped for a symlink after the walk is skipped, not followed; one swapped for
+        // a FIFO, socket or device is opened without blocking and skipped, never read.
+        let outcome = special::open_regular_path(path).and_then(|file| match file {
+            Some(file) => searcher.search_file(self.matcher, &file, &mut sink),
+            None => Ok(()),
+        });
         // Unreadable files are skipped, as ripgrep does (it reports them on stderr).
         if outcome.is_ok() && sink.result.matches > 0 {
             lock(self.results).add(path.to_path_buf(), sink.result);

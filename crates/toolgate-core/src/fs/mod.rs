@@ -26,6 +26,9 @@ mod patch;
 mod pattern;
 mod read;
 pub mod rules;
+mod special;
+#[cfg(test)]
+mod special_tests;
 mod temp;
 mod text;
 mod tree;

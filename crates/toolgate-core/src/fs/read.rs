@@ -111,10 +111,15 @@ pub fn read<'a>(access: impl Into<Access<'a>>, request: &ReadRequest) -> Result<
             list_directory(validator, &dir, request, filter.as_ref())
         }
         Kind::File => read_file(&target, request),
-        Kind::Symlink | Kind::Other => Err(Error::InvalidInput(format!(
-            "'{}' is not a regular file or directory",
-            target.relative.display()
-        ))),
+        Kind::Symlink | Kind::Other => {
+            let what = target.stat().map_or("a special file", |stat| {
+                super::special::describe(rustix::fs::FileType::from_raw_mode(stat.st_mode))
+            });
+            Err(Error::InvalidInput(format!(
+                "'{}' is {what}, not a regular file or directory; file tools only read regular files and list directories",
+                target.relative.display()
+            )))
+        }
     }
 }
 
