@@ -409,8 +409,8 @@ pub fn check_worker_plan_identity(
     run_id: String,
 ) -> napi::Result<()> {
     sync(&env, "checkWorkerPlanIdentity", || {
-        let expected: run::durable::PlanIdentity = serde_json::from_str(&identity_json)
-            .map_err(|err| {
+        let expected: run::durable::PlanIdentity =
+            serde_json::from_str(&identity_json).map_err(|err| {
                 Error::InvalidInput(format!(
                     "the recorded identity of run '{run_id}' is not one toolgate wrote: {err}"
                 ))

@@ -1,5 +1,4 @@
-import { ApplicationFailure, Context } from '@temporalio/activity';
-import { msToNumber } from '@temporalio/common/lib/time.js';
+import { createRequire } from 'node:module';
 import type { LanguageModel } from 'ai';
 import { native } from '../native/binding.js';
 import { callNative, ToolgateError } from '../native/errors.js';
@@ -14,6 +13,13 @@ import type { ActivityTimeouts, DurationText, RunPlan, RunRef, ToolgateActivityF
 import { HostedWorkers, type HostedWorker } from './hosted-workers.js';
 import { modelStep } from './model-step.js';
 import { recordLostCall, runToolCall } from './tool-calls.js';
+
+// The Temporal SDK is CommonJS and optional: it is loaded with `require` once the entry checked
+// it is installed (`require-temporal.ts`), so that its absence is one clear line.
+const require = createRequire(import.meta.url);
+const { ApplicationFailure, Context } = require('@temporalio/activity') as typeof import('@temporalio/activity');
+// Temporal's own reading of durations ('30s', '3 days', milliseconds), so they mean what they mean in Temporal.
+const { msToNumber } = require('@temporalio/common/lib/time') as typeof import('@temporalio/common/lib/time.js');
 
 /** Which model a worker host uses for a worker file: its `model` (`provider:model`, or undefined) in, an AI SDK model out. */
 export type ModelForWorker = (modelId: string | undefined) => LanguageModel | Promise<LanguageModel>;

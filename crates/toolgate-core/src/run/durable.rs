@@ -86,7 +86,10 @@ pub fn plan_identity(plan: &WorkerPlan) -> Result<PlanIdentity> {
 }
 
 fn short(digest: Option<&str>) -> String {
-    digest.map_or_else(|| "missing".to_string(), |d| format!("sha256 {}", &d[..d.len().min(12)]))
+    digest.map_or_else(
+        || "missing".to_string(),
+        |d| format!("sha256 {}", &d[..d.len().min(12)]),
+    )
 }
 
 /// Checks that `plan` (this host's) has the identity `expected` the run `run` started with.
@@ -172,7 +175,12 @@ pub fn read_only_tools(plan: &WorkerPlan) -> Result<Vec<&'static str>> {
         tools.extend(offered.iter().filter(|name| reads_files.contains(name)));
     }
     if let Some(group) = top.code_agent_group {
-        tools.extend(group.tools().iter().filter(|name| reads_code.contains(name)));
+        tools.extend(
+            group
+                .tools()
+                .iter()
+                .filter(|name| reads_code.contains(name)),
+        );
     }
     Ok(tools)
 }
@@ -214,7 +222,10 @@ mod tests {
         assert!(message.contains("worker file"), "{message}");
         assert!(message.contains("w.yaml"), "{message}");
         assert!(message.contains("run-7"), "{message}");
-        assert!(message.contains("differs from the version the run started with"), "{message}");
+        assert!(
+            message.contains("differs from the version the run started with"),
+            "{message}"
+        );
     }
 
     #[test]
@@ -274,10 +285,23 @@ mod tests {
         )
         .unwrap();
         let tools = read_only_tools(&plan(&path)).unwrap();
-        for name in ["read_file", "list_files", "file_info", "grep_search", "file_read"] {
+        for name in [
+            "read_file",
+            "list_files",
+            "file_info",
+            "grep_search",
+            "file_read",
+        ] {
             assert!(tools.contains(&name), "{name} in {tools:?}");
         }
-        for name in ["write_file", "delete_file", "file_write", "file_edit", "file_patch", "shell"] {
+        for name in [
+            "write_file",
+            "delete_file",
+            "file_write",
+            "file_edit",
+            "file_patch",
+            "shell",
+        ] {
             assert!(!tools.contains(&name), "{name} in {tools:?}");
         }
         std::fs::write(&path, "name: w\ntoolsets:\n  shell: { default: ask }\n").unwrap();
