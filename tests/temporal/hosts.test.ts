@@ -44,7 +44,7 @@ afterAll(async () => {
   if (bundleDir) rmSync(bundleDir, { recursive: true, force: true });
 });
 
-async function worker(taskQueue: string, identity: string, options: { heartbeatTimeout?: string; maxActivities?: number } = {}) {
+async function worker(taskQueue: string, identity: string, options: { heartbeatTimeout?: string; maxActivities?: number; env?: Record<string, string> } = {}) {
   const started = await startWorkerProcess({ address: server.address, taskQueue, identity, bundle, ...options });
   workers.push(started);
   return started;
@@ -216,5 +216,38 @@ describe.skipIf(unavailable)('worker hosts on Temporal', () => {
     ]);
     const calls = (await scheduledActivities(handle)).filter(([type]) => type === 'toolgateToolCall').map(([, attempts]) => attempts);
     expect(calls.sort()).toEqual([1, 3]);
+  });
+
+  it('a host given workerFiles refuses a run naming another worker file, before reading it', async () => {
+    const queue = `allowed-${randomUUID()}`;
+    const allowed = workerDir([{ toolCalls: [bump(1)] }, done('ran')], { approval: 'preApproved' });
+    const other = workerDir([{ toolCalls: [bump(1)] }, done('ran')], { approval: 'preApproved' });
+    await worker(queue, 'picky', { env: { WORKER_FILES: allowed.dir } });
+    const refused = await start(queue, { worker: other.file, input: 'bump' });
+    const failure = await failureOf(refused);
+    expect(failure.type).toBe('CONFIG_INVALID');
+    expect(failure.message).toContain(`worker file '${other.file}' is not one this worker host runs`);
+    // A symlink in the allowed directory to a file outside it, or a path that climbs out, is refused too.
+    symlinkSync(other.file, join(allowed.dir, 'elsewhere.yaml'));
+    for (const path of [join(allowed.dir, 'elsewhere.yaml'), `${allowed.dir}/../${other.dir.split('/').at(-1)}/worker.yaml`]) {
+      expect((await failureOf(await start(queue, { worker: path, input: 'bump' }))).message).toContain('is not one this worker host runs');
+    }
+    expect(other.runs()).toBe(0);
+    expect(other.audit()).toEqual([]);
+    const result = (await (await start(queue, { worker: allowed.file, input: 'bump' })).result()) as ToolgateRunResult;
+    expect(result.text).toBe('ran');
+    expect(allowed.runs()).toBe(1);
+  });
+
+  it('a worker called through the workers toolset runs inside the tool call, with its own model', async () => {
+    const files = workerDir(
+      [{ toolCalls: [{ toolName: 'helper', input: { input: 'say hi' } }] }, { expect: { toolResult: 'hi from the helper' }, ...done('the helper said hi') }],
+      { approval: 'preApproved', extra: '  workers:\n    allowed_workers: [./helper.yaml]\n    approval: { default: preApproved }\n' },
+    );
+    writeFileSync(join(files.dir, 'helper-script.json'), JSON.stringify([{ expect: { userMessage: 'say hi' }, ...done('hi from the helper') }]));
+    writeFileSync(join(files.dir, 'helper.yaml'), 'name: helper\ndescription: Says hi\nmodel: scripted:./helper-script.json\n');
+    const result = (await (await start(sharedQueue, { worker: files.file, input: 'ask the helper' })).result()) as ToolgateRunResult;
+    expect(result).toMatchObject({ status: 'task-completed', text: 'the helper said hi' });
+    expect(result.toolCalls).toMatchObject([{ toolName: 'helper', decision: 'preApproved', output: { status: 'task-completed', result: 'hi from the helper' } }]);
   });
 });

@@ -1,7 +1,10 @@
+import { realpathSync, statSync } from 'node:fs';
 import { createRequire } from 'node:module';
+import { isAbsolute } from 'node:path';
 import type { LanguageModel } from 'ai';
 import { native } from '../native/binding.js';
 import { callNative, ToolgateError } from '../native/errors.js';
+import { PathValidator } from '../native/path-validator.js';
 import { ApprovalGate } from '../run/approval-gate.js';
 import { AuditTrail } from '../run/audit.js';
 import { Recorder } from '../run/records.js';
@@ -49,6 +52,12 @@ export interface ToolgateActivitiesOptions {
   modelStepTimeout?: DurationText;
   /** Attempts of a call of a tool that only reads (default 3); every other call gets exactly one. */
   readOnlyAttempts?: number;
+  /**
+   * The worker files this host runs: absolute paths of files, or of directories whose worker
+   * files it runs. A run naming another file is refused (`CONFIG_INVALID`) before the file is
+   * read. Default: any worker file the client names.
+   */
+  workerFiles?: readonly string[];
 }
 
 const OPTION_KEYS = [
@@ -61,6 +70,7 @@ const OPTION_KEYS = [
   'toolCallTimeout',
   'modelStepTimeout',
   'readOnlyAttempts',
+  'workerFiles',
 ];
 
 function durationMs(value: DurationText | undefined, fallback: string, where: string): number {
@@ -80,6 +90,50 @@ interface CheckedOptions {
   maxSteps: number | undefined;
   load: { workDir?: string; readonly?: boolean };
   timeouts: ActivityTimeouts;
+  allowed: ((path: string) => void) | undefined;
+}
+
+/**
+ * Whether this host runs a worker file: one of `entries` (files) or inside one of them
+ * (directories, confined by the core's PathValidator, symlinks followed). Throws `CONFIG_INVALID`.
+ */
+function allowedWorkerFiles(entries: readonly string[]): (path: string) => void {
+  if (!Array.isArray(entries) || entries.some((entry) => typeof entry !== 'string' || !isAbsolute(entry))) {
+    throw new ToolgateError('CONFIG_INVALID', 'toolgateActivities: workerFiles is a list of absolute paths of worker files or directories');
+  }
+  const files = new Set<string>();
+  const directories: PathValidator[] = [];
+  for (const entry of entries) {
+    let stats;
+    try {
+      stats = statSync(entry);
+    } catch {
+      throw new ToolgateError('CONFIG_INVALID', `toolgateActivities: workerFiles names '${entry}', which does not exist on this host`);
+    }
+    if (stats.isDirectory()) directories.push(new PathValidator(entry));
+    else files.add(realpathSync(entry));
+  }
+  return (path) => {
+    let real: string | undefined;
+    try {
+      real = realpathSync(path);
+    } catch {
+      real = undefined;
+    }
+    if (real !== undefined && files.has(real)) return;
+    for (const directory of directories) {
+      try {
+        directory.resolve(path);
+        return;
+      } catch {
+        // not inside this one
+      }
+    }
+    throw new ToolgateError(
+      'CONFIG_INVALID',
+      `worker file '${path}' is not one this worker host runs (workerFiles: ${entries.join(', ')}); add it, or its directory, to toolgateActivities({ workerFiles })`,
+    );
+  };
 }
 
 function checkOptions(options: ToolgateActivitiesOptions): CheckedOptions {
@@ -101,6 +155,7 @@ function checkOptions(options: ToolgateActivitiesOptions): CheckedOptions {
   }
   return {
     model,
+    allowed: options.workerFiles === undefined ? undefined : allowedWorkerFiles(options.workerFiles),
     audit: checked.audit ?? null,
     maxSteps: checked.maxSteps ?? undefined,
     load,
@@ -151,7 +206,7 @@ async function heartbeating<T>(timeouts: ActivityTimeouts, body: (signal: AbortS
  */
 export function toolgateActivities(options: ToolgateActivitiesOptions = {}): ToolgateActivityFunctions {
   const settings = checkOptions(options);
-  const hosts = new HostedWorkers(settings.load);
+  const hosts = new HostedWorkers(settings.load, settings.allowed);
 
   const modelFor = async (hosted: HostedWorker): Promise<string | LanguageModel | undefined> => {
     const { model } = settings;
@@ -228,7 +283,10 @@ export function toolgateActivities(options: ToolgateActivitiesOptions = {}): Too
         let result;
         if (delegated) {
           const { context: resolved } = await setupFor(hosted, input, signal);
-          const context = { depth: 0, chain: [hosted.worker.name], gate: run.gate, model: resolved.model, forcedModel: settings.model !== undefined, emit };
+          // A model (or spec) given to the activities is forced on called workers too, as runWorker's
+          // `model` option is; a function leaves each called worker its own `model`.
+          const forcedModel = settings.model !== undefined && typeof settings.model !== 'function';
+          const context = { depth: 0, chain: [hosted.worker.name], gate: run.gate, model: resolved.model, forcedModel, emit };
           result = await runContext.run(context, call);
         } else {
           result = await call();

@@ -231,7 +231,8 @@ export class RunLoop {
     for (;;) {
       const seen = alwaysSeen;
       const settled = () => this.#pending.size === 0 || this.#always.length !== seen;
-      const remaining = deadline === undefined ? undefined : Math.max(0, deadline - this.#activities.now());
+      // At least 1 ms: a timer of 0 is no timer.
+      const remaining = deadline === undefined ? undefined : Math.max(1, deadline - this.#activities.now());
       const inTime = await this.#activities.wait(settled, remaining);
       if (!inTime || this.#pending.size === 0) break;
       alwaysSeen = this.#always.length;

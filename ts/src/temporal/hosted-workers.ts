@@ -52,14 +52,18 @@ function unchanged(hosted: HostedWorker): boolean {
  */
 export class HostedWorkers {
   readonly #options: LoadWorkerOptions;
+  readonly #allowed: ((path: string) => void) | undefined;
   readonly #loaded = new Map<string, Promise<HostedWorker>>();
 
-  constructor(options: LoadWorkerOptions) {
+  /** `allowed` throws for a worker file this host does not run (`workerFiles`). */
+  constructor(options: LoadWorkerOptions, allowed?: (path: string) => void) {
     this.#options = options;
+    this.#allowed = allowed;
   }
 
   /** The current version of the worker file at `path` on this host. */
   async current(path: string): Promise<HostedWorker> {
+    this.#allowed?.(path);
     const entry = this.#loaded.get(path);
     if (entry) {
       const hosted = await entry.catch(() => undefined);
