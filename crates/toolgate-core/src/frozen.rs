@@ -99,6 +99,11 @@ impl FrozenFiles {
         self.files.contains_key(path)
     }
 
+    /// What the frozen file at `path` is (`worker file`, `tools module`, …), for messages.
+    pub fn role(&self, path: &Path) -> Option<&'static str> {
+        self.files.get(path).map(|entry| entry.role)
+    }
+
     /// Checks every frozen file (see [`verify_paths`](Self::verify_paths)).
     pub fn verify_all(&self, what: &str) -> Result<()> {
         self.verify_paths(self.files.keys().map(PathBuf::as_path), what)

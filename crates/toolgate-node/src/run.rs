@@ -386,3 +386,45 @@ pub async fn append_audit_log(
     })
     .await
 }
+
+/// The identity of a planned worker graph for a durable run, as JSON text: its fingerprint,
+/// each worker's name, file and work directory, and a SHA-256 digest of every file. Throws
+/// `CONFIG_INVALID` naming a file that changed since the plan was made.
+#[napi]
+pub fn worker_plan_identity(env: Env, plan: &WorkerPlan) -> napi::Result<String> {
+    sync(&env, "workerPlanIdentity", || {
+        to_json_text(&run::durable::plan_identity(&plan.inner)?)
+    })
+}
+
+/// Checks that a plan has the identity (JSON text from `workerPlanIdentity`) the durable run
+/// `runId` started with. Throws `CONFIG_INVALID` naming the first file (or worker) that differs.
+#[napi]
+pub fn check_worker_plan_identity(
+    env: Env,
+    plan: &WorkerPlan,
+    identity_json: String,
+    run_id: String,
+) -> napi::Result<()> {
+    sync(&env, "checkWorkerPlanIdentity", || {
+        let expected: run::durable::PlanIdentity =
+            serde_json::from_str(&identity_json).map_err(|err| {
+                Error::InvalidInput(format!(
+                    "the recorded identity of run '{run_id}' is not one toolgate wrote: {err}"
+                ))
+            })?;
+        run::durable::check_plan_identity(&plan.inner, &expected, &run_id)
+    })
+}
+
+/// The tools of a plan's top worker whose calls only read (the file tools that read, list and
+/// search): a durable run may repeat a call of one after the process running it died.
+#[napi]
+pub fn worker_plan_read_only_tools(env: Env, plan: &WorkerPlan) -> napi::Result<Vec<String>> {
+    sync(&env, "workerPlanReadOnlyTools", || {
+        Ok(run::durable::read_only_tools(&plan.inner)?
+            .into_iter()
+            .map(String::from)
+            .collect())
+    })
+}

@@ -86,8 +86,11 @@ export class AuditTrail {
     });
   }
 
-  end(outcome: AuditEnd): void {
-    const durationMs = Math.round(performance.now() - this.#started);
+  /**
+   * The run's last line. `durationMs` defaults to the time since the trail was made; a run whose
+   * end is written in another process than its start (a durable run) gives it.
+   */
+  end(outcome: AuditEnd, durationMs: number = Math.round(performance.now() - this.#started)): void {
     if ('error' in outcome) {
       const error = outcome.error;
       this.#line('run-end', this.#worker, {
