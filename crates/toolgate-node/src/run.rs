@@ -393,7 +393,7 @@ pub async fn append_audit_log(
 #[napi]
 pub fn worker_plan_identity(env: Env, plan: &WorkerPlan) -> napi::Result<String> {
     sync(&env, "workerPlanIdentity", || {
-        to_json_text(&run::durable::plan_identity(&plan.inner)?)
+        to_json_text(&toolgate_core::worker::durable::plan_identity(&plan.inner)?)
     })
 }
 
@@ -407,13 +407,13 @@ pub fn check_worker_plan_identity(
     run_id: String,
 ) -> napi::Result<()> {
     sync(&env, "checkWorkerPlanIdentity", || {
-        let expected: run::durable::PlanIdentity =
+        let expected: toolgate_core::worker::durable::PlanIdentity =
             serde_json::from_str(&identity_json).map_err(|err| {
                 Error::InvalidInput(format!(
                     "the recorded identity of run '{run_id}' is not one toolgate wrote: {err}"
                 ))
             })?;
-        run::durable::check_plan_identity(&plan.inner, &expected, &run_id)
+        toolgate_core::worker::durable::check_plan_identity(&plan.inner, &expected, &run_id)
     })
 }
 
@@ -422,7 +422,7 @@ pub fn check_worker_plan_identity(
 #[napi]
 pub fn worker_plan_read_only_tools(env: Env, plan: &WorkerPlan) -> napi::Result<Vec<String>> {
     sync(&env, "workerPlanReadOnlyTools", || {
-        Ok(run::durable::read_only_tools(&plan.inner)?
+        Ok(toolgate_core::worker::durable::read_only_tools(&plan.inner)?
             .into_iter()
             .map(String::from)
             .collect())

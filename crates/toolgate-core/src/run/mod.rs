@@ -1,8 +1,8 @@
 //! Decisions of a worker run that outlive one approval prompt: what an "always" answer covers
 //! ([`always`]), how a call the model made is recorded when toolgate refused it ([`outcome`]),
 //! the authenticated state of a run that waits for approvals in another process or request
-//! ([`state`], [`ledger`], [`fingerprint`]), and what a durable run pins and may repeat
-//! ([`durable`]).
+//! ([`state`], [`ledger`], [`fingerprint`]). What a durable run pins and may repeat is the
+//! plan's to say (`worker::durable`).
 //!
 //! The SDK runs the agent loop; everything here is what it asks before it acts: whether an
 //! earlier "always" covers a call, whether a state it is handed was issued by this application
@@ -10,8 +10,7 @@
 
 pub mod always;
 mod canonical;
-mod crypto;
-pub mod durable;
+pub(crate) mod crypto;
 pub mod fingerprint;
 pub mod ledger;
 pub mod options;

@@ -24,6 +24,7 @@ use crate::sandbox_config::{SandboxFields, SandboxModeName};
 
 pub mod attachments;
 mod decide;
+pub mod durable;
 pub mod golem;
 pub mod options;
 mod plan;

@@ -11,10 +11,9 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::crypto::sha256_hex;
-use super::fingerprint::plan_fingerprint;
 use crate::error::{Error, Result};
 use crate::fs::config::{filesystem_tools, CodeAgentGroup};
+use crate::run::crypto::sha256_hex;
 use crate::worker::WorkerPlan;
 
 /// One file of a plan and the version the run started with.
@@ -42,7 +41,7 @@ pub struct PlanWorker {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct PlanIdentity {
-    /// The plan's fingerprint ([`plan_fingerprint`]), the same a deferred run's state carries.
+    /// The plan's fingerprint ([`WorkerPlan::fingerprint`]), the same a deferred run's state carries.
     pub fingerprint: String,
     pub workers: Vec<PlanWorker>,
     pub files: Vec<PlanFile>,
@@ -51,7 +50,7 @@ pub struct PlanIdentity {
 /// The identity of `plan`. Fails with `CONFIG_INVALID` naming the file when a file of the graph
 /// changed since the plan was made.
 pub fn plan_identity(plan: &WorkerPlan) -> Result<PlanIdentity> {
-    let fingerprint = plan_fingerprint(plan)?;
+    let fingerprint = plan.fingerprint()?;
     let frozen = plan.frozen_files();
     let mut files = Vec::new();
     for path in frozen.paths() {
