@@ -9,9 +9,10 @@
 //! forwarded with `Connection: close`, its body exactly as framed, and nothing the client
 //! sends after it is read, so a second request on the same connection reaches nobody.
 
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
-use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 
 use super::connect::open;
@@ -95,27 +96,20 @@ async fn connect(mut client: TcpStream, rest: Vec<u8>, request: &Request, sessio
         if server.write_all(&rest).await.is_err() {
             return;
         }
-        session
-            .up
-            .fetch_add(rest.len() as u64, std::sync::atomic::Ordering::Relaxed);
+        session.up.fetch_add(rest.len() as u64, Ordering::Relaxed);
     }
-    let idle = session.call.config.idle_timeout;
-    let (mut client_read, mut client_write) = client.split();
-    let (mut server_read, mut server_write) = server.split();
     relay::tunnel(
-        &mut client_read,
-        &mut client_write,
-        &mut server_read,
-        &mut server_write,
+        &client,
+        &server,
         &session.up,
         &session.down,
-        idle,
+        session.call.config.idle_timeout,
     )
     .await;
 }
 
 async fn forward(mut client: TcpStream, rest: Vec<u8>, request: &Request, session: &mut Session) {
-    let mut server = match open(session, &request.host, request.port).await {
+    let server = match open(session, &request.host, request.port).await {
         Ok(server) => server,
         Err(refusal) => {
             respond(&mut client, &refusal).await;
@@ -126,27 +120,15 @@ async fn forward(mut client: TcpStream, rest: Vec<u8>, request: &Request, sessio
         return;
     };
     let activity = Activity::new(session.call.config.idle_timeout);
+    if activity.write_all(&server, head).await.is_err() {
+        return;
+    }
+    session.up.fetch_add(head.len() as u64, Ordering::Relaxed);
     let outcome = {
-        let (mut client_read, mut client_write) = client.split();
-        let (mut server_read, mut server_write) = server.split();
-        if server_write.write_all(head).await.is_err() {
-            return;
-        }
-        session
-            .up
-            .fetch_add(head.len() as u64, std::sync::atomic::Ordering::Relaxed);
-        let upload = relay::body(
-            &rest,
-            &mut client_read,
-            &mut server_write,
-            *framing,
-            Some(&session.up),
-            None,
-            &activity,
-        );
+        let upload = relay::body(&rest, &client, &server, *framing, &session.up, &activity);
         let download = response(
-            &mut server_read,
-            &mut client_write,
+            &server,
+            &client,
             request.method_is_head,
             &session.down,
             &activity,
@@ -169,23 +151,21 @@ async fn forward(mut client: TcpStream, rest: Vec<u8>, request: &Request, sessio
         let text = format!("toolgate: {}: {what}", session.target_text());
         session.note(text);
     }
+    drop(server);
     linger(&mut client).await;
 }
 
 /// Relays the response: head(s) rewritten (hop-by-hop headers dropped, `Connection: close`),
-/// then the body as framed.
-async fn response<R, W>(
-    server: &mut R,
-    client: &mut W,
+/// then the body as framed. `down` counts what is relayed from the server.
+async fn response(
+    server: &TcpStream,
+    client: &TcpStream,
     method_is_head: bool,
-    down: &std::sync::atomic::AtomicU64,
+    down: &AtomicU64,
     activity: &Activity,
-) -> Result<(), String>
-where
-    R: AsyncRead + Unpin,
-    W: tokio::io::AsyncWrite + Unpin,
-{
-    let mut buf = Vec::with_capacity(8 * 1024);
+) -> Result<(), String> {
+    let mut buf = Vec::with_capacity(16 * 1024);
+    let mut chunk = vec![0u8; 16 * 1024];
     loop {
         let head_end = loop {
             if let Some(end) = find_head_end(&buf) {
@@ -196,7 +176,6 @@ where
                     "the response head is longer than {MAX_HEAD_BYTES} bytes"
                 ));
             }
-            let mut chunk = vec![0u8; 16 * 1024];
             let n = activity
                 .read(server, &mut chunk)
                 .await
@@ -204,16 +183,15 @@ where
             if n == 0 {
                 return Err("the server closed the connection without a complete response".into());
             }
-            down.fetch_add(n as u64, std::sync::atomic::Ordering::Relaxed);
             buf.extend_from_slice(&chunk[..n]);
         };
         let parsed = parse_response(&buf[..head_end])?;
-        client
-            .write_all(&parsed.head)
+        down.fetch_add(head_end as u64, Ordering::Relaxed);
+        activity
+            .write_all(client, &parsed.head)
             .await
             .map_err(|err| err.to_string())?;
-        let rest = buf.split_off(head_end);
-        buf = rest;
+        buf.drain(..head_end);
         if parsed.interim {
             continue;
         }
@@ -222,7 +200,7 @@ where
         } else {
             parsed.framing
         };
-        return relay::body(&buf, server, client, framing, None, Some(down), activity).await;
+        return relay::body(&buf, server, client, framing, down, activity).await;
     }
 }
 

@@ -1,13 +1,20 @@
 //! Moving bytes: a tunnel both ways, or one HTTP message body framed exactly (so nothing past
 //! its end is forwarded). Every byte is counted; a connection silent both ways for the idle
 //! timeout is closed.
+//!
+//! On Linux the bytes of a tunnel or of a body whose length is known go from socket to socket
+//! through a pipe with `splice(2)`, never copied through the proxy's memory: proxied downloads
+//! then run at nearly the speed of direct ones. Chunked bodies are read (their framing must be
+//! followed) and copied.
 
+use std::future::Future;
+use std::io;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
-use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
+use tokio::net::TcpStream;
 
-/// Bytes read at a time: large enough that a fast download costs few system calls.
+/// Bytes read at a time when copying.
 const BUFFER_BYTES: usize = 64 * 1024;
 
 /// Longest chunk-size line (with extensions) and the most trailer bytes of a chunked body.
@@ -40,27 +47,24 @@ impl Activity {
         Duration::from_millis(now.saturating_sub(self.last_ms.load(Ordering::Relaxed)))
     }
 
-    /// Reads, giving up only when the whole connection has been idle for the timeout (the
-    /// other direction may be busy while this one waits).
-    pub(crate) async fn read<R: AsyncRead + Unpin>(
-        &self,
-        reader: &mut R,
-        buf: &mut [u8],
-    ) -> std::io::Result<usize> {
+    /// Waits for `ready` (a socket becoming readable or writable), giving up only when the
+    /// whole connection has been idle for the timeout: the other direction may be busy while
+    /// this one waits.
+    async fn wait<F, Fut>(&self, mut ready: F) -> io::Result<()>
+    where
+        F: FnMut() -> Fut,
+        Fut: Future<Output = io::Result<()>>,
+    {
         loop {
             let wait = self
                 .idle
                 .saturating_sub(self.idle_for())
                 .max(Duration::from_millis(10));
-            match tokio::time::timeout(wait, reader.read(buf)).await {
-                Ok(result) => {
-                    let n = result?;
-                    self.touch();
-                    return Ok(n);
-                }
+            match tokio::time::timeout(wait, ready()).await {
+                Ok(result) => return result,
                 Err(_) if self.idle_for() >= self.idle => {
-                    return Err(std::io::Error::new(
-                        std::io::ErrorKind::TimedOut,
+                    return Err(io::Error::new(
+                        io::ErrorKind::TimedOut,
                         format!("no bytes either way for {} s", self.idle.as_secs()),
                     ))
                 }
@@ -68,62 +72,201 @@ impl Activity {
             }
         }
     }
-}
 
-async fn write_counted<W: AsyncWrite + Unpin>(
-    writer: &mut W,
-    bytes: &[u8],
-    counter: Option<&AtomicU64>,
-) -> std::io::Result<()> {
-    writer.write_all(bytes).await?;
-    if let Some(counter) = counter {
-        counter.fetch_add(bytes.len() as u64, Ordering::Relaxed);
+    /// Reads what `stream` has (0 at its end).
+    pub(crate) async fn read(&self, stream: &TcpStream, buf: &mut [u8]) -> io::Result<usize> {
+        loop {
+            self.wait(|| stream.readable()).await?;
+            match stream.try_read(buf) {
+                Ok(n) => {
+                    self.touch();
+                    return Ok(n);
+                }
+                Err(err) if err.kind() == io::ErrorKind::WouldBlock => {}
+                Err(err) => return Err(err),
+            }
+        }
     }
-    Ok(())
+
+    /// Writes all of `bytes`.
+    pub(crate) async fn write_all(&self, stream: &TcpStream, mut bytes: &[u8]) -> io::Result<()> {
+        while !bytes.is_empty() {
+            self.wait(|| stream.writable()).await?;
+            match stream.try_write(bytes) {
+                Ok(n) => {
+                    self.touch();
+                    bytes = &bytes[n..];
+                }
+                Err(err) if err.kind() == io::ErrorKind::WouldBlock => {}
+                Err(err) => return Err(err),
+            }
+        }
+        Ok(())
+    }
 }
 
-/// Copies `reader` to `writer` until end of file, then shuts the writer down. `counter`
-/// counts what was read (so, for a download, bytes received from the destination).
-pub(crate) async fn pump<R, W>(
-    reader: &mut R,
-    writer: &mut W,
+/// Ends the sending side of `stream` (the peer reads end of file).
+pub(crate) fn shutdown_write(stream: &TcpStream) {
+    let _ = rustix::net::shutdown(stream, rustix::net::Shutdown::Write);
+}
+
+/// Moves bytes from `from` to `to` until `from` ends or, with a `limit`, that many have moved;
+/// returns how many moved. `counter` counts them.
+pub(crate) async fn transfer(
+    from: &TcpStream,
+    to: &TcpStream,
+    limit: Option<u64>,
     counter: &AtomicU64,
     activity: &Activity,
-) -> std::io::Result<()>
-where
-    R: AsyncRead + Unpin,
-    W: AsyncWrite + Unpin,
-{
+) -> io::Result<u64> {
+    #[cfg(target_os = "linux")]
+    {
+        if let Ok(pipe) = splice::Pipe::new() {
+            return pipe.transfer(from, to, limit, counter, activity).await;
+        }
+    }
+    copy(from, to, limit, counter, activity).await
+}
+
+/// [`transfer`] through the proxy's memory.
+async fn copy(
+    from: &TcpStream,
+    to: &TcpStream,
+    limit: Option<u64>,
+    counter: &AtomicU64,
+    activity: &Activity,
+) -> io::Result<u64> {
     let mut buf = vec![0u8; BUFFER_BYTES];
+    let mut moved = 0u64;
     loop {
-        let n = activity.read(reader, &mut buf).await?;
+        let room = limit.map_or(buf.len() as u64, |limit| {
+            (limit - moved).min(buf.len() as u64)
+        });
+        if room == 0 {
+            return Ok(moved);
+        }
+        let n = activity.read(from, &mut buf[..room as usize]).await?;
         if n == 0 {
-            let _ = writer.shutdown().await;
-            return Ok(());
+            return Ok(moved);
         }
         counter.fetch_add(n as u64, Ordering::Relaxed);
-        writer.write_all(&buf[..n]).await?;
+        activity.write_all(to, &buf[..n]).await?;
+        moved += n as u64;
+    }
+}
+
+#[cfg(target_os = "linux")]
+mod splice {
+    use std::io;
+    use std::os::fd::OwnedFd;
+    use std::sync::atomic::{AtomicU64, Ordering};
+
+    use rustix::pipe::{
+        fcntl_getpipe_size, fcntl_setpipe_size, pipe_with, splice, PipeFlags, SpliceFlags,
+    };
+    use tokio::io::Interest;
+    use tokio::net::TcpStream;
+
+    use super::Activity;
+
+    /// The pipe's capacity asked for: what one `splice` moves at most.
+    const PIPE_BYTES: usize = 512 * 1024;
+
+    pub(super) struct Pipe {
+        read: OwnedFd,
+        write: OwnedFd,
+        capacity: usize,
+    }
+
+    impl Pipe {
+        pub(super) fn new() -> io::Result<Pipe> {
+            let (read, write) = pipe_with(PipeFlags::NONBLOCK | PipeFlags::CLOEXEC)?;
+            // A bigger pipe moves more per call; refused past the user's pipe budget, when
+            // the default (64 KiB) stays.
+            let _ = fcntl_setpipe_size(&write, PIPE_BYTES);
+            let capacity = fcntl_getpipe_size(&write).unwrap_or(64 * 1024);
+            Ok(Pipe {
+                read,
+                write,
+                capacity,
+            })
+        }
+
+        pub(super) async fn transfer(
+            &self,
+            from: &TcpStream,
+            to: &TcpStream,
+            limit: Option<u64>,
+            counter: &AtomicU64,
+            activity: &Activity,
+        ) -> io::Result<u64> {
+            let flags = SpliceFlags::MOVE | SpliceFlags::NONBLOCK;
+            let mut moved = 0u64;
+            loop {
+                let room = limit.map_or(self.capacity as u64, |limit| {
+                    (limit - moved).min(self.capacity as u64)
+                });
+                if room == 0 {
+                    return Ok(moved);
+                }
+                // Socket to pipe: the pipe is empty here, so only the socket can block.
+                let n = loop {
+                    activity.wait(|| from.readable()).await?;
+                    match from.try_io(Interest::READABLE, || {
+                        splice(from, None, &self.write, None, room as usize, flags)
+                            .map_err(io::Error::from)
+                    }) {
+                        Ok(n) => break n,
+                        Err(err) if err.kind() == io::ErrorKind::WouldBlock => {}
+                        Err(err) => return Err(err),
+                    }
+                };
+                if n == 0 {
+                    return Ok(moved);
+                }
+                activity.touch();
+                counter.fetch_add(n as u64, Ordering::Relaxed);
+                // Pipe to socket, until the pipe is empty again.
+                let mut left = n;
+                while left > 0 {
+                    activity.wait(|| to.writable()).await?;
+                    match to.try_io(Interest::WRITABLE, || {
+                        splice(&self.read, None, to, None, left, flags).map_err(io::Error::from)
+                    }) {
+                        Ok(0) => return Err(io::ErrorKind::WriteZero.into()),
+                        Ok(sent) => {
+                            activity.touch();
+                            left -= sent;
+                        }
+                        Err(err) if err.kind() == io::ErrorKind::WouldBlock => {}
+                        Err(err) => return Err(err),
+                    }
+                }
+                moved += n as u64;
+            }
+        }
     }
 }
 
 /// A tunnel: both directions until both have ended, or until either fails.
-pub(crate) async fn tunnel<CR, CW, SR, SW>(
-    client_read: &mut CR,
-    client_write: &mut CW,
-    server_read: &mut SR,
-    server_write: &mut SW,
+pub(crate) async fn tunnel(
+    client: &TcpStream,
+    server: &TcpStream,
     up: &AtomicU64,
     down: &AtomicU64,
     idle: Duration,
-) where
-    CR: AsyncRead + Unpin,
-    CW: AsyncWrite + Unpin,
-    SR: AsyncRead + Unpin,
-    SW: AsyncWrite + Unpin,
-{
+) {
     let activity = Activity::new(idle);
-    let upload = pump(client_read, server_write, up, &activity);
-    let download = pump(server_read, client_write, down, &activity);
+    let upload = async {
+        let result = transfer(client, server, None, up, &activity).await;
+        shutdown_write(server);
+        result
+    };
+    let download = async {
+        let result = transfer(server, client, None, down, &activity).await;
+        shutdown_write(client);
+        result
+    };
     tokio::pin!(upload, download);
     let (mut upload_done, mut download_done) = (false, false);
     while !(upload_done && download_done) {
@@ -150,84 +293,63 @@ pub(crate) enum Framing {
 }
 
 /// Sends one body: `already` (bytes read with the head) first, then from `reader`, exactly
-/// as far as `framing` says. Bytes past the end are never sent. `count_written` counts what
-/// reached `writer` (an upload), `count_read` what came from `reader` (a download).
-pub(crate) async fn body<R, W>(
+/// as far as `framing` says. Bytes past the end are never sent. `counter` counts the body's
+/// bytes sent.
+pub(crate) async fn body(
     already: &[u8],
-    reader: &mut R,
-    writer: &mut W,
+    reader: &TcpStream,
+    writer: &TcpStream,
     framing: Framing,
-    count_written: Option<&AtomicU64>,
-    count_read: Option<&AtomicU64>,
+    counter: &AtomicU64,
     activity: &Activity,
-) -> Result<(), String>
-where
-    R: AsyncRead + Unpin,
-    W: AsyncWrite + Unpin,
-{
-    let io = |err: std::io::Error| err.to_string();
-    let mut buf = vec![0u8; BUFFER_BYTES];
+) -> Result<(), String> {
+    let io = |err: io::Error| err.to_string();
     match framing {
         Framing::None => Ok(()),
-        Framing::Length(mut remaining) => {
-            let first = (remaining.min(already.len() as u64)) as usize;
-            write_counted(writer, &already[..first], count_written)
+        Framing::Length(length) => {
+            let first = (length.min(already.len() as u64)) as usize;
+            activity
+                .write_all(writer, &already[..first])
                 .await
                 .map_err(io)?;
-            remaining -= first as u64;
-            while remaining > 0 {
-                let n = activity.read(reader, &mut buf).await.map_err(io)?;
-                if n == 0 {
-                    return Err(format!(
-                        "the body ended {remaining} bytes before its Content-Length"
-                    ));
-                }
-                if let Some(counter) = count_read {
-                    counter.fetch_add(n as u64, Ordering::Relaxed);
-                }
-                let take = (remaining.min(n as u64)) as usize;
-                write_counted(writer, &buf[..take], count_written)
-                    .await
-                    .map_err(io)?;
-                remaining -= take as u64;
+            counter.fetch_add(first as u64, Ordering::Relaxed);
+            let remaining = length - first as u64;
+            let moved = transfer(reader, writer, Some(remaining), counter, activity)
+                .await
+                .map_err(io)?;
+            if moved < remaining {
+                return Err(format!(
+                    "the body ended {} bytes before its Content-Length",
+                    remaining - moved
+                ));
             }
             Ok(())
         }
         Framing::UntilClose => {
-            write_counted(writer, already, count_written)
+            activity.write_all(writer, already).await.map_err(io)?;
+            counter.fetch_add(already.len() as u64, Ordering::Relaxed);
+            transfer(reader, writer, None, counter, activity)
                 .await
                 .map_err(io)?;
-            loop {
-                let n = activity.read(reader, &mut buf).await.map_err(io)?;
-                if n == 0 {
-                    return Ok(());
-                }
-                if let Some(counter) = count_read {
-                    counter.fetch_add(n as u64, Ordering::Relaxed);
-                }
-                write_counted(writer, &buf[..n], count_written)
-                    .await
-                    .map_err(io)?;
-            }
+            Ok(())
         }
         Framing::Chunked => {
             let mut scanner = ChunkedScanner::default();
             let used = scanner.scan(already)?;
-            write_counted(writer, &already[..used], count_written)
+            activity
+                .write_all(writer, &already[..used])
                 .await
                 .map_err(io)?;
+            counter.fetch_add(used as u64, Ordering::Relaxed);
+            let mut buf = vec![0u8; BUFFER_BYTES];
             while !scanner.done() {
                 let n = activity.read(reader, &mut buf).await.map_err(io)?;
                 if n == 0 {
                     return Err("the chunked body ended before its last chunk".into());
                 }
-                if let Some(counter) = count_read {
-                    counter.fetch_add(n as u64, Ordering::Relaxed);
-                }
                 let used = scanner.scan(&buf[..n])?;
-                write_counted(writer, &buf[..used], count_written)
-                    .await
-                    .map_err(io)?;
+                activity.write_all(writer, &buf[..used]).await.map_err(io)?;
+                counter.fetch_add(used as u64, Ordering::Relaxed);
             }
             Ok(())
         }
@@ -348,6 +470,51 @@ impl ChunkedScanner {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+    /// Two connected sockets.
+    async fn pair() -> (TcpStream, TcpStream) {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let client = TcpStream::connect(listener.local_addr().unwrap())
+            .await
+            .unwrap();
+        let (server, _) = listener.accept().await.unwrap();
+        (client, server)
+    }
+
+    #[tokio::test]
+    async fn transfers_stop_exactly_at_their_limit_both_ways() {
+        for spliced in [true, false] {
+            // source_writer -> from ... to -> sink_reader
+            let (mut source_writer, from) = pair().await;
+            let (to, mut sink_reader) = pair().await;
+            let payload = vec![7u8; 3 * 1024 * 1024 + 11];
+            let extra = b"never sent";
+            let writer = tokio::spawn(async move {
+                source_writer.write_all(&payload).await.unwrap();
+                source_writer.write_all(extra).await.unwrap();
+                source_writer
+            });
+            let counter = AtomicU64::new(0);
+            let activity = Activity::new(Duration::from_secs(10));
+            let limit = Some(3 * 1024 * 1024 + 11);
+            let moved = if spliced {
+                transfer(&from, &to, limit, &counter, &activity)
+                    .await
+                    .unwrap()
+            } else {
+                copy(&from, &to, limit, &counter, &activity).await.unwrap()
+            };
+            assert_eq!(moved, 3 * 1024 * 1024 + 11);
+            assert_eq!(counter.load(Ordering::Relaxed), moved);
+            shutdown_write(&to);
+            let mut received = Vec::new();
+            sink_reader.read_to_end(&mut received).await.unwrap();
+            assert_eq!(received.len() as u64, moved, "spliced: {spliced}");
+            assert!(received.iter().all(|&byte| byte == 7));
+            drop(writer.await.unwrap());
+        }
+    }
 
     fn scan_all(body: &[u8]) -> Result<(usize, bool), String> {
         let mut scanner = ChunkedScanner::default();

@@ -149,17 +149,12 @@ pub(crate) async fn serve(mut client: TcpStream, mut buf: Vec<u8>, session: &mut
             .up
             .fetch_add(rest.len() as u64, std::sync::atomic::Ordering::Relaxed);
     }
-    let idle = session.call.config.idle_timeout;
-    let (mut client_read, mut client_write) = client.split();
-    let (mut server_read, mut server_write) = server.split();
     relay::tunnel(
-        &mut client_read,
-        &mut client_write,
-        &mut server_read,
-        &mut server_write,
+        &client,
+        &server,
         &session.up,
         &session.down,
-        idle,
+        session.call.config.idle_timeout,
     )
     .await;
 }

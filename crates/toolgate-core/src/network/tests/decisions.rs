@@ -569,3 +569,88 @@ fn slow_and_silent_clients_are_cut_off() {
         "closed after the idle timeout"
     );
 }
+
+#[test]
+fn large_bodies_are_relayed_exactly_each_way() {
+    let web = Web::start();
+    let proxy = proxy();
+    let call = serve(&proxy, json!({ "allow": ["web.test", "127.0.0.1"] }));
+    let p = web.port;
+    let size = 5_000_000;
+    // Forwarded, with a length.
+    let answer = get(call.local_addr(), "web.test", p, &format!("/big/{size}"));
+    let (head, body) = answer.split_once("\r\n\r\n").unwrap();
+    assert!(head.contains(&format!("Content-Length: {size}")), "{head}");
+    assert_eq!(body.len(), size);
+    // Forwarded, until the server closes.
+    let answer = get(
+        call.local_addr(),
+        "web.test",
+        p,
+        &format!("/until-close/{size}"),
+    );
+    assert_eq!(answer.split_once("\r\n\r\n").unwrap().1.len(), size);
+    // Chunked, through.
+    let answer = get(call.local_addr(), "web.test", p, "/chunked");
+    assert!(
+        answer.ends_with("3\r\nhel\r\n2\r\nlo\r\n0\r\n\r\n"),
+        "{answer}"
+    );
+    // Tunnelled.
+    let mut tunnel = TcpStream::connect(call.local_addr()).unwrap();
+    tunnel
+        .set_read_timeout(Some(Duration::from_secs(10)))
+        .unwrap();
+    tunnel
+        .write_all(format!("CONNECT web.test:{p} HTTP/1.1\r\n\r\nGET /big/{size} HTTP/1.1\r\nConnection: close\r\n\r\n").as_bytes())
+        .unwrap();
+    let answer = read_to_close(&mut tunnel);
+    let body = answer.rsplit_once("\r\n\r\n").unwrap().1;
+    assert_eq!(body.len(), size);
+    // Uploads: a length and chunks, each forwarded exactly.
+    let upload = "u".repeat(3_000_000);
+    let answer = exchange(
+        call.local_addr(),
+        format!(
+            "POST http://web.test:{p}/echo HTTP/1.1\r\nContent-Length: {}\r\n\r\n{upload}",
+            upload.len()
+        )
+        .as_bytes(),
+    );
+    assert!(answer.ends_with(&upload), "the echo ends with the body");
+    let chunks = format!(
+        "{:x}\r\n{upload}\r\n{:x}\r\n{upload}\r\n0\r\n\r\n",
+        upload.len(),
+        upload.len()
+    );
+    let answer = exchange(
+        call.local_addr(),
+        format!(
+            "POST http://web.test:{p}/echo HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n{chunks}"
+        )
+        .as_bytes(),
+    );
+    assert!(answer.ends_with(&format!("{upload}{upload}")));
+    let records = finish(call);
+    assert_eq!(records.len(), 6);
+    // Records come as connections close; each carries what it moved. Down: a body and a head
+    // of some tens of bytes; up: the head, and the body uploaded.
+    let near = |value: u64, expected: u64| value > expected && value < expected + 300;
+    let downloads = records
+        .iter()
+        .filter(|record| near(record.bytes_down, size as u64))
+        .count();
+    assert_eq!(downloads, 3, "{records:?}");
+    assert!(
+        records
+            .iter()
+            .any(|record| near(record.bytes_up, 3_000_000)),
+        "{records:?}"
+    );
+    assert!(
+        records
+            .iter()
+            .any(|record| near(record.bytes_up, 6_000_000)),
+        "{records:?}"
+    );
+}

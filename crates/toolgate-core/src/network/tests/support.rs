@@ -186,6 +186,14 @@ fn serve_http(stream: TcpStream, seen: Arc<Mutex<Vec<String>>>, port: u16) {
                 let size: usize = other[5..].parse().unwrap_or(0);
                 ("200 OK", String::new(), vec![b'x'; size])
             }
+            other if other.starts_with("/until-close/") => {
+                // No length: the body ends when the connection does.
+                let size: usize = other[13..].parse().unwrap_or(0);
+                let mut reply = b"HTTP/1.1 200 OK\r\n\r\n".to_vec();
+                reply.extend(std::iter::repeat_n(b'y', size));
+                let _ = writer.write_all(&reply);
+                return;
+            }
             "/chunked" => {
                 let reply = "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nhel\r\n2\r\nlo\r\n0\r\n\r\n";
                 if writer.write_all(reply.as_bytes()).is_err() || close {
