@@ -34,6 +34,7 @@ pub mod frozen;
 pub mod fs;
 pub mod limits;
 pub mod mcp;
+pub mod network;
 pub mod options;
 mod path;
 pub mod process;

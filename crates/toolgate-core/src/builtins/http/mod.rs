@@ -11,9 +11,7 @@
 pub mod address;
 
 use std::collections::BTreeMap;
-use std::future::Future;
 use std::net::{IpAddr, SocketAddr};
-use std::pin::Pin;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -46,22 +44,9 @@ const REFUSED_HEADERS: &[&str] = &[
 /// Headers dropped when a redirect leaves the origin, so credentials go nowhere else.
 const CREDENTIAL_HEADERS: &[&str] = &["authorization", "cookie", "proxy-authorization"];
 
-/// How names are resolved: the system resolver, or a hook in tests.
-pub type Lookup = Arc<
-    dyn Fn(String) -> Pin<Box<dyn Future<Output = std::io::Result<Vec<IpAddr>>> + Send>>
-        + Send
-        + Sync,
->;
-
-/// The system resolver (`getaddrinfo` through tokio).
-pub fn system_lookup() -> Lookup {
-    Arc::new(|host: String| {
-        Box::pin(async move {
-            let addresses = tokio::net::lookup_host((host.as_str(), 0)).await?;
-            Ok(addresses.map(|address| address.ip()).collect())
-        })
-    })
-}
+/// How names are resolved (the system resolver, or a hook in tests): the same resolver type
+/// the egress proxy uses.
+pub use crate::network::{system_lookup, Lookup};
 
 /// A refusal raised inside the resolver, found again in reqwest's error chain.
 #[derive(Debug)]
