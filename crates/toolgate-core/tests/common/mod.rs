@@ -1,7 +1,12 @@
 //! Shared fixture of the sandbox tests: a work directory with an outside secret next to it,
-//! and helpers that run real programs through `exec` under the default sandbox policy.
+//! and helpers that run real programs through `exec` under the default sandbox policy. The
+//! launcher is found or built first (`launcher.rs`).
 
 #![allow(dead_code)] // each test binary uses its own subset
+
+mod launcher;
+
+pub use launcher::launcher;
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -22,7 +27,9 @@ pub struct Fixture {
 }
 
 impl Fixture {
+    /// A fresh fixture; the launcher is ready (found or built) once it returns.
     pub fn new() -> Self {
+        launcher();
         let dir = tempfile::tempdir().unwrap();
         let root = std::fs::canonicalize(dir.path()).unwrap();
         let work = root.join("work");
@@ -47,7 +54,7 @@ impl Fixture {
 
     pub fn sandbox(&self, policy: SandboxPolicy) -> Arc<Sandbox> {
         let sandbox = Sandbox::prepare(policy).expect("the sandbox must be available here");
-        let expected = std::fs::canonicalize(env!("CARGO_BIN_EXE_toolgate-sandbox")).unwrap();
+        let expected = std::fs::canonicalize(launcher()).unwrap();
         assert_eq!(
             std::fs::canonicalize(sandbox.launcher().unwrap()).unwrap(),
             expected
