@@ -2,7 +2,7 @@
 //!
 //! A [`SandboxPolicy`] says what a call may reach; [`Sandbox::prepare`] turns it into a
 //! [`Sandbox`] once per tool (paths resolved, the launcher found, the kernel probed), and an
-//! `ExecRequest` carrying it runs its program through the `toolgate-sandbox` launcher (the
+//! [`ExecRequest`](crate::exec::ExecRequest) carrying it runs its program through the `toolgate-sandbox` launcher (the
 //! crate of that name: launcher, server, Landlock and seccomp), which applies it:
 //!
 //! - **Landlock**: read-write the work directory (read-only with `readonly`), the call's
@@ -111,8 +111,9 @@ static WARNED: AtomicBool = AtomicBool::new(false);
 
 impl Sandbox {
     /// Prepares `policy`: canonicalises the work directory and the roots (each must exist:
-    /// `CONFIG_INVALID` otherwise), probes the kernel and finds the launcher. Under `enforce`, a kernel without Landlock or seccomp, another OS, or a
-    /// missing launcher is `SANDBOX_UNAVAILABLE`, saying what is missing and how to opt out.
+    /// `CONFIG_INVALID` otherwise), probes the kernel and finds the launcher. Under `enforce`,
+    /// a kernel without Landlock or seccomp, another OS, or a missing launcher is
+    /// `SANDBOX_UNAVAILABLE`, saying what is missing and how to opt out.
     pub fn prepare(policy: SandboxPolicy) -> Result<Self> {
         let work_dir = canonical_dir(&policy.work_dir)?;
         let read = canonical_roots("read", &work_dir, &policy.read)?;
