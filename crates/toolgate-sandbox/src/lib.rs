@@ -17,8 +17,8 @@
 //!   Landlock, `no_new_privs`, seccomp), `seccomp` (compiling the filters), `opened` (the
 //!   server's open paths).
 //!
-//! Layering: `launcher` → `server` → (`opened` → `confine`), `plan`, `tree`, `seccomp`,
-//! `cleanup` → `protocol`, `kernel`. Nothing points up.
+//! Layering, top to bottom: `launcher` → `server` → `opened` → `confine` → `plan`, `seccomp`,
+//! `tree`, `cleanup`, `kernel` → `protocol`. No module names one above it.
 
 pub mod cleanup;
 #[cfg(target_os = "linux")]
