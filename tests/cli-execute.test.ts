@@ -82,7 +82,7 @@ const ATTACKS: [string, string, string[], string][] = [
   ['an attached short flag', 'head', ['-n1', '-f/etc/passwd'], 'PATH_OUTSIDE_ROOT'],
   ['clustered short flags with a path', 'ls', ['-la/etc'], 'PATH_OUTSIDE_ROOT'],
   ['a key=value path', 'touch', ['of=$O/pwned'], 'PATH_OUTSIDE_ROOT'],
-  ['a nested key=value path', 'git', ['-c', 'core.hooksPath=/tmp'], 'PATH_OUTSIDE_ROOT'],
+  ['a nested key=value path', 'git', ['-c', 'blame.ignoreRevsFile=/tmp/revs'], 'PATH_OUTSIDE_ROOT'],
   ['a response file', 'printf', ['@/etc/passwd'], 'PATH_OUTSIDE_ROOT'],
   ['a colon-separated list', 'git', ['log', '--path=src:/etc'], 'PATH_OUTSIDE_ROOT'],
   ['a comma-separated list', 'printf', ['src,/etc/passwd'], 'PATH_OUTSIDE_ROOT'],

@@ -4,11 +4,12 @@ import { asSchema } from 'ai';
 import { afterEach, describe, expect, it } from 'vitest';
 import { approvalOf, loadWorker, mcpToolset, type McpToolset, offeredTools, runWorker, ToolgateError } from '../ts/src/index.js';
 import { offeredToolNames, scriptedModel, toolResultsSeen } from './helpers/mock-model.js';
+import { nodeModulesDir, packageFile, REPO_ROOT } from './helpers/checkout.js';
 import { attackFixture } from './helpers/sandbox.js';
 
-const ROOT = join(import.meta.dirname, '..');
-const NODE_MODULES = '/work/main/node_modules';
-const FILESYSTEM_SERVER = join(NODE_MODULES, '@modelcontextprotocol/server-filesystem/dist/index.js');
+const ROOT = REPO_ROOT;
+const NODE_MODULES = nodeModulesDir('@modelcontextprotocol/server-filesystem');
+const FILESYSTEM_SERVER = packageFile('@modelcontextprotocol/server-filesystem', 'dist/index.js');
 const MISBEHAVING = join(ROOT, 'tests/fixtures/mcp/misbehaving-server.mjs');
 /** The servers are Node programs: the sandbox must let them read the code they run. */
 const READ = [ROOT, NODE_MODULES];

@@ -3,6 +3,7 @@ import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, expect, it } from 'vitest';
 import { type FakeOpenAiServer, type FakeTurn, startFakeOpenAiServer } from './helpers/fake-openai-server.js';
+import { nodeModulesDir } from './helpers/checkout.js';
 import { tempDir } from './helpers/fs.js';
 
 const ROOT = join(import.meta.dirname, '..');
@@ -35,7 +36,7 @@ it('toolgate run ends the MCP servers of the worker (and their process trees) on
     join(work, 'worker.yaml'),
     [
       'name: mcp-run',
-      `sandbox: { read: [${JSON.stringify(ROOT)}, "/work/main/node_modules"] }`,
+      `sandbox: { read: [${JSON.stringify(ROOT)}, ${JSON.stringify(nodeModulesDir('@modelcontextprotocol/sdk'))}] }`,
       'toolsets:',
       '  mcp:',
       `    servers: { bad: { command: node, args: [${JSON.stringify(MISBEHAVING)}] } }`,

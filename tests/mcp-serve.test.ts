@@ -6,6 +6,7 @@ import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { type CallToolResult, ElicitRequestSchema, type ElicitResult } from '@modelcontextprotocol/sdk/types.js';
+import { packageFile } from './helpers/checkout.js';
 import { tempDir } from './helpers/fs.js';
 import { mcpToolset, ToolgateError } from '../ts/src/index.js';
 
@@ -155,7 +156,7 @@ describe('toolgate mcp serve over stdio (the official SDK client)', () => {
 });
 
 describe('toolgate mcp serve and the MCP Inspector CLI', () => {
-  const INSPECTOR = '/work/main/node_modules/@modelcontextprotocol/inspector/cli/build/index.js';
+  const INSPECTOR = packageFile('@modelcontextprotocol/inspector', 'cli/build/index.js');
   const inspect = (args: string[]) =>
     new Promise<string>((resolve, reject) => {
       const child = spawn('setsid', [process.execPath, INSPECTOR, process.execPath, BIN, 'mcp', 'serve', WORKER, ...args], { cwd: ROOT });

@@ -113,7 +113,7 @@ describe('a blocked git push', () => {
     if (!git) return skip('git is not installed');
     const rules: ShellRule[] = [{ pattern: 'git status', approval: 'preApproved' }];
     expect(explainCommand({ cwd: fx.work, rules, default: 'ask' }, 'git status').decision).toBe('preApproved');
-    expect(explainCommand({ cwd: fx.work, rules, default: 'ask' }, 'git -c core.pager=x status').decision).toBe('ask');
+    expect(explainCommand({ cwd: fx.work, rules, default: 'ask' }, 'git -c color.ui=never status').decision).toBe('ask');
     expect(explainCommand({ cwd: fx.work, rules, default: 'ask' }, `${join(execPath, 'git-status')}`).decision).toBe('ask');
   });
 });

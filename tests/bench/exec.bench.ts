@@ -10,6 +10,7 @@ import { tmpdir } from 'node:os';
 import { join, resolve, sep } from 'node:path';
 import { promisify } from 'node:util';
 import { exec, PathValidator } from '../../ts/src/index.js';
+import { REPO_ROOT } from '../helpers/checkout.js';
 import { bestOf, printComparison, timeMs } from './lib/report.js';
 
 const execFileAsync = promisify(execFile);
@@ -31,8 +32,9 @@ async function inBatches(calls: number, concurrency: number, one: () => Promise<
 function buildRustBaseline(): string {
   execFileSync('cargo', ['build', '--quiet', '--release', '-p', 'toolgate-core', '--example', 'spawn_baseline'], {
     stdio: 'inherit',
+    cwd: REPO_ROOT,
   });
-  return resolve('target/release/examples/spawn_baseline');
+  return join(process.env.CARGO_TARGET_DIR ? resolve(REPO_ROOT, process.env.CARGO_TARGET_DIR) : join(REPO_ROOT, 'target'), 'release/examples/spawn_baseline');
 }
 
 function rustBaselineMs(binary: string, calls: number, concurrency: number): number {

@@ -8,11 +8,12 @@
  * of its calls (a busy machine's spikes move a median less than a total).
  */
 import { execFileSync } from 'node:child_process';
-import { existsSync, mkdtempSync, realpathSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, realpathSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join, resolve } from 'node:path';
+import { join } from 'node:path';
 import { cliExecuteTool, exec, type ExecOptions } from '../../ts/src/index.js';
 import { native } from '../../ts/src/native/binding.js';
+import { packageDir } from '../helpers/checkout.js';
 import { printComparison, printLine, timeMs } from './lib/report.js';
 
 const CALLS = 1000;
@@ -35,10 +36,18 @@ function median(values: number[]): number {
   return sorted[sorted.length >> 1]!;
 }
 
-/** Where `srt` is, when `npx -y @anthropic-ai/sandbox-runtime` was installed next to us. */
+/**
+ * Where `srt` is: the `srt` program of @anthropic-ai/sandbox-runtime as Node resolves it from this
+ * checkout (`npm install --no-save @anthropic-ai/sandbox-runtime`), else `srt` on PATH.
+ */
 function findSrt(): string | null {
-  for (const dir of [resolve('node_modules/.bin'), '/work/main/node_modules/.bin']) {
-    if (existsSync(join(dir, 'srt'))) return join(dir, 'srt');
+  try {
+    const dir = packageDir('@anthropic-ai/sandbox-runtime');
+    const { bin } = JSON.parse(readFileSync(join(dir, 'package.json'), 'utf8')) as { bin?: string | Record<string, string> };
+    const program = typeof bin === 'string' ? bin : bin?.srt;
+    if (program && existsSync(join(dir, program))) return join(dir, program);
+  } catch {
+    // Not installed below the checkout: look on PATH.
   }
   return which('srt');
 }

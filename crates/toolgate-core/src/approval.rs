@@ -259,27 +259,42 @@ impl Toolset {
     }
 
     /// The documented default of `tool` in this toolset: reads and searches of the file
-    /// toolsets run without asking; everything else asks.
+    /// toolsets and the built-in tools that neither reach the network nor write files run
+    /// without asking; everything else asks (a tool added later asks until it is listed here).
     pub fn documented_default(self, tool: &str) -> Decision {
-        const READS: &[&str] = &[
-            "read_file",
-            "list_files",
-            "file_exists",
-            "file_info",
-            "grep_search",
-            "glob_search",
-            "directory_tree",
-            "file_read",
-        ];
-        match self {
-            Toolset::Filesystem | Toolset::CodeAgent if READS.contains(&tool) => {
-                Decision::PreApproved
-            }
-            Toolset::Builtins => crate::builtins::documented_default(tool),
-            _ => Decision::Ask,
+        let runs_without_asking = match self {
+            Toolset::Filesystem | Toolset::CodeAgent => FILE_READS.contains(&tool),
+            Toolset::Builtins => PURE_BUILTINS.contains(&tool),
+            _ => false,
+        };
+        if runs_without_asking {
+            Decision::PreApproved
+        } else {
+            Decision::Ask
         }
     }
 }
+
+/// The tools of the file toolsets that only read or search.
+const FILE_READS: &[&str] = &[
+    "read_file",
+    "list_files",
+    "file_exists",
+    "file_info",
+    "grep_search",
+    "glob_search",
+    "directory_tree",
+    "file_read",
+];
+
+/// The built-in tools that are pure functions: no network, no files written.
+const PURE_BUILTINS: &[&str] = &[
+    "json_parse",
+    "csv_parse",
+    "datetime_now",
+    "uuid_generate",
+    "math_calculate",
+];
 
 /// One tool a toolset offers, with its own `needsApproval`.
 #[derive(Debug, Clone, PartialEq, Eq)]

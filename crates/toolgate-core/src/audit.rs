@@ -3,7 +3,8 @@
 //! run ends. What is written is redacted first:
 //!
 //! - every `deny_output` pattern of the worker's graph (block and redact patterns alike: output
-//!   a guardrail keeps from the model is kept from the log too), plus patterns the caller adds;
+//!   a guardrail keeps from the model is kept from the log too; the plan lists them,
+//!   `WorkerPlan::redaction_patterns`), plus patterns the caller adds;
 //! - the value of every environment variable whose name contains `KEY`, `SECRET`, `TOKEN` or
 //!   `PASSWORD` (any case), when it is at least [`MIN_SECRET_VALUE_BYTES`] long — shorter values
 //!   (`1`, `true`) would redact ordinary words.
@@ -27,7 +28,6 @@ use crate::limits::{
     MAX_AUDIT_PATTERNS, MAX_REGEX_BYTES, MAX_REGEX_COMPILED_BYTES, MAX_REGEX_DFA_BYTES,
     MIN_SECRET_VALUE_BYTES,
 };
-use crate::worker::WorkerPlan;
 
 /// Parts of an environment variable's name that mark its value as a secret.
 pub const SECRET_NAME_PARTS: [&str; 4] = ["KEY", "SECRET", "TOKEN", "PASSWORD"];
@@ -141,21 +141,6 @@ fn secret_values<K: AsRef<str>, V: AsRef<str>>(
     secrets.sort_by_key(|secret| std::cmp::Reverse(secret.len()));
     secrets.dedup();
     secrets
-}
-
-/// Every `deny_output` pattern of a worker graph.
-pub fn plan_patterns(plan: &WorkerPlan) -> Vec<String> {
-    let mut patterns: Vec<String> = Vec::new();
-    for planned in plan.workers() {
-        if let Some(cli) = &planned.worker.toolsets.cli_execute {
-            for entry in &cli.guardrails.deny_output {
-                if !patterns.contains(&entry.pattern) {
-                    patterns.push(entry.pattern.clone());
-                }
-            }
-        }
-    }
-    patterns
 }
 
 /// An audit log file and its redaction patterns.

@@ -53,7 +53,7 @@ const RESULT_SHAPE: &str =
 /// the read roots and the limits.
 pub fn cli_execute_description(policy: &CliExecute, config: &CliExecuteConfig) -> String {
     let names: Vec<&str> = policy.available().collect();
-    let (timeout, cap) = limits(config.timeout, config.max_output_bytes);
+    let (timeout, cap) = limits(config.timeout, config.max_output_bytes.map(|cap| cap.0));
     let work_dir = policy.work_dir().display();
     let roots = if config.read_roots.is_empty() {
         String::new()
@@ -83,7 +83,7 @@ pub fn cli_execute_description(policy: &CliExecute, config: &CliExecuteConfig) -
 /// and what happens to commands no rule matches.
 pub fn shell_description(policy: &ShellToolset, config: &ShellConfig) -> String {
     let work_dir = policy.work_dir().display();
-    let (timeout, cap) = limits(config.timeout, config.max_output_bytes);
+    let (timeout, cap) = limits(config.timeout, config.max_output_bytes.map(|cap| cap.0));
     let mut lines = vec![
         format!("Run one command (a program and its arguments) in {work_dir}. No shell is used: words are split with POSIX quotes, and there are no pipes, redirections, ';' or '&&' lists, $(...), ${{...}}, backticks, globs or variable expansion. Run one command per call."),
         format!("Arguments that are paths must stay inside {work_dir}."),

@@ -8,21 +8,31 @@ use std::time::Duration;
 
 // ---------------------------------------------------------------------------------------------
 // Project defaults and names: timeouts, output caps, tool names, delegation, file-tool defaults.
-// Values that belong to a module of their own (the executor, the command engine, the file tools)
-// are re-exported from there, so that there is still only one definition.
+// Every module imports its values from here; this module imports none of them (layers point
+// down, docs/architecture.md). The one exception left is the executor's output cap, defined in
+// `exec` (which imports nothing above it) until it moves here.
 // ---------------------------------------------------------------------------------------------
 
-/// Default timeout of a `cli_execute` or `shell` command (defined by the command engine).
-pub use crate::command::DEFAULT_TIMEOUT as DEFAULT_COMMAND_TIMEOUT;
+/// Default timeout of a `cli_execute` or `shell` command: 120 seconds.
+pub const DEFAULT_COMMAND_TIMEOUT: Duration = Duration::from_secs(120);
 
 /// Default cap of each of stdout and stderr, in bytes (defined by the executor).
 pub use crate::exec::DEFAULT_MAX_OUTPUT_BYTES;
 
-/// Default number of lines a read returns (defined by the file tools).
-pub use crate::fs::DEFAULT_MAX_LINES as DEFAULT_READ_LINES;
+/// Default number of lines a read returns, and the line cap of every file tool's output.
+pub const DEFAULT_READ_LINES: usize = 2000;
 
-/// Directories no search or walk descends into (defined by the file tools).
-pub use crate::fs::SKIPPED_DIRS as SKIPPED_DIRECTORIES;
+/// Directories no search or walk descends into: version control, dependencies, virtual
+/// environments and build output. Naming one explicitly as the search path still searches it.
+pub const SKIPPED_DIRECTORIES: [&str; 7] = [
+    ".git",
+    "node_modules",
+    "vendor",
+    "__pycache__",
+    ".venv",
+    "dist",
+    "build",
+];
 
 /// Default timeout of one executable tool run.
 pub const DEFAULT_EXECUTABLE_TIMEOUT: Duration = Duration::from_secs(30);
@@ -77,8 +87,8 @@ pub const DEFAULT_TOOL_DIRECTORY: &str = "toolgate-tools";
 /// The user's executable tool directory, relative to the home directory.
 pub const GLOBAL_TOOL_DIRECTORY: &str = ".toolgate/tools";
 
-/// Most lines of context `grep` shows on each side of a match (checked by the grep tool).
-pub const MAX_GREP_CONTEXT: usize = crate::fs::MAX_GREP_CONTEXT;
+/// Most lines of context `grep` shows on each side of a match.
+pub const MAX_GREP_CONTEXT: usize = 20;
 
 /// Default number of paths a glob lists.
 pub const DEFAULT_GLOB_RESULTS: usize = 100;
@@ -222,26 +232,165 @@ pub const MAX_ATTACHMENT_BYTES: u64 = 64 * 1024 * 1024;
 pub const MAX_YAML_DEPTH: usize = 100;
 
 // ---------------------------------------------------------------------------------------------
-// Runs: "always" answers, run states, the audit log (defined where they are checked).
+// Runs: "always" answers, run states, the audit log.
 // ---------------------------------------------------------------------------------------------
 
 /// Longest prefix an "always" answer may give, in bytes.
-pub use crate::run::always::MAX_PREFIX_PATTERN_BYTES;
+pub const MAX_PREFIX_PATTERN_BYTES: usize = 4096;
 
-/// How long a run state may wait for its answers, in milliseconds.
-pub use crate::run::ledger::STATE_MAX_AGE_MS;
+/// How long a run state may wait for its answers, in milliseconds: a week.
+pub const STATE_MAX_AGE_MS: u64 = 7 * 24 * 60 * 60 * 1000;
 
-/// Run states: largest size, shortest secret, most pending requests, most "always" answers,
-/// longest denial reason.
-pub use crate::run::state::{
-    MAX_ALWAYS_SCOPES, MAX_PENDING, MAX_REASON_BYTES, MAX_STATE_BYTES, MIN_SECRET_BYTES,
-};
+/// Largest run state accepted, in bytes (the conversation is inside).
+pub const MAX_STATE_BYTES: usize = 64 * 1024 * 1024;
+
+/// Shortest `stateSecret` accepted, in bytes.
+pub const MIN_SECRET_BYTES: usize = 32;
+
+/// Most approval requests one run state may wait for.
+pub const MAX_PENDING: usize = 256;
+
+/// Most "always" answers a run may collect.
+pub const MAX_ALWAYS_SCOPES: usize = 1024;
+
+/// Longest reason a denial may give the model, in bytes.
+pub const MAX_REASON_BYTES: usize = 8 * 1024;
 
 /// Shortest secret value that is redacted, in bytes.
 pub const MIN_SECRET_VALUE_BYTES: usize = 6;
 
 /// Most redaction patterns one log takes (besides the environment's secrets).
 pub const MAX_AUDIT_PATTERNS: usize = 1000;
+
+// ---------------------------------------------------------------------------------------------
+// Toolsets: the file tools' output, MCP servers, the built-in tools, docstring tools.
+// ---------------------------------------------------------------------------------------------
+
+// The file tools' output.
+
+/// Default cap on the bytes of any file tool's output (50 KiB).
+pub const DEFAULT_READ_BYTES: usize = 50 * 1024;
+
+/// Lines longer than this many bytes are cut in listings and search results.
+pub const MAX_LINE_BYTES: usize = 2000;
+
+/// Matching lines in search output are cut shorter: a minified bundle must not flood it.
+pub const MAX_MATCH_LINE_BYTES: usize = 500;
+
+// MCP servers (the `mcp` toolset).
+
+/// How long a tool call may take before it fails with `TOOL_FAILED` (default).
+pub const DEFAULT_MCP_CALL_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// How long a server may take to start, answer `initialize` and list its tools (default).
+pub const DEFAULT_MCP_STARTUP_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// Longest message a stdio server may send; a longer one ends the connection as malformed.
+pub const MAX_MCP_MESSAGE_BYTES: usize = 16 * 1024 * 1024;
+
+/// Most tools one server may list.
+pub const MAX_MCP_TOOLS_PER_SERVER: usize = 1000;
+
+/// Most servers one toolset may have.
+pub const MAX_MCP_SERVERS: usize = 32;
+
+/// Longest server name (it prefixes every tool name of the server).
+pub const MAX_MCP_SERVER_NAME_LEN: usize = 32;
+
+/// Longest tool name a server may list (the protocol's limit).
+pub const MAX_MCP_SERVER_TOOL_NAME_LEN: usize = 128;
+
+/// Largest tool input the model may send to a server, serialized as JSON.
+pub const MAX_MCP_INPUT_BYTES: usize = 1024 * 1024;
+
+// `http_request` (the built-in tools).
+
+/// Default time for a whole request, redirects included.
+pub const DEFAULT_HTTP_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// The longest timeout a configuration may set.
+pub const MAX_HTTP_TIMEOUT: Duration = Duration::from_secs(300);
+
+/// Default cap on the response body kept for the model.
+pub const DEFAULT_HTTP_RESPONSE_BYTES: usize = 1024 * 1024;
+
+/// The largest response cap a configuration may set.
+pub const MAX_HTTP_RESPONSE_BYTES: usize = 16 * 1024 * 1024;
+
+/// Redirects followed before the request fails.
+pub const MAX_HTTP_REDIRECTS: usize = 5;
+
+/// Longest `http_request` URL accepted from the model.
+pub const MAX_HTTP_URL_BYTES: usize = 8 * 1024;
+
+/// Largest request body accepted from the model.
+pub const MAX_HTTP_REQUEST_BODY_BYTES: usize = 1024 * 1024;
+
+/// Most request headers accepted from the model.
+pub const MAX_HTTP_HEADERS: usize = 64;
+
+/// Largest single header value accepted from the model.
+pub const MAX_HTTP_HEADER_VALUE_BYTES: usize = 8 * 1024;
+
+// `web_search`.
+
+/// Longest `web_search` query, in characters.
+pub const MAX_SEARCH_QUERY_CHARS: usize = 2000;
+
+/// `web_search` results unless the model asks for another number.
+pub const DEFAULT_SEARCH_RESULTS: u32 = 5;
+
+/// The most results one `web_search` call may ask for.
+pub const MAX_SEARCH_RESULTS_PER_CALL: u32 = 20;
+
+// `json_parse` and `csv_parse`.
+
+/// Largest JSON or CSV text `json_parse` / `csv_parse` accept, in bytes.
+pub const MAX_DATA_BYTES: usize = 4 * 1024 * 1024;
+
+/// Longest JSONPath expression accepted.
+pub const MAX_JSON_PATH_BYTES: usize = 512;
+
+/// How deeply brackets and parentheses of a JSONPath expression may nest (the parser recurses).
+pub const MAX_JSON_PATH_NESTING: usize = 32;
+
+/// Rows returned by `csv_parse` unless `max_rows` says fewer.
+pub const DEFAULT_CSV_ROWS: usize = 1000;
+
+/// The most rows `csv_parse` returns.
+pub const MAX_CSV_ROWS: usize = 10_000;
+
+// `datetime_now` and `uuid_generate`.
+
+/// Longest `datetime_now` strftime format, in bytes.
+pub const MAX_DATETIME_FORMAT_BYTES: usize = 256;
+
+/// The most UUIDs one `uuid_generate` call returns.
+pub const MAX_UUIDS: u32 = 100;
+
+// `file_create`.
+
+/// Longest `file_create` file name, in bytes.
+pub const MAX_FILENAME_BYTES: usize = 200;
+
+// `math_calculate`.
+
+/// Longest `math_calculate` expression, in bytes.
+pub const MAX_EXPRESSION_BYTES: usize = 1000;
+
+/// How deeply the parentheses of a `math_calculate` expression may nest.
+pub const MAX_EXPRESSION_NESTING: usize = 64;
+
+// Docstring tools (executable tools described by a comment header).
+
+/// How much of a script is read to find its header.
+pub const MAX_DOCSTRING_HEADER_BYTES: usize = 64 * 1024;
+
+/// The most `Input:` parameters a docstring tool may declare.
+pub const MAX_DOCSTRING_INPUTS: usize = 64;
+
+/// Longest description a docstring tool may give, in characters.
+pub const MAX_DOCSTRING_DESCRIPTION_CHARS: usize = 4096;
 
 #[cfg(test)]
 mod tests {

@@ -1,6 +1,7 @@
 //! One result and one killable job for every way toolgate runs a process: `exec`, a checked
 //! `cli_execute` / `shell` command, and an executable tool run. The binding exposes a single
 //! handle class over [`Job`], and the SDK a single helper that wires an `AbortSignal` to it.
+//! `exec()`'s options ([`ExecOptions`]) are read here too.
 
 use std::time::Duration;
 
@@ -10,6 +11,10 @@ use crate::command::{CommandOutput, PreparedCommand};
 use crate::error::Result;
 use crate::exec::{self, AbortHandle, ExecOutput, ExecRequest};
 use crate::executables::{PreparedRun, ToolOutput};
+
+mod options;
+
+pub use options::{ExecOptions, Stdin};
 
 /// What a process produced. A non-zero exit, a timeout or an abort is data, not an error.
 #[derive(Debug, Clone, PartialEq)]

@@ -4,10 +4,17 @@
 //! or the file system: the `jsonschema` crate is built without its resolvers and the validator
 //! is offline, so an external `$ref` is a compile error rather than a fetch. Errors are
 //! readable: every failure names the JSON pointer of the offending place and the reason.
+//!
+//! A schema's `pattern` and `patternProperties` run against model input, so they are compiled
+//! with the `regex` crate's linear-time engine instead of the backtracking default: no pattern
+//! can take more than linear time in the input. Lookarounds, backreferences, atomic groups and
+//! possessive quantifiers need backtracking, so a schema that uses them does not compile — the
+//! tool is refused when it is loaded, with the pointer of the pattern and why.
 
 use serde_json::Value;
 
 use crate::error::{Error, Result};
+use crate::limits::{MAX_REGEX_COMPILED_BYTES, MAX_REGEX_DFA_BYTES};
 
 /// How much of one validation message is kept; the instance inside a message can be huge.
 const MAX_MESSAGE_CHARS: usize = 300;
@@ -56,18 +63,9 @@ impl InputSchema {
                 )
             }
         }
-        jsonschema::options()
-            .offline()
-            .build(schema)
+        compile(schema)
             .map(|validator| Self { validator })
-            .map_err(|err| {
-                let place = err.instance_path().as_str();
-                let place = if place.is_empty() { "/" } else { place };
-                format!(
-                    "input_schema does not compile as JSON Schema at {place}: {}",
-                    clip(&err.to_string())
-                )
-            })
+            .map_err(|reason| format!("input_schema does not compile as JSON Schema at {reason}"))
     }
 
     /// Every place where `input` breaks the schema (empty when it is valid).
@@ -102,17 +100,10 @@ pub struct OutputSchema {
 impl OutputSchema {
     /// Compiles `schema`; the reason (with the JSON pointer into the schema) when it does not.
     pub fn compile(schema: &Value) -> std::result::Result<Self, String> {
-        jsonschema::options()
-            .offline()
-            .build(schema)
+        compile(schema)
             .map(|validator| Self { validator })
-            .map_err(|err| {
-                let place = err.instance_path().as_str();
-                let place = if place.is_empty() { "/" } else { place };
-                format!(
-                    "the output schema does not compile as JSON Schema at {place}: {}",
-                    clip(&err.to_string())
-                )
+            .map_err(|reason| {
+                format!("the output schema does not compile as JSON Schema at {reason}")
             })
     }
 
@@ -138,6 +129,35 @@ impl OutputSchema {
         (!violations.is_empty()).then(|| violations.join("; "))
     }
 }
+
+/// Compiles `schema` offline, with linear-time patterns. The error is `<pointer>: <why>`.
+fn compile(schema: &Value) -> std::result::Result<jsonschema::Validator, String> {
+    jsonschema::options()
+        .offline()
+        .with_pattern_options(
+            jsonschema::PatternOptions::regex()
+                .size_limit(MAX_REGEX_COMPILED_BYTES)
+                .dfa_size_limit(MAX_REGEX_DFA_BYTES),
+        )
+        .build(schema)
+        .map_err(|err| {
+            let place = err.instance_path().as_str();
+            let place = if place.is_empty() { "/" } else { place };
+            let mut why = clip(&err.to_string());
+            if matches!(
+                err.kind(),
+                jsonschema::error::ValidationErrorKind::Format { .. }
+            ) || why.contains("regex")
+                || why.contains("pattern")
+            {
+                why.push_str(PATTERN_HINT);
+            }
+            format!("{place}: {why}")
+        })
+}
+
+/// What a refused pattern needs to change.
+const PATTERN_HINT: &str = " (patterns are checked with a linear-time engine: lookahead, lookbehind, backreferences, atomic groups and possessive quantifiers are not supported; rewrite the pattern without them)";
 
 /// `input for tool 'x' does not match its schema: at /a: reason; at /b: reason`.
 pub fn describe_violations(tool: &str, violations: &[SchemaViolation]) -> String {
@@ -312,5 +332,126 @@ mod tests {
             (0..15).map(|i| (format!("k{i}"), json!("s"))).collect();
         let err = schema.check("t", &Value::Object(input)).unwrap_err();
         assert!(err.to_string().contains("and 5 more"), "{err}");
+    }
+
+    /// Attack: a pattern that needs backtracking (a lookahead around a nested quantifier, the
+    /// issue's example) is refused when the schema is compiled, wherever it sits, with the
+    /// pointer of the pattern and what to change.
+    #[test]
+    fn backtracking_patterns_are_refused_at_compile_time() {
+        let cases = [
+            (
+                json!({"type": "object", "properties": {"a": {"type": "string", "pattern": "(?=(a+)+$)x"}}}),
+                "/properties/a/pattern",
+            ),
+            (
+                json!({"type": "object", "properties": {"a": {"pattern": "(a)\\1"}}}),
+                "/properties/a/pattern",
+            ),
+            (
+                json!({"type": "object", "properties": {"a": {"pattern": "(?<=a)b"}}}),
+                "/properties/a/pattern",
+            ),
+            (
+                json!({"type": "object", "properties": {"a": {"pattern": "(?<!a)b"}}}),
+                "/properties/a/pattern",
+            ),
+            (
+                json!({"type": "object", "properties": {"a": {"pattern": "(?!a)b"}}}),
+                "/properties/a/pattern",
+            ),
+            (
+                json!({"type": "object", "properties": {"a": {"pattern": "(?>a+)b"}}}),
+                "/properties/a/pattern",
+            ),
+            (
+                json!({"type": "object", "properties": {"a": {"pattern": "(?<n>a)\\k<n>"}}}),
+                "/properties/a/pattern",
+            ),
+            (
+                json!({"type": "object", "properties": {"a": {"type": "object", "properties": {"b": {"type": "array", "items": {"pattern": "(?=a)a"}}}}}}),
+                "/properties/a/properties/b/items/pattern",
+            ),
+            (
+                json!({"type": "object", "$defs": {"d": {"pattern": "(?=a)a"}}, "properties": {"a": {"$ref": "#/$defs/d"}}}),
+                "pattern",
+            ),
+            (
+                json!({"type": "object", "patternProperties": {"(?=(a+)+$)x": {"type": "string"}}}),
+                "patternProperties",
+            ),
+            (
+                json!({"type": "object", "additionalProperties": {"anyOf": [{"pattern": "(a)\\1"}]}}),
+                "pattern",
+            ),
+        ];
+        for (schema, place) in cases {
+            let err = InputSchema::compile(&schema)
+                .err()
+                .unwrap_or_else(|| panic!("{schema} compiled"));
+            assert!(err.contains("does not compile"), "{schema}: {err}");
+            assert!(err.contains(place), "{schema}: {err}");
+            assert!(err.contains("linear-time"), "{schema}: {err}");
+        }
+    }
+
+    /// Patterns that a backtracking engine takes exponential or quadratic time on run in linear
+    /// time here; ECMAScript classes still work.
+    #[test]
+    fn nested_quantifiers_validate_large_inputs() {
+        let schema = InputSchema::compile(&json!({
+            "type": "object",
+            "properties": {
+                "a": {"type": "string", "pattern": "(a+)+$"},
+                "b": {"type": "string", "pattern": "^(\\w+\\s?)*$"},
+                "c": {"type": "string", "pattern": "^\\d{3}$"},
+                "d": {"type": "string", "pattern": "^a++$"}
+            },
+            "patternProperties": {"^(x+x+)+y$": {"type": "integer"}}
+        }))
+        .unwrap();
+        let long = "a".repeat(60_000);
+        let input = json!({"a": format!("{long}!"), "b": format!("{long}!"), "c": "123", "d": format!("{long}!")});
+        let err = schema.check("t", &input).unwrap_err();
+        assert!(err.to_string().contains("at /a:"), "{err}");
+        assert!(err.to_string().contains("at /b:"), "{err}");
+        assert!(err.to_string().contains("at /d:"), "{err}");
+        schema
+            .check("t", &json!({"a": long, "c": "123", "d": long, "xxxxy": 1}))
+            .unwrap();
+        let key = format!("{}y", "x".repeat(30_000));
+        let err = schema.check("t", &json!({ key: "s" })).unwrap_err();
+        assert!(err.to_string().contains("integer"), "{err}");
+    }
+
+    /// The same engine checks a worker's output schema.
+    #[test]
+    fn output_schemas_use_the_same_engine() {
+        let err = OutputSchema::compile(&json!({"type": "string", "pattern": "(?=(a+)+$)x"}))
+            .err()
+            .unwrap();
+        assert!(err.contains("/pattern"), "{err}");
+        let schema =
+            OutputSchema::compile(&json!({"type": "string", "pattern": "^(a+)+$"})).unwrap();
+        assert!(schema
+            .problem(&format!("{}!", "a".repeat(60_000)))
+            .is_some());
+        assert!(schema.problem(&"a".repeat(60_000)).is_none());
+    }
+
+    /// `format: regex` checks that a string is a valid pattern; a large one is parsed, not run.
+    #[test]
+    fn format_regex_inputs_are_only_parsed() {
+        let schema = InputSchema::compile(&json!({
+            "type": "object",
+            "properties": {"r": {"type": "string", "format": "regex"}}
+        }))
+        .unwrap();
+        schema
+            .check(
+                "t",
+                &json!({"r": format!("(?=(a+)+$){}", "a".repeat(60_000))}),
+            )
+            .unwrap();
     }
 }

@@ -12,15 +12,13 @@ use toolgate_core::approval::{
     self, blocked_error, decide_toolset, known_names, ApprovalConfig, Candidate, Floors, Resolved,
     Toolset,
 };
-use toolgate_core::executables::scaffold;
+use toolgate_core::executables::{scaffold, CreateCustomToolOptions};
 use toolgate_core::fs::config::{
     filesystem_tools, CodeAgentGroup as CoreGroup, FileApprovalConfig,
 };
-use toolgate_core::options::{
-    CodeAgentOptions, CreateCustomToolOptions, FilesystemOptions, LoadCustomToolsOptions,
-    ResolveModelOptions,
-};
+use toolgate_core::fs::{CodeAgentOptions, FilesystemOptions};
 use toolgate_core::sandbox::Sandbox;
+use toolgate_core::worker::{LoadCustomToolsOptions, ResolveModelOptions};
 
 use crate::enums::{CodeAgentGroup, Decision, OwnApproval, ToolsetKind};
 use crate::error::{guarded, infallible, sync, Settled};
@@ -196,11 +194,11 @@ pub fn plan_filesystem_toolset(env: Env, options: Unknown<'_>) -> napi::Result<F
     sync(&env, "filesystemToolset", || {
         let options: FilesystemOptions = js_value::config(&env, Some(options))?;
         let work_dir = options.work_dir()?;
-        let tools = filesystem_tools(options.read_only)
+        let tools = filesystem_tools(options.config.read_only)
             .iter()
             .map(|name| Candidate::plain(*name))
             .collect();
-        let file_approval = options.approval.unwrap_or_default();
+        let file_approval = options.config.approval.unwrap_or_default();
         let (config, path_rules) = file_rules(&file_approval, "filesystem approval.paths")?;
         let known = filesystem_tools(false)
             .iter()
@@ -231,12 +229,13 @@ pub fn plan_code_agent_tools(env: Env, options: Unknown<'_>) -> napi::Result<Fil
         let options: CodeAgentOptions = js_value::config(&env, Some(options))?;
         let work_dir = toolgate_core::options::WorkDir::resolve(options.work_dir)?;
         let tools = options
+            .config
             .group
             .tools()
             .iter()
             .map(|name| Candidate::plain(*name))
             .collect();
-        let file_approval = options.approval.unwrap_or_default();
+        let file_approval = options.config.approval.unwrap_or_default();
         let (config, path_rules) = file_rules(&file_approval, "code_agent approval.paths")?;
         let known = CoreGroup::All
             .tools()

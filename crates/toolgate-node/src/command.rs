@@ -8,15 +8,14 @@ use napi::bindgen_prelude::Unknown;
 use napi::Env;
 use napi_derive::napi;
 use toolgate_core::command::{
-    self, CliExecute, CliExecuteConfig, DecisionSource as CoreSource, Explanation, ShellConfig,
-    ShellToolset,
+    self, CliExecute, CliExecuteConfig, CliExecuteOptions, DecisionSource as CoreSource,
+    Explanation, ShellConfig, ShellOptions, ShellToolset,
 };
 use toolgate_core::descriptions::{cli_execute_description, shell_description};
-use toolgate_core::options::{CliExecuteOptions, ShellOptions};
 use toolgate_core::process::Job;
 
 use crate::enums::{CommandLayer, Decision, DecisionSource, Verdict};
-use crate::error::{infallible, sync, ErrorCode};
+use crate::error::{infallible, sync};
 use crate::js_value;
 use crate::process::ProcessHandle;
 
@@ -44,7 +43,8 @@ pub struct RuleMatch {
 #[napi(object, object_from_js = false)]
 pub struct Refusal {
     pub layer: CommandLayer,
-    pub code: ErrorCode,
+    #[napi(ts_type = "ErrorCode")]
+    pub code: String,
     pub message: String,
 }
 
@@ -91,7 +91,7 @@ impl From<Explanation> for CommandExplanation {
             rule,
             refusal: explanation.refusal.map(|refusal| Refusal {
                 layer: refusal.layer.into(),
-                code: refusal.error.error_code().into(),
+                code: refusal.error.code().to_owned(),
                 message: refusal.error.to_string(),
             }),
         }
@@ -128,7 +128,7 @@ impl From<ShellConfig> for ShellFileOptions {
                 .collect(),
             default: config.default.map(Into::into),
             timeout_ms: config.timeout.map(|seconds| seconds * 1000.0),
-            max_output_bytes: config.max_output_bytes.map(|bytes| bytes as f64),
+            max_output_bytes: config.max_output_bytes.map(|bytes| bytes.0 as f64),
             env_passthrough: config.env_passthrough,
         }
     }

@@ -5,16 +5,18 @@ use toolgate_core::executables::CacheMode as CoreCacheMode;
 use toolgate_core::limits;
 
 use crate::enums::{CacheMode, Decision, OutputAction, PatchAction};
-use crate::error::{error_codes, infallible, ErrorCode, ErrorLayer};
+use crate::error::{error_codes, error_layers, infallible};
 use napi::Env;
 
 /// Defaults, limits and names of toolgate.
 #[napi(object, object_from_js = false)]
 pub struct Constants {
     /// Every error code.
-    pub error_codes: Vec<ErrorCode>,
+    #[napi(ts_type = "ErrorCode[]")]
+    pub error_codes: Vec<String>,
     /// Every error layer.
-    pub error_layers: Vec<ErrorLayer>,
+    #[napi(ts_type = "ErrorLayer[]")]
+    pub error_layers: Vec<String>,
     /// The approval decisions, least strict first.
     pub decisions: Vec<Decision>,
     pub cache_modes: Vec<CacheMode>,
@@ -80,10 +82,7 @@ fn collect() -> Constants {
     use toolgate_core::fs::PatchAction as P;
     Constants {
         error_codes: error_codes(),
-        error_layers: toolgate_core::error::ErrorLayer::ALL
-            .into_iter()
-            .map(Into::into)
-            .collect(),
+        error_layers: error_layers(),
         decisions: [D::PreApproved, D::Ask, D::Blocked]
             .into_iter()
             .map(Into::into)
@@ -115,8 +114,8 @@ fn collect() -> Constants {
         skipped_directories: limits::SKIPPED_DIRECTORIES.map(String::from).to_vec(),
         max_grep_context: small(limits::MAX_GREP_CONTEXT),
         default_read_lines: small(limits::DEFAULT_READ_LINES),
-        default_read_bytes: small(toolgate_core::fs::DEFAULT_MAX_BYTES),
-        max_line_bytes: small(toolgate_core::fs::MAX_LINE_BYTES),
+        default_read_bytes: small(toolgate_core::limits::DEFAULT_READ_BYTES),
+        max_line_bytes: small(toolgate_core::limits::MAX_LINE_BYTES),
         default_glob_results: small(limits::DEFAULT_GLOB_RESULTS),
         default_grep_results: small(limits::DEFAULT_GREP_RESULTS),
         default_tree_depth: small(limits::DEFAULT_TREE_DEPTH),

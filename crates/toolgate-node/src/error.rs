@@ -1,6 +1,11 @@
 //! Core errors reach JavaScript one way, synchronous or not: as an `Error` object built here
-//! with `code` (an [`ErrorCode`]), `layer` (an [`ErrorLayer`]) and the message. Nothing is
-//! encoded into the message, so the SDK never parses one.
+//! with `code`, `layer` and the message. Nothing is encoded into the message, so the SDK never
+//! parses one.
+//!
+//! The binding keeps no list of codes or layers: both are the core's (`ErrorCode::ALL`,
+//! `ErrorLayer::ALL`, spelled by their `as_str`). `errorCodes()` and `constants().errorLayers`
+//! hand them to JavaScript, and `scripts/write-native-binding.mjs` writes the `ErrorCode` and
+//! `ErrorLayer` unions of `binding.d.ts` from them when the addon is built.
 //!
 //! - Synchronous functions take the [`Env`] and return `napi::Result`, whose error holds the
 //!   built object; napi throws that very object.
@@ -17,97 +22,7 @@ use std::task::{Context, Poll};
 use napi::bindgen_prelude::{JsObjectValue, ToNapiValue, TypeName};
 use napi::{Env, JsValue, Status};
 use napi_derive::napi;
-use toolgate_core::error::{ErrorCode as CoreCode, ErrorLayer as CoreLayer};
-
-/// The stable code of every toolgate error (`err.code`).
-#[napi(string_enum = "UPPER_SNAKE")]
-pub enum ErrorCode {
-    PathOutsideRoot,
-    BinaryNotAllowed,
-    ShellNotAllowed,
-    BinaryNotFound,
-    SpawnFailed,
-    ArgumentRejected,
-    CommandBlocked,
-    GuardrailBlocked,
-    OutputBlocked,
-    Timeout,
-    ToolBlocked,
-    PathBlocked,
-    ApprovalDenied,
-    InvalidInput,
-    ToolNotFound,
-    ToolFailed,
-    ConfigInvalid,
-    ModuleInvalid,
-    FileNotFound,
-    IoError,
-    SandboxUnavailable,
-    StateInvalid,
-    InternalError,
-}
-
-impl From<CoreCode> for ErrorCode {
-    fn from(code: CoreCode) -> Self {
-        match code {
-            CoreCode::PathOutsideRoot => ErrorCode::PathOutsideRoot,
-            CoreCode::BinaryNotAllowed => ErrorCode::BinaryNotAllowed,
-            CoreCode::ShellNotAllowed => ErrorCode::ShellNotAllowed,
-            CoreCode::BinaryNotFound => ErrorCode::BinaryNotFound,
-            CoreCode::SpawnFailed => ErrorCode::SpawnFailed,
-            CoreCode::ArgumentRejected => ErrorCode::ArgumentRejected,
-            CoreCode::CommandBlocked => ErrorCode::CommandBlocked,
-            CoreCode::GuardrailBlocked => ErrorCode::GuardrailBlocked,
-            CoreCode::OutputBlocked => ErrorCode::OutputBlocked,
-            CoreCode::Timeout => ErrorCode::Timeout,
-            CoreCode::ToolBlocked => ErrorCode::ToolBlocked,
-            CoreCode::PathBlocked => ErrorCode::PathBlocked,
-            CoreCode::ApprovalDenied => ErrorCode::ApprovalDenied,
-            CoreCode::InvalidInput => ErrorCode::InvalidInput,
-            CoreCode::ToolNotFound => ErrorCode::ToolNotFound,
-            CoreCode::ToolFailed => ErrorCode::ToolFailed,
-            CoreCode::ConfigInvalid => ErrorCode::ConfigInvalid,
-            CoreCode::ModuleInvalid => ErrorCode::ModuleInvalid,
-            CoreCode::FileNotFound => ErrorCode::FileNotFound,
-            CoreCode::IoError => ErrorCode::IoError,
-            CoreCode::SandboxUnavailable => ErrorCode::SandboxUnavailable,
-            CoreCode::StateInvalid => ErrorCode::StateInvalid,
-            CoreCode::InternalError => ErrorCode::InternalError,
-        }
-    }
-}
-
-/// The part of toolgate an error comes from (`err.layer`).
-#[napi(string_enum = "kebab-case")]
-pub enum ErrorLayer {
-    Config,
-    Approval,
-    Input,
-    Paths,
-    Command,
-    Process,
-    Files,
-    Tools,
-    Sandbox,
-    Internal,
-}
-
-impl From<CoreLayer> for ErrorLayer {
-    fn from(layer: CoreLayer) -> Self {
-        match layer {
-            CoreLayer::Config => ErrorLayer::Config,
-            CoreLayer::Approval => ErrorLayer::Approval,
-            CoreLayer::Input => ErrorLayer::Input,
-            CoreLayer::Paths => ErrorLayer::Paths,
-            CoreLayer::Command => ErrorLayer::Command,
-            CoreLayer::Process => ErrorLayer::Process,
-            CoreLayer::Files => ErrorLayer::Files,
-            CoreLayer::Tools => ErrorLayer::Tools,
-            CoreLayer::Sandbox => ErrorLayer::Sandbox,
-            CoreLayer::Internal => ErrorLayer::Internal,
-        }
-    }
-}
+use toolgate_core::error::{ErrorCode, ErrorLayer};
 
 /// Builds the JavaScript error for a core error and wraps it for napi to throw or reject with.
 pub fn to_js(env: &Env, err: &toolgate_core::Error) -> napi::Error {
@@ -214,13 +129,24 @@ impl<T: ToNapiValue> ToNapiValue for Settled<T> {
     }
 }
 
-/// Every error code, in documentation order (the runtime list behind the `ErrorCode` type).
-#[napi(js_name = "errorCodes")]
-pub fn error_codes_js(env: Env) -> napi::Result<Vec<ErrorCode>> {
+/// Every error code, in documentation order (the list the `ErrorCode` type is written from).
+#[napi(js_name = "errorCodes", ts_return_type = "ErrorCode[]")]
+pub fn error_codes_js(env: Env) -> napi::Result<Vec<String>> {
     infallible(&env, "errorCodes", error_codes)
 }
 
-/// Every error code, in documentation order.
-pub fn error_codes() -> Vec<ErrorCode> {
-    CoreCode::ALL.into_iter().map(ErrorCode::from).collect()
+/// Every error code, in documentation order, as JavaScript spells it.
+pub fn error_codes() -> Vec<String> {
+    ErrorCode::ALL
+        .into_iter()
+        .map(|code| code.as_str().to_owned())
+        .collect()
+}
+
+/// Every error layer, as JavaScript spells it.
+pub fn error_layers() -> Vec<String> {
+    ErrorLayer::ALL
+        .into_iter()
+        .map(|layer| layer.as_str().to_owned())
+        .collect()
 }

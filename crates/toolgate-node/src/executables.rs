@@ -6,8 +6,9 @@ use std::sync::Arc;
 use napi::bindgen_prelude::Unknown;
 use napi::Env;
 use napi_derive::napi;
-use toolgate_core::executables::{self, discovery, scaffold, Registry};
-use toolgate_core::options::{ExecutableToolsOptions, RefreshOptions, RunToolOptions};
+use toolgate_core::executables::{
+    self, discovery, scaffold, ExecutableToolsOptions, RefreshOptions, Registry, RunToolOptions,
+};
 use toolgate_core::process::Job;
 
 use crate::enums::{DiagnosticKind, ToolFormat, ToolLanguage};
@@ -216,21 +217,28 @@ impl ExecutableToolRegistry {
     }
 
     /// Checks `input` against the tool's schema and prepares the run; `wait()` on the handle
-    /// runs it and resolves with the tool's result in `value`. Throws `TOOL_NOT_FOUND`,
+    /// runs it and resolves with the tool's result in `value`. Rejects with `TOOL_NOT_FOUND`,
     /// `INVALID_INPUT` (with JSON pointers) or `CONFIG_INVALID` (also when the tool's file
-    /// changed since a worker loaded it).
-    #[napi]
-    pub fn prepare_run(
+    /// changed since a worker loaded it). The check runs off the JavaScript thread: the schema
+    /// is the tool's (untrusted) and the input the model's.
+    #[napi(ts_return_type = "Promise<ProcessHandle>")]
+    pub async fn prepare_run(
         &self,
-        env: Env,
         name: String,
         input: serde_json::Value,
-    ) -> napi::Result<ProcessHandle> {
-        sync(&env, "ExecutableToolRegistry.prepareRun", || {
-            self.inner
-                .prepare(&name, &input)
-                .map(|run| Job::tool(run).into())
+    ) -> Settled<ProcessHandle> {
+        let registry = Arc::clone(&self.inner);
+        guarded("ExecutableToolRegistry.prepareRun", async move {
+            let run = tokio::task::spawn_blocking(move || registry.prepare(&name, &input))
+                .await
+                .map_err(|err| {
+                    toolgate_core::Error::Internal(format!(
+                        "ExecutableToolRegistry.prepareRun: {err}"
+                    ))
+                })??;
+            Ok(Job::tool(run).into())
         })
+        .await
     }
 }
 

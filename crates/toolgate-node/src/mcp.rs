@@ -73,9 +73,9 @@ pub struct McpLimits {
 pub fn mcp_limits(env: Env) -> napi::Result<McpLimits> {
     let clamp = |value: usize| u32::try_from(value).unwrap_or(u32::MAX);
     infallible(&env, "mcpLimits", || McpLimits {
-        max_message_bytes: clamp(mcp::MAX_MESSAGE_BYTES),
-        max_input_bytes: clamp(mcp::MAX_INPUT_BYTES),
-        max_tools_per_server: clamp(mcp::MAX_TOOLS_PER_SERVER),
+        max_message_bytes: clamp(toolgate_core::limits::MAX_MCP_MESSAGE_BYTES),
+        max_input_bytes: clamp(toolgate_core::limits::MAX_MCP_INPUT_BYTES),
+        max_tools_per_server: clamp(toolgate_core::limits::MAX_MCP_TOOLS_PER_SERVER),
     })
 }
 

@@ -7,8 +7,7 @@ use napi::bindgen_prelude::Unknown;
 use napi::Env;
 use napi_derive::napi;
 use toolgate_core::exec::AbortHandle;
-use toolgate_core::options::ExecOptions;
-use toolgate_core::process::{self, Job};
+use toolgate_core::process::{self, ExecOptions, Job};
 
 use crate::error::{guarded, infallible, sync, Settled};
 use crate::js_value;

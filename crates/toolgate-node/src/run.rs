@@ -9,11 +9,11 @@ use napi::bindgen_prelude::Unknown;
 use napi::Env;
 use napi_derive::napi;
 use serde_json::Value;
-use toolgate_core::audit::{plan_patterns, AuditLog};
-use toolgate_core::options::{
-    AgentSettingsOptions, AuditOptions, ResumeWorkerOptions, RunWorkerOptions,
+use toolgate_core::audit::AuditLog;
+use toolgate_core::run::{
+    self, fingerprint, ledger::Ledger, outcome, AgentSettingsOptions, AlwaysScope, AuditOptions,
+    ResumeWorkerOptions, RunWorkerOptions, ScopeChoice,
 };
-use toolgate_core::run::{self, fingerprint, ledger::Ledger, outcome, AlwaysScope, ScopeChoice};
 use toolgate_core::{Error, ErrorCode};
 
 use crate::error::{guarded, sync, Settled};
@@ -269,9 +269,7 @@ pub fn refusal_of(env: Env, code: String) -> napi::Result<Option<Refusal>> {
 /// The fingerprint of a planned worker graph (every file's content, every work directory).
 #[napi]
 pub fn worker_plan_fingerprint(env: Env, plan: &WorkerPlan) -> napi::Result<String> {
-    sync(&env, "workerPlanFingerprint", || {
-        fingerprint::plan_fingerprint(&plan.inner)
-    })
+    sync(&env, "workerPlanFingerprint", || plan.inner.fingerprint())
 }
 
 /// The fingerprint of a worker built in code, from a JSON description (name, instructions,
@@ -362,7 +360,7 @@ pub fn resume_run_state(
 #[napi]
 pub fn plan_redaction_patterns(env: Env, plan: &WorkerPlan) -> napi::Result<Vec<String>> {
     sync(&env, "planRedactionPatterns", || {
-        Ok(plan_patterns(&plan.inner))
+        Ok(plan.inner.redaction_patterns())
     })
 }
 

@@ -8,8 +8,9 @@ use std::sync::Arc;
 use napi::bindgen_prelude::Unknown;
 use napi::Env;
 use napi_derive::napi;
-use toolgate_core::options::{LoadWorkerOptions, WorkerToolsOptions};
-use toolgate_core::worker::{self, LoadOptions, ModuleTools, PlannedWorker};
+use toolgate_core::worker::{
+    self, LoadOptions, LoadWorkerOptions, ModuleTools, PlannedWorker, WorkerToolsOptions,
+};
 
 use crate::approval::{ResolvedApproval, ToolCandidate};
 use crate::builtins::BuiltinTools;

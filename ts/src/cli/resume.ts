@@ -2,7 +2,7 @@ import { parseArgs } from 'node:util';
 import { ToolgateError } from '../native/errors.js';
 import { streamResumedWorker } from '../worker/index.js';
 import { loadWorker } from '../worker/load-worker.js';
-import { resolveModel } from '../worker/models.js';
+import { anchorModelSpec, resolveModel } from '../worker/models.js';
 import { sessionApproval } from './run.js';
 import { EXIT, runSession } from './run-session.js';
 import { parseAnswers, readStateFile, stateSecret } from './state-file.js';
@@ -70,7 +70,7 @@ export async function run(argv: readonly string[]): Promise<number> {
   const worker = await loadWorker(file.worker, file.workDir ? { workDir: file.workDir } : {});
   try {
     const baseUrl = values['base-url'] ?? file.baseUrl;
-    const modelSpec = values.model ?? file.model;
+    const modelSpec = values.model === undefined ? file.model : anchorModelSpec(values.model, process.cwd());
     if (!modelSpec) throw new ToolgateError('CONFIG_INVALID', `the state file names no model; pass --model provider:model`);
     const model = await resolveModel(modelSpec, baseUrl ? { baseUrl } : {});
 

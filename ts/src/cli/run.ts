@@ -3,7 +3,7 @@ import { parseArgs } from 'node:util';
 import { ToolgateError } from '../native/errors.js';
 import { streamWorker } from '../worker/index.js';
 import { loadWorker } from '../worker/load-worker.js';
-import { resolveModel } from '../worker/models.js';
+import { anchorModelSpec, resolveModel } from '../worker/models.js';
 import { EXIT, runSession, type SessionApproval } from './run-session.js';
 import { stateSecret } from './state-file.js';
 
@@ -14,7 +14,8 @@ is the task; without it, it is read from stdin when stdin is not a terminal.
 
 Options:
   --model <provider:model>   openai:<id> (OPENAI_API_KEY), anthropic:<id> (ANTHROPIC_API_KEY),
-                             openai-compatible:<id> with --base-url (Ollama, llama.cpp, LM Studio).
+                             openai-compatible:<id> with --base-url (Ollama, llama.cpp, LM Studio),
+                             scripted:<file> (replays a JSON script offline; toolgate/docs/scripted-model.md).
                              Default: the worker's model, else TOOLGATE_MODEL.
   --base-url <url>           Server for openai-compatible models (or TOOLGATE_BASE_URL)
   --yes                      Approve every tool call that asks (blocked tools stay blocked)
@@ -101,7 +102,9 @@ export async function run(argv: readonly string[]): Promise<number> {
   const worker = await loadWorker(workerPath, values['work-dir'] ? { workDir: values['work-dir'] } : {});
   try {
     for (const warning of worker.warnings) process.stderr.write(`toolgate run: warning: ${warning}\n`);
-    const modelSpec = values.model ?? worker.model ?? process.env.TOOLGATE_MODEL;
+    // A scripted model's file is found from here (the worker's own model is anchored to its file).
+    const given = values.model ?? (worker.model ? undefined : process.env.TOOLGATE_MODEL);
+    const modelSpec = given === undefined ? worker.model : anchorModelSpec(given, process.cwd());
     if (!modelSpec) {
       throw new ToolgateError(
         'CONFIG_INVALID',

@@ -13,15 +13,15 @@ import {
   ListToolsRequestSchema,
   type Tool as McpTool,
 } from '@modelcontextprotocol/sdk/types.js';
-import { approvalOf, isBlocked } from '../approval/approval.js';
-import type { NamedTool } from '../approval/named-tool.js';
 import { ToolgateError } from '../native/errors.js';
 import { VERSION } from '../native/package-root.js';
-import { ApprovalGate } from '../worker/approval-gate.js';
-import { AuditTrail } from '../worker/audit.js';
-import { Recorder } from '../worker/records.js';
-import { auditTarget, newRunId } from '../worker/run-loop.js';
-import type { ApprovalAnswer, ApprovalHandler, ApprovalRequest, RunnableWorker, ToolCallRecord } from '../worker/types.js';
+import { ApprovalGate } from '../run/approval-gate.js';
+import { AuditTrail, newRunId } from '../run/audit.js';
+import { gatedCall, gatedTools, rejectedDecision } from '../run/gated-call.js';
+import { Recorder } from '../run/records.js';
+import type { ApprovalAnswer, ApprovalHandler, ApprovalRequest, ToolCallRecord } from '../run/types.js';
+import { auditTarget } from '../worker/run-loop.js';
+import type { RunnableWorker } from '../worker/types.js';
 
 type ServedTool = ToolSet[string];
 
@@ -91,14 +91,8 @@ const ELICIT_SCHEMA = {
  * scope live on them), and the names of the blocked ones (never served, recorded when called).
  */
 function serviceTools(worker: RunnableWorker): { served: Map<string, ServedTool>; blocked: Set<string> } {
-  const entries: [string, ServedTool][] = Array.isArray(worker.tools)
-    ? (worker.tools as readonly NamedTool[]).map((tool) => [tool.name, tool])
-    : Object.entries(worker.tools as ToolSet);
-  const blocked = new Set(entries.filter(([, tool]) => isBlocked(tool)).map(([name]) => name));
-  for (const [name, info] of Object.entries((worker as { toolApproval?: Record<string, { decision: string }> }).toolApproval ?? {})) {
-    if (info.decision === 'blocked') blocked.add(name);
-  }
-  return { served: new Map(entries.filter(([name, tool]) => !blocked.has(name) && tool.execute)), blocked };
+  const { tools, blocked } = gatedTools(worker.tools, (worker as { toolApproval?: Record<string, { decision: string }> }).toolApproval);
+  return { served: new Map([...tools].filter(([name, tool]) => !blocked.has(name) && tool.execute)), blocked };
 }
 
 async function listing(tools: Map<string, ServedTool>): Promise<McpTool[]> {
@@ -179,7 +173,7 @@ export async function serveMcp(worker: RunnableWorker, options: ServeMcpOptions 
       if (!found) {
         // A blocked tool is answered like an unknown one (the client does not learn it exists), and logged as blocked.
         const message = `there is no tool '${name}'; list the tools to see the ones served`;
-        recorder.rejected(toolCallId, name, request.params.arguments ?? {}, blocked.has(name) ? 'blocked' : 'unknown-tool', message);
+        recorder.rejected(toolCallId, name, request.params.arguments ?? {}, rejectedDecision(name, tools, blocked), message);
         await flush();
         return textResult(message, true);
       }
@@ -189,34 +183,22 @@ export async function serveMcp(worker: RunnableWorker, options: ServeMcpOptions 
       const checked = schema.validate ? await schema.validate(request.params.arguments ?? {}) : { success: true as const, value: request.params.arguments ?? {} };
       if (!checked.success) {
         const message = `the input of '${name}' does not match its schema: ${checked.error.message.slice(0, 1000)}`;
-        recorder.rejected(toolCallId, name, request.params.arguments ?? {}, 'invalid-input', message);
+        recorder.rejected(toolCallId, name, request.params.arguments ?? {}, rejectedDecision(name, tools, blocked), message);
         await flush();
         return textResult(`INVALID_INPUT: ${message}`, true);
       }
-      const input = checked.value;
-      const asks =
-        typeof found.needsApproval === 'function'
-          ? await found.needsApproval(input as never, { toolCallId, messages: [] })
-          : found.needsApproval === true;
-      const answer = asks ? await gate.decide(found, name, input, toolCallId) : undefined;
-      if (answer && !answer.approved) {
-        recorder.denied(toolCallId, name, input, answer);
-        await flush();
-        return textResult(answer.reason ?? 'denied', true);
-      }
-      const entry = recorder.started(toolCallId, name, input, answer, approvalOf(found));
-      const started = performance.now();
-      try {
-        const output = await found.execute!(input as never, { toolCallId, messages: [], abortSignal: extra.signal });
-        recorder.succeeded(entry, output, performance.now() - started);
-        await flush();
-        return resultOf(output);
-      } catch (error) {
-        recorder.failed(entry, error, performance.now() - started);
-        await flush();
-        const message = entry.error ?? String(error);
-        return textResult(entry.errorCode ? `${entry.errorCode}: ${message}` : message, true);
-      }
+      const outcome = await gatedCall(
+        { toolName: name, tool: found, input: checked.value, options: { toolCallId, messages: [], abortSignal: extra.signal } },
+        { gate, recorder },
+        'inline',
+      );
+      // A serving has no end to wait for: each call's audit line is appended as the call ends.
+      await flush();
+      if (outcome.status === 'denied') return textResult(outcome.answer.reason ?? 'denied', true);
+      if (outcome.status === 'succeeded') return resultOf(outcome.output);
+      const { record, error } = outcome;
+      const message = record.error ?? String(error);
+      return textResult(record.errorCode ? `${record.errorCode}: ${message}` : message, true);
     });
     return server;
   };

@@ -1,5 +1,5 @@
 import { spawnSync } from 'node:child_process';
-import { writeFileSync } from 'node:fs';
+import { mkdirSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { importModule } from './import-module.js';
@@ -8,6 +8,10 @@ import { LIMITS } from '../native/constants.js';
 import { tempDir } from '../../../tests/helpers/fs.js';
 
 const NEVER_SETTLES = 'await new Promise(() => {});\nexport const add = (a: number, b: number) => a + b;\n';
+
+function escapeRegExp(text: string): string {
+  return text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+}
 
 function moduleFile(name: string, source: string): string {
   const dir = tempDir();
@@ -93,5 +97,17 @@ describe('importModule timeout', () => {
     });
     expect(child.stdout).toContain(`MODULE_INVALID: tools module ${path} did not finish loading within 300 ms`);
     expect(child.status).toBe(0);
+  });
+});
+
+describe('importModule errors', () => {
+  it.each(['tools', 'my tools (v2)', 'odd [dir] %20 #1'])('names the place a module threw from, in a folder named %j', async (name) => {
+    const dir = join(tempDir(), name);
+    mkdirSync(dir);
+    const path = join(dir, 'tools.ts');
+    writeFileSync(path, "const value = 1;\nfunction fail(): never {\n  throw new Error('boom ' + value);\n}\nfail();\nexport const x = value;\n");
+    const error = await rejection(importModule(path, { timeoutMs: 5_000 }));
+    expect(error.code).toBe('MODULE_INVALID');
+    expect(error.message).toMatch(new RegExp(`threw while loading: boom 1 \\(at ${escapeRegExp(path)}:3:\\d+\\)$`));
   });
 });

@@ -5,6 +5,7 @@
 import { existsSync, lstatSync, mkdirSync, readFileSync, realpathSync, statSync } from 'node:fs';
 import { homedir } from 'node:os';
 import { dirname, extname, join, resolve } from 'node:path';
+import { fileURLToPath, pathToFileURL } from 'node:url';
 import type { Jiti } from 'jiti';
 import { LIMITS } from '../native/constants.js';
 import { ToolgateError } from '../native/errors.js';
@@ -166,13 +167,31 @@ function sameFile(a: string, b: string): boolean {
   }
 }
 
-/** `file:line:column` of the first stack frame inside the module's directory, if any. */
+/**
+ * `file:line:column` of the first stack frame inside the module's directory, if any. Frames are
+ * found by the directory itself, not by what a path may contain: a module's path may hold spaces
+ * and parentheses (`/home/me/my tools (v2)/tools.ts`), and ESM frames name it as a file URL.
+ */
 function placeInStack(stack: string | undefined, path: string): string | undefined {
   if (!stack) return undefined;
   const directory = dirname(path);
-  for (const match of stack.matchAll(/\(?((?:file:\/\/)?\/[^\s():]+):(\d+):(\d+)\)?/g)) {
-    const file = (match[1] as string).replace(/^file:\/\//, '');
-    if (file.startsWith(directory) && !file.includes('/node_modules/')) return `${file}:${match[2]}:${match[3]}`;
+  const prefixes: [string, (location: string) => string][] = [
+    [`${directory}/`, (location) => location],
+    [`${pathToFileURL(directory).href}/`, (location) => fileURLToPath(location)],
+  ];
+  for (const frame of stack.split('\n')) {
+    for (const [prefix, toPath] of prefixes) {
+      const start = frame.indexOf(prefix);
+      if (start < 0) continue;
+      // `at name (LOCATION)` or `at LOCATION`: the location runs to the end of the frame.
+      const place = /^(.+):(\d+):(\d+)\)?$/.exec(frame.slice(start).trimEnd());
+      if (!place || place[1]!.slice(prefix.length).split('/').includes('node_modules')) continue;
+      try {
+        return `${toPath(place[1]!)}:${place[2]}:${place[3]}`;
+      } catch {
+        continue; // not a well-formed file URL
+      }
+    }
   }
   return undefined;
 }

@@ -131,15 +131,16 @@ export class ExecutableToolRegistry {
    */
   async run(name: string, input: unknown, options: { signal?: AbortSignal } = {}): Promise<ExecutableToolResult> {
     callNative(() => native.checkRunToolOptions(options));
-    return this.prepare(name, input).start(options.signal);
+    return (await this.prepare(name, input)).start(options.signal);
   }
 
   /**
-   * Checks `input` and returns the run without starting it: `start()` runs it, `kill()` stops
-   * it. Used where a question (approval) comes between the check and the run.
+   * Checks `input` and resolves with the run without starting it: `start()` runs it, `kill()`
+   * stops it. Used where a question (approval) comes between the check and the run. The check
+   * runs off the JavaScript thread (the schema is the tool's, the input the model's).
    */
-  prepare(name: string, input: unknown): PreparedToolRun {
-    const handle = callNative(() => this.#native.prepareRun(name, input ?? {}));
+  async prepare(name: string, input: unknown): Promise<PreparedToolRun> {
+    const handle = await awaitNative(this.#native.prepareRun(name, input ?? {}));
     return {
       start: async (signal?: AbortSignal) => {
         const output = await runProcess(handle, signal);

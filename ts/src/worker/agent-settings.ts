@@ -1,6 +1,7 @@
 import { hasToolCall, stepCountIs, type LanguageModel, type StepResult, type StopCondition, type ToolSet } from 'ai';
 import { native } from '../native/binding.js';
 import { callNative, ToolgateError } from '../native/errors.js';
+import { gatedCall, outputOrThrow } from '../run/gated-call.js';
 import { ASK_QUESTION, CONVERSE, RESERVED_TOOL_NAMES, TASK_COMPLETION } from './loop-tools.js';
 import { prepareRun, recordRejectedCalls, type RunSetup } from './run-loop.js';
 import { runContext } from './run-context.js';
@@ -57,29 +58,17 @@ export async function toAgentSettings(worker: RunnableWorker, options: AgentSett
 
 /**
  * The tool with its approval asked inside `execute`: the SDK sees a tool that needs no
- * approval, toolgate's gate asks (or an "always" covers the call) and the call runs at most once.
+ * approval; the gated-call pipeline asks the tool's own `needsApproval` and the gate (or an
+ * "always" covers the call), records the call and runs it at most once.
  */
 function askingInside(name: string, tool: AnyTool, setup: RunSetup): AnyTool {
   const original = setup.original.get(name);
-  const execute = tool.execute;
-  if (!original || !execute) return tool;
+  if (!original?.execute || !tool.execute) return tool;
   return {
     ...tool,
     needsApproval: false,
     execute: (input: unknown, options: Parameters<NonNullable<AnyTool['execute']>>[1]) =>
       // Workers this tool calls find their caller's gate and model here.
-      runContext.run(setup.context, async () => {
-        const own = original.needsApproval;
-        const asks =
-          typeof own === 'function' ? await own(input as never, { toolCallId: options.toolCallId, messages: options.messages }) : own === true;
-        if (asks) {
-          const answer = await setup.gate.decide(original, name, input, options.toolCallId);
-          if (!answer.approved) {
-            setup.recorder.denied(options.toolCallId, name, input, answer);
-            throw new ToolgateError('APPROVAL_DENIED', `tool '${name}' was not run: ${answer.reason ?? 'denied'}`);
-          }
-        }
-        return execute(input as never, options);
-      }),
+      runContext.run(setup.context, async () => outputOrThrow(await gatedCall({ toolName: name, tool: original, input, options }, setup, 'inline'), name)),
   } as AnyTool;
 }

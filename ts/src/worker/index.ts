@@ -3,7 +3,7 @@ export { streamWorker, streamResumedWorker } from './stream-worker.js';
 export type { WorkerStream } from './stream-worker.js';
 export { toAgentSettings } from './agent-settings.js';
 export type { AgentSettingsOptions, WorkerAgentSettings } from './agent-settings.js';
-export { alwaysScope } from './approval-gate.js';
+export { alwaysScope } from '../approval/always.js';
 export { ASK_QUESTION, CONVERSE, RESERVED_TOOL_NAMES, TASK_COMPLETION } from './loop-tools.js';
 export type {
   AlwaysScope,

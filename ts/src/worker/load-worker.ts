@@ -1,3 +1,4 @@
+import { dirname } from 'node:path';
 import type { ToolSet } from 'ai';
 import { type ApprovalInfo, approvalOf, isBlocked, ownApproval, type ResolvedApproval } from '../approval/approval.js';
 import { attachDecided } from '../approval/gate-toolset.js';
@@ -16,6 +17,7 @@ import { buildExecutableTools, ExecutableToolRegistry, reportDiagnostics } from 
 import { buildFilesystemTools } from '../toolsets/filesystem.js';
 import { shellTool } from '../toolsets/shell.js';
 import { delegateTool } from './delegate-tool.js';
+import { anchorModelSpec } from './models.js';
 import { rememberPlan } from './plans.js';
 import type { RunnableWorker } from './types.js';
 
@@ -255,7 +257,8 @@ function buildWorker(context: BuildContext, close: () => Promise<void>): LoadedW
     name: info.name,
     ...(info.description ? { description: info.description } : {}),
     instructions: info.instructions,
-    ...(info.model ? { model: info.model } : {}),
+    // A `scripted:` path in the worker file is relative to the worker file's folder.
+    ...(info.model ? { model: anchorModelSpec(info.model, dirname(info.path)) } : {}),
     ...(info.maxSteps ? { maxSteps: info.maxSteps } : {}),
     compatibleModels: info.compatibleModels,
     toolCallFormat: info.toolCallFormat,

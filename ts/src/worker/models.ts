@@ -1,4 +1,6 @@
+import { isAbsolute, resolve } from 'node:path';
 import type { LanguageModel } from 'ai';
+import { loadScriptedModel } from '../model/scripted-model.js';
 import { callNative, ToolgateError } from '../native/errors.js';
 import { native } from '../native/binding.js';
 
@@ -9,7 +11,20 @@ export interface ResolveModelOptions {
   env?: Readonly<Record<string, string | undefined>>;
 }
 
-export const MODEL_PROVIDERS = ['openai', 'anthropic', 'openai-compatible'] as const;
+export const MODEL_PROVIDERS = ['openai', 'anthropic', 'openai-compatible', 'scripted'] as const;
+
+const SCRIPTED = 'scripted:';
+
+/**
+ * `spec` with a relative `scripted:<file>` path made absolute against `baseDir` (a worker file's
+ * folder for its `model:`, the current directory for `--model` and TOOLGATE_MODEL), so the spec
+ * means the same file from any directory and any process. Other specs are returned unchanged.
+ */
+export function anchorModelSpec(spec: string, baseDir: string): string {
+  if (!spec.startsWith(SCRIPTED)) return spec;
+  const file = spec.slice(SCRIPTED.length);
+  return file === '' || isAbsolute(file) ? spec : `${SCRIPTED}${resolve(baseDir, file)}`;
+}
 
 function requireKey(env: ResolveModelOptions['env'] & object, variable: string, spec: string): string {
   const key = env[variable];
@@ -23,7 +38,8 @@ function requireKey(env: ResolveModelOptions['env'] & object, variable: string, 
  * Turns `provider:model` into an AI SDK model: `openai:gpt-4o-mini` (OPENAI_API_KEY),
  * `anthropic:claude-sonnet-4-5` (ANTHROPIC_API_KEY), or `openai-compatible:<model>` with a base URL
  * (`--base-url` / TOOLGATE_BASE_URL) for Ollama, llama.cpp or LM Studio (key optional:
- * TOOLGATE_API_KEY). Provider packages are loaded only when used.
+ * TOOLGATE_API_KEY). `scripted:<file>` replays a JSON script (relative to the current directory;
+ * see `loadScriptedModel`) and needs no key or network. Provider packages are loaded only when used.
  */
 export async function resolveModel(spec: string, options: ResolveModelOptions = {}): Promise<LanguageModel> {
   callNative(() => native.checkResolveModelOptions(options));
@@ -31,6 +47,9 @@ export async function resolveModel(spec: string, options: ResolveModelOptions = 
   const colon = spec.indexOf(':');
   const provider = colon > 0 ? spec.slice(0, colon) : '';
   const modelId = colon > 0 ? spec.slice(colon + 1) : '';
+  if (provider === 'scripted' && !modelId) {
+    throw new ToolgateError('CONFIG_INVALID', `model '${spec}' names no script; write scripted:<file>, e.g. scripted:examples/quickstart/scripted.json`);
+  }
   if (!provider || !modelId) {
     throw new ToolgateError(
       'CONFIG_INVALID',
@@ -58,6 +77,8 @@ export async function resolveModel(spec: string, options: ResolveModelOptions = 
       const apiKey = env.TOOLGATE_API_KEY;
       return createOpenAICompatible({ name: 'openai-compatible', baseURL, ...(apiKey ? { apiKey } : {}) })(modelId);
     }
+    case 'scripted':
+      return loadScriptedModel(modelId);
     default:
       throw new ToolgateError(
         'CONFIG_INVALID',

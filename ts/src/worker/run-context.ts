@@ -1,6 +1,6 @@
 import { AsyncLocalStorage } from 'node:async_hooks';
 import type { LanguageModel } from 'ai';
-import type { ApprovalGate } from './approval-gate.js';
+import type { ApprovalGate } from '../run/approval-gate.js';
 import type { RunEvent } from './types.js';
 
 /**

@@ -1,4 +1,3 @@
-import { randomBytes } from 'node:crypto';
 import {
   generateText,
   stepCountIs,
@@ -12,17 +11,17 @@ import {
   type ToolSet,
 } from 'ai';
 import { approvalOf, commandWordsOf, isBlocked } from '../approval/approval.js';
-import type { NamedTool } from '../approval/named-tool.js';
 import { native } from '../native/binding.js';
 import { LIMITS } from '../native/constants.js';
 import { callNative, ToolgateError } from '../native/errors.js';
+import { ApprovalGate } from '../run/approval-gate.js';
+import { AuditTrail, newRunId, type AuditTarget } from '../run/audit.js';
+import { askGate, gatedCall, gatedTools, needsApproval, outputOrThrow, rejectedDecision, type CallRun } from '../run/gated-call.js';
+import { Recorder } from '../run/records.js';
 import { AI_MAJOR } from './ai-version.js';
-import { ApprovalGate } from './approval-gate.js';
-import { AuditTrail, type AuditTarget } from './audit.js';
 import { planOf } from './plans.js';
 import { ASK_QUESTION, CONVERSE, loopBreakingTools, RESERVED_TOOL_NAMES, TASK_COMPLETION } from './loop-tools.js';
 import { modelIsCompatible, resolveModel } from './models.js';
-import { Recorder } from './records.js';
 import { runContext, type RunContext } from './run-context.js';
 import { sealState, workerFingerprint, type PendingCall } from './run-state.js';
 import { xmlToolCalls } from './xml-tool-calls.js';
@@ -90,20 +89,18 @@ export interface RunSetup {
   stream: boolean;
 }
 
-/** The worker's tools by name; reserved or repeated names are `CONFIG_INVALID`. */
-function toolsByName(tools: ToolSet | readonly NamedTool[]): Map<string, AnyTool> {
-  const entries: [string, AnyTool][] = Array.isArray(tools)
-    ? (tools as readonly NamedTool[]).map((tool) => [tool.name, tool])
-    : Object.entries(tools as ToolSet);
-  const map = new Map<string, AnyTool>();
-  for (const [name, tool] of entries) {
+/**
+ * The worker's tools by name and the blocked ones; reserved or repeated names are
+ * `CONFIG_INVALID`.
+ */
+function toolsOf(worker: RunnableWorker): { tools: Map<string, AnyTool>; blocked: Set<string> } {
+  const table = gatedTools(worker.tools, (worker as { toolApproval?: Record<string, { decision: string }> }).toolApproval);
+  for (const name of table.tools.keys()) {
     if (RESERVED_TOOL_NAMES.includes(name)) {
       throw new ToolgateError('CONFIG_INVALID', `'${name}' is a reserved tool name (it ends the run); rename your tool`);
     }
-    if (map.has(name)) throw new ToolgateError('CONFIG_INVALID', `two tools are named '${name}'; rename one`);
-    map.set(name, tool);
   }
-  return map;
+  return table;
 }
 
 /** A worker with `allowEmptyInput: false` refuses an empty task (`INVALID_INPUT`). */
@@ -128,11 +125,6 @@ export function checkApprovalOption(onApproval: unknown, stateSecret: string | u
       `${where}: onApproval 'defer' returns a signed state; pass stateSecret (at least 32 bytes, the same secret resumeWorker gets)`,
     );
   }
-}
-
-/** A new run id (also the id of an MCP serving in the audit log). */
-export function newRunId(): string {
-  return randomBytes(16).toString('hex');
 }
 
 function modelLabel(spec: string | LanguageModel): string {
@@ -195,15 +187,10 @@ export async function prepareRun(worker: RunnableWorker, options: LoopOptions, s
   // Called workers get the model itself: each applies its own tool_call_format.
   const context: RunContext = { depth, chain: [...(parent?.chain ?? []), worker.name], gate, model: resolved, forcedModel, emit };
   const recorder = new Recorder(emit);
-  const original = toolsByName(worker.tools);
-  const blocked = new Set<string>();
-  for (const [name, info] of Object.entries((worker as { toolApproval?: Record<string, { decision: string }> }).toolApproval ?? {})) {
-    if (info.decision === 'blocked') blocked.add(name);
-  }
+  const { tools: original, blocked } = toolsOf(worker);
   const tools: ToolSet = {};
   for (const [name, tool] of original) {
-    if (isBlocked(tool)) blocked.add(name);
-    else tools[name] = instrument(name, tool, gate, recorder);
+    if (!isBlocked(tool)) tools[name] = executedThroughGate(name, tool, { gate, recorder });
   }
   const outputSchema =
     worker.outputSchema === undefined ? undefined : typeof worker.outputSchema === 'string' ? worker.outputSchema : JSON.stringify(worker.outputSchema);
@@ -366,13 +353,17 @@ function coveredByAlways(setup: RunSetup, request: ApprovalRequestPart): boolean
   return setup.gate.coveredByAlways(setup.original.get(call.toolName), call.toolName, call.input);
 }
 
-/** Answers requests through the gate (handler, "always", or fail closed) and records denials. */
+/**
+ * Answers requests through the gate (handler, "always", or fail closed) and records denials: the
+ * approval stage of the gated-call pipeline, run between two model calls because the AI SDK's
+ * approval flow asks there. The approved calls then run through `gatedCall` when the SDK
+ * executes them.
+ */
 async function answerRequests(setup: RunSetup, requests: readonly ApprovalRequestPart[]) {
   const responses = [];
   for (const request of requests) {
     const call = request.toolCall;
-    const answer = await setup.gate.decide(setup.original.get(call.toolName), call.toolName, call.input, call.toolCallId);
-    if (!answer.approved) setup.recorder.denied(call.toolCallId, call.toolName, call.input, answer);
+    const answer = await askGate(setup, { toolName: call.toolName, tool: setup.original.get(call.toolName), input: call.input, toolCallId: call.toolCallId });
     responses.push({
       type: 'tool-approval-response' as const,
       approvalId: request.approvalId,
@@ -505,11 +496,7 @@ export function recordRejectedCalls(setup: RunSetup, step: StepResult<ToolSet>):
     const invalid = call as { invalid?: boolean; error?: unknown };
     if (!invalid.invalid) continue;
     const error = invalid.error instanceof Error ? invalid.error.message : String(invalid.error ?? 'invalid tool call');
-    const decision = setup.blocked.has(call.toolName)
-      ? 'blocked'
-      : call.toolName in setup.tools
-        ? 'invalid-input'
-        : 'unknown-tool';
+    const decision = rejectedDecision(call.toolName, { has: (name) => Object.hasOwn(setup.tools, name) }, setup.blocked);
     setup.recorder.rejected(call.toolCallId, call.toolName, call.input, decision, error);
   }
 }
@@ -532,25 +519,17 @@ function pendingApprovalRequests(content: readonly ContentPart[]): ApprovalReque
   );
 }
 
-/** Wraps `execute` to record the decision, the duration and the outcome of every call. */
-function instrument(name: string, tool: AnyTool, gate: ApprovalGate, recorder: Recorder): AnyTool {
-  const execute = tool.execute;
-  if (!execute) return tool;
-  const approval = approvalOf(tool);
+/**
+ * The tool with its `execute` running through the gated-call pipeline: the AI SDK's approval
+ * flow has asked already (see `answerRequests`), so the pipeline takes the gate's answer for the
+ * call, records it and the outcome, and executes.
+ */
+function executedThroughGate(name: string, tool: AnyTool, run: CallRun): AnyTool {
+  if (!tool.execute) return tool;
   return {
     ...tool,
-    execute: async (input: unknown, options: Parameters<NonNullable<AnyTool['execute']>>[1]) => {
-      const record = recorder.started(options.toolCallId, name, input, gate.answerFor(options.toolCallId), approval);
-      const started = performance.now();
-      try {
-        const output = await execute(input as never, options);
-        recorder.succeeded(record, output, performance.now() - started);
-        return output;
-      } catch (error) {
-        recorder.failed(record, error, performance.now() - started);
-        throw error;
-      }
-    },
+    execute: async (input: unknown, options: Parameters<NonNullable<AnyTool['execute']>>[1]) =>
+      outputOrThrow(await gatedCall({ toolName: name, tool, input, options }, run, 'ai-sdk'), name),
   } as AnyTool;
 }
 
@@ -564,12 +543,7 @@ function callLevelApproval(tools: Map<string, AnyTool>, gate: ApprovalGate) {
     const info = approvalOf(tool);
     approval[name] = async (input, options) => {
       if (info?.decision === 'blocked') return { type: 'denied', reason: `tool '${name}' is blocked by its approval configuration` };
-      const gateFlag = tool.needsApproval;
-      const asks =
-        typeof gateFlag === 'function'
-          ? await gateFlag(input as never, { toolCallId: options.toolCallId, messages: options.messages })
-          : gateFlag === true;
-      if (!asks) return 'approved';
+      if (!(await needsApproval(tool, input, options))) return 'approved';
       if (gate.coveredByAlways(tool, name, input)) {
         gate.noteAlways(options.toolCallId);
         return 'approved';

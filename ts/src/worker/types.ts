@@ -1,7 +1,39 @@
 import type { LanguageModel, ModelMessage, ToolSet } from 'ai';
 import type { ApprovalDecision } from '../approval/approval.js';
 import type { NamedTool } from '../approval/named-tool.js';
-import type { native } from '../native/binding.js';
+import type {
+  AlwaysScope,
+  AlwaysScopeChoice,
+  ApprovalAnswer,
+  ApprovalContext,
+  ApprovalHandler,
+  ApprovalRequest,
+  CallDecision,
+  DecidedBy,
+  RunEvent,
+  RunEventBody,
+  RunStatus,
+  RunUsage,
+  ToolCallRecord,
+} from '../run/types.js';
+
+// The types of one gated call and its events live with the call pipeline (`run/`); the worker
+// API names them too.
+export type {
+  AlwaysScope,
+  AlwaysScopeChoice,
+  ApprovalAnswer,
+  ApprovalContext,
+  ApprovalHandler,
+  ApprovalRequest,
+  CallDecision,
+  DecidedBy,
+  RunEvent,
+  RunEventBody,
+  RunStatus,
+  RunUsage,
+  ToolCallRecord,
+};
 
 /** What `runWorker` needs of a worker; `loadWorker` returns a superset of it. */
 export interface RunnableWorker {
@@ -27,97 +59,6 @@ export interface RunnableWorker {
    */
   outputSchema?: object | string;
 }
-
-/**
- * What an "always" answer covers, with the sentence to show before someone picks it:
- * `call` — exactly this call (the default); `prefix` — command tools: every command whose words
- * start with `prefix`; `tool` — every call of the tool.
- */
-export interface AlwaysScope {
-  kind: 'call' | 'prefix' | 'tool';
-  tool: string;
-  /** `call`: the input of the approved call. */
-  input?: unknown;
-  /** `prefix`: the words a command must start with. */
-  prefix?: string[];
-  description: string;
-}
-
-/**
- * A wider scope for "always", chosen explicitly: `'call'` (exactly this call, the default),
- * `'tool'` (every call of the tool) or `{ prefix: 'rm -rf' }` (command tools: commands starting
- * with these words, which must cover the call being answered).
- */
-export type AlwaysScopeChoice = 'call' | 'tool' | { prefix: string };
-
-/** A tool call waiting for a human decision. */
-export interface ApprovalRequest {
-  toolName: string;
-  input: unknown;
-  toolCallId: string;
-  /** What answering "always" covers: exactly this call. Show it before the person picks. */
-  scope: AlwaysScope;
-  /** The command's words, for command tools (`shell`, `cli_execute`). */
-  argv?: string[];
-}
-
-/**
- * The answer to an approval request: run it, refuse it (the model sees the reason), or run it
- * and every later call the "always" scope covers in this run — exactly this call unless a wider
- * `scope` is chosen explicitly.
- */
-export type ApprovalAnswer =
-  | 'approve'
-  | 'always'
-  | 'deny'
-  | { decision: 'approve' }
-  | { decision: 'always'; scope?: AlwaysScopeChoice }
-  | { decision: 'deny'; reason?: string };
-
-/** What a handler gets besides the request: the run's signal (aborted on Ctrl-C or by the caller). */
-export interface ApprovalContext {
-  signal?: AbortSignal;
-}
-
-export type ApprovalHandler = (request: ApprovalRequest, context: ApprovalContext) => ApprovalAnswer | Promise<ApprovalAnswer>;
-
-/**
- * The decision recorded for a call the model made: `preApproved`, `approved` (by a person),
- * `always` (an earlier "always" covered it), `denied`, `blocked` (its approval or a rule),
- * `refused` (a policy, when it ran), `unknown-tool`, `invalid-input`.
- */
-export type CallDecision = native.CallDecision;
-
-/** Who decided: `config`, `rule`, `user`, `always`, `no-handler`, `policy` or `schema`. */
-export type DecidedBy = native.DecidedBy;
-
-/** Something that happened in a run. Events of a worker called by another carry its name in `worker`. */
-export type RunEvent = RunEventBody & { worker?: string };
-
-export type RunEventBody =
-  | { type: 'step-start'; step: number }
-  | { type: 'step-end'; step: number; text: string; finishReason: string; toolCalls: number }
-  /** A tool starts; `decision` is what let it start (the final one is in `call-recorded`). */
-  | { type: 'tool-call'; toolCallId: string; toolName: string; input: unknown; decision: 'preApproved' | 'approved' | 'always' }
-  | { type: 'approval-asked'; toolCallId: string; toolName: string; input: unknown; scope: AlwaysScope }
-  | {
-      type: 'approval-answered';
-      toolCallId: string;
-      toolName: string;
-      decision: 'approved' | 'always' | 'denied';
-      reason?: string;
-      /** Who answered: the handler, an earlier "always", or nobody (fail closed). */
-      source: 'handler' | 'always' | 'no-handler';
-      /** For `always`: what it covers from now on. */
-      scope?: AlwaysScope;
-    }
-  | { type: 'tool-result'; toolCallId: string; toolName: string; output: unknown; durationMs: number }
-  | { type: 'tool-error'; toolCallId: string; toolName: string; error: string; errorCode?: string; durationMs: number }
-  /** Every call the model made ends with one of these, whatever was decided. */
-  | { type: 'call-recorded'; record: ToolCallRecord }
-  /** Text the model is writing (`streamWorker` and the CLI only). */
-  | { type: 'text-delta'; step: number; text: string }
-  | { type: 'error'; error: unknown };
 
 /** The audit log of a run: JSON lines appended to `file` when the run ends (see docs/agent.md). */
 export interface AuditOptions {
@@ -169,39 +110,12 @@ export interface ResumeWorkerOptions {
 /** How each pending request is answered in `resumeWorker`, by its `id`. */
 export type ApprovalAnswers = Record<string, ApprovalAnswer>;
 
-export interface ToolCallRecord {
-  toolCallId: string;
-  toolName: string;
-  input: unknown;
-  decision: CallDecision;
-  decidedBy: DecidedBy;
-  /** Time spent in `execute`; 0 for calls that did not run. */
-  durationMs: number;
-  output?: unknown;
-  error?: string;
-  /** The `ToolgateError` code of a failed or refused call (`COMMAND_BLOCKED`, `PATH_OUTSIDE_ROOT`, …). */
-  errorCode?: string;
-  /** The reason a denied call was refused. */
-  reason?: string;
-  /** For `always`: what the answer covers. */
-  scope?: AlwaysScope;
-}
-
 export interface StepRecord {
   step: number;
   text: string;
   finishReason: string;
   toolCalls: { toolCallId: string; toolName: string; input: unknown }[];
 }
-
-export interface RunUsage {
-  inputTokens: number;
-  outputTokens: number;
-  totalTokens: number;
-}
-
-/** Why the run ended. */
-export type RunStatus = 'completed' | 'task-completed' | 'question' | 'conversed' | 'max-steps' | 'approval-required';
 
 /** A call waiting for an answer in a deferred run: answer it by `id`. */
 export interface PendingApproval {

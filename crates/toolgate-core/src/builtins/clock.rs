@@ -6,11 +6,7 @@ use serde_json::{json, Value};
 
 use super::input;
 use crate::error::{Error, Result};
-
-/// Longest strftime format accepted.
-pub const MAX_FORMAT_BYTES: usize = 256;
-/// The most UUIDs one call returns.
-pub const MAX_UUIDS: u32 = 100;
+use crate::limits::{MAX_DATETIME_FORMAT_BYTES, MAX_UUIDS};
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -39,9 +35,9 @@ pub fn datetime_now(value: Value) -> Result<Value> {
     })?;
     let formatted = match &request.format {
         None => None,
-        Some(format) if format.len() > MAX_FORMAT_BYTES => {
+        Some(format) if format.len() > MAX_DATETIME_FORMAT_BYTES => {
             return Err(Error::InvalidInput(format!(
-                "datetime_now: the format is longer than {MAX_FORMAT_BYTES} bytes"
+                "datetime_now: the format is longer than {MAX_DATETIME_FORMAT_BYTES} bytes"
             )))
         }
         Some(format) => Some(jiff::fmt::strtime::format(format, &zoned).map_err(|err| {

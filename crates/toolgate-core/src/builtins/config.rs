@@ -1,5 +1,6 @@
-//! The configuration of the builtins toolset: `toolsets.builtins` in a worker file
-//! ([`BuiltinsConfig`]) and the options of `builtinsToolset()` ([`BuiltinsOptions`]), both
+//! The configuration of the builtins toolset: one type, [`BuiltinsConfig`], for
+//! `toolsets.builtins` in a worker file and (in JavaScript spelling,
+//! [`crate::options::spelling`]) the options of `builtinsToolset()` ([`BuiltinsOptions`]),
 //! checked into [`BuiltinsSettings`].
 
 use std::path::PathBuf;
@@ -9,7 +10,7 @@ use std::time::Duration;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use super::http::{self, AllowList, HttpPolicy};
+use super::http::{AllowList, HttpPolicy};
 use super::search::Provider;
 use super::TOOL_NAMES;
 use crate::approval::ApprovalConfig;
@@ -45,8 +46,8 @@ pub struct HttpConfig {
     pub allow: Vec<String>,
     /// Seconds for a whole request, redirects included (default 30, at most 300).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schemars(range(min = 1, max = 300))]
-    pub timeout: Option<u64>,
+    #[schemars(range(min = 0.001, max = 300))]
+    pub timeout: Option<f64>,
     /// Bytes of a response body kept (default 1 MiB, at most 16 MiB); the rest is cut and marked.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_response_bytes: Option<u64>,
@@ -64,43 +65,18 @@ pub struct WebSearchConfig {
     pub base_url: Option<String>,
 }
 
-/// `builtinsToolset()` options.
+/// `builtinsToolset()` options: the `builtins` block in JavaScript spelling (`tools`,
+/// `approval`, `http: { allow, timeoutMs, maxResponseBytes }`, `webSearch: { provider,
+/// baseUrl }`), and the directory `file_create` writes in.
 #[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct BuiltinsOptions {
-    #[serde(default)]
-    pub tools: Option<Vec<String>>,
-    #[serde(default)]
-    pub approval: Option<ApprovalConfig>,
     /// Where `file_create` writes (default: the current directory).
     #[serde(default)]
     pub work_dir: Option<PathBuf>,
-    #[serde(default)]
-    pub http: Option<HttpOptions>,
-    #[serde(default)]
-    pub web_search: Option<WebSearchOptions>,
-}
-
-/// `builtinsToolset({ http })`.
-#[derive(Debug, Default, Deserialize)]
-#[serde(deny_unknown_fields, rename_all = "camelCase")]
-pub struct HttpOptions {
-    #[serde(default)]
-    pub allow: Vec<String>,
-    #[serde(default)]
-    pub timeout_ms: Option<u64>,
-    #[serde(default)]
-    pub max_response_bytes: Option<u64>,
-}
-
-/// `builtinsToolset({ webSearch })`.
-#[derive(Debug, Default, Deserialize)]
-#[serde(deny_unknown_fields, rename_all = "camelCase")]
-pub struct WebSearchOptions {
-    #[serde(default)]
-    pub provider: Option<Provider>,
-    #[serde(default)]
-    pub base_url: Option<String>,
+    /// Every other key: the `builtins` block.
+    #[serde(rename = "...")]
+    pub config: BuiltinsConfig,
 }
 
 /// The checked configuration.
@@ -129,11 +105,19 @@ impl BuiltinsConfig {
     pub fn settings(&self, place: &str) -> Result<BuiltinsSettings> {
         let http = self.http.clone().unwrap_or_default();
         let search = self.web_search.clone().unwrap_or_default();
+        let invalid = |message: String| Error::ConfigInvalid(format!("{place}: {message}"));
+        let timeout = http
+            .timeout
+            .map(|seconds| {
+                Duration::try_from_secs_f64(seconds)
+                    .map_err(|_| invalid(format!("the http timeout is {seconds}; give seconds")))
+            })
+            .transpose()?;
         settings(
-            place,
+            invalid,
             self.tools.as_deref(),
             &http.allow,
-            http.timeout.map(Duration::from_secs),
+            timeout,
             http.max_response_bytes,
             search.provider,
             search.base_url,
@@ -144,23 +128,12 @@ impl BuiltinsConfig {
 impl BuiltinsOptions {
     /// Checks the options (`CONFIG_INVALID` naming the option).
     pub fn settings(&self) -> Result<BuiltinsSettings> {
-        let empty = HttpOptions::default();
-        let http = self.http.as_ref().unwrap_or(&empty);
-        let search = self.web_search.as_ref();
-        settings(
-            "builtinsToolset",
-            self.tools.as_deref(),
-            &http.allow,
-            http.timeout_ms.map(Duration::from_millis),
-            http.max_response_bytes,
-            search.and_then(|s| s.provider),
-            search.and_then(|s| s.base_url.clone()),
-        )
+        self.config.settings("builtinsToolset")
     }
 }
 
 fn settings(
-    place: &str,
+    invalid: impl Fn(String) -> Error,
     tools: Option<&[String]>,
     allow: &[String],
     timeout: Option<Duration>,
@@ -168,7 +141,6 @@ fn settings(
     provider: Option<Provider>,
     base_url: Option<String>,
 ) -> Result<BuiltinsSettings> {
-    let invalid = |message: String| Error::ConfigInvalid(format!("{place}: {message}"));
     let tools = match tools {
         None => TOOL_NAMES.to_vec(),
         Some(names) => {
@@ -188,22 +160,22 @@ fn settings(
         }
     };
     let timeout = match timeout {
-        None => http::DEFAULT_TIMEOUT,
-        Some(value) if value.is_zero() || value > http::MAX_TIMEOUT => {
+        None => crate::limits::DEFAULT_HTTP_TIMEOUT,
+        Some(value) if value.is_zero() || value > crate::limits::MAX_HTTP_TIMEOUT => {
             return Err(invalid(format!(
                 "the http timeout must be between 1 ms and {} s",
-                http::MAX_TIMEOUT.as_secs()
+                crate::limits::MAX_HTTP_TIMEOUT.as_secs()
             )))
         }
         Some(value) => value,
     };
     let max_response_bytes = match max_response_bytes {
-        None => http::DEFAULT_MAX_RESPONSE_BYTES,
+        None => crate::limits::DEFAULT_HTTP_RESPONSE_BYTES,
         Some(0) => return Err(invalid("max_response_bytes must be at least 1".into())),
-        Some(n) if n > http::MAX_RESPONSE_BYTES as u64 => {
+        Some(n) if n > crate::limits::MAX_HTTP_RESPONSE_BYTES as u64 => {
             return Err(invalid(format!(
                 "max_response_bytes is {n}; at most {} bytes are kept",
-                http::MAX_RESPONSE_BYTES
+                crate::limits::MAX_HTTP_RESPONSE_BYTES
             )))
         }
         Some(n) => n as usize,

@@ -7,17 +7,9 @@ use serde_json_path::JsonPath;
 
 use super::input;
 use crate::error::{Error, Result};
-
-/// Largest JSON or CSV text accepted.
-pub const MAX_DATA_BYTES: usize = 4 * 1024 * 1024;
-/// Longest JSONPath expression accepted.
-pub const MAX_PATH_BYTES: usize = 512;
-/// How deeply brackets and parentheses of a JSONPath expression may nest (the parser recurses).
-pub const MAX_PATH_NESTING: usize = 32;
-/// Rows returned by `csv_parse` unless `max_rows` says fewer.
-pub const DEFAULT_CSV_ROWS: usize = 1000;
-/// The most rows `csv_parse` returns.
-pub const MAX_CSV_ROWS: usize = 10_000;
+use crate::limits::{
+    DEFAULT_CSV_ROWS, MAX_CSV_ROWS, MAX_DATA_BYTES, MAX_JSON_PATH_BYTES, MAX_JSON_PATH_NESTING,
+};
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -58,9 +50,9 @@ pub fn json_parse(value: Value) -> Result<Value> {
 }
 
 fn compile_path(path: &str) -> Result<JsonPath> {
-    if path.len() > MAX_PATH_BYTES {
+    if path.len() > MAX_JSON_PATH_BYTES {
         return Err(Error::InvalidInput(format!(
-            "json_parse: the path is longer than {MAX_PATH_BYTES} bytes"
+            "json_parse: the path is longer than {MAX_JSON_PATH_BYTES} bytes"
         )));
     }
     let mut depth = 0usize;
@@ -68,9 +60,9 @@ fn compile_path(path: &str) -> Result<JsonPath> {
         match c {
             '[' | '(' => {
                 depth += 1;
-                if depth > MAX_PATH_NESTING {
+                if depth > MAX_JSON_PATH_NESTING {
                     return Err(Error::InvalidInput(format!(
-                        "json_parse: the path nests brackets more than {MAX_PATH_NESTING} deep"
+                        "json_parse: the path nests brackets more than {MAX_JSON_PATH_NESTING} deep"
                     )));
                 }
             }

@@ -10,12 +10,11 @@ use serde_json::{json, Value};
 
 use super::input;
 use crate::error::{Error, Result};
+use crate::limits::MAX_FILENAME_BYTES;
 use crate::path::PathValidator;
 
 /// Where created files go, relative to the work directory.
 pub const FILES_DIR: &str = ".toolgate/files";
-/// Longest file name accepted.
-pub const MAX_FILENAME_BYTES: usize = 200;
 
 /// The extensions Forge allows, with the MIME type each file is reported with.
 pub const EXTENSIONS: &[(&str, &str)] = &[

@@ -1,7 +1,7 @@
 //! `math_calculate`: arithmetic with the `evalexpr` crate, an expression evaluator that runs no
 //! code (no loops, no user functions, no I/O; `random` and regex functions are compiled out).
 //! The context is read-only, so assignments fail. Time is bounded by size: the expression is
-//! at most [`MAX_EXPRESSION_BYTES`] long and nests at most [`MAX_NESTING`] deep (the parser
+//! at most [`MAX_EXPRESSION_BYTES`] long and nests at most [`MAX_EXPRESSION_NESTING`] deep (the parser
 //! recurses), and evaluation visits each node once.
 
 use evalexpr::{ContextWithMutableVariables, HashMapContext, Value as ExprValue};
@@ -10,11 +10,7 @@ use serde_json::{json, Value};
 
 use super::input;
 use crate::error::{Error, Result};
-
-/// Longest expression accepted.
-pub const MAX_EXPRESSION_BYTES: usize = 1000;
-/// How deeply parentheses may nest.
-pub const MAX_NESTING: usize = 64;
+use crate::limits::{MAX_EXPRESSION_BYTES, MAX_EXPRESSION_NESTING};
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -43,9 +39,9 @@ pub fn math_calculate(value: Value) -> Result<Value> {
         match byte {
             b'(' => {
                 depth += 1;
-                if depth > MAX_NESTING {
+                if depth > MAX_EXPRESSION_NESTING {
                     return Err(Error::InvalidInput(format!(
-                        "math_calculate: parentheses nest more than {MAX_NESTING} deep"
+                        "math_calculate: parentheses nest more than {MAX_EXPRESSION_NESTING} deep"
                     )));
                 }
             }

@@ -1,6 +1,6 @@
 //! The `builtins` toolset: Forge's built-in tools that need no program of their own.
 //!
-//! | tool | does | default approval |
+//! | tool | does | default approval (decided in [`crate::approval`]) |
 //! | --- | --- | --- |
 //! | `http_request` | one HTTP request, SSRF-safe ([`http`]) | `ask` |
 //! | `web_search` | Tavily or Perplexity ([`search`]) | `ask` |
@@ -28,7 +28,6 @@ use serde_json::{json, Value};
 
 pub use config::{BuiltinsConfig, BuiltinsOptions, BuiltinsSettings};
 
-use crate::approval::Decision;
 use crate::error::{Error, Result};
 use http::{HttpClient, Lookup};
 
@@ -46,15 +45,6 @@ pub const TOOL_NAMES: [&str; 8] = [
 
 /// The built-in tools that write into the work directory (left out of read-only workers).
 pub const WRITING_TOOLS: [&str; 1] = ["file_create"];
-
-/// The documented default approval of a built-in tool: tools that reach the network or write
-/// files ask; pure functions run without asking.
-pub fn documented_default(tool: &str) -> Decision {
-    match tool {
-        "http_request" | "web_search" | "file_create" => Decision::Ask,
-        _ => Decision::PreApproved,
-    }
-}
 
 /// A built-in tool as the model sees it.
 #[derive(Debug, Clone, PartialEq)]
@@ -182,7 +172,7 @@ fn spec(name: &'static str, settings: &BuiltinsSettings) -> BuiltinSpec {
             }),
         ),
         "csv_parse" => (
-            format!("Parse CSV text into rows: objects keyed by the header row, or arrays without one. At most {} rows by default.", data::DEFAULT_CSV_ROWS),
+            format!("Parse CSV text into rows: objects keyed by the header row, or arrays without one. At most {} rows by default.", crate::limits::DEFAULT_CSV_ROWS),
             json!({
                 "type": "object",
                 "properties": {
@@ -190,7 +180,7 @@ fn spec(name: &'static str, settings: &BuiltinsSettings) -> BuiltinSpec {
                     "delimiter": { "type": "string", "description": "One character, default ','; '\\t' for tabs" },
                     "quote": { "type": "string", "description": "Quote character, default '\"'" },
                     "has_header": { "type": "boolean", "description": "Whether the first row names the columns (default true)" },
-                    "max_rows": { "type": "integer", "minimum": 1, "maximum": data::MAX_CSV_ROWS, "description": "Rows to return" }
+                    "max_rows": { "type": "integer", "minimum": 1, "maximum": crate::limits::MAX_CSV_ROWS, "description": "Rows to return" }
                 },
                 "required": ["data"],
                 "additionalProperties": false
@@ -213,7 +203,7 @@ fn spec(name: &'static str, settings: &BuiltinsSettings) -> BuiltinSpec {
                 "type": "object",
                 "properties": {
                     "version": { "type": "string", "enum": ["v4", "v7"], "description": "Default 'v4'" },
-                    "count": { "type": "integer", "minimum": 1, "maximum": clock::MAX_UUIDS, "description": "How many (default 1)" }
+                    "count": { "type": "integer", "minimum": 1, "maximum": crate::limits::MAX_UUIDS, "description": "How many (default 1)" }
                 },
                 "additionalProperties": false
             }),
@@ -251,7 +241,7 @@ fn spec(name: &'static str, settings: &BuiltinsSettings) -> BuiltinSpec {
                 "type": "object",
                 "properties": {
                     "query": { "type": "string", "description": "The search query" },
-                    "max_results": { "type": "integer", "minimum": 1, "maximum": search::MAX_RESULTS, "description": "Results to return (default 5)" }
+                    "max_results": { "type": "integer", "minimum": 1, "maximum": crate::limits::MAX_SEARCH_RESULTS_PER_CALL, "description": "Results to return (default 5)" }
                 },
                 "required": ["query"],
                 "additionalProperties": false

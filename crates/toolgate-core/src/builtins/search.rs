@@ -11,13 +11,7 @@ use url::Url;
 use super::http::HttpClient;
 use super::input;
 use crate::error::{Error, Result};
-
-/// Longest query accepted.
-pub const MAX_QUERY_CHARS: usize = 2000;
-/// Results asked for unless the model says otherwise.
-pub const DEFAULT_RESULTS: u32 = 5;
-/// The most results one call may ask for.
-pub const MAX_RESULTS: u32 = 20;
+use crate::limits::{DEFAULT_SEARCH_RESULTS, MAX_SEARCH_QUERY_CHARS, MAX_SEARCH_RESULTS_PER_CALL};
 
 /// The search providers.
 #[derive(
@@ -127,15 +121,15 @@ pub async fn web_search(
 ) -> Result<Value> {
     let request: SearchInput = input::parse("web_search", value)?;
     let query = request.query.trim();
-    if query.is_empty() || query.chars().count() > MAX_QUERY_CHARS {
+    if query.is_empty() || query.chars().count() > MAX_SEARCH_QUERY_CHARS {
         return Err(Error::InvalidInput(format!(
-            "web_search: the query must have 1 to {MAX_QUERY_CHARS} characters"
+            "web_search: the query must have 1 to {MAX_SEARCH_QUERY_CHARS} characters"
         )));
     }
-    let max_results = request.max_results.unwrap_or(DEFAULT_RESULTS);
-    if max_results == 0 || max_results > MAX_RESULTS {
+    let max_results = request.max_results.unwrap_or(DEFAULT_SEARCH_RESULTS);
+    if max_results == 0 || max_results > MAX_SEARCH_RESULTS_PER_CALL {
         return Err(Error::InvalidInput(format!(
-            "web_search: max_results must be between 1 and {MAX_RESULTS}"
+            "web_search: max_results must be between 1 and {MAX_SEARCH_RESULTS_PER_CALL}"
         )));
     }
     let body = match endpoint.provider {

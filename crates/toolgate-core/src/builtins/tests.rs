@@ -8,6 +8,7 @@ use std::sync::{Arc, Mutex};
 use serde_json::json;
 
 use super::*;
+use crate::approval::{Decision, Toolset};
 use crate::ErrorCode;
 
 fn builtins(config: BuiltinsConfig, readonly: bool) -> (Builtins, tempfile::TempDir) {
@@ -88,7 +89,11 @@ fn configuration_errors_name_the_place() {
 #[test]
 fn defaults_ask_for_the_network_and_writes_only() {
     for tool in ["http_request", "web_search", "file_create"] {
-        assert_eq!(documented_default(tool), Decision::Ask, "{tool}");
+        assert_eq!(
+            Toolset::Builtins.documented_default(tool),
+            Decision::Ask,
+            "{tool}"
+        );
     }
     for tool in [
         "json_parse",
@@ -97,7 +102,11 @@ fn defaults_ask_for_the_network_and_writes_only() {
         "uuid_generate",
         "math_calculate",
     ] {
-        assert_eq!(documented_default(tool), Decision::PreApproved, "{tool}");
+        assert_eq!(
+            Toolset::Builtins.documented_default(tool),
+            Decision::PreApproved,
+            "{tool}"
+        );
     }
 }
 

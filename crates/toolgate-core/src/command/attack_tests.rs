@@ -12,16 +12,16 @@ use std::process::Command;
 use super::trampoline::listed_names;
 use super::*;
 
-struct Fixture {
+pub(super) struct Fixture {
     _dir: tempfile::TempDir,
-    base: PathBuf,
-    work: PathBuf,
-    outside: PathBuf,
+    pub(super) base: PathBuf,
+    pub(super) work: PathBuf,
+    pub(super) outside: PathBuf,
 }
 
 const SECRET: &str = "TOP-SECRET-4711";
 
-fn fixture() -> Fixture {
+pub(super) fn fixture() -> Fixture {
     let dir = tempfile::tempdir().unwrap();
     let base = std::fs::canonicalize(dir.path()).unwrap();
     let work = base.join("work");
@@ -40,7 +40,7 @@ fn fixture() -> Fixture {
 
 /// The absolute path of `name` on this process's PATH, or `None` (with a message) when it is
 /// not installed.
-fn installed(name: &str) -> Option<PathBuf> {
+pub(super) fn installed(name: &str) -> Option<PathBuf> {
     let found = std::env::split_paths(&std::env::var_os("PATH").unwrap_or_default())
         .map(|dir| dir.join(name))
         .find(|path| path.is_file());
@@ -51,7 +51,7 @@ fn installed(name: &str) -> Option<PathBuf> {
 }
 
 /// Runs `program` directly (no toolgate) in `cwd` and returns its stdout.
-fn plain(program: impl AsRef<std::ffi::OsStr>, args: &[&str], cwd: &Path) -> String {
+pub(super) fn plain(program: impl AsRef<std::ffi::OsStr>, args: &[&str], cwd: &Path) -> String {
     let output = Command::new(program)
         .args(args)
         .current_dir(cwd)
@@ -61,11 +61,11 @@ fn plain(program: impl AsRef<std::ffi::OsStr>, args: &[&str], cwd: &Path) -> Str
     String::from_utf8_lossy(&output.stdout).into_owned()
 }
 
-fn strings(list: &[&str]) -> Vec<String> {
+pub(super) fn strings(list: &[&str]) -> Vec<String> {
     list.iter().map(|a| a.to_string()).collect()
 }
 
-fn cli(f: &Fixture, binaries: &[&str]) -> CliExecute {
+pub(super) fn cli(f: &Fixture, binaries: &[&str]) -> CliExecute {
     CliExecute::new(
         &f.work,
         &CliExecuteConfig {
@@ -76,7 +76,7 @@ fn cli(f: &Fixture, binaries: &[&str]) -> CliExecute {
     .unwrap()
 }
 
-fn open_shell(f: &Fixture, rules: &[(&str, Approval)]) -> ShellToolset {
+pub(super) fn open_shell(f: &Fixture, rules: &[(&str, Approval)]) -> ShellToolset {
     ShellToolset::new(
         &f.work,
         &ShellConfig {
@@ -94,7 +94,7 @@ fn open_shell(f: &Fixture, rules: &[(&str, Approval)]) -> ShellToolset {
     .unwrap()
 }
 
-fn refused_code(policy: &CliExecute, binary: &str, args: &[&str]) -> String {
+pub(super) fn refused_code(policy: &CliExecute, binary: &str, args: &[&str]) -> String {
     match policy.check(binary, &strings(args), None) {
         Ok(_) => panic!("{binary} {args:?} passed"),
         Err(refusal) => refusal.error.code().to_string(),
@@ -514,7 +514,7 @@ fn a_hard_link_to_a_shell_under_an_innocent_name_is_refused() {
 }
 
 /// A repository in the work directory with one commit, and a bare remote beside it.
-fn repository(f: &Fixture, git: &Path) -> PathBuf {
+pub(super) fn repository(f: &Fixture, git: &Path) -> PathBuf {
     let remote = f.base.join("remote.git");
     let run = |args: &[&str], cwd: &Path| {
         let status = Command::new(git)
@@ -549,7 +549,7 @@ fn repository(f: &Fixture, git: &Path) -> PathBuf {
     remote
 }
 
-fn pushed(remote: &Path) -> bool {
+pub(super) fn pushed(remote: &Path) -> bool {
     remote.join("refs/heads/main").exists()
         || std::fs::read_to_string(remote.join("packed-refs"))
             .is_ok_and(|refs| refs.contains("refs/heads/main"))

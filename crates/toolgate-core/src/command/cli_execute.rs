@@ -4,8 +4,9 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use super::config::CliExecuteConfig;
-use super::engine::Engine;
+use super::engine::{in_command, Engine};
 use super::guardrails::{compile, CommandGuardrails, OutputGuardrails};
+use super::indirection::{too_deep, MAX_DEPTH, MAX_JUDGED};
 use super::prepared::PreparedCommand;
 use super::program::{identity, Program};
 use super::trampoline::refusal_reason;
@@ -51,7 +52,7 @@ impl CliExecute {
             &config.read_roots,
             &config.env_passthrough,
             config.timeout,
-            config.max_output_bytes,
+            config.max_output_bytes.map(|cap| cap.0),
         )?;
         let (commands, output) = compile(&config.guardrails)?;
         if config.allowed_binaries.is_empty() {
@@ -175,14 +176,99 @@ impl CliExecute {
                 .map_err(|error| Refusal::new(Layer::ShellOrTrampoline, error))?;
             &swapped
         };
+        let mut inner = Vec::new();
+        let mut argv = vec![binary.to_string()];
+        argv.extend(args.iter().cloned());
+        self.check_runs(&argv, program, 0, &mut 0, &mut inner)?;
         self.engine.check_arguments(program, args)?;
+        for (argv, program, within) in &inner {
+            self.engine
+                .check_inner_arguments(Some(program), &argv[1..], within)?;
+        }
         self.commands
             .check(binary, args)
             .map_err(|error| Refusal::new(Layer::Guardrails, error))?;
+        for (argv, _, within) in &inner {
+            self.commands
+                .check(&argv[0], &argv[1..])
+                .map_err(|error| Refusal::new(Layer::Guardrails, in_command(error, within)))?;
+        }
         Ok(PreparedCommand::new(
             self.engine.request(&program.path, args, stdin),
             Some(Arc::clone(&self.output)),
         ))
+    }
+
+    /// Refuses what `argv` (run as `program`) would run besides itself unless it is on the
+    /// allowlist too, judged the same way; and refuses it outright when it may run something
+    /// toolgate cannot see (`make`, `npm run`), since that could be any program. The commands
+    /// it runs are collected in `inner` (with the allowlisted program each is) for the
+    /// argument checks and the guardrails.
+    fn check_runs(
+        &self,
+        argv: &[String],
+        program: &Program,
+        depth: usize,
+        judged: &mut usize,
+        inner: &mut Vec<(Vec<String>, Program, String)>,
+    ) -> std::result::Result<(), Refusal> {
+        let (text, args) = argv.split_first().expect("argv has a program");
+        let runs = self.engine.runs(text, Some(program), args)?;
+        let shown = argv.join(" ");
+        if let Some(why) = runs.unknowable {
+            return Err(Refusal::new(
+                Layer::Allowlist,
+                Error::CommandBlocked(format!(
+                    "'{shown}' may run anything: {why}; it could run programs that are not on allowed_binaries, so it is refused. Call the programs it would run directly (allowlisted)"
+                )),
+            ));
+        }
+        for found in runs.commands {
+            *judged += 1;
+            if depth + 1 >= MAX_DEPTH || *judged > MAX_JUDGED {
+                return Err(too_deep(argv));
+            }
+            let Some(inner_text) = found.argv.first() else {
+                continue;
+            };
+            let within = format!("'{}', which '{shown}' runs", found.argv.join(" "));
+            let inner_program = self.allowlisted(inner_text).ok_or_else(|| {
+                Refusal::new(
+                    Layer::Allowlist,
+                    Error::BinaryNotAllowed {
+                        binary: inner_text.clone(),
+                        allowed: format!(
+                            "{} ('{shown}' would run it: {})",
+                            self.available().collect::<Vec<_>>().join(", "),
+                            found.via
+                        ),
+                    },
+                )
+            })?;
+            self.engine
+                .check_not_trampoline(inner_text, Some(&inner_program))
+                .map_err(|error| {
+                    Refusal::new(Layer::ShellOrTrampoline, in_command(error, &within))
+                })?;
+            self.check_runs(&found.argv, &inner_program, depth + 1, judged, inner)?;
+            inner.push((found.argv, inner_program, within));
+        }
+        Ok(())
+    }
+
+    /// The allowlisted program `text` names: an allowlisted name that was found, or a path that
+    /// is the same file as one.
+    fn allowlisted(&self, text: &str) -> Option<Program> {
+        if let Some(position) = self.binaries.iter().position(|entry| entry.name == text) {
+            return self.programs[position].clone();
+        }
+        let resolved = self.engine.resolve_program(text).ok()?;
+        let id = resolved.id?;
+        self.programs
+            .iter()
+            .flatten()
+            .any(|allowed| allowed.id == Some(id))
+            .then_some(resolved)
     }
 
     /// [`check`](Self::check) for callers that only need the error.

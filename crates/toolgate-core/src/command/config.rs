@@ -1,9 +1,11 @@
-//! The `cli_execute` and `shell` blocks of a worker file, as serde types.
+//! The `cli_execute` and `shell` configuration, as serde types: the blocks of a worker file, and
+//! (in JavaScript spelling, [`crate::options::spelling`]) the options of `cliExecuteTool` and
+//! `shellToolset` ([`super::CliExecuteOptions`], [`super::ShellOptions`]).
 //!
 //! These are the configuration *shapes* only: unknown keys are errors, and every field is
 //! checked for meaning (regexes compile, timeouts are positive, …) when a
 //! [`CliExecute`](super::CliExecute) or [`ShellToolset`](super::ShellToolset) is built from them.
-//! `timeout` is in seconds here; the TypeScript options use `timeoutMs`.
+//! `timeout` is in seconds here; JavaScript writes `timeoutMs`.
 
 use std::path::{Path, PathBuf};
 
@@ -11,6 +13,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use crate::error::{Error, Result};
+use crate::options::ByteCount;
 use crate::sandbox_config::SandboxFields;
 
 /// The approval decision of the shell rules: the one shared by every toolset.
@@ -50,9 +53,9 @@ pub struct CliExecuteConfig {
     /// Seconds before the whole process group is killed (default 120).
     #[serde(default)]
     pub timeout: Option<f64>,
-    /// Cap for each of stdout and stderr, in bytes (default 1 MiB).
+    /// Cap for each of stdout and stderr, in bytes (default 1 MiB, at most 1 GiB).
     #[serde(default)]
-    pub max_output_bytes: Option<u64>,
+    pub max_output_bytes: Option<ByteCount>,
     /// Regexes that refuse command lines or block/redact output.
     #[serde(default)]
     pub guardrails: Guardrails,
@@ -122,9 +125,9 @@ pub struct ShellConfig {
     /// Seconds before the whole process group is killed (default 120).
     #[serde(default)]
     pub timeout: Option<f64>,
-    /// Cap for each of stdout and stderr, in bytes (default 1 MiB).
+    /// Cap for each of stdout and stderr, in bytes (default 1 MiB, at most 1 GiB).
     #[serde(default)]
-    pub max_output_bytes: Option<u64>,
+    pub max_output_bytes: Option<ByteCount>,
     /// Names of environment variables passed to the child when they are set.
     #[serde(default)]
     pub env_passthrough: Vec<String>,
@@ -226,7 +229,7 @@ mod tests {
         assert_eq!(config.rules[0].approval, Approval::PreApproved);
         assert_eq!(config.rules[1].pattern, "git push");
         assert_eq!(config.timeout, Some(30.0));
-        assert_eq!(config.max_output_bytes, Some(1000));
+        assert_eq!(config.max_output_bytes, Some(ByteCount(1000)));
         assert_eq!(config.env_passthrough, vec!["GITHUB_TOKEN".to_string()]);
     }
 

@@ -10,6 +10,7 @@ use std::time::Duration;
 
 use super::arguments::check_argument_text;
 use super::environment::{child_environment, lookup};
+use super::indirection::{Indirections, Runs};
 use super::paths::Confinement;
 use super::program::{identity, Program};
 use super::programs::{self, Families};
@@ -19,11 +20,8 @@ use super::trampoline::{
 use super::{Layer, Refusal};
 use crate::error::{Error, Result};
 use crate::exec::{self, ExecRequest, DEFAULT_MAX_OUTPUT_BYTES};
-use crate::limits::{MAX_ARGUMENTS, MAX_ARGUMENT_BYTES};
+use crate::limits::{DEFAULT_COMMAND_TIMEOUT, MAX_ARGUMENTS, MAX_ARGUMENT_BYTES};
 use crate::sandbox::Sandbox;
-
-/// Default timeout of a command: 120 seconds.
-pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(120);
 
 /// The shared policy and limits of one tool.
 #[derive(Debug, Clone)]
@@ -38,6 +36,8 @@ pub(crate) struct Engine {
     refused: RefusedFiles,
     /// Programs whose own argument handling is checked, by file.
     families: Families,
+    /// git and the runners, by file: programs that run other programs by their own means.
+    indirections: Indirections,
     /// The kernel sandbox every call runs under; `None` only when it was turned off.
     sandbox: Option<Arc<Sandbox>>,
 }
@@ -55,7 +55,7 @@ impl Engine {
         let confinement = Confinement::new(work_dir, read_roots)?;
         let env = child_environment(env_passthrough)?;
         let timeout = match timeout {
-            None => DEFAULT_TIMEOUT,
+            None => DEFAULT_COMMAND_TIMEOUT,
             Some(seconds) => Duration::try_from_secs_f64(seconds)
                 .ok()
                 .filter(|duration| !duration.is_zero() && *duration <= crate::limits::MAX_TIMEOUT)
@@ -87,6 +87,7 @@ impl Engine {
         }
         let refused = RefusedFiles::scan(program_dirs.iter().map(PathBuf::as_path));
         let families = Families::find(program_dirs.iter().map(PathBuf::as_path));
+        let indirections = Indirections::find(&program_dirs);
         Ok(Self {
             confinement,
             env,
@@ -95,6 +96,7 @@ impl Engine {
             program_dirs,
             refused,
             families,
+            indirections,
             sandbox: None,
         })
     }
@@ -176,6 +178,49 @@ impl Engine {
                 .map_err(|error| Refusal::new(Layer::Paths, error))?;
         }
         Ok(())
+    }
+
+    /// What `text args…` runs besides its own program (`program` as found, when it was):
+    /// the commands it visibly runs and whether it may run something toolgate cannot see. A
+    /// refusal for forms that hand a command line to a shell or name programs toolgate cannot
+    /// check (see [`super::indirection`]).
+    pub fn runs(
+        &self,
+        text: &str,
+        program: Option<&Program>,
+        args: &[String],
+    ) -> std::result::Result<Runs, Refusal> {
+        self.indirections.runs(text, program, args)
+    }
+
+    /// The argument checks of a command another command runs: those of
+    /// [`check_arguments`](Self::check_arguments) when its program was found, else the text and
+    /// path checks alone. Errors say which command they concern (`within`).
+    pub fn check_inner_arguments(
+        &self,
+        program: Option<&Program>,
+        args: &[String],
+        within: &str,
+    ) -> std::result::Result<(), Refusal> {
+        let checked = match program {
+            Some(program) => self.check_arguments(program, args),
+            None => check_argument_sizes(args)
+                .map_err(|error| Refusal::new(Layer::Arguments, error))
+                .and_then(|()| {
+                    args.iter().enumerate().try_for_each(|(index, arg)| {
+                        check_argument_text(index, arg)
+                            .map_err(|error| Refusal::new(Layer::Arguments, error))
+                    })
+                })
+                .and_then(|()| {
+                    args.iter().enumerate().try_for_each(|(index, arg)| {
+                        self.confinement
+                            .check_argument(index, arg)
+                            .map_err(|error| Refusal::new(Layer::Paths, error))
+                    })
+                }),
+        };
+        checked.map_err(|refusal| Refusal::new(refusal.layer, in_command(refusal.error, within)))
     }
 
     /// The request for an already checked command: no shell, cwd = the work directory, a
@@ -260,6 +305,26 @@ impl Engine {
             return refuse(format!("it resolves to '{real}'; {LOADER}"));
         }
         Ok(())
+    }
+}
+
+/// `error` with a note of the command it concerns: `(in 'git push', which 'npx git push'
+/// runs)`. The code stays the same.
+pub(crate) fn in_command(error: Error, within: &str) -> Error {
+    let note = |message: String| format!("{message} (in {within})");
+    match error {
+        Error::ArgumentRejected(message) => Error::ArgumentRejected(note(message)),
+        Error::InvalidInput(message) => Error::InvalidInput(note(message)),
+        Error::PathOutsideRoot { path, root, detail } => Error::PathOutsideRoot {
+            path,
+            root,
+            detail: format!("{detail} (in {within})"),
+        },
+        Error::ShellNotAllowed { binary, reason } => Error::ShellNotAllowed {
+            binary,
+            reason: note(reason),
+        },
+        other => other,
     }
 }
 

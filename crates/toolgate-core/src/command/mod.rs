@@ -9,19 +9,26 @@
 //! not; the child gets a reduced environment, cwd = the work directory, a private HOME/TMPDIR
 //! per call, the tool's kernel sandbox, an output cap and a timeout that kills its process
 //! group. `cli_execute` adds an allowlist and regex guardrails; the shell toolset adds POSIX
-//! word splitting without a shell and approval rules that identify programs by file.
+//! word splitting without a shell and approval rules that identify programs by file. What a
+//! program runs by its own means (`indirection`: git's aliases and configuration, the
+//! `exec`/`run` forms of runners, `make`) is judged like a command of its own, by the same rules
+//! or the same allowlist.
 
 mod arguments;
 mod cli_execute;
 pub mod config;
 mod engine;
 mod environment;
+mod git;
 mod guardrails;
+mod indirection;
+mod options;
 mod paths;
 mod prepared;
 mod program;
 mod programs;
 mod rules;
+mod runners;
 mod shell;
 mod split;
 mod trampoline;
@@ -29,12 +36,14 @@ mod trampoline;
 #[cfg(test)]
 mod attack_tests;
 #[cfg(test)]
+mod indirection_tests;
+#[cfg(test)]
 mod tests;
 
 pub use cli_execute::{BinaryAvailability, CliExecute};
 pub use config::{Approval, CliExecuteConfig, ShellConfig, ShellRule};
-pub use engine::DEFAULT_TIMEOUT;
 pub use guardrails::REDACTED;
+pub use options::{CliExecuteOptions, ShellOptions};
 pub use prepared::{CommandOutput, PreparedCommand, RunningCommand};
 pub use rules::{DecisionSource, RuleDecision, RuleMatch};
 pub use shell::{Explanation, ShellToolset, Verdict};

@@ -16,8 +16,9 @@
 //!   `docker compose`), which is how multi-call programs such as git dispatch on their name.
 //!   The pattern's words must then appear in order, with only options (`-C .`, `-c a=b`,
 //!   `--no-pager`, each option possibly followed by its value) before and between them:
-//!   `git -C . push` and `git --git-dir=x -c a=b push` match `git push`, and so does
-//!   `git -c alias.p=push p` (an alias defined in the arguments is spelled out).
+//!   `git -C . push` and `git --git-dir=x -c a=b push` match `git push`. (What a program runs
+//!   by its own means — `git -c alias.p=push p`, `npx git push` — is judged as a command of its
+//!   own, see [`super::indirection`].)
 //!
 //! The match that covers the most of the command wins (exact: the pattern's word count; loose:
 //! up to the last word matched, options included); equal spans resolve to the strictest
@@ -123,7 +124,7 @@ impl RuleProgram {
 }
 
 /// Where programs keep their helpers and dashed forms (`/usr/lib/git-core/git`).
-fn core_dirs(name: &str) -> Vec<String> {
+pub(crate) fn core_dirs(name: &str) -> Vec<String> {
     let mut dirs = Vec::new();
     for prefix in ["/usr", "/usr/local", ""] {
         for lib in ["lib", "libexec"] {
@@ -149,7 +150,9 @@ struct View<'a> {
 }
 
 /// The views of a command: as run, and for each `-` in the name it is run under, as
-/// `<before> <after> args…` (`git-push origin` is also `git push origin`).
+/// `<before> <after> args…` (`git-push origin` is also `git push origin`). Aliases and other
+/// programs a command runs are not views: they are commands of their own, judged by the same
+/// rules ([`super::indirection`]).
 fn views<'a>(key: &'a ProgramKey, args: &'a [String]) -> Vec<View<'a>> {
     let mut names = name_forms(&key.basename);
     if let Some(real) = &key.real_basename {
@@ -160,27 +163,7 @@ fn views<'a>(key: &'a ProgramKey, args: &'a [String]) -> Vec<View<'a>> {
         id: key.id,
         args: args.iter().map(String::as_str).collect(),
     }];
-    // `git -c alias.p=push p` runs `git push`: a view with each alias spelled out.
-    for (name, value) in alias_definitions(args) {
-        let words: Vec<&str> = value
-            .trim_start_matches('!')
-            .split_whitespace()
-            .skip_while(|word| word.eq_ignore_ascii_case(&key.basename))
-            .collect();
-        let mut expanded = Vec::with_capacity(args.len() + words.len());
-        for arg in args {
-            if arg.eq_ignore_ascii_case(name) {
-                expanded.extend(words.iter().copied());
-            } else {
-                expanded.push(arg.as_str());
-            }
-        }
-        all.push(View {
-            names: all[0].names.clone(),
-            id: key.id,
-            args: expanded,
-        });
-    }
+
     for (at, _) in key.basename.match_indices('-') {
         let (program, sub) = (&key.basename[..at], &key.basename[at + 1..]);
         if program.is_empty() || sub.is_empty() {
@@ -195,26 +178,6 @@ fn views<'a>(key: &'a ProgramKey, args: &'a [String]) -> Vec<View<'a>> {
         });
     }
     all
-}
-
-/// Command aliases defined in the arguments (`-c alias.<name>=<value>`, `-calias.<name>=…`, as
-/// git takes them): (name, value).
-fn alias_definitions(args: &[String]) -> Vec<(&str, &str)> {
-    let mut found = Vec::new();
-    for (at, arg) in args.iter().enumerate() {
-        let definition = match arg.strip_prefix("-c") {
-            Some("") => args.get(at + 1).map(String::as_str),
-            Some(attached) => Some(attached),
-            None => None,
-        };
-        let Some((key, value)) = definition.and_then(|d| d.split_once('=')) else {
-            continue;
-        };
-        if key.len() > "alias.".len() && key[..6].eq_ignore_ascii_case("alias.") {
-            found.push((&key[6..], value));
-        }
-    }
-    found
 }
 
 /// The forms of a name a loose match compares: lowercase, and without what follows the first
@@ -304,6 +267,9 @@ pub enum DecisionSource {
 pub struct RuleDecision {
     pub approval: Approval,
     pub source: DecisionSource,
+    /// When the decision is that of a command the command runs (`npx git push` runs `git
+    /// push`), or of what it may run unseen (`make`): how it runs it.
+    pub via: Option<String>,
 }
 
 impl RuleDecision {
@@ -389,22 +355,57 @@ impl RuleSet {
             })
             .map(|(_, rule)| rule);
         match (best, self.default) {
-            (Some(rule), _) => RuleDecision {
-                approval: rule.approval,
-                source: DecisionSource::Rule(RuleMatch {
-                    index: rule.index,
-                    pattern: rule.pattern.clone(),
-                    approval: rule.approval,
-                }),
-            },
+            (Some(rule), _) => rule.decision(),
             (None, Some(default)) => RuleDecision {
                 approval: default,
                 source: DecisionSource::Default,
+                via: None,
             },
             (None, None) => RuleDecision {
                 approval: Approval::Blocked,
                 source: DecisionSource::NoDefault,
+                via: None,
             },
+        }
+    }
+
+    /// The strictest decision any command could get: the strictest rule (the first of equals)
+    /// or the default, whichever is stricter (no default: blocked). What a program that may run
+    /// anything unseen (`make`) gets at least.
+    pub fn strictest(&self) -> RuleDecision {
+        let fallback = match self.default {
+            Some(default) => RuleDecision {
+                approval: default,
+                source: DecisionSource::Default,
+                via: None,
+            },
+            None => RuleDecision {
+                approval: Approval::Blocked,
+                source: DecisionSource::NoDefault,
+                via: None,
+            },
+        };
+        let rule = self
+            .rules
+            .iter()
+            .max_by(|a, b| a.approval.cmp(&b.approval).then(b.index.cmp(&a.index)));
+        match rule {
+            Some(rule) if rule.approval > fallback.approval => rule.decision(),
+            _ => fallback,
+        }
+    }
+}
+
+impl CompiledRule {
+    fn decision(&self) -> RuleDecision {
+        RuleDecision {
+            approval: self.approval,
+            source: DecisionSource::Rule(RuleMatch {
+                index: self.index,
+                pattern: self.pattern.clone(),
+                approval: self.approval,
+            }),
+            via: None,
         }
     }
 }
@@ -564,10 +565,6 @@ mod tests {
             "git -C . -c x=y --no-pager push --force",
             "git -p push",
             "git PUSH",
-            "git -c alias.p=push p origin",
-            "git -calias.p=push p",
-            "git -c alias.P=!git push P",
-            "git -c alias.x=push -c user.name=y x",
         ] {
             assert_eq!(decide(&set, &e, command).approval, Blocked, "{command}");
         }

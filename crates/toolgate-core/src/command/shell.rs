@@ -5,8 +5,10 @@
 use std::path::{Path, PathBuf};
 
 use super::config::{Approval, ShellConfig};
-use super::engine::{Engine, ProgramCache};
+use super::engine::{in_command, Engine, ProgramCache};
+use super::indirection::{too_deep, MAX_DEPTH, MAX_JUDGED};
 use super::prepared::PreparedCommand;
+use super::program::Program;
 use super::rules::{DecisionSource, ProgramKey, RuleDecision, RuleSet};
 use super::split::split_command;
 use super::{Layer, Refusal};
@@ -92,7 +94,7 @@ impl ShellToolset {
             &[],
             &config.env_passthrough,
             config.timeout,
-            config.max_output_bytes,
+            config.max_output_bytes.map(|cap| cap.0),
         )?;
         let rules = RuleSet::new(&config.rules, config.default, &engine)?;
         Ok(Self {
@@ -152,7 +154,8 @@ impl ShellToolset {
 
     fn evaluate(&self, command: &str, out: &mut Explanation) -> std::result::Result<(), Refusal> {
         out.argv = split_command(command).map_err(|error| Refusal::new(Layer::Syntax, error))?;
-        let Some((program_text, args)) = out.argv.split_first() else {
+        let argv = out.argv.clone();
+        let Some((program_text, args)) = argv.split_first() else {
             return Err(Refusal::new(
                 Layer::Syntax,
                 Error::InvalidInput(
@@ -165,8 +168,8 @@ impl ShellToolset {
         self.engine
             .check_not_trampoline(program_text, program.as_ref().ok())
             .map_err(|error| Refusal::new(Layer::ShellOrTrampoline, error))?;
-        let key = ProgramKey::new(program_text, program.as_ref().ok());
-        let decision = self.rules.decide(&key, args);
+        let mut inner = Vec::new();
+        let decision = self.judge(&argv, program.as_ref().ok(), 0, &mut 0, &mut inner)?;
         let blocked = decision.approval == Approval::Blocked;
         out.decision = Some(decision);
         if blocked {
@@ -174,6 +177,13 @@ impl ShellToolset {
         }
         let program = program.map_err(|error| Refusal::new(Layer::Program, error))?;
         self.engine.check_arguments(&program, args)?;
+        for found in &inner {
+            self.engine.check_inner_arguments(
+                found.program.as_ref(),
+                &found.argv[1..],
+                &found.within,
+            )?;
+        }
         out.prepared = Some(PreparedCommand::new(
             self.engine.request(&program.path, args, None),
             None,
@@ -181,18 +191,126 @@ impl ShellToolset {
         Ok(())
     }
 
+    /// The decision for `argv` (its program as found, when it was): its own rule, made stricter
+    /// by every command it runs — judged the same way, recursively — and, when it may run
+    /// something toolgate cannot see, by the strictest rule of all. The commands it runs are
+    /// collected in `inner` for the argument checks.
+    fn judge(
+        &self,
+        argv: &[String],
+        program: Option<&Program>,
+        depth: usize,
+        judged: &mut usize,
+        inner: &mut Vec<InnerCommand>,
+    ) -> std::result::Result<RuleDecision, Refusal> {
+        let Some((text, args)) = argv.split_first() else {
+            return Err(Refusal::new(
+                Layer::Syntax,
+                Error::InvalidInput("a command runs an empty command".into()),
+            ));
+        };
+        let mut decision = self.rules.decide(&ProgramKey::new(text, program), args);
+        let runs = self.engine.runs(text, program, args)?;
+        if let Some(why) = runs.unknowable {
+            let mut strictest = self.rules.strictest();
+            strictest.via = Some(format!("may run anything: {why}"));
+            decision = stricter(decision, strictest);
+        }
+        let shown = argv.join(" ");
+        for found in runs.commands {
+            *judged += 1;
+            if depth + 1 >= MAX_DEPTH || *judged > MAX_JUDGED {
+                return Err(too_deep(argv));
+            }
+            let Some(inner_text) = found.argv.first() else {
+                continue;
+            };
+            let inner_shown = found.argv.join(" ");
+            let within = format!("'{inner_shown}', which '{shown}' runs");
+            let inner_program = self.programs.resolve(&self.engine, inner_text).ok();
+            self.engine
+                .check_not_trampoline(inner_text, inner_program.as_ref())
+                .map_err(|error| {
+                    Refusal::new(Layer::ShellOrTrampoline, in_command(error, &within))
+                })?;
+            let mut inner_decision = self.judge(
+                &found.argv,
+                inner_program.as_ref(),
+                depth + 1,
+                judged,
+                inner,
+            )?;
+            inner_decision.via = Some(match inner_decision.via.take() {
+                Some(deeper) => format!("runs '{inner_shown}' ({}), which {deeper}", found.via),
+                None => format!("runs '{inner_shown}' ({})", found.via),
+            });
+            inner.push(InnerCommand {
+                argv: found.argv,
+                program: inner_program,
+                within,
+            });
+            decision = stricter(decision, inner_decision);
+        }
+        Ok(decision)
+    }
+
     fn blocked(&self, command: &str, out: &Explanation) -> Error {
-        let source = out.decision.as_ref().map(|decision| &decision.source);
-        let why = match source {
-            Some(DecisionSource::Rule(rule)) => format!(
+        let Some(decision) = out.decision.as_ref() else {
+            return Error::CommandBlocked(format!("'{command}' is blocked"));
+        };
+        let why = match &decision.source {
+            DecisionSource::Rule(rule) => format!(
                 "is blocked by rules[{}] (pattern '{}')",
                 rule.index, rule.pattern
             ),
-            Some(DecisionSource::Default) => "matches no rule and the default is blocked".into(),
-            _ => "matches no rule and no default is set, so it is blocked".into(),
+            DecisionSource::Default => "matches no rule and the default is blocked".into(),
+            DecisionSource::NoDefault => {
+                "matches no rule and no default is set, so it is blocked".into()
+            }
         };
-        Error::CommandBlocked(format!(
-            "'{command}' {why}; blocked commands never run, so do not retry it. To allow it, add a rule for it"
-        ))
+        let fix = "To allow it, add a rule for it";
+        let message = match &decision.via {
+            Some(via) if via.contains("may run anything") => {
+                let could = match &decision.source {
+                    DecisionSource::Rule(rule) => format!(
+                        "what rules[{}] (pattern '{}') blocks",
+                        rule.index, rule.pattern
+                    ),
+                    DecisionSource::Default => {
+                        "commands no rule allows, and the default is blocked".into()
+                    }
+                    DecisionSource::NoDefault => {
+                        "commands no rule allows, and without a default they are blocked".into()
+                    }
+                };
+                format!(
+                    "'{command}' {via}; it could run {could}, so it is blocked too; blocked commands never run, so do not retry it. Run the commands it would run yourself, one by one, so that the rules judge each"
+                )
+            }
+            Some(via) => format!(
+                "'{command}' {via}, which {why}; blocked commands never run, so do not retry it. {fix}"
+            ),
+            None => format!(
+                "'{command}' {why}; blocked commands never run, so do not retry it. {fix}"
+            ),
+        };
+        Error::CommandBlocked(message)
+    }
+}
+
+/// A command another command runs, for the argument checks.
+struct InnerCommand {
+    argv: Vec<String>,
+    program: Option<Program>,
+    /// Which command it is, for messages.
+    within: String,
+}
+
+/// The stricter of two decisions (the first of equals).
+fn stricter(current: RuleDecision, other: RuleDecision) -> RuleDecision {
+    if other.approval > current.approval {
+        other
+    } else {
+        current
     }
 }

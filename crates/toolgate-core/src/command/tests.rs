@@ -5,6 +5,7 @@ use std::path::PathBuf;
 
 use super::config::{DenyCommand, DenyOutput, Guardrails, OutputAction};
 use super::*;
+use crate::options::ByteCount;
 
 struct Work {
     _dir: tempfile::TempDir,
@@ -115,7 +116,7 @@ async fn stdin_timeout_and_caps_apply() {
         &CliExecuteConfig {
             allowed_binaries: args(&["cat", "sleep", "head"]),
             timeout: Some(0.5),
-            max_output_bytes: Some(1000),
+            max_output_bytes: Some(ByteCount(1000)),
             ..Default::default()
         },
     )
@@ -223,7 +224,7 @@ fn cli_execute_configuration_errors_say_why() {
         (Some(0.0), None),
         (Some(-1.0), None),
         (Some(f64::NAN), None),
-        (None, Some(0)),
+        (None, Some(ByteCount(0))),
     ] {
         let err = CliExecute::new(
             &w.path,
@@ -358,7 +359,7 @@ async fn output_guardrails_see_a_secret_that_straddles_the_cap() {
     .unwrap();
     let config = |action| CliExecuteConfig {
         allowed_binaries: args(&["cat"]),
-        max_output_bytes: Some(1000),
+        max_output_bytes: Some(ByteCount(1000)),
         guardrails: Guardrails {
             deny_commands: vec![],
             deny_output: vec![DenyOutput {

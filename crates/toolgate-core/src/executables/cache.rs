@@ -24,7 +24,9 @@ use super::protocol::Description;
 /// The cache file inside the cache directory.
 pub const CACHE_FILE: &str = "executable-tools.json";
 /// Bump when the format or the meaning of an entry changes; older files are then rebuilt.
-const FORMAT_VERSION: u32 = 1;
+/// 2: input schemas are checked with linear-time patterns, so descriptions learnt under the
+/// backtracking engine are asked (and judged) again.
+const FORMAT_VERSION: u32 = 2;
 /// A cache file larger than this is treated as corrupt.
 const MAX_CACHE_BYTES: u64 = 64 * 1024 * 1024;
 
@@ -292,7 +294,8 @@ mod tests {
         for garbage in [
             &b"{not json"[..],
             br#"{"version": 999, "entries": {}}"#,
-            br#"{"version": 1, "entries": {"/a": {"fingerprint": 5}}}"#,
+            br#"{"version": 2, "entries": {"/a": {"fingerprint": 5}}}"#,
+            br#"{"version": 1, "entries": {}}"#,
             b"\0\0\0",
         ] {
             std::fs::write(cache_dir.join(CACHE_FILE), garbage).unwrap();
@@ -302,7 +305,7 @@ mod tests {
             cache.save().unwrap();
             let text = std::fs::read_to_string(cache_dir.join(CACHE_FILE)).unwrap();
             let parsed: serde_json::Value = serde_json::from_str(&text).unwrap();
-            assert_eq!(parsed["version"], 1);
+            assert_eq!(parsed["version"], FORMAT_VERSION);
             assert!(DescriptionCache::open(&cache_dir)
                 .get(&tool, &fingerprint_of(&tool))
                 .is_some());

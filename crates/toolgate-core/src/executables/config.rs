@@ -1,10 +1,12 @@
-//! The `executables` toolset section of a worker file.
+//! The `executables` toolset section of a worker file; in JavaScript spelling
+//! ([`crate::options::spelling`]) also the options of `executableTools`
+//! ([`super::ExecutableToolsOptions`]).
 //!
 //! ```yaml
 //! executables:
 //!   dirs: [./toolgate-tools]        # earlier directories win a name clash
-//!   timeout: 30                     # seconds, every tool
-//!   tool_timeouts: { slow_report: 120 }
+//!   timeout: 30                     # seconds, every tool (JavaScript: timeoutMs)
+//!   tool_timeouts: { slow_report: 120 }  # (JavaScript: toolTimeoutsMs)
 //!   max_output_bytes: 1048576
 //!   env_passthrough: [GITHUB_TOKEN]
 //!   approval: { default: ask, tools: { weather: preApproved } }
@@ -28,6 +30,7 @@ use super::registry::RegistryOptions;
 use super::run::RunOptions;
 use crate::error::{Error, Result};
 use crate::limits::MAX_TIMEOUT;
+use crate::options::{spelling::js_key, ByteCount};
 use crate::sandbox_config::SandboxFields;
 
 /// Configuration of the executable tools toolset.
@@ -40,13 +43,13 @@ pub struct ExecutablesConfig {
     pub dirs: Option<Vec<PathBuf>>,
     /// Seconds a tool may run before its process group is killed (default 30).
     #[serde(default)]
-    pub timeout: Option<u64>,
+    pub timeout: Option<f64>,
     /// Per-tool timeouts in seconds, by tool name; they override `timeout`.
     #[serde(default)]
-    pub tool_timeouts: BTreeMap<String, u64>,
-    /// Cap for each of stdout and stderr in bytes (default 1 MiB).
+    pub tool_timeouts: BTreeMap<String, f64>,
+    /// Cap for each of stdout and stderr in bytes (default 1 MiB, at most 1 GiB).
     #[serde(default)]
-    pub max_output_bytes: Option<u64>,
+    pub max_output_bytes: Option<ByteCount>,
     /// Names of environment variables passed to tools besides PATH, LANG, LC_*, TZ, USER and
     /// LOGNAME (HOME and TMPDIR are private to each run).
     #[serde(default)]
@@ -66,8 +69,18 @@ impl ExecutablesConfig {
     /// against `config_dir` (the worker file's directory); without `dirs` the defaults are
     /// used (`<work_dir>/toolgate-tools`, then `~/.toolgate/tools`, both optional). Tools run
     /// in `work_dir`. Throws `CONFIG_INVALID` for a zero or huge timeout, a bad tool name in
-    /// `tool_timeouts`, a zero output cap or a malformed variable name.
+    /// `tool_timeouts` or a malformed variable name.
     pub fn registry_options(&self, config_dir: &Path, work_dir: &Path) -> Result<RegistryOptions> {
+        self.registry_options_spelled(config_dir, work_dir, Spelling::WorkerFile)
+    }
+
+    /// [`registry_options`](Self::registry_options), its messages naming keys in `spelling`.
+    pub(super) fn registry_options_spelled(
+        &self,
+        config_dir: &Path,
+        work_dir: &Path,
+        spelling: Spelling,
+    ) -> Result<RegistryOptions> {
         let directories = match &self.dirs {
             Some(dirs) => dirs
                 .iter()
@@ -81,7 +94,10 @@ impl ExecutablesConfig {
         }
         for (name, seconds) in &self.tool_timeouts {
             check_tool_name(name).map_err(|reason| {
-                Error::ConfigInvalid(format!("executables.tool_timeouts: {reason}"))
+                Error::ConfigInvalid(format!(
+                    "{}: {reason}",
+                    spelling.name("tool_timeouts", name)
+                ))
             })?;
             run.tool_timeouts.insert(
                 name.clone(),
@@ -89,13 +105,7 @@ impl ExecutablesConfig {
             );
         }
         if let Some(cap) = self.max_output_bytes {
-            if cap == 0 {
-                return Err(Error::ConfigInvalid(
-                    "executables.max_output_bytes is 0; give a positive number of bytes (default 1048576)"
-                        .into(),
-                ));
-            }
-            run.max_output_bytes = usize::try_from(cap).unwrap_or(usize::MAX);
+            run.max_output_bytes = cap.get();
         }
         run.env_passthrough = self.env_passthrough.clone();
         run.check()?;
@@ -106,15 +116,37 @@ impl ExecutablesConfig {
     }
 }
 
-fn timeout(key: &str, seconds: u64) -> Result<Duration> {
-    let duration = Duration::from_secs(seconds);
-    if seconds == 0 || duration > MAX_TIMEOUT {
-        return Err(Error::ConfigInvalid(format!(
-            "{key} is {seconds}; give a number of seconds between 1 and {}",
-            MAX_TIMEOUT.as_secs()
-        )));
+/// Which spelling the configuration was written in, for the messages of checks made after
+/// reading it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Spelling {
+    WorkerFile,
+    JavaScript,
+}
+
+impl Spelling {
+    /// An entry of a map key as a message names it: `executables.tool_timeouts` in a worker
+    /// file, `option 'toolTimeoutsMs.slow'` in JavaScript.
+    fn name(self, key: &str, entry: &str) -> String {
+        match self {
+            Spelling::WorkerFile => format!("executables.{key}"),
+            Spelling::JavaScript => format!("option '{}.{entry}'", js_key(key)),
+        }
     }
-    Ok(duration)
+}
+
+/// A timeout in seconds, checked (a JavaScript caller's milliseconds arrive converted, already
+/// inside the limits).
+fn timeout(key: &str, seconds: f64) -> Result<Duration> {
+    Duration::try_from_secs_f64(seconds)
+        .ok()
+        .filter(|duration| !duration.is_zero() && *duration <= MAX_TIMEOUT)
+        .ok_or_else(|| {
+            Error::ConfigInvalid(format!(
+                "{key} is {seconds}; give a number of seconds greater than 0 and at most {}",
+                MAX_TIMEOUT.as_secs()
+            ))
+        })
 }
 
 #[cfg(test)]
@@ -157,6 +189,15 @@ mod tests {
             ]
         );
         assert_eq!(options.run.timeout, Duration::from_secs(10));
+        assert_eq!(
+            parse("timeout: 0.5")
+                .unwrap()
+                .registry_options(Path::new("/w"), Path::new("/w"))
+                .unwrap()
+                .run
+                .timeout,
+            Duration::from_millis(500)
+        );
         assert_eq!(options.run.tool_timeouts["slow"], Duration::from_secs(120));
         assert_eq!(options.run.max_output_bytes, 2048);
         assert_eq!(options.run.env_passthrough, ["GITHUB_TOKEN"]);
@@ -197,7 +238,6 @@ mod tests {
                 "executables.tool_timeouts.slow",
             ),
             ("tool_timeouts: { 'a b': 3 }", "executables.tool_timeouts"),
-            ("max_output_bytes: 0", "executables.max_output_bytes"),
             ("env_passthrough: ['A=B']", "env_passthrough"),
             ("env_passthrough: ['']", "env_passthrough"),
         ];
@@ -208,6 +248,12 @@ mod tests {
                 .unwrap_err();
             assert_eq!(err.code(), "CONFIG_INVALID", "{yaml}");
             assert!(err.to_string().contains(key), "{yaml}: {err}");
+        }
+        // An output cap follows the one rule for byte counts as it is read.
+        for cap in ["0", "1.5", "1073741825"] {
+            let err = parse(&format!("max_output_bytes: {cap}")).unwrap_err();
+            assert!(err.contains("max_output_bytes"), "{err}");
+            assert!(err.contains("from 1 to 1073741824"), "{err}");
         }
     }
 

@@ -24,13 +24,9 @@ use serde_json::{json, Map, Value};
 
 use super::check_tool_name;
 use crate::error::{Error, Result};
-
-/// How much of a script is read to find its header.
-pub const MAX_HEADER_BYTES: usize = 64 * 1024;
-/// The most `Input:` parameters a docstring tool may declare.
-pub const MAX_INPUTS: usize = 64;
-/// Longest description accepted.
-pub const MAX_DESCRIPTION_CHARS: usize = 4096;
+use crate::limits::{
+    MAX_DOCSTRING_DESCRIPTION_CHARS, MAX_DOCSTRING_HEADER_BYTES, MAX_DOCSTRING_INPUTS,
+};
 
 /// The script languages of docstring tools.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -96,7 +92,10 @@ impl DocstringTool {
         };
         let mut head = Vec::new();
         std::fs::File::open(path)
-            .and_then(|file| file.take(MAX_HEADER_BYTES as u64).read_to_end(&mut head))
+            .and_then(|file| {
+                file.take(MAX_DOCSTRING_HEADER_BYTES as u64)
+                    .read_to_end(&mut head)
+            })
             .map_err(|err| format!("cannot be read ({err})"))?;
         let text = String::from_utf8_lossy(&head);
         let Some(lines) = header_lines(&text, language) else {
@@ -340,14 +339,14 @@ fn parse(
             "line {line}: tool '{name}' has no 'Description:'; add a 'Description: <what it does>' line to the header"
         ));
     }
-    if description.chars().count() > MAX_DESCRIPTION_CHARS {
+    if description.chars().count() > MAX_DOCSTRING_DESCRIPTION_CHARS {
         return Err(format!(
-            "line {line}: the description of '{name}' is longer than {MAX_DESCRIPTION_CHARS} characters"
+            "line {line}: the description of '{name}' is longer than {MAX_DOCSTRING_DESCRIPTION_CHARS} characters"
         ));
     }
-    if inputs.len() > MAX_INPUTS {
+    if inputs.len() > MAX_DOCSTRING_INPUTS {
         return Err(format!(
-            "line {line}: tool '{name}' declares {} inputs, at most {MAX_INPUTS} are accepted",
+            "line {line}: tool '{name}' declares {} inputs, at most {MAX_DOCSTRING_INPUTS} are accepted",
             inputs.len()
         ));
     }

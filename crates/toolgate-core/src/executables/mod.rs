@@ -21,6 +21,7 @@ pub mod config;
 pub mod discovery;
 pub mod docstring;
 pub mod manifest;
+mod options;
 pub mod protocol;
 pub mod registry;
 pub mod run;
@@ -38,6 +39,9 @@ use serde_json::Value;
 
 pub use config::ExecutablesConfig;
 pub use discovery::{CacheMode, DiscoveryOptions, DiscoveryStats, ToolDirectory};
+pub use options::{
+    CreateCustomToolOptions, ExecutableToolsOptions, RefreshOptions, RunToolOptions,
+};
 pub use registry::{Registry, RegistryOptions};
 pub use run::{PreparedRun, RunOptions, ToolOutput};
 

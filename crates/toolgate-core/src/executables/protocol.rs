@@ -215,6 +215,8 @@ mod tests {
             (r#"{"name":"t","description":"d"}"#.into(), "no \"input_schema\""),
             (r#"{"name":"t","description":"d","input_schema":{"type":"object","properties":{"a":{"type":12}}}}"#.into(), "does not compile"),
             (r#"{"name":"t","description":"d","input_schema":{"type":"string"}}"#.into(), "\"type\": \"object\""),
+            (r#"{"name":"t","description":"d","input_schema":{"type":"object","properties":{"q":{"type":"string","pattern":"(?=(a+)+$)x"}}}}"#.into(), "/properties/q/pattern"),
+            (r#"{"name":"t","description":"d","input_schema":{"type":"object","patternProperties":{"(a)\\1":{}}}}"#.into(), "linear-time"),
         ];
         for (stdout, expected) in cases {
             let err = parse(stdout.as_bytes()).unwrap_err();

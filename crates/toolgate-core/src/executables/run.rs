@@ -17,7 +17,7 @@ use super::protocol::{ending, stderr_excerpt};
 use super::{ToolFormat, ToolSpec};
 use crate::error::{Error, Result};
 use crate::exec::{self, env, AbortHandle, ExecOutput, ExecRequest, DEFAULT_MAX_OUTPUT_BYTES};
-use crate::limits::{DEFAULT_EXECUTABLE_TIMEOUT, MAX_TIMEOUT};
+use crate::limits::{DEFAULT_EXECUTABLE_TIMEOUT, MAX_STDIN_BYTES, MAX_TIMEOUT};
 use crate::sandbox::Sandbox;
 use crate::schema::{clip, InputSchema};
 
@@ -118,6 +118,31 @@ pub struct ToolOutput {
     pub sandboxed: bool,
 }
 
+/// Refuses an input larger than [`MAX_STDIN_BYTES`] as JSON (what a protocol tool reads on
+/// stdin) before the schema looks at it, without building the text.
+fn check_input_size(tool: &str, input: &Value) -> Result<()> {
+    struct Counter(usize);
+    impl std::io::Write for Counter {
+        fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+            self.0 += bytes.len();
+            if self.0 > MAX_STDIN_BYTES {
+                return Err(std::io::Error::other("too large"));
+            }
+            Ok(bytes.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+    let mut counter = Counter(0);
+    if serde_json::to_writer(&mut counter, input).is_err() {
+        return Err(Error::InvalidInput(format!(
+            "the input for tool '{tool}' is larger than {MAX_STDIN_BYTES} bytes as JSON; pass large data in a file and give its path"
+        )));
+    }
+    Ok(())
+}
+
 /// Checks `input` against the tool's schema and builds the run: protocol tools get `run` and
 /// the JSON on stdin; docstring tools run under their interpreter (found on the tool's PATH)
 /// with the JSON on stdin; manifest tools get `--name=value` flags (entrypoint checked again, since
@@ -129,6 +154,7 @@ pub fn prepare(
     input: &Value,
     options: &RunOptions,
 ) -> Result<PreparedRun> {
+    check_input_size(&spec.name, input)?;
     schema.check(&spec.name, input)?;
     env::check_passthrough("executables.env_passthrough", &options.env_passthrough)?;
     let env = tool_environment(&options.env_passthrough);

@@ -16,7 +16,7 @@ use std::path::{Component, Path, PathBuf};
 use rustix::fs::{AtFlags, FileType, Mode, OFlags};
 use rustix::io::Errno;
 
-use super::temp;
+use super::{special, temp};
 use crate::error::{Error, Result};
 use crate::path::{PathValidator, OUTSIDE_DETAIL};
 
@@ -65,7 +65,7 @@ impl Dir {
             .map_err(|_| outside(validator, absolute))?;
         let mut fd = rustix::fs::open(
             root,
-            OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC,
+            OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NONBLOCK | OFlags::CLOEXEC,
             Mode::empty(),
         )
         .map_err(|errno| io_error("opening", root, errno))?;
@@ -85,7 +85,11 @@ impl Dir {
             fd = rustix::fs::openat(
                 &fd,
                 name,
-                OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC,
+                OFlags::RDONLY
+                    | OFlags::DIRECTORY
+                    | OFlags::NOFOLLOW
+                    | OFlags::NONBLOCK
+                    | OFlags::CLOEXEC,
                 Mode::empty(),
             )
             .map_err(|errno| match errno {
@@ -166,24 +170,22 @@ impl Target {
             .map_err(|errno| io_error("inspecting", &self.absolute, errno))
     }
 
-    /// Opens the target for reading; a symlink swapped in after validation is refused.
+    /// Opens the target for reading; a symlink swapped in after validation is refused, and so is
+    /// anything but a regular file: the open never blocks (a FIFO or device swapped in after
+    /// the check would block a plain open forever), and the type is judged on the descriptor.
     pub fn open_read(&self) -> Result<File> {
-        let fd = rustix::fs::openat(
-            self.parent.fd(),
-            &self.name,
-            OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::CLOEXEC,
-            Mode::empty(),
-        )
-        .map_err(|errno| match errno {
-            // A symlink swapped in after validation: refused like any other way out.
-            Errno::LOOP => Error::PathOutsideRoot {
-                path: self.relative.display().to_string(),
-                root: root_of(&self.absolute, &self.relative),
-                detail: OUTSIDE_DETAIL.into(),
-            },
-            other => io_error("opening", &self.absolute, other),
-        })?;
-        Ok(File::from(fd))
+        special::open_regular_at(self.parent.fd(), &self.name, &self.relative).map_err(|failure| {
+            match failure {
+                special::OpenError::Refused(err) => err,
+                // A symlink swapped in after validation: refused like any other way out.
+                special::OpenError::Open(Errno::LOOP) => Error::PathOutsideRoot {
+                    path: self.relative.display().to_string(),
+                    root: root_of(&self.absolute, &self.relative),
+                    detail: OUTSIDE_DETAIL.into(),
+                },
+                special::OpenError::Open(other) => io_error("opening", &self.absolute, other),
+            }
+        })
     }
 
     /// Writes `bytes` to a new temporary file beside the target and renames it over the target,

@@ -11,6 +11,7 @@
 
 pub mod access;
 mod anchor;
+mod arguments;
 mod bytes;
 #[cfg(test)]
 mod concurrency_tests;
@@ -20,25 +21,31 @@ mod glob;
 mod grep;
 mod info;
 mod lock;
+mod options;
 mod patch;
 mod pattern;
 mod read;
 pub mod rules;
+mod special;
+#[cfg(test)]
+mod special_tests;
 mod temp;
 mod text;
 mod tree;
 mod walk;
 mod write;
 
+pub use arguments::{
+    EditOptions, GlobOptions, GrepOptions, PatchOperationOptions, ReadOptions, TreeOptions,
+};
 pub use bytes::{read_bytes, FileBytes};
 pub use edit::{edit, EditOutput, EditRequest};
 pub use glob::{glob, GlobOutput, GlobRequest};
-pub(crate) use grep::MAX_CONTEXT as MAX_GREP_CONTEXT;
 pub use grep::{grep, GrepOutput, GrepRequest};
 pub use info::{delete, exists, info, DeleteOutput, EntryType, FileInfo};
+pub use options::{CodeAgentOptions, FilesystemOptions};
 pub use patch::{patch, PatchAction, PatchOperation, PatchOutput};
 pub use read::{read, ReadKind, ReadOutput, ReadRequest};
-pub use text::{DEFAULT_MAX_BYTES, DEFAULT_MAX_LINES, MAX_LINE_BYTES};
 pub use tree::{tree, TreeOutput, TreeRequest};
-pub use walk::{Cancel, SKIPPED_DIRS};
+pub use walk::Cancel;
 pub use write::{write, WriteAction, WriteOutput};

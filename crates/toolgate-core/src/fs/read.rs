@@ -7,10 +7,9 @@ use std::path::Path;
 
 use super::access::{Access, WalkFilter};
 use super::anchor::{self, Dir, Kind, Target};
-use super::text::{
-    display_line, human_size, plural, CappedText, DEFAULT_MAX_BYTES, MAX_LINE_BYTES,
-};
+use super::text::{display_line, human_size, plural, CappedText};
 use crate::error::{Error, Result};
+use crate::limits::{DEFAULT_READ_BYTES, MAX_LINE_BYTES};
 use crate::path::PathValidator;
 
 /// Bytes inspected for NUL to decide whether a file is binary (what git and ripgrep do).
@@ -38,7 +37,7 @@ impl ReadRequest {
         Self {
             path: path.into(),
             offset: 1,
-            limit: super::text::DEFAULT_MAX_LINES as u64,
+            limit: crate::limits::DEFAULT_READ_LINES as u64,
             line_numbers: true,
         }
     }
@@ -112,10 +111,15 @@ pub fn read<'a>(access: impl Into<Access<'a>>, request: &ReadRequest) -> Result<
             list_directory(validator, &dir, request, filter.as_ref())
         }
         Kind::File => read_file(&target, request),
-        Kind::Symlink | Kind::Other => Err(Error::InvalidInput(format!(
-            "'{}' is not a regular file or directory",
-            target.relative.display()
-        ))),
+        Kind::Symlink | Kind::Other => {
+            let what = target.stat().map_or("a special file", |stat| {
+                super::special::describe(rustix::fs::FileType::from_raw_mode(stat.st_mode))
+            });
+            Err(Error::InvalidInput(format!(
+                "'{}' is {what}, not a regular file or directory; file tools only read regular files and list directories",
+                target.relative.display()
+            )))
+        }
     }
 }
 
@@ -182,7 +186,7 @@ impl<'r> LineWindow<'r> {
             line_limit: if request.line_numbers {
                 MAX_LINE_BYTES
             } else {
-                DEFAULT_MAX_BYTES
+                DEFAULT_READ_BYTES
             },
             line: 1,
             current: Vec::new(),

@@ -2,14 +2,8 @@
 
 use std::fmt::Write as _;
 
-/// Default cap on the lines of any tool output.
-pub const DEFAULT_MAX_LINES: usize = 2000;
-/// Default cap on the bytes of any tool output (50 KiB).
-pub const DEFAULT_MAX_BYTES: usize = 50 * 1024;
-/// Lines longer than this many bytes are cut in listings and search results.
-pub const MAX_LINE_BYTES: usize = 2000;
-/// Matching lines in search output are cut shorter: a minified bundle must not flood it.
-pub const MAX_MATCH_LINE_BYTES: usize = 500;
+use crate::limits::DEFAULT_READ_BYTES;
+use crate::limits::DEFAULT_READ_LINES;
 
 /// Text that refuses to grow past a line and byte budget. Lines are pushed whole or not at all,
 /// so the caller can say exactly where the output stopped.
@@ -33,7 +27,7 @@ impl CappedText {
 
     /// With the default budget (2000 lines, 50 KiB).
     pub fn with_defaults() -> Self {
-        Self::new(DEFAULT_MAX_LINES, DEFAULT_MAX_BYTES)
+        Self::new(DEFAULT_READ_LINES, DEFAULT_READ_BYTES)
     }
 
     /// Appends `line` and a newline, or returns false (and appends nothing) when that would

@@ -170,8 +170,11 @@ fn collect(access: Access<'_>, base: &Path, max_depth: usize, cancel: &Cancel) -
                         Ok(_) => EntryKind::Symlink(target),
                         Err(_) => EntryKind::Symlink("(outside the root)".into()),
                     }
-                } else {
+                } else if file_type.is_file() {
                     EntryKind::File
+                } else {
+                    // FIFOs, sockets and devices are not files a tool can use.
+                    return WalkState::Continue;
                 };
                 let parent = entry
                     .path()

@@ -1,30 +1,22 @@
 //! The one set of skip rules for every tree walk (glob, grep, tree), and cancellation.
 
+use std::collections::HashMap;
 use std::os::unix::ffi::OsStrExt;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
-use ignore::WalkBuilder;
+use ignore::gitignore::{Gitignore, GitignoreBuilder};
+use ignore::{Match, WalkBuilder};
 
 use super::access::{Access, WalkFilter};
+use super::special;
 use crate::error::{Error, Result};
-
-/// Directories no search descends into: version control, dependencies, virtual environments
-/// and build output. Naming one explicitly as the search path still searches it.
-pub const SKIPPED_DIRS: [&str; 7] = [
-    ".git",
-    "node_modules",
-    "vendor",
-    "__pycache__",
-    ".venv",
-    "dist",
-    "build",
-];
+use crate::limits::SKIPPED_DIRECTORIES;
 
 /// Whether a directory with this name is skipped by walks.
 pub fn is_skipped_dir(name: &std::ffi::OsStr) -> bool {
-    SKIPPED_DIRS.iter().any(|skipped| name == *skipped)
+    SKIPPED_DIRECTORIES.iter().any(|skipped| name == *skipped)
 }
 
 /// Lets a caller stop a long walk or search from another thread. Cloning shares the flag.
@@ -62,9 +54,13 @@ pub struct WalkOptions {
 /// A walker over `base` (inside the root) with toolgate's rules: `.gitignore`, `.ignore` and
 /// `.git/info/exclude` are honoured (also outside a git repository, and those of the
 /// directories between the root and `base`, but never those above the root); the
-/// [`SKIPPED_DIRS`] are pruned; hidden entries are skipped unless asked for; symlinks are
+/// [`SKIPPED_DIRECTORIES`] are pruned; hidden entries are skipped unless asked for; symlinks are
 /// never followed. With path rules, blocked entries are never yielded and blocked directories
 /// never entered.
+///
+/// The ignore files are read by toolgate ([`IgnoreFiles`]), not by the `ignore` crate, which
+/// opens them with a plain blocking `open` that follows symlinks: a FIFO named `.gitignore`
+/// would hold the walk forever.
 pub fn walker<'a>(access: impl Into<Access<'a>>, base: &Path, options: WalkOptions) -> WalkBuilder {
     walker_pruned(access, base, options, |_| true)
 }
@@ -80,14 +76,15 @@ pub fn walker_pruned<'a>(
     let validator = access.validator();
     // Only blocked entries matter to a walk; the level is not used here.
     let filter: Option<WalkFilter> = access.walk_filter(crate::approval::Decision::Blocked);
+    let ignores = IgnoreFiles::new(validator.root());
     let mut builder = WalkBuilder::new(base);
     builder
         .hidden(!options.hidden)
         .parents(false)
-        .git_ignore(true)
-        .git_exclude(true)
+        .git_ignore(false)
+        .git_exclude(false)
         .git_global(false)
-        .ignore(true)
+        .ignore(false)
         .require_git(false)
         .follow_links(false)
         .max_depth(options.max_depth)
@@ -100,34 +97,136 @@ pub fn walker_pruned<'a>(
             if is_dir && (is_skipped_dir(entry.file_name()) || !enter(entry)) {
                 return false;
             }
+            if ignores.ignored(entry.path(), is_dir) {
+                return false;
+            }
             let is_symlink = file_type.is_some_and(|t| t.is_symlink());
             !filter
                 .as_ref()
                 .is_some_and(|filter| filter.is_blocked(entry.path(), is_dir, is_symlink))
         });
-    // `parents(true)` would also read ignore files above the root; add the ones between the
-    // root and the base by hand instead.
-    let root = validator.root();
-    if let Ok(below) = base.strip_prefix(root) {
-        let mut dir = root.to_path_buf();
-        let mut ancestors = vec![dir.clone()];
-        for component in below.parent().map(|p| p.components()).into_iter().flatten() {
-            dir.push(component);
-            ancestors.push(dir.clone());
-        }
-        if base == root {
-            ancestors.clear();
-        }
-        for ancestor in ancestors {
-            for name in [".gitignore", ".ignore"] {
-                let file = ancestor.join(name);
-                if file.is_file() {
-                    let _ = builder.add_ignore(file);
-                }
-            }
+    builder
+}
+
+/// The largest ignore file honoured; a larger one is not read (its rules do not apply).
+const MAX_IGNORE_FILE_BYTES: u64 = 4 * 1024 * 1024;
+
+/// The ignore files of the directories a walk passes through, read once per directory with
+/// non-blocking, no-follow opens of regular files only ([`super::special`]). They apply as
+/// ripgrep applies them: the deepest directory with an opinion decides, `.ignore` before
+/// `.gitignore` before `.git/info/exclude`, and git's files stop at the top of a repository.
+#[derive(Debug)]
+struct IgnoreFiles {
+    root: PathBuf,
+    dirs: Mutex<HashMap<PathBuf, Arc<DirIgnores>>>,
+}
+
+/// The ignore rules one directory contributes, and its parent's (up to the root).
+#[derive(Debug)]
+struct DirIgnores {
+    parent: Option<Arc<DirIgnores>>,
+    ignore: Option<Gitignore>,
+    git: Option<Gitignore>,
+    exclude: Option<Gitignore>,
+    /// The directory holds a `.git` directory: the top of a repository.
+    repository: bool,
+}
+
+impl IgnoreFiles {
+    fn new(root: &Path) -> Self {
+        Self {
+            root: root.to_path_buf(),
+            dirs: Mutex::new(HashMap::new()),
         }
     }
-    builder
+
+    /// Whether `path` (a walk entry below the root) is ignored.
+    fn ignored(&self, path: &Path, is_dir: bool) -> bool {
+        let Some(parent) = path.parent() else {
+            return false;
+        };
+        let Some(mut dir) = self.of(parent) else {
+            return false;
+        };
+        // For each kind of file, what the deepest one with an opinion says: Some(true) to
+        // ignore, Some(false) for a `!` whitelist.
+        let (mut ignore, mut git, mut exclude) = (None, None, None);
+        let mut in_repository = true;
+        loop {
+            ignore = ignore.or_else(|| verdict(dir.ignore.as_ref(), path, is_dir));
+            if in_repository {
+                git = git.or_else(|| verdict(dir.git.as_ref(), path, is_dir));
+                exclude = exclude.or_else(|| verdict(dir.exclude.as_ref(), path, is_dir));
+            }
+            // A repository's own files are its last: those above it do not apply inside it.
+            in_repository &= !dir.repository;
+            let Some(parent) = dir.parent.clone() else {
+                break;
+            };
+            dir = parent;
+        }
+        ignore.or(git).or(exclude).unwrap_or(false)
+    }
+
+    /// The rules of `dir` and its parents up to the root; `None` outside the root.
+    fn of(&self, dir: &Path) -> Option<Arc<DirIgnores>> {
+        if !dir.starts_with(&self.root) {
+            return None;
+        }
+        if let Some(known) = self.lock().get(dir) {
+            return Some(Arc::clone(known));
+        }
+        let parent = if dir == self.root {
+            None
+        } else {
+            self.of(dir.parent()?)
+        };
+        let read = |name: &str| {
+            let file = dir.join(name);
+            let bytes = special::read_small_regular(&file, MAX_IGNORE_FILE_BYTES)?;
+            parse_ignore_file(dir, &file, &bytes)
+        };
+        let repository = dir.join(".git").is_dir();
+        let built = Arc::new(DirIgnores {
+            parent,
+            ignore: read(".ignore"),
+            git: read(".gitignore"),
+            exclude: repository.then(|| read(".git/info/exclude")).flatten(),
+            repository,
+        });
+        Some(Arc::clone(
+            self.lock().entry(dir.to_path_buf()).or_insert(built),
+        ))
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<PathBuf, Arc<DirIgnores>>> {
+        self.dirs.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+/// What `rules` say about `path`: `Some(true)` ignore, `Some(false)` whitelist, `None` nothing.
+fn verdict(rules: Option<&Gitignore>, path: &Path, is_dir: bool) -> Option<bool> {
+    match rules?.matched(path, is_dir) {
+        Match::None => None,
+        Match::Ignore(_) => Some(true),
+        Match::Whitelist(_) => Some(false),
+    }
+}
+
+/// The rules of an ignore file `file` in `dir`; lines that are not valid globs are skipped, as
+/// ripgrep skips them.
+fn parse_ignore_file(dir: &Path, file: &Path, bytes: &[u8]) -> Option<Gitignore> {
+    let text = String::from_utf8_lossy(bytes);
+    let mut builder = GitignoreBuilder::new(dir);
+    for (index, line) in text.lines().enumerate() {
+        let line = if index == 0 {
+            line.trim_start_matches('\u{feff}')
+        } else {
+            line
+        };
+        let _ = builder.add_line(Some(file.to_path_buf()), line);
+    }
+    builder.build().ok().filter(|rules| !rules.is_empty())
 }
 
 /// A per-thread buffer for parallel walks that hands its items to the shared list in batches

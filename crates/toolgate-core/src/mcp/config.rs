@@ -1,5 +1,6 @@
-//! The `mcp` toolset's settings as written (worker YAML and `mcpToolset` options), and the
-//! checks that turn them into servers.
+//! The `mcp` toolset's settings as written: one type, [`McpToolsetConfig`], for the worker-file
+//! block and (in JavaScript spelling, [`crate::options::spelling`]) the `mcpToolset` options;
+//! and the checks that turn them into servers.
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -8,15 +9,15 @@ use std::time::Duration;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use super::{
-    McpServer, McpTransport, DEFAULT_CALL_TIMEOUT, DEFAULT_STARTUP_TIMEOUT, MAX_SERVERS,
-    MAX_SERVER_NAME_LEN,
-};
+use super::{McpServer, McpTransport};
 use crate::approval::ApprovalConfig;
 use crate::error::{Error, Result};
 use crate::exec::env::is_reserved;
-use crate::limits::MAX_TIMEOUT;
-use crate::options::TimeoutMs;
+use crate::limits::{
+    DEFAULT_MCP_CALL_TIMEOUT, DEFAULT_MCP_STARTUP_TIMEOUT, MAX_MCP_SERVERS,
+    MAX_MCP_SERVER_NAME_LEN, MAX_TIMEOUT,
+};
+use crate::options::WorkDir;
 use crate::sandbox_config::{SandboxFields, SandboxOption};
 
 /// One MCP server: a stdio `command` toolgate starts inside the kernel sandbox, or the `url` of
@@ -65,42 +66,33 @@ pub struct McpToolsetConfig {
     pub startup_timeout: Option<f64>,
 }
 
-/// `mcpToolset(options)` from TypeScript.
+/// `mcpToolset(options)` from TypeScript: the `mcp` block in JavaScript spelling (`servers`,
+/// `tools`, `approval`, `timeoutMs`, `startupTimeoutMs`), and where the stdio servers run.
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct McpToolsetOptions {
-    pub servers: BTreeMap<String, McpServerConfig>,
-    #[serde(default)]
-    pub tools: Option<Vec<String>>,
-    #[serde(default)]
-    pub approval: Option<ApprovalConfig>,
     /// The stdio servers' kernel sandbox (default `{ mode: 'enforce', network: false }`).
     #[serde(default)]
     pub sandbox: Option<SandboxOption>,
     /// The stdio servers' cwd and only writable place (default: the current directory).
     #[serde(default)]
     pub work_dir: Option<PathBuf>,
-    #[serde(default)]
-    pub timeout_ms: Option<TimeoutMs>,
-    #[serde(default)]
-    pub startup_timeout_ms: Option<TimeoutMs>,
+    /// Every other key: the `mcp` block.
+    #[serde(rename = "...")]
+    pub config: McpToolsetConfig,
 }
 
 impl McpToolsetOptions {
     /// The options as a worker file's block, the work directory and the sandbox keys.
     pub fn into_config(self) -> Result<(McpToolsetConfig, PathBuf, SandboxFields)> {
-        let work_dir = super::current_dir_join(self.work_dir)?;
+        let work_dir = WorkDir::resolve(self.work_dir)?;
         let fields = self
             .sandbox
             .map(SandboxOption::into_fields)
             .unwrap_or_default();
         let config = McpToolsetConfig {
-            servers: self.servers,
-            tools: self.tools,
-            approval: self.approval,
             sandbox: None,
-            timeout: self.timeout_ms.map(|ms| ms.0.as_secs_f64()),
-            startup_timeout: self.startup_timeout_ms.map(|ms| ms.0.as_secs_f64()),
+            ..self.config
         };
         Ok((config, work_dir, fields))
     }
@@ -127,9 +119,9 @@ pub(super) fn check(
             "servers is empty; name at least one server: servers: { files: { command: ..., args: [...] } }".into(),
         ));
     }
-    if config.servers.len() > MAX_SERVERS {
+    if config.servers.len() > MAX_MCP_SERVERS {
         return Err(invalid(format!(
-            "servers has {} entries; at most {MAX_SERVERS} servers are allowed in one toolset",
+            "servers has {} entries; at most {MAX_MCP_SERVERS} servers are allowed in one toolset",
             config.servers.len()
         )));
     }
@@ -162,10 +154,10 @@ pub(super) fn check(
     Ok(Checked {
         servers,
         whitelist,
-        timeout: seconds(config.timeout, DEFAULT_CALL_TIMEOUT, "timeout").map_err(invalid)?,
+        timeout: seconds(config.timeout, DEFAULT_MCP_CALL_TIMEOUT, "timeout").map_err(invalid)?,
         startup_timeout: seconds(
             config.startup_timeout,
-            DEFAULT_STARTUP_TIMEOUT,
+            DEFAULT_MCP_STARTUP_TIMEOUT,
             "startup_timeout",
         )
         .map_err(invalid)?,
@@ -177,13 +169,13 @@ pub(super) fn check(
 /// `server.tool`).
 pub(super) fn check_server_name(name: &str) -> std::result::Result<(), String> {
     let valid = !name.is_empty()
-        && name.len() <= MAX_SERVER_NAME_LEN
+        && name.len() <= MAX_MCP_SERVER_NAME_LEN
         && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '-');
     if valid {
         return Ok(());
     }
     Err(format!(
-        "servers: '{}' is not a server name; use 1 to {MAX_SERVER_NAME_LEN} letters, digits and '-' (no '_' or '.': they separate the server from the tool in 'server_tool' and 'server.tool')",
+        "servers: '{}' is not a server name; use 1 to {MAX_MCP_SERVER_NAME_LEN} letters, digits and '-' (no '_' or '.': they separate the server from the tool in 'server_tool' and 'server.tool')",
         name.escape_debug()
     ))
 }

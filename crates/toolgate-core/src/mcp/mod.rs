@@ -22,7 +22,6 @@ mod naming;
 #[cfg(test)]
 mod tests;
 
-use std::path::PathBuf;
 use std::time::Duration;
 
 pub use config::{expand, McpServerConfig, McpToolsetConfig, McpToolsetOptions};
@@ -32,23 +31,6 @@ pub use naming::{exposed_name, SelectedTool, ServerTools};
 use crate::approval::{decide_toolset, ApprovalConfig, Candidate, Floors, Resolved, Toolset};
 use crate::error::Result;
 use crate::sandbox_config::{SandboxScope, ToolSandbox};
-
-/// How long a tool call may take before it fails with `TOOL_FAILED` (default).
-pub const DEFAULT_CALL_TIMEOUT: Duration = Duration::from_secs(60);
-/// How long a server may take to start, answer `initialize` and list its tools (default).
-pub const DEFAULT_STARTUP_TIMEOUT: Duration = Duration::from_secs(30);
-/// Longest message a stdio server may send; a longer one ends the connection as malformed.
-pub const MAX_MESSAGE_BYTES: usize = 16 * 1024 * 1024;
-/// Most tools one server may list.
-pub const MAX_TOOLS_PER_SERVER: usize = 1000;
-/// Most servers one toolset may have.
-pub const MAX_SERVERS: usize = 32;
-/// Longest server name (it prefixes every tool name of the server).
-pub const MAX_SERVER_NAME_LEN: usize = 32;
-/// Longest tool name a server may list (the protocol's limit).
-pub const MAX_SERVER_TOOL_NAME_LEN: usize = 128;
-/// Largest tool input the model may send to a server, serialized as JSON.
-pub const MAX_INPUT_BYTES: usize = 1024 * 1024;
 
 /// How the SDK reaches one server.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -155,9 +137,4 @@ impl McpToolset {
         let resolved = decide_toolset(Toolset::Mcp, &approval, &candidates, Floors::default());
         Ok(selected.into_iter().zip(resolved).collect())
     }
-}
-
-/// A path made absolute against the current directory (`mcpToolset`'s `workDir`).
-fn current_dir_join(path: Option<PathBuf>) -> Result<PathBuf> {
-    crate::options::WorkDir::resolve(path)
 }

@@ -8,10 +8,11 @@
 
 use std::collections::BTreeMap;
 
-use super::{McpToolset, MAX_SERVER_TOOL_NAME_LEN, MAX_TOOLS_PER_SERVER};
+use super::McpToolset;
 use crate::approval::ApprovalConfig;
 use crate::error::{Error, Result};
 use crate::limits::MAX_TOOL_NAME_LEN;
+use crate::limits::{MAX_MCP_SERVER_TOOL_NAME_LEN, MAX_MCP_TOOLS_PER_SERVER};
 
 /// The tools one server listed (their names as the server spells them).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -156,7 +157,7 @@ impl McpToolset {
     }
 
     /// Each configured server's listed tools, checked: every server reported once, no unknown
-    /// server, valid and unique tool names, at most [`MAX_TOOLS_PER_SERVER`].
+    /// server, valid and unique tool names, at most [`MAX_MCP_TOOLS_PER_SERVER`].
     fn check_listing<'a>(
         &self,
         listed: &'a [ServerTools],
@@ -196,21 +197,24 @@ impl McpToolset {
 }
 
 /// What a server may list: names of 1 to 128 characters without control characters, each
-/// once, at most [`MAX_TOOLS_PER_SERVER`] tools.
+/// once, at most [`MAX_MCP_TOOLS_PER_SERVER`] tools.
 fn check_tool_names(server: &str, tools: &[String]) -> Result<()> {
     let failed = |why: String| Error::ToolFailed(format!("MCP server '{server}' {why}"));
-    if tools.len() > MAX_TOOLS_PER_SERVER {
+    if tools.len() > MAX_MCP_TOOLS_PER_SERVER {
         return Err(failed(format!(
-            "lists {} tools; at most {MAX_TOOLS_PER_SERVER} are accepted from one server",
+            "lists {} tools; at most {MAX_MCP_TOOLS_PER_SERVER} are accepted from one server",
             tools.len()
         )));
     }
     let mut seen = std::collections::BTreeSet::new();
     for tool in tools {
         let length = tool.chars().count();
-        if length == 0 || length > MAX_SERVER_TOOL_NAME_LEN || tool.chars().any(char::is_control) {
+        if length == 0
+            || length > MAX_MCP_SERVER_TOOL_NAME_LEN
+            || tool.chars().any(char::is_control)
+        {
             return Err(failed(format!(
-                "lists a tool named '{}', which is not a valid MCP tool name (1 to {MAX_SERVER_TOOL_NAME_LEN} characters, no control characters)",
+                "lists a tool named '{}', which is not a valid MCP tool name (1 to {MAX_MCP_SERVER_TOOL_NAME_LEN} characters, no control characters)",
                 tool.chars().take(200).collect::<String>().escape_debug()
             )));
         }

@@ -5,6 +5,7 @@ use super::config::check;
 use super::*;
 use crate::approval::Decision;
 use crate::error::Error;
+use crate::limits::{DEFAULT_MCP_STARTUP_TIMEOUT, MAX_MCP_TOOLS_PER_SERVER};
 use crate::sandbox_config::{SandboxFields, SandboxModeName};
 use crate::worker::{plan_worker, LoadOptions, McpReports};
 
@@ -220,7 +221,7 @@ fn whitelist_approval_and_timeouts_are_checked_when_loaded() {
     )
     .unwrap();
     assert_eq!(checked.timeout, std::time::Duration::from_millis(2500));
-    assert_eq!(checked.startup_timeout, DEFAULT_STARTUP_TIMEOUT);
+    assert_eq!(checked.startup_timeout, DEFAULT_MCP_STARTUP_TIMEOUT);
 }
 
 #[test]
@@ -330,7 +331,7 @@ fn select_applies_the_whitelist_and_refuses_collisions() {
 fn a_listing_no_server_may_send_is_a_tool_failure_naming_the_server() {
     let one = toolset("servers: { files: { command: x } }\n");
     let long = "x".repeat(129);
-    let many: Vec<String> = (0..=MAX_TOOLS_PER_SERVER)
+    let many: Vec<String> = (0..=MAX_MCP_TOOLS_PER_SERVER)
         .map(|i| format!("t{i}"))
         .collect();
     let many: Vec<&str> = many.iter().map(String::as_str).collect();

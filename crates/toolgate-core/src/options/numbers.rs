@@ -1,43 +1,51 @@
 //! Numeric options, validated once with the same rules for every API: a JavaScript number is
 //! finite, whole where a count is meant, and inside the limits of [`crate::limits`]. `NaN`,
-//! the infinities, `1e300` and `Number.MAX_VALUE` are errors that say what is accepted.
+//! the infinities, `1e300` and `Number.MAX_VALUE` are errors that say what is accepted. An
+//! output cap is a [`ByteCount`] in worker files too, so both spellings follow one rule.
 //!
 //! A timeout of `0` is refused everywhere: it cannot mean "no timeout" in one API and "already
 //! expired" in another. Leave the option out for the default.
 
+use std::borrow::Cow;
 use std::fmt;
 use std::time::Duration;
 
+use schemars::{json_schema, JsonSchema, Schema, SchemaGenerator};
 use serde::de::{self, Deserialize, Deserializer, Visitor};
+use serde::{Serialize, Serializer};
 
 use super::value::format_number;
 use crate::limits::{MAX_COUNT, MAX_OUTPUT_BYTES, MAX_TIMEOUT};
 
-/// Accepts any JavaScript number and hands it on as `f64` for checking.
-struct NumberVisitor;
+/// Accepts any number and checks it with `check` while it is being read (so that a worker
+/// file's error carries the key, the line and the column).
+struct NumberVisitor<F>(F);
 
-impl Visitor<'_> for NumberVisitor {
-    type Value = f64;
+impl<T, F: FnOnce(f64) -> Result<T, String>> Visitor<'_> for NumberVisitor<F> {
+    type Value = T;
 
     fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str("a number")
     }
 
-    fn visit_f64<E: de::Error>(self, value: f64) -> Result<f64, E> {
-        Ok(value)
+    fn visit_f64<E: de::Error>(self, value: f64) -> Result<T, E> {
+        (self.0)(value).map_err(E::custom)
     }
 
-    fn visit_i64<E: de::Error>(self, value: i64) -> Result<f64, E> {
-        Ok(value as f64)
+    fn visit_i64<E: de::Error>(self, value: i64) -> Result<T, E> {
+        self.visit_f64(value as f64)
     }
 
-    fn visit_u64<E: de::Error>(self, value: u64) -> Result<f64, E> {
-        Ok(value as f64)
+    fn visit_u64<E: de::Error>(self, value: u64) -> Result<T, E> {
+        self.visit_f64(value as f64)
     }
 }
 
-fn number<'de, D: Deserializer<'de>>(deserializer: D) -> Result<f64, D::Error> {
-    deserializer.deserialize_f64(NumberVisitor)
+fn number<'de, D: Deserializer<'de>, T>(
+    deserializer: D,
+    check: impl FnOnce(f64) -> Result<T, String>,
+) -> Result<T, D::Error> {
+    deserializer.deserialize_f64(NumberVisitor(check))
 }
 
 /// A timeout in milliseconds: from 1 to [`MAX_TIMEOUT`] (a day).
@@ -61,23 +69,51 @@ impl TimeoutMs {
 
 impl<'de> Deserialize<'de> for TimeoutMs {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        let value = number(deserializer)?;
-        TimeoutMs::check(value)
-            .map(TimeoutMs)
-            .map_err(de::Error::custom)
+        number(deserializer, |value| TimeoutMs::check(value).map(TimeoutMs))
     }
 }
 
-/// A whole number of bytes from 1 to [`MAX_OUTPUT_BYTES`] (1 GiB), for output caps.
+/// A whole number of bytes from 1 to [`MAX_OUTPUT_BYTES`] (1 GiB), for output caps
+/// (`max_output_bytes`, `maxOutputBytes`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct ByteCount(pub u64);
 
+impl ByteCount {
+    /// The cap as a `usize`.
+    pub fn get(self) -> usize {
+        usize::try_from(self.0).unwrap_or(usize::MAX)
+    }
+}
+
+impl Serialize for ByteCount {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_u64(self.0)
+    }
+}
+
+impl JsonSchema for ByteCount {
+    fn inline_schema() -> bool {
+        true
+    }
+
+    fn schema_name() -> Cow<'static, str> {
+        "ByteCount".into()
+    }
+
+    fn json_schema(_generator: &mut SchemaGenerator) -> Schema {
+        json_schema!({
+            "type": "integer",
+            "minimum": 1,
+            "maximum": MAX_OUTPUT_BYTES,
+        })
+    }
+}
+
 impl<'de> Deserialize<'de> for ByteCount {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        let value = number(deserializer)?;
-        whole(value, 1, MAX_OUTPUT_BYTES, "bytes")
-            .map(ByteCount)
-            .map_err(de::Error::custom)
+        number(deserializer, |value| {
+            whole(value, 1, MAX_OUTPUT_BYTES, "bytes").map(ByteCount)
+        })
     }
 }
 
@@ -94,10 +130,7 @@ impl<const MIN: u64, const MAX: u64> Count<MIN, MAX> {
 
 impl<'de, const MIN: u64, const MAX: u64> Deserialize<'de> for Count<MIN, MAX> {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        let value = number(deserializer)?;
-        whole(value, MIN, MAX, "")
-            .map(Count)
-            .map_err(de::Error::custom)
+        number(deserializer, |value| whole(value, MIN, MAX, "").map(Count))
     }
 }
 

@@ -17,9 +17,7 @@ use serde_json::Value;
 use super::canonical::canonical_json;
 use crate::command::split_command;
 use crate::error::{Error, Result};
-
-/// Longest prefix pattern an "always" answer may give, in bytes.
-pub const MAX_PREFIX_PATTERN_BYTES: usize = 4096;
+use crate::limits::MAX_PREFIX_PATTERN_BYTES;
 
 /// How far an "always" answer reaches.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]

@@ -8,28 +8,43 @@
 //! - A worker built in code: the canonical JSON of the description the SDK gives (name,
 //!   instructions, tool names, descriptions and approvals).
 
+use std::path::Path;
+
 use serde_json::Value;
 
 use super::canonical::canonical_json;
 use super::crypto::{sha256_hex, Digester};
 use crate::error::{Error, Result};
-use crate::worker::WorkerPlan;
+use crate::frozen::FrozenFiles;
 
-/// The fingerprint of a plan. Fails with `CONFIG_INVALID` when a file of the graph changed since
-/// the plan was made (the plan would no longer describe what runs).
-pub fn plan_fingerprint(plan: &WorkerPlan) -> Result<String> {
+/// One worker of a planned delegation graph, as far as its fingerprint goes.
+#[derive(Debug, Clone, Copy)]
+pub struct GraphWorker<'a> {
+    pub name: &'a str,
+    /// The worker file.
+    pub path: &'a Path,
+    pub work_dir: &'a Path,
+    pub readonly: bool,
+}
+
+/// The fingerprint of a planned graph: its workers (the top one first) and the files it froze
+/// (`WorkerPlan::fingerprint` hands them over). Fails with `CONFIG_INVALID` when a file changed
+/// since the plan was made (the plan would no longer describe what runs).
+pub fn graph_fingerprint<'a>(
+    workers: impl IntoIterator<Item = GraphWorker<'a>>,
+    files: &FrozenFiles,
+) -> Result<String> {
     const WHAT: &str = "taking the worker's fingerprint for its run state";
-    plan.frozen_files().verify_all(WHAT)?;
+    files.verify_all(WHAT)?;
     let mut digest = Digester::new();
     digest.field(b"toolgate-plan-v1");
-    for planned in plan.workers() {
-        let worker = &planned.worker;
+    for worker in workers {
         digest.field(worker.name.as_bytes());
         digest.field(worker.path.as_os_str().as_encoded_bytes());
         digest.field(worker.work_dir.as_os_str().as_encoded_bytes());
         digest.field(&[u8::from(worker.readonly)]);
     }
-    for path in plan.frozen_files().paths() {
+    for path in files.paths() {
         digest.field(path.as_os_str().as_encoded_bytes());
         match std::fs::read(path) {
             Ok(content) => digest.field(sha256_hex(&content).as_bytes()),
@@ -38,7 +53,7 @@ pub fn plan_fingerprint(plan: &WorkerPlan) -> Result<String> {
         }
     }
     // A file rewritten while it was hashed would make the fingerprint describe neither version.
-    plan.frozen_files().verify_all(WHAT)?;
+    files.verify_all(WHAT)?;
     Ok(digest.finish())
 }
 
@@ -61,14 +76,20 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("w.yaml");
         std::fs::write(&path, "name: w\ninstructions: one\n").unwrap();
-        let first =
-            plan_fingerprint(&plan_worker(&path, &LoadOptions::default()).unwrap()).unwrap();
-        let again =
-            plan_fingerprint(&plan_worker(&path, &LoadOptions::default()).unwrap()).unwrap();
+        let first = plan_worker(&path, &LoadOptions::default())
+            .unwrap()
+            .fingerprint()
+            .unwrap();
+        let again = plan_worker(&path, &LoadOptions::default())
+            .unwrap()
+            .fingerprint()
+            .unwrap();
         assert_eq!(first, again);
         std::fs::write(&path, "name: w\ninstructions: two\n").unwrap();
-        let changed =
-            plan_fingerprint(&plan_worker(&path, &LoadOptions::default()).unwrap()).unwrap();
+        let changed = plan_worker(&path, &LoadOptions::default())
+            .unwrap()
+            .fingerprint()
+            .unwrap();
         assert_ne!(first, changed);
         // another work directory is another worker
         let other = tempfile::tempdir().unwrap();
@@ -78,7 +99,7 @@ mod tests {
         };
         assert_ne!(
             changed,
-            plan_fingerprint(&plan_worker(&path, &options).unwrap()).unwrap()
+            plan_worker(&path, &options).unwrap().fingerprint().unwrap()
         );
     }
 
@@ -89,7 +110,7 @@ mod tests {
         std::fs::write(&path, "name: w\n").unwrap();
         let plan = plan_worker(&path, &LoadOptions::default()).unwrap();
         std::fs::write(&path, "name: w\ninstructions: sneaky\n").unwrap();
-        let err = plan_fingerprint(&plan).unwrap_err();
+        let err = plan.fingerprint().unwrap_err();
         assert_eq!(err.code(), "CONFIG_INVALID");
         assert!(err.to_string().contains("w.yaml"), "{err}");
     }

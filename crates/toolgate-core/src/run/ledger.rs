@@ -13,9 +13,7 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime};
 
 use crate::error::{Error, Result};
-
-/// How long a run state may wait for its answers: a week.
-pub const STATE_MAX_AGE_MS: u64 = 7 * 24 * 60 * 60 * 1000;
+use crate::limits::STATE_MAX_AGE_MS;
 
 /// The directory of resumed-state markers.
 #[derive(Debug, Clone)]

@@ -12,11 +12,13 @@ mod canonical;
 mod crypto;
 pub mod fingerprint;
 pub mod ledger;
+pub mod options;
 pub mod outcome;
 pub mod state;
 
 pub use always::{AlwaysScope, ScopeChoice, ScopeKind};
 pub use canonical::canonical_json;
+pub use options::{AgentSettingsOptions, AuditOptions, ResumeWorkerOptions, RunWorkerOptions};
 pub use outcome::{refusal_of, CallDecision, DecidedBy, Refusal};
 pub use state::{
     check_secret, resume, seal, Answer, AnsweredApproval, PendingApproval, PendingDraft,

@@ -19,23 +19,17 @@ use serde_json::Value;
 
 use super::always::{AlwaysScope, ScopeChoice};
 use super::crypto::{hmac_hex, hmac_matches, random_hex};
-use super::ledger::{Ledger, STATE_MAX_AGE_MS};
+use super::ledger::Ledger;
 use crate::error::{Error, Result};
+use crate::limits::{
+    MAX_ALWAYS_SCOPES, MAX_PENDING, MAX_REASON_BYTES, MAX_STATE_BYTES, MIN_SECRET_BYTES,
+    STATE_MAX_AGE_MS,
+};
 
 /// The `format` of a state.
 pub const STATE_FORMAT: &str = "toolgate-run-state";
 /// The version of the state layout this core writes and reads.
 pub const STATE_VERSION: u32 = 1;
-/// Largest state accepted, in bytes (the conversation is inside).
-pub const MAX_STATE_BYTES: usize = 64 * 1024 * 1024;
-/// Shortest `stateSecret` accepted, in bytes.
-pub const MIN_SECRET_BYTES: usize = 32;
-/// Most approval requests one state may wait for.
-pub const MAX_PENDING: usize = 256;
-/// Most "always" answers a run may collect.
-pub const MAX_ALWAYS_SCOPES: usize = 1024;
-/// Longest reason a denial may give the model, in bytes.
-pub const MAX_REASON_BYTES: usize = 8 * 1024;
 
 /// Separates the signed body from any other use of the secret.
 const MAC_DOMAIN: &[u8] = b"toolgate-run-state-v1\n";

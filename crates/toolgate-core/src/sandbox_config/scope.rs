@@ -74,6 +74,24 @@ impl SandboxScope {
         })
     }
 
+    /// The sandbox of a tool built on its own (a TypeScript toolset): its `sandbox` option
+    /// (relative roots against the work directory) and `readOnly`. `CONFIG_INVALID` for
+    /// `readOnly` without a sandbox (only the kernel can keep a program from writing).
+    pub fn standalone(
+        work_dir: &Path,
+        read_only: bool,
+        sandbox: Option<&SandboxFields>,
+    ) -> Result<Self> {
+        let fields = sandbox.cloned().unwrap_or_default();
+        let scope = SandboxScope::new(work_dir, read_only, &fields, work_dir, "option 'sandbox'")?;
+        if read_only && scope.policy().is_none() {
+            return Err(Error::ConfigInvalid(
+                "options 'readOnly: true' and 'sandbox: false' contradict each other: only the kernel sandbox can keep programs from writing; remove one".into(),
+            ));
+        }
+        Ok(scope)
+    }
+
     /// This scope narrowed by `fields`: an absent key keeps this scope's value; a present one
     /// may only be stricter (mode), off (network), or name roots this scope already reaches
     /// (a read root inside the work directory or a read or write root, a write root inside a

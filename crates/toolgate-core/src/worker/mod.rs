@@ -25,11 +25,15 @@ use crate::sandbox_config::{SandboxFields, SandboxModeName};
 pub mod attachments;
 mod decide;
 pub mod golem;
+pub mod options;
 mod plan;
 mod program;
 mod registry;
 
 pub use decide::{DecidedTool, McpReports, ModuleTools};
+pub use options::{
+    LoadCustomToolsOptions, LoadWorkerOptions, ResolveModelOptions, WorkerToolsOptions,
+};
 pub use plan::{plan_worker, Delegate, PlannedWorker, WorkerPlan};
 
 /// A worker file as written. Its JSON Schema (`schemas/worker.schema.json`) is generated from

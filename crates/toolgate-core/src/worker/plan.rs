@@ -18,6 +18,7 @@ use crate::frozen::FrozenFiles;
 use crate::fs::config::{filesystem_tools, CodeAgentGroup};
 use crate::limits::{MAX_WORKERS_IN_GRAPH, MAX_WORKER_DEPTH};
 use crate::mcp::McpToolset;
+use crate::run::fingerprint::{graph_fingerprint, GraphWorker};
 use crate::sandbox_config::{SandboxFields, SandboxModeName, SandboxScope, ToolSandbox, Widening};
 
 #[cfg(test)]
@@ -116,6 +117,35 @@ impl WorkerPlan {
     /// Every frozen file of the graph.
     pub fn frozen_files(&self) -> &FrozenFiles {
         &self.files
+    }
+
+    /// Every `deny_output` pattern of the graph, once each: the audit log redacts them (output a
+    /// guardrail keeps from the model is kept from the log too).
+    pub fn redaction_patterns(&self) -> Vec<String> {
+        let mut patterns: Vec<String> = Vec::new();
+        for planned in &self.workers {
+            if let Some(cli) = &planned.worker.toolsets.cli_execute {
+                for entry in &cli.guardrails.deny_output {
+                    if !patterns.contains(&entry.pattern) {
+                        patterns.push(entry.pattern.clone());
+                    }
+                }
+            }
+        }
+        patterns
+    }
+
+    /// The fingerprint a run state carries (see [`crate::run::fingerprint`]): every file of the
+    /// graph and each worker's name, file, work directory and `readonly`. `CONFIG_INVALID` when
+    /// a file changed since the plan was made.
+    pub fn fingerprint(&self) -> Result<String> {
+        let workers = self.workers.iter().map(|planned| GraphWorker {
+            name: &planned.worker.name,
+            path: &planned.worker.path,
+            work_dir: &planned.worker.work_dir,
+            readonly: planned.worker.readonly,
+        });
+        graph_fingerprint(workers, &self.files)
     }
 
     fn add(

@@ -14,9 +14,9 @@ use napi::Env;
 use napi_derive::napi;
 use serde::de::DeserializeOwned;
 use toolgate_core::fs::access::{decide_call, Access, PathGate};
-use toolgate_core::fs::{self, Cancel};
-use toolgate_core::options::{
-    EditOptions, GlobOptions, GrepOptions, PatchOperationOptions, ReadOptions, TreeOptions,
+use toolgate_core::fs::{
+    self, Cancel, EditOptions, GlobOptions, GrepOptions, PatchOperationOptions, ReadOptions,
+    TreeOptions,
 };
 use toolgate_core::PathValidator;
 

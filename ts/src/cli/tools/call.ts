@@ -1,5 +1,5 @@
 import { ToolgateError } from '../../native/errors.js';
-import { alwaysScopeFor } from '../../worker/approval-gate.js';
+import { alwaysScopeFor } from '../../approval/always.js';
 import { terminalApproval } from '../terminal-approval.js';
 import { UsageError } from './errors.js';
 import { writeJson } from './format.js';
@@ -47,7 +47,7 @@ export async function call(flags: Flags, [name, json]: string[]): Promise<number
   const registry = registryFor(flags, undefined, undefined, timeoutMs);
   const discovery = await registry.refresh();
   const relevant = discovery.diagnostics.filter((d) => d.kind !== 'shadowed');
-  const prepared = registry.prepare(name as string, input); // TOOL_NOT_FOUND / INVALID_INPUT before any question
+  const prepared = await registry.prepare(name as string, input); // TOOL_NOT_FOUND / INVALID_INPUT before any question
   if (!flags.yes) {
     if (!process.stdin.isTTY) {
       prepared.kill();

@@ -26,25 +26,11 @@ use url::{Host, Url};
 pub use address::AllowList;
 
 use crate::error::{Error, Result};
-
-/// Default time for a whole request, redirects included.
-pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(30);
-/// The longest timeout a configuration may set.
-pub const MAX_TIMEOUT: Duration = Duration::from_secs(300);
-/// Default cap on the response body kept for the model.
-pub const DEFAULT_MAX_RESPONSE_BYTES: usize = 1024 * 1024;
-/// The largest response cap a configuration may set.
-pub const MAX_RESPONSE_BYTES: usize = 16 * 1024 * 1024;
-/// Redirects followed before the request fails.
-pub const MAX_REDIRECTS: usize = 5;
-/// Longest URL accepted from the model.
-pub const MAX_URL_BYTES: usize = 8 * 1024;
-/// Largest request body accepted from the model.
-pub const MAX_REQUEST_BODY_BYTES: usize = 1024 * 1024;
-/// Most request headers accepted from the model.
-pub const MAX_HEADERS: usize = 64;
-/// Largest single header value accepted from the model.
-pub const MAX_HEADER_VALUE_BYTES: usize = 8 * 1024;
+use crate::limits::{
+    DEFAULT_HTTP_RESPONSE_BYTES, DEFAULT_HTTP_TIMEOUT, MAX_HTTP_HEADERS,
+    MAX_HTTP_HEADER_VALUE_BYTES, MAX_HTTP_REDIRECTS, MAX_HTTP_REQUEST_BODY_BYTES,
+    MAX_HTTP_URL_BYTES,
+};
 
 /// Headers the model may not set: they describe the connection, which is not the model's.
 const REFUSED_HEADERS: &[&str] = &[
@@ -136,8 +122,8 @@ impl Default for HttpPolicy {
     fn default() -> Self {
         Self {
             allow: Arc::new(AllowList::default()),
-            timeout: DEFAULT_TIMEOUT,
-            max_response_bytes: DEFAULT_MAX_RESPONSE_BYTES,
+            timeout: DEFAULT_HTTP_TIMEOUT,
+            max_response_bytes: DEFAULT_HTTP_RESPONSE_BYTES,
         }
     }
 }
@@ -227,7 +213,7 @@ impl HttpClient {
     }
 
     async fn follow(&self, mut request: PreparedRequest) -> Result<Value> {
-        for _hop in 0..=MAX_REDIRECTS {
+        for _hop in 0..=MAX_HTTP_REDIRECTS {
             check_literal_host(&request.url, &self.policy.allow)?;
             let mut builder = self
                 .client
@@ -254,7 +240,7 @@ impl HttpClient {
             }
         }
         Err(Error::ToolFailed(format!(
-            "http_request followed {MAX_REDIRECTS} redirects without reaching a response; request the final URL directly"
+            "http_request followed {MAX_HTTP_REDIRECTS} redirects without reaching a response; request the final URL directly"
         )))
     }
 
@@ -393,9 +379,9 @@ impl HttpRequestInput {
                 )))
             }
         };
-        if self.headers.len() > MAX_HEADERS {
+        if self.headers.len() > MAX_HTTP_HEADERS {
             return Err(Error::InvalidInput(format!(
-                "http_request: {} headers given, at most {MAX_HEADERS} are accepted",
+                "http_request: {} headers given, at most {MAX_HTTP_HEADERS} are accepted",
                 self.headers.len()
             )));
         }
@@ -407,9 +393,9 @@ impl HttpRequestInput {
                     "http_request: header '{name}' describes the connection and is set by toolgate; leave it out"
                 )));
             }
-            if value.len() > MAX_HEADER_VALUE_BYTES {
+            if value.len() > MAX_HTTP_HEADER_VALUE_BYTES {
                 return Err(Error::InvalidInput(format!(
-                    "http_request: header '{name}' is longer than {MAX_HEADER_VALUE_BYTES} bytes"
+                    "http_request: header '{name}' is longer than {MAX_HTTP_HEADER_VALUE_BYTES} bytes"
                 )));
             }
             let header_name = HeaderName::from_bytes(name.as_bytes()).map_err(|_| {
@@ -423,9 +409,9 @@ impl HttpRequestInput {
             headers.append(header_name, header_value);
         }
         if let Some(body) = &self.body {
-            if body.len() > MAX_REQUEST_BODY_BYTES {
+            if body.len() > MAX_HTTP_REQUEST_BODY_BYTES {
                 return Err(Error::InvalidInput(format!(
-                    "http_request: the body is {} bytes, at most {MAX_REQUEST_BODY_BYTES} are accepted",
+                    "http_request: the body is {} bytes, at most {MAX_HTTP_REQUEST_BODY_BYTES} are accepted",
                     body.len()
                 )));
             }
@@ -455,9 +441,9 @@ impl HttpRequestInput {
 }
 
 fn parse_url(text: &str) -> Result<Url> {
-    if text.len() > MAX_URL_BYTES {
+    if text.len() > MAX_HTTP_URL_BYTES {
         return Err(Error::InvalidInput(format!(
-            "http_request: the URL is longer than {MAX_URL_BYTES} bytes"
+            "http_request: the URL is longer than {MAX_HTTP_URL_BYTES} bytes"
         )));
     }
     let url = Url::parse(text).map_err(|err| {

@@ -332,7 +332,7 @@ async fn model_input_is_bounded_and_checked() {
         json!({ "url": "file:///etc/passwd" }),
         json!({ "url": "not a url" }),
         json!({ "url": "http://user:pw@example.com/" }),
-        json!({ "url": format!("http://example.com/{}", "a".repeat(MAX_URL_BYTES)) }),
+        json!({ "url": format!("http://example.com/{}", "a".repeat(MAX_HTTP_URL_BYTES)) }),
         json!({ "url": "http://example.com/", "method": "TRACE" }),
         json!({ "url": "http://example.com/", "headers": { "Host": "x" } }),
         json!({ "url": "http://example.com/", "headers": { "X-A": "a\r\nInjected: 1" } }),

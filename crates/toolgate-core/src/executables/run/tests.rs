@@ -125,6 +125,10 @@ async fn invalid_input_is_refused_before_the_tool_runs() {
         (serde_json::json!({"city": 5}), "at /city:"),
         (serde_json::json!({"city": "Oslo", "x": 1}), "x"),
         (serde_json::json!("Oslo"), "at / (the input itself)"),
+        (
+            serde_json::json!({"city": "x".repeat(crate::limits::MAX_STDIN_BYTES)}),
+            "larger than",
+        ),
     ] {
         let err = f.run("weather", input.clone()).await.unwrap_err();
         assert_eq!(err.code(), "INVALID_INPUT", "{input}");

@@ -552,3 +552,27 @@ fn the_builtins_toolset_is_planned_and_decided() {
         assert!(err.to_string().contains(expected), "{text}: {err}");
     }
 }
+
+#[test]
+fn the_redaction_patterns_are_every_deny_output_pattern_of_the_graph_once() {
+    let temp = dir();
+    let d = temp.path.clone();
+    let top = write(
+        &d,
+        "main.yaml",
+        "name: main\nsandbox: { mode: best-effort }\ntoolsets:\n  cli_execute:\n    allowed_binaries: [ls]\n    guardrails:\n      deny_output: [{ pattern: 'sk-[a-z]+', action: redact }, { pattern: PRIVATE KEY }]\n  workers:\n    allowed_workers: [helper]\n",
+    );
+    write(
+        &d,
+        "helper.yaml",
+        "name: helper\ntoolsets:\n  cli_execute:\n    allowed_binaries: [ls]\n    guardrails: { deny_output: [{ pattern: PRIVATE KEY }, { pattern: 'ghp_[A-Za-z0-9]+' }] }\n",
+    );
+    let plan = plan(&top);
+    assert_eq!(
+        plan.redaction_patterns(),
+        ["sk-[a-z]+", "PRIVATE KEY", "ghp_[A-Za-z0-9]+"]
+    );
+    let fingerprint = plan.fingerprint().unwrap();
+    assert_eq!(fingerprint, plan.fingerprint().unwrap());
+    assert_eq!(fingerprint.len(), 64, "{fingerprint}");
+}

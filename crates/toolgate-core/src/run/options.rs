@@ -1,10 +1,11 @@
-//! `runWorker`, `streamWorker`, `resumeWorker` and `toAgentSettings` options.
+//! The options of `runWorker`, `streamWorker`, `resumeWorker` and `toAgentSettings`, read by
+//! [`crate::options::parse`].
 
 use std::path::PathBuf;
 
 use serde::Deserialize;
 
-use super::{Count, JsOnly};
+use crate::options::{Count, JsOnly};
 
 /// `audit` of a run: the JSON Lines file events are appended to.
 #[derive(Debug, Default, Deserialize)]

@@ -1,15 +1,7 @@
+import { AlwaysAnswers, alwaysScope, alwaysScopeFor, type AlwaysScope, type AlwaysScopeChoice } from '../approval/always.js';
 import { commandWordsOf } from '../approval/approval.js';
-import { native } from '../native/binding.js';
-import { callNative, ToolgateError } from '../native/errors.js';
-import type {
-  AlwaysScope,
-  AlwaysScopeChoice,
-  ApprovalAnswer,
-  ApprovalHandler,
-  ApprovalRequest,
-  DecidedBy,
-  RunEvent,
-} from './types.js';
+import { ToolgateError } from '../native/errors.js';
+import type { ApprovalAnswer, ApprovalHandler, ApprovalRequest, DecidedBy, RunEvent } from './types.js';
 
 /** How the gate answered a request. */
 export interface GateAnswer {
@@ -28,20 +20,6 @@ const NESTED_DEFER_REASON =
 
 function normalize(answer: ApprovalAnswer): { decision: 'approve' | 'always' | 'deny'; reason?: string; scope?: AlwaysScopeChoice } {
   return typeof answer === 'string' ? { decision: answer } : answer;
-}
-
-/** The scope "always" covers for a call, as the core decides it (`choice` widens it explicitly). */
-export function alwaysScopeFor(toolName: string, input: unknown, argv: string[] | undefined, choice?: AlwaysScopeChoice): AlwaysScope {
-  return JSON.parse(callNative(() => native.alwaysScope(toolName, JSON.stringify(input) ?? 'null', argv ?? null, choice ?? null))) as AlwaysScope;
-}
-
-/**
- * The scope an "always" answer to `request` would cover with `choice` (`'call'`, `'tool'` or
- * `{ prefix }`), with the sentence to show before it is picked. Throws `INVALID_INPUT` for a
- * prefix that does not cover the request, or a prefix for a tool that runs no command.
- */
-export function alwaysScope(request: ApprovalRequest, choice: AlwaysScopeChoice = 'call'): AlwaysScope {
-  return alwaysScopeFor(request.toolName, request.input, request.argv, choice);
 }
 
 /** Resolves with `promise`, or rejects with the signal's reason when it aborts first. */
@@ -65,15 +43,16 @@ function untilAborted<T>(promise: Promise<T>, signal: AbortSignal | undefined): 
 }
 
 /**
- * Answers approval requests for one run: remembers "always" answers (their scopes are the
- * core's), asks the handler otherwise, and denies when there is no handler. Workers called by
- * the run share it, so an "always" holds for them too.
+ * Answers approval requests for one run (or one MCP session): an earlier "always" that covers
+ * the call answers it, else the handler is asked, else the call is denied (fail closed). It
+ * keeps the run's "always" answers (`AlwaysAnswers`; their scopes are the core's) and the answer
+ * given for each call. Workers called by the run share it, so an "always" holds for them too.
  */
 export class ApprovalGate {
   readonly #handler: ApprovalHandler | 'defer' | undefined;
   readonly #emit: (event: RunEvent) => void;
   readonly #signal: AbortSignal | undefined;
-  readonly #always: AlwaysScope[];
+  readonly #always: AlwaysAnswers;
   readonly #answers = new Map<string, GateAnswer>();
 
   constructor(
@@ -85,12 +64,12 @@ export class ApprovalGate {
     this.#handler = handler;
     this.#emit = emit;
     this.#signal = signal;
-    this.#always = [...always];
+    this.#always = new AlwaysAnswers(always);
   }
 
   /** The "always" answers given so far (for a run state). */
   get alwaysScopes(): AlwaysScope[] {
-    return [...this.#always];
+    return this.#always.scopes;
   }
 
   /** The request for a call: what "always" would cover, and the command's words for command tools. */
@@ -107,13 +86,7 @@ export class ApprovalGate {
 
   /** Whether an earlier "always" covers this call. An input the core cannot read is not covered. */
   coveredByAlways(tool: object | undefined, toolName: string, input: unknown): boolean {
-    if (this.#always.length === 0) return false;
-    try {
-      const argv = commandWordsOf(tool, input);
-      return native.alwaysCovers(JSON.stringify(this.#always), toolName, JSON.stringify(input) ?? 'null', argv ?? null);
-    } catch {
-      return false;
-    }
+    return this.#always.covers(tool, toolName, input);
   }
 
   /**
@@ -127,9 +100,7 @@ export class ApprovalGate {
 
   /** Adds "always" answers given elsewhere (a resumed state's). */
   addAlways(scopes: readonly AlwaysScope[]): void {
-    for (const scope of scopes) {
-      if (!this.#always.some((known) => JSON.stringify(known) === JSON.stringify(scope))) this.#always.push(scope);
-    }
+    this.#always.add(scopes);
   }
 
   /** Records an answer given elsewhere (a resumed state's answers). */
@@ -137,6 +108,12 @@ export class ApprovalGate {
     this.#answers.set(toolCallId, answer);
   }
 
+  /**
+   * Answers one call that needs approval and remembers the answer (`answerFor`). Emits
+   * `approval-asked` before the handler is asked and `approval-answered` after. A handler that
+   * answers something else than an answer throws `INVALID_INPUT`; an abort while asking throws
+   * the signal's reason.
+   */
   async decide(tool: object | undefined, toolName: string, input: unknown, toolCallId: string): Promise<GateAnswer> {
     const base = { toolCallId, toolName };
     let answer: GateAnswer;
@@ -171,7 +148,7 @@ export class ApprovalGate {
       } else if (given.decision === 'always') {
         const scope = given.scope === undefined || given.scope === 'call' ? request.scope : alwaysScope(request, given.scope);
         answer = { approved: true, decision: 'always', decidedBy: 'user', scope };
-        this.#always.push(scope);
+        this.#always.add([scope]);
       } else if (given.decision === 'approve') {
         answer = { approved: true, decision: 'approved', decidedBy: 'user' };
       } else {

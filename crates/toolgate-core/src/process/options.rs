@@ -1,4 +1,4 @@
-//! `exec()` options.
+//! `exec()` options, read by [`crate::options::parse`].
 
 use std::collections::BTreeMap;
 use std::fmt;
@@ -7,10 +7,9 @@ use std::path::PathBuf;
 use serde::de::{self, Deserializer, Visitor};
 use serde::Deserialize;
 
-use super::toolsets::WorkDir;
-use super::{ByteCount, JsOnly, TimeoutMs};
 use crate::error::Result;
 use crate::exec::ExecRequest;
+use crate::options::{ByteCount, JsOnly, TimeoutMs, WorkDir};
 use crate::sandbox_config::{prepare_cached, SandboxOption, SandboxScope};
 
 /// What `exec` runs. `command` is an absolute path, a path relative to `cwd`, or a name looked
@@ -73,7 +72,7 @@ impl ExecOptions {
             request = request.timeout(timeout.0);
         }
         if let Some(cap) = self.max_output_bytes {
-            request = request.max_output_bytes(usize::try_from(cap.0).unwrap_or(usize::MAX));
+            request = request.max_output_bytes(cap.get());
         }
         Ok((request, warning))
     }

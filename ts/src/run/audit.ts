@@ -1,6 +1,12 @@
+import { randomBytes } from 'node:crypto';
 import { native } from '../native/binding.js';
 import { awaitNative } from '../native/errors.js';
 import type { RunEvent, RunStatus, RunUsage } from './types.js';
+
+/** A new run id (also the id of an MCP serving in the audit log). */
+export function newRunId(): string {
+  return randomBytes(16).toString('hex');
+}
 
 /** Where a run's audit log goes and what it redacts (checked by the core). */
 export interface AuditTarget {

@@ -1,16 +1,15 @@
-//! Per-call arguments of the file tools (`FileTools.read`, `.edit`, `.patch`, `.glob`, `.grep`,
-//! `.tree`): `INVALID_INPUT` when wrong. The defaults are the core's ([`crate::limits`]).
+//! Per-call arguments of the file tools from JavaScript (`FileTools.read`, `.edit`, `.patch`,
+//! `.glob`, `.grep`, `.tree`), read by [`crate::options::parse`]: `INVALID_INPUT` when wrong.
+//! The defaults are the core's ([`crate::limits`]).
 
 use serde::Deserialize;
 
-use super::Count;
-use crate::fs::{
-    self, EditRequest, GlobRequest, GrepRequest, PatchAction, ReadRequest, TreeRequest,
-};
+use super::{EditRequest, GlobRequest, GrepRequest, PatchAction, ReadRequest, TreeRequest};
 use crate::limits::{
     DEFAULT_GLOB_RESULTS, DEFAULT_GREP_RESULTS, DEFAULT_READ_LINES, DEFAULT_TREE_DEPTH,
     MAX_GREP_CONTEXT,
 };
+use crate::options::Count;
 
 /// Most lines of grep context, as a type parameter.
 const GREP_CONTEXT: u64 = MAX_GREP_CONTEXT as u64;
@@ -96,9 +95,9 @@ pub struct PatchOperationOptions {
     pub new_path: Option<String>,
 }
 
-impl From<PatchOperationOptions> for fs::PatchOperation {
+impl From<PatchOperationOptions> for super::PatchOperation {
     fn from(options: PatchOperationOptions) -> Self {
-        fs::PatchOperation {
+        super::PatchOperation {
             action: options.action.into(),
             path: options.path,
             content: options.content,
