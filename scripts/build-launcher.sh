@@ -2,7 +2,9 @@
 # Builds the sandbox launcher (crates/toolgate-sandbox) and copies it next to the .node addon in
 # native/, where the addon looks for it. Release builds link it statically (crt-static): it is
 # started once per sandboxed call, and without the dynamic loader it starts about a third
-# faster. Usage: scripts/build-launcher.sh release|debug
+# faster. The crate depends on no toolgate crate: this compiles it and a few small crates (libc,
+# rustix, landlock, seccompiler), in well under a minute from scratch.
+# Usage: scripts/build-launcher.sh release|debug
 set -euo pipefail
 cd "$(dirname "$0")/.."
 profile="${1:-release}"

@@ -6,7 +6,7 @@
 #   npm/<platform>/toolgate.<platform>.node  the addon, release profile, stripped; the gnu
 #                                            builds link against glibc 2.17's symbol versions
 #   npm/<platform>/toolgate-sandbox          the sandbox launcher, a static musl executable
-#                                            (built with the musl addon, shared with gnu)
+#                                            (one per architecture, shared by musl and gnu)
 #   native/binding.js, native/binding.d.ts, dist/   the main package's generated files
 #   target/release-packages/*.tgz            the tarballs to publish (platform packages first)
 #
@@ -37,20 +37,25 @@ packages=target/release-packages
 rm -rf "$staging" "$packages"
 mkdir -p "$staging" "$packages"
 
-# Per architecture, the musl build comes first: one cargo run builds the musl addon and the
-# launcher with the same dependencies (the launcher's build.rs links it statically), and the
-# gnu package ships that same static launcher. Each run is one compilation of the core.
+# Per platform the addon, per architecture the launcher, each in a cargo run of its own. The
+# launcher (crates/toolgate-sandbox, no toolgate-core in its graph) is a static musl executable
+# that the musl and gnu packages of an architecture both ship; it is built with the musl
+# platform, which comes first. It never shares a run with the addon: there its crate is built
+# without the `launcher` feature, and the musl addon turns crt-static off.
 for platform in "${platforms[@]}"; do
   launcher="$(launcher_target "$platform")"
-  packages_built=(-p toolgate-node)
-  [ "$(addon_target "$platform")" = "$launcher" ] && packages_built+=(-p toolgate-sandbox)
-  echo "== $platform: addon ($(addon_target "$platform"))${packages_built[2]:+ and launcher}"
+  echo "== $platform: addon ($(addon_target "$platform"))"
   # napi's -x builds through cargo-zigbuild; --strip passes `-s` to the linker; for musl napi
   # turns crt-static off, since the addon is loaded into a Node that has musl's libc.so.
   npx napi build --platform --release --strip --cross-compile \
     --target "$(addon_target "$platform")" \
     --manifest-path crates/toolgate-node/Cargo.toml --output-dir "$staging/$platform" \
-    --no-js --dts binding.d.ts --no-const-enum -- "${packages_built[@]}"
+    --no-js --dts binding.d.ts --no-const-enum
+  if [ "$(addon_target "$platform")" = "$launcher" ]; then
+    echo "== $platform: launcher ($launcher, static)"
+    CARGO_PROFILE_RELEASE_STRIP=symbols \
+      cargo zigbuild --release -p toolgate-sandbox --target "$launcher"
+  fi
   install -m 0755 "$staging/$platform/toolgate.$platform.node" "npm/$platform/"
   install -m 0755 "target/$launcher/release/toolgate-sandbox" "npm/$platform/toolgate-sandbox"
   cp LICENSE "npm/$platform/LICENSE"

@@ -1,7 +1,7 @@
-//! Links the launcher statically on musl also when a build turns `crt-static` off: the release
-//! build (scripts/build-release.sh) compiles it in one cargo run with the Node addon, which must
-//! link musl dynamically, so the two share their compiled dependencies. A static launcher runs
-//! on any Linux of its architecture, glibc or musl, without a dynamic loader.
+//! Links the launcher statically on musl also when a build turns `crt-static` off (napi does
+//! for the musl addon, which must link musl dynamically; were the launcher ever built in the
+//! same cargo run, it would inherit that). A static launcher runs on any Linux of its
+//! architecture, glibc or musl, without a dynamic loader.
 
 fn main() {
     println!("cargo:rerun-if-changed=build.rs");

@@ -2,6 +2,11 @@
 
 use std::time::Duration;
 
+#[path = "../tests/common/launcher.rs"]
+mod launcher;
+
+pub use launcher::launcher;
+
 /// A pid is gone when it no longer exists or is a zombie nobody has reaped yet (PID 1 in a
 /// container may not reap); either way it runs no code.
 pub fn process_is_gone(pid: u32) -> bool {

@@ -1,6 +1,6 @@
 //! `toolgate-sandbox`: runs a program under toolgate's kernel sandbox. toolgate starts it with
-//! the prepared policy on its command line; all of the logic is in
-//! `toolgate_core::sandbox::launcher_main`.
+//! the prepared policy on its command line (or as its server, `--serve`); all of the logic is
+//! in [`toolgate_sandbox::launcher_main`].
 //!
 //! `main` is the C entry point: the launcher runs once per sandboxed call, and std's runtime
 //! set-up (which reads `/proc/self/maps` to place a stack guard and installs signal handlers)
@@ -24,7 +24,7 @@ extern "C" fn main(argc: std::ffi::c_int, argv: *const *const std::ffi::c_char) 
             std::ffi::OsString::from_vec(arg.to_bytes().to_vec())
         })
         .collect();
-    toolgate_core::sandbox::launcher_main(args)
+    toolgate_sandbox::launcher_main(args)
 }
 
 #[cfg(not(target_os = "linux"))]

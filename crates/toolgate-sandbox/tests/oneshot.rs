@@ -1,89 +1,305 @@
-//! The one-shot launcher (`toolgate-sandbox [policy] -- program args`), as the CLI's
-//! `toolgate sandbox` and MCP stdio servers start it: confined, the program's exit code and
-//! signal mirrored, its whole tree gone when it exits, its own failures with its exit codes.
+//! The one-shot launcher (`toolgate-sandbox [policy] -- program args`), driven directly with
+//! the words of a policy: the kernel refuses what the policy does not grant (Landlock: paths;
+//! seccomp: system calls and sockets), the program's exit code and signal come back, its whole
+//! tree ends with it, and the launcher's own failures use its exit codes.
 
 #![cfg(target_os = "linux")]
 
 mod common;
 
+use std::ffi::OsString;
+use std::net::TcpListener;
 use std::os::unix::process::ExitStatusExt;
-use std::path::Path;
 use std::process::{Command, Output};
-use std::time::Duration;
 
-use common::{process_is_gone, text, Fixture, SECRET};
-use toolgate_core::exec::env;
-use toolgate_core::sandbox::LAUNCHER_MESSAGE_PREFIX;
+use common::{
+    eventually, installed, kernel_can_confine, launcher, process_is_gone, text, Fixture, SECRET,
+};
+use toolgate_sandbox::protocol::{
+    EXIT_CANNOT_EXECUTE, EXIT_NOT_FOUND, EXIT_SETUP_FAILED, LAUNCHER_MESSAGE_PREFIX,
+};
 
-/// Runs `program args` through the one-shot launcher under the default policy.
-fn launch(f: &Fixture, program: &str, args: &[&str]) -> Output {
-    let sandbox = f.sandbox(f.policy());
-    let call_dir = tempfile::tempdir().unwrap();
-    let vars = env::child_environment(&[]);
-    let (launcher, launcher_args) = sandbox
-        .command(Path::new(program), call_dir.path(), &vars, &[])
-        .unwrap();
-    Command::new(launcher)
-        .args(launcher_args)
+/// Runs `program args` through the launcher under `policy`, in the work directory, with a
+/// plain `PATH` and nothing else in the environment.
+fn run(f: &Fixture, policy: &[OsString], program: &str, args: &[&str]) -> Output {
+    Command::new(launcher())
+        .arg("--parent")
+        .arg(std::process::id().to_string())
+        .args(policy)
+        .arg("--")
+        .arg(program)
         .args(args)
         .current_dir(&f.work)
         .env_clear()
-        .envs(vars)
+        .env("PATH", "/usr/bin:/bin")
         .output()
         .unwrap()
 }
 
-#[test]
-fn programs_run_confined_with_their_exit_codes_and_signals() {
-    let f = Fixture::new();
-    let out = launch(&f, "/bin/cat", &[&f.secret()]);
-    assert_eq!(out.status.code(), Some(1));
-    assert!(text(&out.stderr).contains("Permission denied"), "{out:?}");
-    assert!(!text(&out.stdout).contains(SECRET));
+fn sh(f: &Fixture, policy: &[OsString], script: &str) -> Output {
+    run(f, policy, "/bin/sh", &["-c", script])
+}
 
-    let out = launch(&f, "/bin/cat", &["in.txt"]);
-    assert_eq!(text(&out.stdout), "line one\nline two\n");
-    for code in [0, 3, 125, 255] {
-        let out = launch(&f, "/bin/sh", &["-c", &format!("exit {code}")]);
-        assert_eq!(out.status.code(), Some(code));
-    }
-    let out = launch(&f, "/bin/sh", &["-c", "kill -TERM $$"]);
-    assert_eq!(out.status.signal(), Some(libc::SIGTERM));
-    let out = launch(
-        &f,
-        "/bin/sh",
-        &["-c", "grep -E '^(NoNewPrivs|Seccomp):' /proc/self/status"],
-    );
-    assert_eq!(text(&out.stdout), "NoNewPrivs:\t1\nSeccomp:\t2\n");
+fn listing(dir: &std::path::Path) -> Vec<String> {
+    let mut names: Vec<String> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|entry| entry.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    names.sort();
+    names
 }
 
 #[test]
-fn the_tree_ends_with_the_program_and_failures_use_the_launchers_codes() {
+fn paths_outside_the_policy_are_refused_by_the_kernel() {
+    if !kernel_can_confine() {
+        return;
+    }
     let f = Fixture::new();
+    let policy = f.policy(false, &["--seccomp"]);
+    let secret = f.secret();
+    let reads = [
+        format!("cat {secret}"),
+        "cat ../outside/secret.txt".to_string(),
+        "ls ..".to_string(),
+        format!("cp {secret} ./stolen"),
+        "ln -s ../secret.txt link && cat link".to_string(),
+        format!("while read line; do echo $line; done < {secret}"),
+        "cat /root/.bashrc /etc/shadow".to_string(),
+    ];
+    for script in &reads {
+        let out = sh(&f, &policy, script);
+        assert_ne!(out.status.code(), Some(0), "{script}: {out:?}");
+        assert!(
+            !text(&out.stdout).contains(SECRET),
+            "{script}: the secret leaked"
+        );
+        let stderr = text(&out.stderr);
+        assert!(
+            stderr.contains("Permission denied") || stderr.contains("No such file"),
+            "{script}: {stderr}"
+        );
+    }
+    for script in [
+        "echo x > ../stolen",
+        "mkdir ../made",
+        "echo x >> ../secret.txt",
+        "rm ../outside/secret.txt",
+        "mv in.txt ../moved",
+        "touch /tmp/toolgate-sandbox-test-escape",
+    ] {
+        let out = sh(&f, &policy, script);
+        assert_ne!(out.status.code(), Some(0), "{script}: {out:?}");
+    }
+    assert_eq!(listing(&f.root), ["outside", "secret.txt", "work"]);
+    assert_eq!(listing(&f.outside), ["secret.txt"]);
+    assert!(!std::path::Path::new("/tmp/toolgate-sandbox-test-escape").exists());
+    assert_eq!(
+        std::fs::read_to_string(f.root.join("secret.txt")).unwrap(),
+        format!("{SECRET}\n")
+    );
+
+    // Inside the policy the same programs work: the refusals above are the sandbox's.
+    let out = sh(
+        &f,
+        &policy,
+        "cat in.txt && echo made > new.txt && cat new.txt",
+    );
+    assert!(out.status.success(), "{out:?}");
+    assert_eq!(text(&out.stdout), "line one\nline two\nmade\n");
+
+    // Read-only work directory: reading works, writing does not.
+    let readonly = f.policy(true, &["--seccomp"]);
+    let out = sh(&f, &readonly, "cat in.txt");
+    assert_eq!(text(&out.stdout), "line one\nline two\n");
+    for script in ["echo x > other.txt", "rm in.txt", "mkdir sub"] {
+        let out = sh(&f, &readonly, script);
+        assert_ne!(out.status.code(), Some(0), "{script}: {out:?}");
+    }
+    assert_eq!(listing(&f.work), ["in.txt", "link", "new.txt"]);
+}
+
+#[test]
+fn the_filters_refuse_system_calls_and_sockets_without_network() {
+    if !kernel_can_confine() {
+        return;
+    }
+    let f = Fixture::new();
+    let status = "grep -E '^(NoNewPrivs|Seccomp):' /proc/self/status";
+    let out = sh(&f, &f.policy(false, &["--seccomp"]), status);
+    assert_eq!(
+        text(&out.stdout),
+        "NoNewPrivs:\t1\nSeccomp:\t2\n",
+        "{out:?}"
+    );
+    // The filters are the policy's to ask for.
+    let out = sh(&f, &f.policy(false, &[]), status);
+    assert_eq!(
+        text(&out.stdout),
+        "NoNewPrivs:\t1\nSeccomp:\t0\n",
+        "{out:?}"
+    );
+
+    if installed("unshare") {
+        let out = run(
+            &f,
+            &f.policy(false, &["--seccomp"]),
+            "unshare",
+            &["-U", "true"],
+        );
+        assert_ne!(out.status.code(), Some(0), "{out:?}");
+    }
+    let python = "/usr/bin/python3";
+    if !installed(python) {
+        return;
+    }
+    let calls = r#"
+import ctypes, errno, os, socket
+libc = ctypes.CDLL(None, use_errno=True)
+def call(name, nr, *args):
+    ctypes.set_errno(0)
+    rc = libc.syscall(nr, *args)
+    print(name, rc, errno.errorcode.get(ctypes.get_errno(), ctypes.get_errno()))
+call("ptrace", 101, 0, 0, 0, 0)
+call("unshare", 272, 0x10000000)
+call("mount", 165, 0, 0, 0, 0, 0)
+call("bpf", 321, 0, 0, 0)
+call("io_uring_setup", 425, 1, 0)
+call("keyctl", 250, 0, 0, 0, 0, 0)
+for family in (socket.AF_INET, socket.AF_INET6, socket.AF_NETLINK):
+    try:
+        socket.socket(family, socket.SOCK_DGRAM if family == socket.AF_NETLINK else socket.SOCK_STREAM)
+        print("socket", family, "made")
+    except OSError as err:
+        print("socket", family, errno.errorcode[err.errno])
+a, b = socket.socketpair()
+print("socketpair ok")
+"#;
+    if cfg!(target_arch = "x86_64") {
+        let out = run(&f, &f.policy(false, &["--seccomp"]), python, &["-c", calls]);
+        let report = text(&out.stdout);
+        assert!(out.status.success(), "{report}\n{}", text(&out.stderr));
+        let lines: Vec<&str> = report.lines().collect();
+        assert_eq!(lines.len(), 10, "{report}");
+        for line in &lines[..6] {
+            assert!(line.ends_with("-1 EPERM"), "{line}");
+        }
+        for line in &lines[6..9] {
+            assert!(line.ends_with(" EPERM"), "{line}");
+        }
+        assert_eq!(lines[9], "socketpair ok");
+    }
+
+    // TCP to a listener on this machine: refused without --network, reached with it.
+    let connect = "import socket, sys; s = socket.create_connection(('127.0.0.1', int(sys.argv[1])), timeout=3); s.sendall(b'hi')";
+    for network in [false, true] {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = listener.local_addr().unwrap().port().to_string();
+        let extra: &[&str] = if network {
+            &["--seccomp", "--network"]
+        } else {
+            &["--seccomp"]
+        };
+        let out = run(&f, &f.policy(false, extra), python, &["-c", connect, &port]);
+        listener.set_nonblocking(true).unwrap();
+        let reached = listener.accept().is_ok();
+        assert_eq!(reached, network, "network {network}: {out:?}");
+        assert_eq!(out.status.success(), network, "network {network}: {out:?}");
+    }
+}
+
+#[test]
+fn exit_codes_signals_and_the_launchers_own_failures() {
+    if !kernel_can_confine() {
+        return;
+    }
+    let f = Fixture::new();
+    let policy = f.policy(false, &["--seccomp"]);
+    for code in [0, 3, 125, 255] {
+        let out = sh(&f, &policy, &format!("exit {code}"));
+        assert_eq!(out.status.code(), Some(code));
+    }
+    let out = sh(&f, &policy, "kill -TERM $$");
+    assert_eq!(out.status.signal(), Some(libc::SIGTERM));
+    let out = sh(&f, &policy, "kill -KILL $$");
+    assert_eq!(out.status.signal(), Some(libc::SIGKILL));
+
+    let out = run(&f, &policy, "/no/such/program", &[]);
+    assert_eq!(out.status.code(), Some(EXIT_NOT_FOUND));
+    assert!(
+        text(&out.stderr).starts_with(LAUNCHER_MESSAGE_PREFIX),
+        "{out:?}"
+    );
+    let out = run(&f, &policy, "/etc", &[]);
+    assert_eq!(out.status.code(), Some(EXIT_CANNOT_EXECUTE), "{out:?}");
+    // A program outside the policy cannot be executed either.
+    let copy = f.root.join("true-copy");
+    std::fs::copy("/bin/true", &copy).unwrap();
+    let out = run(&f, &policy, copy.to_str().unwrap(), &[]);
+    assert_eq!(out.status.code(), Some(EXIT_CANNOT_EXECUTE), "{out:?}");
+
+    for words in [
+        vec!["--bogus", "--", "/bin/true"],
+        vec!["--read"],
+        vec!["--read", "/usr"],
+        vec!["--parent", "0", "--", "/bin/true"],
+        vec!["--parent", "1", "--", "/bin/true"],
+    ] {
+        let out = Command::new(launcher()).args(&words).output().unwrap();
+        assert_eq!(out.status.code(), Some(EXIT_SETUP_FAILED), "{words:?}");
+        let stderr = text(&out.stderr);
+        assert!(
+            stderr.starts_with(LAUNCHER_MESSAGE_PREFIX),
+            "{words:?}: {stderr}"
+        );
+    }
+}
+
+#[test]
+fn the_tree_ends_with_the_program() {
+    if !kernel_can_confine() {
+        return;
+    }
+    let f = Fixture::new();
+    let policy = f.policy(false, &["--seccomp"]);
     let pid_file = f.work.join("daemon.pid");
     let script = format!(
         "setsid sh -c 'read p rest < /proc/self/stat; echo $p > {}; exec sleep 30' & sleep 0.3",
         pid_file.display()
     );
-    let out = launch(&f, "/bin/sh", &["-c", &script]);
+    let out = sh(&f, &policy, &script);
     assert!(out.status.success(), "{out:?}");
     let pid: u32 = std::fs::read_to_string(&pid_file)
         .unwrap()
         .trim()
         .parse()
         .unwrap();
-    let gone = (0..100).any(|_| {
-        std::thread::sleep(Duration::from_millis(20));
-        process_is_gone(pid)
-    });
-    assert!(gone, "the setsid daemon outlived the launcher");
-
-    let out = launch(&f, "/no/such/program", &[]);
-    assert_eq!(out.status.code(), Some(127));
     assert!(
-        text(&out.stderr).starts_with(LAUNCHER_MESSAGE_PREFIX),
-        "{out:?}"
+        eventually(2, || process_is_gone(pid)),
+        "the setsid daemon outlived the launcher"
     );
-    let out = launch(&f, "/etc", &[]);
-    assert_eq!(out.status.code(), Some(126));
+
+    // Where the kernel allows PID namespaces the program is PID 2, under the launcher's init.
+    let probe = Command::new(launcher()).arg("--probe").output().unwrap();
+    if text(&probe.stdout).contains("pid_namespace=1") {
+        let out = sh(&f, &policy, "echo $$");
+        assert_eq!(text(&out.stdout), "2\n");
+    }
+}
+
+#[test]
+fn the_probe_says_what_the_kernel_allows() {
+    let out = Command::new(launcher()).arg("--probe").output().unwrap();
+    assert!(out.status.success(), "{out:?}");
+    let report = text(&out.stdout);
+    let fields: Vec<&str> = report.split_whitespace().collect();
+    assert_eq!(fields.len(), 2, "{report}");
+    assert!(
+        ["user_namespaces=0", "user_namespaces=1"].contains(&fields[0]),
+        "{report}"
+    );
+    assert!(
+        ["pid_namespace=0", "pid_namespace=1"].contains(&fields[1]),
+        "{report}"
+    );
+    eprintln!("launcher probe: {report}");
 }

@@ -1,212 +1,301 @@
-//! The launcher server that `exec` starts sandboxed calls through: many calls at once, the
-//! call's streams, arguments and environment passed intact, nothing of the server's or of other
-//! calls open in a program, and when toolgate itself is killed its calls die and its private
-//! directories are removed. (A killed server: `server_restart.rs`.)
+//! The launcher server (`toolgate-sandbox --serve`), driven through the public protocol
+//! (`toolgate_sandbox::protocol::wire`) as toolgate drives it: a registered policy confines
+//! every call made with it, each call reports its program's status, requests it cannot serve
+//! are refused with a message, and when toolgate is gone its calls end and its private
+//! directory goes (but not when toolgate only replaced the server).
 
 #![cfg(target_os = "linux")]
 
 mod common;
 
-use std::path::PathBuf;
-use std::time::{Duration, Instant};
+use std::ffi::OsString;
+use std::fs::File;
+use std::io::Read;
+use std::os::fd::{AsFd, FromRawFd, OwnedFd};
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
 
-use common::{text, Fixture};
-use toolgate_core::exec::{self, ExecRequest};
+use common::{eventually, kernel_can_confine, launcher, process_is_gone, text, Fixture, SECRET};
+use toolgate_sandbox::protocol::wire::{self, Reader};
+use toolgate_sandbox::protocol::words;
 
-#[tokio::test(flavor = "multi_thread")]
-async fn hundreds_of_calls_at_once_each_get_their_own_streams() {
-    let f = Fixture::new();
-    let sandbox = f.sandbox(f.policy());
-    let started = Instant::now();
-    let calls = (0..200).map(|n| {
-        let request = ExecRequest::new("/bin/sh", &f.work)
-            .args([
-                "-c",
-                "read line; echo \"$line $1\"; echo err-$1 >&2",
-                "sh",
-                &n.to_string(),
-            ])
-            .env(toolgate_core::exec::env::child_environment(&[]))
-            .stdin(format!("in-{n}\n"))
-            .timeout(Duration::from_secs(60))
-            .sandbox(sandbox.clone());
-        tokio::spawn(exec::run(request))
-    });
-    let outputs: Vec<_> = futures_join(calls.collect()).await;
-    for (n, out) in outputs.into_iter().enumerate() {
-        let out = out.unwrap();
-        assert!(out.success() && out.sandboxed, "{n}: {out:?}");
-        assert_eq!(text(&out.stdout), format!("in-{n} {n}\n"));
-        assert_eq!(text(&out.stderr), format!("err-{n}\n"));
+/// A server started the way toolgate starts it, with this process as its toolgate.
+struct Server {
+    process: Child,
+    socket: Option<OwnedFd>,
+}
+
+/// How a call ended, as the protocol reports it.
+#[derive(Debug)]
+enum Ended {
+    /// `STARTED pid` then `EXITED status`: the init's pid and the program's wait status.
+    Exited { init: i32, status: i32 },
+    /// `FAILED code message`.
+    Failed(i32, String),
+}
+
+struct CallResult {
+    ended: Ended,
+    stdout: String,
+    stderr: String,
+}
+
+impl Server {
+    fn start(clean: Option<&Path>) -> Self {
+        let (ours, theirs) = wire::socket_pair().unwrap();
+        let mut command = Command::new(launcher());
+        command
+            .arg("--serve")
+            .arg("--parent")
+            .arg(std::process::id().to_string());
+        if let Some(dir) = clean {
+            command.arg("--clean").arg(dir);
+        }
+        let process = command
+            .env_clear()
+            .current_dir("/")
+            .stdin(Stdio::from(theirs))
+            .stdout(Stdio::null())
+            .spawn()
+            .unwrap();
+        let ready = wire::recv(ours.as_fd(), true).unwrap();
+        assert_eq!(ready.bytes, [wire::READY, wire::VERSION]);
+        Self {
+            process,
+            socket: Some(ours),
+        }
     }
-    assert!(started.elapsed() < Duration::from_secs(120), "did not hang");
-}
 
-async fn futures_join<T: Send + 'static>(handles: Vec<tokio::task::JoinHandle<T>>) -> Vec<T> {
-    let mut results = Vec::with_capacity(handles.len());
-    for handle in handles {
-        results.push(handle.await.unwrap());
+    fn socket(&self) -> std::os::fd::BorrowedFd<'_> {
+        self.socket.as_ref().unwrap().as_fd()
     }
-    results
-}
 
-#[tokio::test(flavor = "multi_thread")]
-async fn large_arguments_input_and_output_pass_intact() {
-    let f = Fixture::new();
-    // Larger than a request message: the request travels in a memfd.
-    let big_arg = "a".repeat(100_000);
-    let big_env = "b".repeat(50_000);
-    let input: Vec<u8> = (0..2_000_000u32).map(|i| (i % 251) as u8).collect();
-    let request = f
-        .request(
-            "/bin/sh",
-            &[
-                "-c",
-                "printf %s \"$1\" | wc -c >&2; printf %s \"$BIG\" | wc -c >&2; cat",
-                "sh",
-                &big_arg,
-            ],
-        )
-        .env(
-            toolgate_core::exec::env::child_environment(&[])
-                .into_iter()
-                .chain([("BIG".into(), big_env.clone().into())]),
-        )
-        .stdin(input.clone())
-        .max_output_bytes(4 << 20);
-    let out = exec::run(request).await.unwrap();
-    assert!(out.success(), "{}", text(&out.stderr));
-    assert_eq!(out.stdout, input, "stdin came back through cat");
-    let counts: Vec<String> = text(&out.stderr)
-        .split_whitespace()
-        .map(String::from)
-        .collect();
-    assert_eq!(counts, ["100000", "50000"]);
-    // Without stdin the program reads end of file at once.
-    let out = f.run("/bin/cat", &[]).await;
-    assert!(out.success() && out.stdout.is_empty());
-}
-
-#[tokio::test(flavor = "multi_thread")]
-async fn a_program_gets_its_three_streams_and_nothing_else() {
-    let f = Fixture::new();
-    // Another call runs meanwhile, so its pipes exist while this one starts.
-    let other = tokio::spawn(exec::run(f.request("/bin/sleep", &["2"])));
-    tokio::time::sleep(Duration::from_millis(100)).await;
-    for round in 0..3 {
-        let pid_file = f.work.join(format!("pid-{round}"));
-        let script = format!(
-            "read p rest < /proc/self/stat; echo $p > {}; exec sleep 1",
-            pid_file.display()
-        );
-        let running = tokio::spawn(exec::run(f.request("/bin/sh", &["-c", &script])));
-        let pid = common::wait_for_pid(&pid_file).await;
-        let mut fds: Vec<String> = std::fs::read_dir(format!("/proc/{pid}/fd"))
-            .unwrap()
-            .map(|entry| entry.unwrap().file_name().to_string_lossy().into_owned())
-            .collect();
-        fds.sort();
-        assert_eq!(fds, ["0", "1", "2"], "round {round}");
-        assert!(running.await.unwrap().unwrap().success());
+    fn register(&self, id: u64, policy: &[OsString]) {
+        let head = wire::request_head(wire::POLICY, id, 0);
+        let body = words::join(policy);
+        wire::send_with_body(self.socket(), head, wire::REQUEST_FLAGS_AT, &body, &[]).unwrap();
     }
-    // A finished call's output ends at once although the other is still running.
-    let started = Instant::now();
-    let out = f.run("/bin/echo", &["done"]).await;
-    assert_eq!(text(&out.stdout), "done\n");
-    assert!(
-        started.elapsed() < Duration::from_secs(1),
-        "the output was held open"
-    );
-    assert!(other.await.unwrap().unwrap().success());
+
+    /// Starts `program args` in `cwd` with policy `id`, and returns once the program's
+    /// status (or the refusal) came.
+    fn call(&self, id: u64, cwd: &Path, program: &str, args: &[&str]) -> CallResult {
+        let mut call: Vec<OsString> = vec!["--cwd".into(), cwd.into(), "--env".into()];
+        call.push("PATH=/usr/bin:/bin".into());
+        call.push("--".into());
+        call.push(program.into());
+        call.extend(args.iter().map(OsString::from));
+        let (ours, theirs) = wire::socket_pair().unwrap();
+        let (mut stdout, stdout_end) = pipe();
+        let (mut stderr, stderr_end) = pipe();
+        let head = wire::request_head(wire::SPAWN, id, 0);
+        let fds = [theirs.as_fd(), stdout_end.as_fd(), stderr_end.as_fd()];
+        let body = words::join(&call);
+        wire::send_with_body(self.socket(), head, wire::REQUEST_FLAGS_AT, &body, &fds).unwrap();
+        drop((theirs, stdout_end, stderr_end));
+        let (mut init, mut status) = (None, None);
+        let ended = loop {
+            let message = wire::recv(ours.as_fd(), true).unwrap();
+            let mut reader = Reader::new(&message.bytes);
+            match reader.u8() {
+                Some(wire::STARTED) => {
+                    init = reader.i32();
+                    assert_eq!(message.fds.len(), 1, "STARTED carries the init's pidfd");
+                }
+                Some(wire::EXITED) => status = reader.i32(),
+                Some(wire::FAILED) => {
+                    let code = reader.i32().unwrap();
+                    break Ended::Failed(code, text(reader.rest()));
+                }
+                other => panic!("unexpected answer {other:?}: {:?}", message.bytes),
+            }
+            if let (Some(init), Some(status)) = (init, status) {
+                break Ended::Exited { init, status };
+            }
+        };
+        drop(ours); // the call is over: the server reaps its init
+        let mut out = String::new();
+        let mut err = String::new();
+        stdout.read_to_string(&mut out).unwrap();
+        stderr.read_to_string(&mut err).unwrap();
+        CallResult {
+            ended,
+            stdout: out,
+            stderr: err,
+        }
+    }
 }
 
-/// When set, this test binary is the "toolgate" of the test below.
-const CHILD: &str = "TOOLGATE_TEST_KILLED_TOOLGATE";
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.process.kill();
+        let _ = self.process.wait();
+    }
+}
+
+/// A pipe: our read end as a file, and the write end for the program.
+fn pipe() -> (File, OwnedFd) {
+    let mut fds = [0; 2];
+    // SAFETY: pipe2 writes two new fds into the array we own.
+    assert_eq!(unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) }, 0);
+    // SAFETY: both fds are fresh and ours alone.
+    unsafe { (File::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) }
+}
+
+fn exit_code(result: &CallResult) -> i32 {
+    match result.ended {
+        Ended::Exited { status, .. } if libc::WIFEXITED(status) => libc::WEXITSTATUS(status),
+        ref other => panic!(
+            "the program did not exit normally: {other:?} {}",
+            result.stderr
+        ),
+    }
+}
 
 #[test]
-fn killing_toolgate_kills_its_calls_and_removes_its_private_directories() {
-    if let Some(report) = std::env::var_os(CHILD) {
-        run_as_killed_toolgate(PathBuf::from(report));
+fn a_registered_policy_confines_every_call_made_with_it() {
+    if !kernel_can_confine() {
         return;
     }
     let f = Fixture::new();
-    let report = f.root.join("report");
-    let mut child = std::process::Command::new(std::env::current_exe().unwrap())
-        .args([
-            "--exact",
-            "killing_toolgate_kills_its_calls_and_removes_its_private_directories",
-            "--nocapture",
-        ])
-        .env(CHILD, &report)
-        .env("TOOLGATE_TEST_WORK", &f.work)
-        .spawn()
-        .unwrap();
-    let deadline = Instant::now() + Duration::from_secs(20);
-    let lines = loop {
-        let text = std::fs::read_to_string(&report).unwrap_or_default();
-        if text.lines().count() >= 2 {
-            break text;
-        }
-        assert!(Instant::now() < deadline, "the child never reported");
-        std::thread::sleep(Duration::from_millis(20));
+    let server = Server::start(None);
+    server.register(1, &f.policy(false, &["--seccomp"]));
+    server.register(2, &f.policy(true, &["--seccomp"]));
+    let secret = f.secret();
+
+    let out = server.call(1, &f.work, "/bin/cat", &["in.txt"]);
+    assert_eq!(exit_code(&out), 0, "{}", out.stderr);
+    assert_eq!(out.stdout, "line one\nline two\n");
+    // Once toolgate closed the call's socket, the server ends and reaps the call's init.
+    let Ended::Exited { init, .. } = out.ended else {
+        unreachable!("checked by exit_code")
     };
-    let mut lines = lines.lines();
-    let sleeper: u32 = lines.next().unwrap().parse().unwrap();
-    let home = PathBuf::from(lines.next().unwrap());
-    let process_dir = home.parent().unwrap().parent().unwrap().to_path_buf();
-    assert!(process_dir.is_dir());
-    child.kill().unwrap();
-    child.wait().unwrap();
-    let gone = |check: &dyn Fn() -> bool| {
-        let deadline = Instant::now() + Duration::from_secs(10);
-        while Instant::now() < deadline {
-            if check() {
-                return true;
-            }
-            std::thread::sleep(Duration::from_millis(20));
+    assert!(eventually(5, || process_is_gone(init as u32)));
+    for script in [
+        format!("cat {secret}"),
+        "cat ../outside/secret.txt".into(),
+        "ls ..".into(),
+        "echo x > ../stolen".into(),
+        "touch /tmp/toolgate-sandbox-served-escape".into(),
+    ] {
+        let out = server.call(1, &f.work, "/bin/sh", &["-c", &script]);
+        assert_ne!(exit_code(&out), 0, "{script}: {}", out.stdout);
+        assert!(!out.stdout.contains(SECRET), "{script}: the secret leaked");
+    }
+    assert!(!f.root.join("stolen").exists());
+    assert!(!Path::new("/tmp/toolgate-sandbox-served-escape").exists());
+
+    let out = server.call(
+        1,
+        &f.work,
+        "/bin/sh",
+        &["-c", "echo made > new.txt; exit 7"],
+    );
+    assert_eq!(exit_code(&out), 7);
+    assert_eq!(
+        std::fs::read_to_string(f.work.join("new.txt")).unwrap(),
+        "made\n"
+    );
+    // The read-only policy: the same call cannot write.
+    let out = server.call(2, &f.work, "/bin/sh", &["-c", "echo again > new.txt"]);
+    assert_ne!(exit_code(&out), 0);
+    assert_eq!(
+        std::fs::read_to_string(f.work.join("new.txt")).unwrap(),
+        "made\n"
+    );
+
+    let status = "grep -E '^(NoNewPrivs|Seccomp):' /proc/self/status";
+    let out = server.call(1, &f.work, "/bin/sh", &["-c", status]);
+    assert_eq!(out.stdout, "NoNewPrivs:\t1\nSeccomp:\t2\n");
+    let out = server.call(1, &f.work, "/bin/sh", &["-c", "kill -TERM $$"]);
+    match out.ended {
+        Ended::Exited { status, .. } => {
+            assert!(libc::WIFSIGNALED(status) && libc::WTERMSIG(status) == libc::SIGTERM)
         }
-        false
-    };
-    assert!(
-        gone(&|| common::process_is_gone(sleeper)),
-        "the call outlived toolgate"
-    );
-    assert!(
-        gone(&|| !process_dir.exists()),
-        "{} outlived toolgate",
-        process_dir.display()
-    );
+        other => panic!("{other:?}"),
+    }
+    let out = server.call(1, &f.work, "/no/such/program", &[]);
+    assert_eq!(exit_code(&out), toolgate_sandbox::protocol::EXIT_NOT_FOUND);
 }
 
-/// The child: starts a long sandboxed call, reports its pid and HOME, and waits to be killed.
-fn run_as_killed_toolgate(report: PathBuf) {
-    let work = PathBuf::from(std::env::var_os("TOOLGATE_TEST_WORK").unwrap());
-    let runtime = tokio::runtime::Runtime::new().unwrap();
-    runtime.block_on(async {
-        let sandbox = std::sync::Arc::new(
-            toolgate_core::Sandbox::prepare(toolgate_core::SandboxPolicy::new(&work)).unwrap(),
-        );
-        let pid_file = work.join("child-sleeper");
-        // The sleeper writes its pid as the host sees it (`$!` is the namespace's).
-        let file = pid_file.display();
-        let script = format!(
-            "sh -c 'read p rest < /proc/self/stat; echo $p > {file}.tmp; exec sleep 60' & \
-             while ! [ -s {file}.tmp ]; do sleep 0.01; done; \
-             {{ cat {file}.tmp; echo $HOME; }} > {file}; touch $HOME/left-behind; wait"
-        );
-        let request = ExecRequest::new("/bin/sh", &work)
-            .args(["-c", &script])
-            .env(toolgate_core::exec::env::child_environment(&[]))
-            .sandbox(sandbox);
-        let _running = exec::spawn(request).unwrap();
-        for _ in 0..500 {
-            let text = std::fs::read_to_string(&pid_file).unwrap_or_default();
-            if text.lines().count() >= 2 {
-                std::fs::write(&report, text).unwrap();
-                break;
+#[test]
+fn requests_it_cannot_serve_are_refused_with_a_message() {
+    if !kernel_can_confine() {
+        return;
+    }
+    let f = Fixture::new();
+    let server = Server::start(None);
+    server.register(1, &[OsString::from("--bogus")]);
+    server.register(
+        2,
+        &["--read", "/usr", "--", "/bin/true"].map(OsString::from),
+    );
+    for (id, needle) in [
+        (1, "the policy was not accepted: unknown argument"),
+        (2, "names no program"),
+        (3, "unknown policy 3"),
+    ] {
+        let out = server.call(id, &f.work, "/bin/true", &[]);
+        match out.ended {
+            Ended::Failed(code, message) => {
+                assert_eq!(code, toolgate_sandbox::protocol::EXIT_SETUP_FAILED);
+                assert!(message.contains(needle), "{message}");
             }
-            tokio::time::sleep(Duration::from_millis(20)).await;
+            other => panic!("policy {id}: {other:?}"),
         }
-        tokio::time::sleep(Duration::from_secs(60)).await;
-    });
+    }
+    // Still serving.
+    server.register(4, &f.policy(false, &["--seccomp"]));
+    assert_eq!(exit_code(&server.call(4, &f.work, "/bin/true", &[])), 0);
+}
+
+#[test]
+fn when_toolgate_is_gone_its_calls_end_and_its_directory_goes() {
+    if !kernel_can_confine() {
+        return;
+    }
+    let f = Fixture::new();
+    let private = f.root.join("private");
+    std::fs::create_dir_all(private.join("call/home")).unwrap();
+    std::fs::write(private.join("call/home/left"), "x").unwrap();
+    let mut server = Server::start(Some(&private));
+    server.register(1, &f.policy(false, &["--seccomp"]));
+    // A call that never ends, started on a socket of its own.
+    let (ours, theirs) = wire::socket_pair().unwrap();
+    let (_stdout, stdout_end) = pipe();
+    let (_stderr, stderr_end) = pipe();
+    let call = ["--cwd", f.work.to_str().unwrap(), "--", "/bin/sleep", "60"];
+    let fds = [theirs.as_fd(), stdout_end.as_fd(), stderr_end.as_fd()];
+    let head = wire::request_head(wire::SPAWN, 1, 0);
+    let body = words::join(call);
+    wire::send_with_body(server.socket(), head, wire::REQUEST_FLAGS_AT, &body, &fds).unwrap();
+    let started = wire::recv(ours.as_fd(), true).unwrap();
+    let mut reader = Reader::new(&started.bytes);
+    assert_eq!(reader.u8(), Some(wire::STARTED));
+    let init = reader.i32().unwrap() as u32;
+    assert!(!process_is_gone(init));
+
+    // End of file on the server's socket: toolgate exited.
+    server.socket = None;
+    let exit = server.process.wait().unwrap();
+    assert!(exit.success(), "{exit:?}");
+    assert!(
+        eventually(5, || process_is_gone(init)),
+        "the call outlived toolgate"
+    );
+    assert!(!private.exists(), "{} outlived toolgate", private.display());
+}
+
+#[test]
+fn a_replaced_server_quits_and_leaves_the_directory_alone() {
+    if !kernel_can_confine() {
+        return;
+    }
+    let f = Fixture::new();
+    let private = f.root.join("private");
+    std::fs::create_dir(&private).unwrap();
+    let mut server = Server::start(Some(&private));
+    wire::send(server.socket(), &[wire::QUIT], &[]).unwrap();
+    let exit = server.process.wait().unwrap();
+    assert!(exit.success(), "{exit:?}");
+    assert!(private.is_dir(), "QUIT removed toolgate's directory");
 }

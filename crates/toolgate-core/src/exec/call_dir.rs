@@ -18,18 +18,14 @@
 //! launcher server removes it when toolgate exits or is killed while it runs sandboxed calls.
 
 use std::ffi::OsString;
-use std::os::fd::{AsFd, OwnedFd};
 use std::path::{Path, PathBuf};
 use std::sync::{Condvar, Mutex, MutexGuard, OnceLock};
 
-use rustix::fs::{AtFlags, Mode, OFlags};
+use rustix::fs::Mode;
+use toolgate_sandbox::cleanup::remove_tree;
 
 use super::env;
 use crate::error::{Error, Result};
-
-/// How deep the clean-up descends to give back permissions the program took away from its
-/// own directories (`chmod 000`); deeper directories are left to `remove_dir_all`.
-const MAX_REPAIR_DEPTH: usize = 64;
 /// How many fresh call directories the background thread keeps ready.
 const READY: usize = 4;
 /// The prefix of a call directory that was renamed out of the way, waiting to be deleted.
@@ -64,6 +60,12 @@ impl CallDir {
     /// The directory itself (the sandbox makes it writable).
     pub fn root(&self) -> &Path {
         &self.root
+    }
+
+    /// The directory of this process that holds every call directory (see [`temp_root`]);
+    /// the launcher server removes it when toolgate is killed.
+    pub fn process_dir(&self) -> &Path {
+        self.root.parent().unwrap_or(&self.root)
     }
 
     /// The child's `HOME`.
@@ -108,18 +110,6 @@ impl Drop for CallDir {
     }
 }
 
-/// Deletes `path` and everything in it without following symlinks, giving directories the
-/// program made unreadable or unwritable back to their owner first when needed.
-pub(crate) fn remove_tree(path: &Path) {
-    if std::fs::remove_dir_all(path).is_ok() {
-        return;
-    }
-    if let Ok(fd) = open_dir(rustix::fs::CWD, path) {
-        repair(&fd, 0);
-    }
-    let _ = std::fs::remove_dir_all(path);
-}
-
 /// Makes `<parent>/toolgate-call-<random>/{home,tmp}`.
 fn make_call_dir(parent: &Path) -> Result<PathBuf> {
     for _ in 0..8 {
@@ -158,7 +148,7 @@ fn make_call_dir(parent: &Path) -> Result<PathBuf> {
 
 /// This process's directory for call directories, made on first use (and again if something
 /// removed it).
-pub(crate) fn process_dir() -> Result<PathBuf> {
+fn process_dir() -> Result<PathBuf> {
     let janitor = janitor();
     let mut state = janitor.lock();
     if let Some(dir) = &state.process_dir {
@@ -305,46 +295,6 @@ impl Janitor {
 enum Job {
     Make(PathBuf),
     Remove(PathBuf),
-}
-
-fn open_dir<Fd: AsFd>(at: Fd, path: &Path) -> rustix::io::Result<OwnedFd> {
-    rustix::fs::openat(
-        at,
-        path,
-        OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC,
-        Mode::empty(),
-    )
-}
-
-fn repair(dir: &OwnedFd, depth: usize) {
-    if depth > MAX_REPAIR_DEPTH {
-        return;
-    }
-    let Ok(entries) = rustix::fs::Dir::read_from(dir) else {
-        return;
-    };
-    let mut subdirs = Vec::new();
-    for entry in entries.flatten() {
-        let name = entry.file_name();
-        if entry.file_type() == rustix::fs::FileType::Directory
-            && name.to_bytes() != b"."
-            && name.to_bytes() != b".."
-        {
-            subdirs.push(name.to_owned());
-        }
-    }
-    for name in subdirs {
-        let _ = rustix::fs::chmodat(dir, &name, Mode::RWXU, AtFlags::SYMLINK_NOFOLLOW)
-            .or_else(|_| rustix::fs::chmodat(dir, &name, Mode::RWXU, AtFlags::empty()));
-        if let Ok(child) = rustix::fs::openat(
-            dir,
-            &name,
-            OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC,
-            Mode::empty(),
-        ) {
-            repair(&child, depth + 1);
-        }
-    }
 }
 
 /// The smallest tmpfs that may hold call directories in place of `/tmp` on a disk.

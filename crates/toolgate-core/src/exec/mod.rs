@@ -18,7 +18,7 @@
 //!   removed when the call ends; and a kernel sandbox ([`ExecRequest::sandbox`]): the program
 //!   is then started by the launcher server, a small process of toolgate's own that forks a
 //!   sandboxed child per call and hands back its init's pid and pidfd; the call is then waited
-//!   for, timed out and killed like a child of this process (see `sandbox/server.rs`). Where no
+//!   for, timed out and killed like a child of this process (see `sandbox/client.rs`). Where no
 //!   server can run, the one-shot `toolgate-sandbox` launcher is started instead. Either way no
 //!   closure runs in this process between fork and exec.
 
@@ -47,8 +47,6 @@ pub use call_dir::CallDir;
 
 mod call_dir;
 pub mod env;
-
-pub(crate) use call_dir::{process_dir as private_process_dir, remove_tree as remove_private_tree};
 
 /// Default per-stream output cap: 1 MiB.
 pub const DEFAULT_MAX_OUTPUT_BYTES: usize = 1024 * 1024;
@@ -323,6 +321,7 @@ impl Spawn<'_> {
                 call_dir: dir.root(),
                 env: self.env,
                 readable: self.readable,
+                private_root: Some(dir.process_dir()),
             };
             match sandbox.spawn_served(call, stdio) {
                 Ok(served) => {

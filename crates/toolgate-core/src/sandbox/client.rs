@@ -1,5 +1,7 @@
-//! toolgate's side of the launcher server (see `server.rs`): starting it once per process (and
-//! again after it died), registering a sandbox's policy with it, and starting calls.
+//! toolgate's side of the launcher server (`toolgate-sandbox --serve`, the `server` module of
+//! the toolgate-sandbox crate): starting it once per process (and again after it died),
+//! registering a sandbox's policy with it, and starting calls. The messages are those of
+//! `toolgate_sandbox::protocol::wire`.
 
 use std::ffi::OsString;
 use std::io;
@@ -11,8 +13,8 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
-use super::wire::{self, Reader};
-use super::{ARG_CLEAN, ARG_PARENT, ARG_SERVE};
+use toolgate_sandbox::protocol::wire::{self, Reader};
+use toolgate_sandbox::protocol::{words, ARG_CLEAN, ARG_PARENT, ARG_SERVE, EXIT_SETUP_FAILED};
 
 /// How long a request may wait for the server's answer (it answers after one `clone`).
 const ANSWER_TIMEOUT: Duration = Duration::from_secs(10);
@@ -69,10 +71,11 @@ fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
         .unwrap_or_else(|poisoned| poisoned.into_inner())
 }
 
-/// The process's server for `launcher`, started when there is none (or it died). `None` where
-/// a server cannot run (no pidfds: Linux before 5.3) or cannot be started: calls then use the
-/// one-shot launcher, which reports its own failure.
-fn server(launcher: &Path) -> Option<Arc<Server>> {
+/// The process's server for `launcher`, started when there is none (or it died), told to
+/// remove `clean` when toolgate is gone. `None` where a server cannot run (no pidfds: Linux
+/// before 5.3) or cannot be started: calls then use the one-shot launcher, which reports its
+/// own failure.
+fn server(launcher: &Path, clean: Option<&Path>) -> Option<Arc<Server>> {
     let mut current = lock(&CURRENT);
     if let Some(server) = current.as_ref() {
         if !server.gone.load(Ordering::Relaxed) && server.launcher == launcher {
@@ -82,7 +85,7 @@ fn server(launcher: &Path) -> Option<Arc<Server>> {
     if lock(&NO_SERVER).iter().any(|known| known == launcher) {
         return None;
     }
-    match start(launcher) {
+    match start(launcher, clean) {
         Ok(server) => {
             let server = Arc::new(server);
             *current = Some(Arc::clone(&server));
@@ -95,7 +98,7 @@ fn server(launcher: &Path) -> Option<Arc<Server>> {
     }
 }
 
-fn start(launcher: &Path) -> io::Result<Server> {
+fn start(launcher: &Path, clean: Option<&Path>) -> io::Result<Server> {
     // SAFETY: getpid has no preconditions; pidfd_open is only asked whether it exists.
     wire::pidfd_open(unsafe { libc::getpid() })?;
     let (ours, theirs) = wire::socket_pair()?;
@@ -104,7 +107,7 @@ fn start(launcher: &Path) -> io::Result<Server> {
         .arg(ARG_SERVE)
         .arg(ARG_PARENT)
         .arg(std::process::id().to_string());
-    if let Ok(dir) = crate::exec::private_process_dir() {
+    if let Some(dir) = clean {
         command.arg(ARG_CLEAN).arg(dir);
     }
     let mut process = command
@@ -144,9 +147,7 @@ pub(crate) fn forget(registration: &Registration) {
     };
     let current = lock(&CURRENT).clone();
     if let Some(server) = current.filter(|server| server.generation == generation) {
-        let mut bytes = vec![wire::FORGET];
-        bytes.extend_from_slice(&id.to_le_bytes());
-        let _ = wire::send(server.socket.as_fd(), &bytes, &[]);
+        let _ = wire::send(server.socket.as_fd(), &wire::forget(id), &[]);
     }
 }
 
@@ -169,17 +170,19 @@ pub(crate) enum Refusal {
 }
 
 /// Starts a call through the server. `policy` is the sandbox's fixed launcher arguments,
-/// `call` the call's own (paths, working directory, environment, `--`, program and arguments).
+/// `call` the call's own (paths, working directory, environment, `--`, program and arguments)
+/// as one word list; `clean` is what a server started now removes when toolgate is gone.
 pub(crate) fn spawn(
     launcher: &Path,
     registration: &Registration,
     policy: &[OsString],
     call: &[u8],
     stdio: CallStdio,
+    clean: Option<&Path>,
 ) -> Result<Served, Refusal> {
     // A server found dead while sending is replaced once: nothing reached it, so nothing ran.
     for _ in 0..2 {
-        let server = server(launcher).ok_or(Refusal::Unavailable)?;
+        let server = server(launcher, clean).ok_or(Refusal::Unavailable)?;
         match request(&server, registration, policy, call, &stdio) {
             Ok(socket) => return answer(server, socket),
             Err(err) if is_gone(&err) => server.retire(),
@@ -217,26 +220,35 @@ fn request(
             Some((generation, id)) if generation == server.generation => id,
             _ => {
                 let id = POLICY_IDS.fetch_add(1, Ordering::Relaxed);
-                let mut head = vec![wire::POLICY];
-                head.extend_from_slice(&id.to_le_bytes());
-                head.push(0);
-                let body = super::plan::join(policy);
-                wire::send_with_body(server.socket.as_fd(), head, 9, &body, &[])?;
+                let head = wire::request_head(wire::POLICY, id, 0);
+                let body = words::join(policy);
+                wire::send_with_body(
+                    server.socket.as_fd(),
+                    head,
+                    wire::REQUEST_FLAGS_AT,
+                    &body,
+                    &[],
+                )?;
                 *registered = Some((server.generation, id));
                 id
             }
         }
     };
     let (ours, theirs) = wire::socket_pair()?;
-    let mut head = vec![wire::SPAWN];
-    head.extend_from_slice(&id.to_le_bytes());
-    head.push(0);
     let mut fds = vec![theirs.as_fd(), stdio.stdout.as_fd(), stdio.stderr.as_fd()];
+    let mut flags = 0;
     if let Some(stdin) = &stdio.stdin {
-        head[9] |= wire::HAS_STDIN;
+        flags |= wire::HAS_STDIN;
         fds.push(stdin.as_fd());
     }
-    wire::send_with_body(server.socket.as_fd(), head, 9, call, &fds)?;
+    let head = wire::request_head(wire::SPAWN, id, flags);
+    wire::send_with_body(
+        server.socket.as_fd(),
+        head,
+        wire::REQUEST_FLAGS_AT,
+        call,
+        &fds,
+    )?;
     Ok(ours)
 }
 
@@ -305,7 +317,7 @@ fn answer(server: Arc<Server>, socket: OwnedFd) -> Result<Served, Refusal> {
 }
 
 fn failure(mut reader: Reader<'_>) -> Refusal {
-    let code = reader.i32().unwrap_or(super::EXIT_SETUP_FAILED);
+    let code = reader.i32().unwrap_or(EXIT_SETUP_FAILED);
     Refusal::Failed(code, String::from_utf8_lossy(reader.rest()).into_owned())
 }
 

@@ -1,9 +1,9 @@
 //! The kernel sandbox around every process toolgate starts for a tool.
 //!
 //! A [`SandboxPolicy`] says what a call may reach; [`Sandbox::prepare`] turns it into a
-//! [`Sandbox`] once per tool (paths resolved, the seccomp filters compiled, the launcher found,
-//! the kernel probed), and an [`ExecRequest`](crate::exec::ExecRequest) carrying it runs its
-//! program through the `toolgate-sandbox` launcher, which applies it:
+//! [`Sandbox`] once per tool (paths resolved, the launcher found, the kernel probed), and an
+//! [`ExecRequest`](crate::exec::ExecRequest) carrying it runs its program through the `toolgate-sandbox` launcher (the
+//! crate of that name: launcher, server, Landlock and seccomp), which applies it:
 //!
 //! - **Landlock**: read-write the work directory (read-only with `readonly`), the call's
 //!   private directory and the `write` roots; read and execute the system runtime (`/usr`,
@@ -12,13 +12,17 @@
 //!   sandbox boundary), the CPU topology in `/sys`, the program with its install prefix and the
 //!   directories on its `PATH`, and the `read` roots; `/dev/null` and a few other device files.
 //!   Nothing else. Without `network`, no TCP bind or connect and no abstract unix sockets.
-//! - **seccomp** (see `seccomp.rs`): no ptrace, no foreign-process memory, no keyring, no
+//! - **seccomp** (compiled by the launcher): no ptrace, no foreign-process memory, no keyring, no
 //!   mounts or namespaces, no io_uring/bpf/perf/userfaultfd, no TIOCSTI; without `network`
 //!   only unix sockets, and no `connect`.
 //! - **The process tree** dies with the call (PID namespace with a tiny init, or a subreaper).
 //!
 //! `enforce` refuses to run where the kernel lacks Landlock or seccomp
 //! (`SANDBOX_UNAVAILABLE`); `best-effort` runs with what exists and says so once.
+//!
+//! This module decides and asks; the launcher applies. It speaks to the launcher only through
+//! `toolgate_sandbox::protocol` (its arguments, exit codes and messages): the launcher's own
+//! code is not part of this crate.
 
 mod locate;
 mod paths;
@@ -26,22 +30,6 @@ mod probe;
 
 #[cfg(target_os = "linux")]
 pub(crate) mod client;
-#[cfg(target_os = "linux")]
-mod confine;
-#[cfg(target_os = "linux")]
-mod launcher;
-#[cfg(target_os = "linux")]
-mod opened;
-#[cfg(target_os = "linux")]
-mod plan;
-#[cfg(target_os = "linux")]
-mod seccomp;
-#[cfg(target_os = "linux")]
-mod server;
-#[cfg(target_os = "linux")]
-mod tree;
-#[cfg(target_os = "linux")]
-mod wire;
 
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
@@ -50,37 +38,16 @@ use std::sync::{Arc, Mutex};
 
 pub use locate::{LAUNCHER_ENV, LAUNCHER_NAME};
 pub use probe::{kernel_support, KernelSupport};
-
-#[cfg(target_os = "linux")]
-pub use launcher::launcher_main;
+pub use toolgate_sandbox::protocol::{
+    EXIT_CANNOT_EXECUTE, EXIT_NOT_FOUND, EXIT_SETUP_FAILED, LAUNCHER_MESSAGE_PREFIX,
+};
 
 use crate::error::{Error, Result};
 use paths::Reach;
-
-// The launcher's command line, written by `Sandbox::command` and read by `launcher.rs`.
-const ARG_PARENT: &str = "--parent";
-const ARG_BEST_EFFORT: &str = "--best-effort";
-const ARG_NETWORK: &str = "--network";
-const ARG_READ: &str = "--read";
-const ARG_WRITE: &str = "--write";
-const ARG_DEVICE: &str = "--device";
-const ARG_SECCOMP: &str = "--seccomp";
-const ARG_PROBE: &str = "--probe";
-const ARG_END: &str = "--";
-// In the launcher server's requests, and on its own command line.
-const ARG_CWD: &str = "--cwd";
-const ARG_ENV: &str = "--env";
-const ARG_SERVE: &str = "--serve";
-const ARG_CLEAN: &str = "--clean";
-
-/// Exit code of the launcher when the sandbox could not be set up (nothing ran).
-pub const EXIT_SETUP_FAILED: i32 = 125;
-/// Exit code of the launcher when the program could not be executed.
-pub const EXIT_CANNOT_EXECUTE: i32 = 126;
-/// Exit code of the launcher when the program was not found.
-pub const EXIT_NOT_FOUND: i32 = 127;
-/// How every message of the launcher's own starts on stderr.
-pub const LAUNCHER_MESSAGE_PREFIX: &str = "toolgate-sandbox: ";
+use toolgate_sandbox::protocol::{
+    ARG_BEST_EFFORT, ARG_CWD, ARG_DEVICE, ARG_END, ARG_ENV, ARG_NETWORK, ARG_PARENT, ARG_PROBE,
+    ARG_READ, ARG_SECCOMP, ARG_WRITE,
+};
 
 /// How strictly a sandbox is required.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -144,9 +111,9 @@ static WARNED: AtomicBool = AtomicBool::new(false);
 
 impl Sandbox {
     /// Prepares `policy`: canonicalises the work directory and the roots (each must exist:
-    /// `CONFIG_INVALID` otherwise), probes the kernel, finds the launcher and compiles the
-    /// seccomp filters. Under `enforce`, a kernel without Landlock or seccomp, another OS, or a
-    /// missing launcher is `SANDBOX_UNAVAILABLE`, saying what is missing and how to opt out.
+    /// `CONFIG_INVALID` otherwise), probes the kernel and finds the launcher. Under `enforce`,
+    /// a kernel without Landlock or seccomp, another OS, or a missing launcher is
+    /// `SANDBOX_UNAVAILABLE`, saying what is missing and how to opt out.
     pub fn prepare(policy: SandboxPolicy) -> Result<Self> {
         let work_dir = canonical_dir(&policy.work_dir)?;
         let read = canonical_roots("read", &work_dir, &policy.read)?;
@@ -199,21 +166,17 @@ impl Sandbox {
                 None
             }
         };
-        let filters = compile_filters(policy.network, support.seccomp);
-        let filters = match filters {
-            Ok(filters) => filters,
-            Err(message) if enforce => return Err(unavailable(&message)),
-            Err(message) => {
-                warnings.push(message);
-                Vec::new()
-            }
-        };
         let mut fixed_args: Vec<OsString> = Vec::new();
         if !enforce {
             fixed_args.push(ARG_BEST_EFFORT.into());
         }
         if policy.network {
             fixed_args.push(ARG_NETWORK.into());
+        }
+        // The launcher compiles the filters for the policy's network setting; without seccomp
+        // (best-effort only: `enforce` refused above) none are asked for.
+        if support.seccomp {
+            fixed_args.push(ARG_SECCOMP.into());
         }
         for (flag, paths) in [
             (ARG_READ, &reach.read),
@@ -224,10 +187,6 @@ impl Sandbox {
                 fixed_args.push(flag.into());
                 fixed_args.push(path.clone().into_os_string());
             }
-        }
-        for filter in filters {
-            fixed_args.push(ARG_SECCOMP.into());
-            fixed_args.push(filter.into());
         }
         Ok(Self {
             policy,
@@ -320,7 +279,7 @@ impl Sandbox {
         Some((launcher, args))
     }
 
-    /// Starts a call through the launcher server (see `server.rs`); the child's ends of its
+    /// Starts a call through the launcher server (see `client.rs`); the child's ends of its
     /// standard streams are in `stdio`.
     #[cfg(target_os = "linux")]
     pub(crate) fn spawn_served(
@@ -365,8 +324,9 @@ impl Sandbox {
             launcher,
             &self.registration,
             &self.fixed_args,
-            &plan::join(&words),
+            &toolgate_sandbox::protocol::words::join(&words),
             stdio,
+            call.private_root,
         )
     }
 
@@ -380,7 +340,11 @@ impl Sandbox {
         env: &[(OsString, OsString)],
         readable: &[PathBuf],
     ) {
-        let search_path = self.search_path_roots(crate::exec::env::lookup(env, "PATH"));
+        let search_path = env
+            .iter()
+            .find(|(name, _)| name == "PATH")
+            .map(|(_, value)| value);
+        let search_path = self.search_path_roots(search_path);
         let program_roots = self.reach.program_roots(program, &search_path);
         args.push(ARG_WRITE.into());
         args.push(call_dir.as_os_str().to_owned());
@@ -401,6 +365,9 @@ pub(crate) struct ServedCall<'a> {
     pub env: &'a [(OsString, OsString)],
     /// Files the call may read besides the policy's paths (`ExecRequest::readable`).
     pub readable: &'a [PathBuf],
+    /// The directory holding this process's call directories: the launcher server removes it
+    /// when toolgate is killed (given when the server starts).
+    pub private_root: Option<&'a Path>,
 }
 
 #[cfg(target_os = "linux")]
@@ -443,22 +410,6 @@ fn missing_launcher(tried: &[PathBuf]) -> String {
         "the sandbox launcher '{LAUNCHER_NAME}' was not found (looked for {}); rebuild it with `npm run build:native` (or `cargo build -p toolgate-sandbox`), or set {LAUNCHER_ENV} to its path",
         tried.join(", ")
     )
-}
-
-#[cfg(target_os = "linux")]
-fn compile_filters(network: bool, supported: bool) -> std::result::Result<Vec<String>, String> {
-    if !supported {
-        return Err("seccomp filters are not available on this kernel".into());
-    }
-    Ok(seccomp::compile(network)?
-        .iter()
-        .map(|program| seccomp::encode(program))
-        .collect())
-}
-
-#[cfg(not(target_os = "linux"))]
-fn compile_filters(_network: bool, _supported: bool) -> std::result::Result<Vec<String>, String> {
-    Err("seccomp exists only on Linux".into())
 }
 
 fn canonical_dir(path: &Path) -> Result<PathBuf> {

@@ -45,34 +45,9 @@ pub fn kernel_support() -> KernelSupport {
 
 #[cfg(target_os = "linux")]
 fn probe() -> KernelSupport {
-    const LANDLOCK_CREATE_RULESET_VERSION: libc::c_uint = 1;
-    // SAFETY: with a null attribute pointer, size 0 and the VERSION flag the call only
-    // returns the ABI version (or -1 with ENOSYS/EOPNOTSUPP); it touches no memory.
-    let abi = unsafe {
-        libc::syscall(
-            libc::SYS_landlock_create_ruleset,
-            std::ptr::null::<libc::c_void>(),
-            0usize,
-            LANDLOCK_CREATE_RULESET_VERSION,
-        )
-    };
-    // SAFETY: PR_GET_SECCOMP takes no pointers; it fails with EINVAL without CONFIG_SECCOMP.
-    let seccomp_mode = unsafe { libc::prctl(libc::PR_GET_SECCOMP, 0, 0, 0, 0) };
-    // SAFETY: a null filter makes SECCOMP_SET_MODE_FILTER fail with EFAULT when filters are
-    // supported and EINVAL when they are not; nothing is installed either way.
-    let filter = unsafe {
-        libc::syscall(
-            libc::SYS_seccomp,
-            libc::SECCOMP_SET_MODE_FILTER,
-            0,
-            std::ptr::null::<libc::c_void>(),
-        )
-    };
-    let filter_supported =
-        filter == -1 && std::io::Error::last_os_error().raw_os_error() == Some(libc::EFAULT);
     KernelSupport {
-        landlock_abi: u32::try_from(abi).unwrap_or(0),
-        seccomp: seccomp_mode >= 0 && filter_supported,
+        landlock_abi: toolgate_sandbox::kernel::landlock_abi(),
+        seccomp: toolgate_sandbox::kernel::seccomp_filters(),
     }
 }
 

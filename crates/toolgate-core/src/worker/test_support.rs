@@ -11,7 +11,10 @@ pub(crate) struct Dir {
     pub path: PathBuf,
 }
 
+/// A fresh folder. Worker tools get the enforced sandbox by default, so the launcher is made
+/// ready (found or built) first.
 pub(crate) fn dir() -> Dir {
+    crate::test_support::launcher();
     let temp = tempfile::tempdir().unwrap();
     let path = std::fs::canonicalize(temp.path()).unwrap();
     Dir { _temp: temp, path }

@@ -5,7 +5,8 @@
 //! does not exist and falls back to `clone`, whose flags are checked). Only another
 //! architecture's system calls kill the process.
 //!
-//! The filters are built by `seccompiler` once per prepared sandbox and travel as hex. Their
+//! The filters are built by `seccompiler` in the launcher's own process, from the policy's
+//! network setting: once per one-shot launch, once per network setting in the server. Their
 //! cost is paid off the call's path: the launcher server installs them in a call's init before
 //! the call arrives (the kernel runs a new filter for every system call number then, to cache
 //! the ones it always allows), and the program inherits them.
@@ -272,51 +273,6 @@ pub(crate) fn install(program: &[Instruction]) -> std::io::Result<()> {
     Ok(())
 }
 
-/// A compiled program as hex, 16 digits per instruction (code, jt, jf, k; little endian).
-pub(crate) fn encode(program: &[Instruction]) -> String {
-    let mut text = String::with_capacity(program.len() * 16);
-    for instruction in program {
-        let mut bytes = [0u8; 8];
-        bytes[..2].copy_from_slice(&instruction.code.to_le_bytes());
-        bytes[2] = instruction.jt;
-        bytes[3] = instruction.jf;
-        bytes[4..].copy_from_slice(&instruction.k.to_le_bytes());
-        for byte in bytes {
-            text.push(char::from(HEX[usize::from(byte >> 4)]));
-            text.push(char::from(HEX[usize::from(byte & 0xf)]));
-        }
-    }
-    text
-}
-
-const HEX: &[u8; 16] = b"0123456789abcdef";
-
-/// The inverse of [`encode`]; `None` for text that is not a whole program.
-pub(crate) fn decode(text: &[u8]) -> Option<Program> {
-    if text.is_empty() || text.len() % 16 != 0 {
-        return None;
-    }
-    let nibble = |c: u8| match c {
-        b'0'..=b'9' => Some(c - b'0'),
-        b'a'..=b'f' => Some(c - b'a' + 10),
-        _ => None,
-    };
-    text.chunks_exact(16)
-        .map(|chunk| {
-            let mut bytes = [0u8; 8];
-            for (byte, pair) in bytes.iter_mut().zip(chunk.chunks_exact(2)) {
-                *byte = (nibble(pair[0])? << 4) | nibble(pair[1])?;
-            }
-            Some(Instruction {
-                code: u16::from_le_bytes([bytes[0], bytes[1]]),
-                jt: bytes[2],
-                jf: bytes[3],
-                k: u32::from_le_bytes([bytes[4], bytes[5], bytes[6], bytes[7]]),
-            })
-        })
-        .collect()
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -542,22 +498,5 @@ mod tests {
                 refused
             );
         }
-    }
-
-    #[test]
-    fn programs_survive_the_hex_round_trip() {
-        for network in [false, true] {
-            for program in compile(network).unwrap() {
-                let text = encode(&program);
-                let back = decode(text.as_bytes()).unwrap();
-                assert_eq!(back.len(), program.len());
-                for (a, b) in back.iter().zip(&program) {
-                    assert_eq!((a.code, a.jt, a.jf, a.k), (b.code, b.jt, b.jf, b.k));
-                }
-            }
-        }
-        assert!(decode(b"").is_none());
-        assert!(decode(b"0123").is_none());
-        assert!(decode(b"zz00000000000000").is_none());
     }
 }

@@ -30,10 +30,10 @@
 use std::ffi::OsString;
 use std::os::fd::AsFd;
 
-use super::confine::{fail, ruleset_of, ChildStack, Program};
-use super::plan::{Confinement, Launch, Plan};
-use super::tree::{block_signals, enter_user_namespace, kill_descendants, reap_until};
-use super::{ARG_PROBE, ARG_SERVE, EXIT_SETUP_FAILED};
+use crate::confine::{fail, filters_of, ruleset_of, ChildStack, Program};
+use crate::plan::{Confinement, Launch, Plan};
+use crate::protocol::{ARG_PROBE, ARG_SERVE, EXIT_SETUP_FAILED};
+use crate::tree::{block_signals, enter_user_namespace, kill_descendants, reap_until};
 
 /// The launcher's `main`, given its arguments without the program name: returns only to
 /// report a failure before anything ran (the caller exits with the returned code); on every
@@ -44,7 +44,7 @@ pub fn launcher_main(args: Vec<OsString>) -> i32 {
     unsafe { libc::signal(libc::SIGPIPE, libc::SIG_DFL) };
     match args.first().and_then(|arg| arg.to_str()) {
         Some(ARG_PROBE) => return probe(),
-        Some(ARG_SERVE) => return super::server::serve(args.into_iter().skip(1)),
+        Some(ARG_SERVE) => return crate::server::serve(args.into_iter().skip(1)),
         _ => {}
     }
     match Plan::parse(args, true) {
@@ -76,9 +76,13 @@ fn run(parent: Option<libc::pid_t>, rules: &Confinement, launch: &Launch) -> i32
         Ok(ruleset) => ruleset,
         Err(message) => return fail(EXIT_SETUP_FAILED, &message),
     };
+    let filters = match filters_of(rules) {
+        Ok(filters) => filters,
+        Err(message) => return fail(EXIT_SETUP_FAILED, &message),
+    };
     let program = Program {
         ruleset: ruleset.as_ref().map(AsFd::as_fd),
-        seccomp: &rules.seccomp,
+        seccomp: &filters,
         best_effort: rules.best_effort,
         launch,
         mask: &original_mask,
@@ -271,7 +275,7 @@ fn mirror(status: libc::c_int) -> ! {
         };
         libc::setrlimit(libc::RLIMIT_CORE, &no_core);
         libc::signal(signal, libc::SIG_DFL);
-        let mut set = super::tree::empty_sigset();
+        let mut set = crate::tree::empty_sigset();
         libc::sigaddset(&mut set, signal);
         libc::raise(signal);
         libc::sigprocmask(libc::SIG_UNBLOCK, &set, std::ptr::null_mut());

@@ -1,31 +1,31 @@
 //! What the launcher is asked to do, as an argument list: the command line of the one-shot
 //! launcher, and the same words in the requests of the launcher server. One parser for both.
 
-use std::ffi::{CString, OsStr, OsString};
-use std::os::unix::ffi::{OsStrExt, OsStringExt};
+use std::ffi::{CString, OsString};
+use std::os::unix::ffi::OsStringExt;
 
-use super::seccomp;
-use super::{
+use crate::protocol::{
     ARG_BEST_EFFORT, ARG_CWD, ARG_DEVICE, ARG_END, ARG_ENV, ARG_NETWORK, ARG_PARENT, ARG_READ,
     ARG_SECCOMP, ARG_WRITE,
 };
 
-const USAGE: &str = "usage: toolgate-sandbox [--parent PID] [--best-effort] [--network] [--read PATH]... [--write PATH]... [--device PATH]... [--seccomp HEX]... -- PROGRAM [ARG]...";
+const USAGE: &str = "usage: toolgate-sandbox [--parent PID] [--best-effort] [--network] [--seccomp] [--read PATH]... [--write PATH]... [--device PATH]... -- PROGRAM [ARG]...";
 
 /// The policy part: what the program's process may reach.
 #[derive(Debug, Default, Clone)]
-pub(super) struct Confinement {
+pub(crate) struct Confinement {
     pub best_effort: bool,
     pub network: bool,
+    /// Install the seccomp filters (the launcher compiles them from `network`).
+    pub seccomp: bool,
     pub read: Vec<OsString>,
     pub write: Vec<OsString>,
     pub devices: Vec<OsString>,
-    pub seccomp: Vec<seccomp::Program>,
 }
 
 /// The program part: what to execute, where and with which environment.
 #[derive(Debug, Clone)]
-pub(super) struct Launch {
+pub(crate) struct Launch {
     pub program: CString,
     pub argv: Vec<CString>,
     /// `None`: the launcher's own environment (the one-shot launcher gets the child's).
@@ -36,7 +36,7 @@ pub(super) struct Launch {
 
 /// A parsed argument list.
 #[derive(Debug, Default)]
-pub(super) struct Plan {
+pub(crate) struct Plan {
     pub parent: Option<libc::pid_t>,
     pub confinement: Confinement,
     pub env: Option<Vec<CString>>,
@@ -77,13 +77,7 @@ impl Plan {
                 Some(ARG_READ) => rules.read.push(value()?),
                 Some(ARG_WRITE) => rules.write.push(value()?),
                 Some(ARG_DEVICE) => rules.devices.push(value()?),
-                Some(ARG_SECCOMP) => {
-                    let text = value()?;
-                    rules.seccomp.push(
-                        seccomp::decode(text.as_bytes())
-                            .ok_or("--seccomp is not a compiled filter")?,
-                    );
-                }
+                Some(ARG_SECCOMP) => rules.seccomp = true,
                 Some(ARG_CWD) => plan.cwd = Some(c_string(value()?)?),
                 Some(ARG_ENV) => plan
                     .env
@@ -123,29 +117,6 @@ fn c_string(arg: OsString) -> Result<CString, String> {
     CString::new(arg.into_vec()).map_err(|_| "an argument contains a NUL byte".to_string())
 }
 
-/// An argument list as one buffer, each word followed by a NUL (words cannot contain one:
-/// they become C strings).
-pub(super) fn join<S: AsRef<OsStr>>(words: impl IntoIterator<Item = S>) -> Vec<u8> {
-    let mut bytes = Vec::new();
-    for word in words {
-        bytes.extend_from_slice(word.as_ref().as_bytes());
-        bytes.push(0);
-    }
-    bytes
-}
-
-/// The inverse of [`join`].
-pub(super) fn split(bytes: &[u8]) -> Vec<OsString> {
-    let bytes = bytes.strip_suffix(&[0]).unwrap_or(bytes);
-    if bytes.is_empty() {
-        return Vec::new();
-    }
-    bytes
-        .split(|&b| b == 0)
-        .map(|word| OsStr::from_bytes(word).to_os_string())
-        .collect()
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -182,29 +153,24 @@ mod tests {
         assert_eq!(launch.env.unwrap(), [c"A=1"]);
         assert_eq!(launch.cwd.as_deref(), Some(c"/w"));
 
-        let policy = Plan::parse(words(&["--network", "--device", "/dev/null"]), false).unwrap();
-        assert!(policy.confinement.network && policy.launch.is_none());
+        let policy = Plan::parse(
+            words(&["--network", "--seccomp", "--device", "/dev/null"]),
+            false,
+        )
+        .unwrap();
+        let rules = &policy.confinement;
+        assert!(rules.network && rules.seccomp && !rules.best_effort);
+        assert_eq!(rules.devices, ["/dev/null"]);
+        assert!(policy.launch.is_none());
         for (list, program, needle) in [
             (&["--", "/bin/true"][..], false, "names no program"),
             (&["--read", "/usr"][..], true, "no program given"),
             (&["--read"][..], true, "needs a value"),
             (&["--bogus"][..], true, "unknown argument"),
             (&["--parent", "0", "--", "x"][..], true, "not a process id"),
-            (
-                &["--seccomp", "zz", "--", "x"][..],
-                true,
-                "not a compiled filter",
-            ),
         ] {
             let err = Plan::parse(words(list), program).unwrap_err();
             assert!(err.contains(needle), "{list:?}: {err}");
         }
-    }
-
-    #[test]
-    fn word_lists_round_trip() {
-        let list = words(&["--env", "A=x y", "", "--"]);
-        assert_eq!(split(&join(&list)), list);
-        assert!(split(&join(Vec::<OsString>::new())).is_empty());
     }
 }

@@ -3,7 +3,7 @@
 
 /// Blocks every signal in this (single-threaded) process and returns the mask it had, for
 /// the program to get back.
-pub(super) fn block_signals() -> libc::sigset_t {
+pub(crate) fn block_signals() -> libc::sigset_t {
     let mut original = empty_sigset();
     // SAFETY: sigset_t values are plain data we own; sigfillset/sigprocmask only write them.
     unsafe {
@@ -14,7 +14,7 @@ pub(super) fn block_signals() -> libc::sigset_t {
     original
 }
 
-pub(super) fn empty_sigset() -> libc::sigset_t {
+pub(crate) fn empty_sigset() -> libc::sigset_t {
     // SAFETY: an all-zero sigset_t is a valid (empty) set; sigemptyset makes it explicit.
     unsafe {
         let mut set: libc::sigset_t = std::mem::zeroed();
@@ -26,7 +26,7 @@ pub(super) fn empty_sigset() -> libc::sigset_t {
 /// Enters a new user namespace (with `extra` namespace flags, e.g. `CLONE_NEWPID`), mapping
 /// our own uid and gid so files keep their owners. Returns false where user namespaces are not
 /// allowed.
-pub(super) fn enter_user_namespace(extra: libc::c_int) -> bool {
+pub(crate) fn enter_user_namespace(extra: libc::c_int) -> bool {
     // SAFETY: geteuid/getegid/unshare take plain integers.
     unsafe {
         let uid = libc::geteuid();
@@ -63,7 +63,7 @@ fn write_proc_self(name: &[u8], content: &[u8]) -> std::io::Result<()> {
 
 /// As PID 1 of a namespace (or a subreaper): reaps every child, orphans included, until
 /// `program` has exited, and returns its wait status (`None` if waiting failed).
-pub(super) fn reap_until(program: libc::pid_t) -> Option<libc::c_int> {
+pub(crate) fn reap_until(program: libc::pid_t) -> Option<libc::c_int> {
     loop {
         let mut status = 0;
         // SAFETY: waitpid writes the status into the integer we own.
@@ -79,7 +79,7 @@ pub(super) fn reap_until(program: libc::pid_t) -> Option<libc::c_int> {
 
 /// Kills and reaps every process reparented to us (subreaper mode). Each round kills the
 /// children we have; their orphans become ours and are killed in the next round.
-pub(super) fn kill_descendants() {
+pub(crate) fn kill_descendants() {
     loop {
         for pid in own_children() {
             // SAFETY: kill takes plain integers; these pids are our unreaped children.

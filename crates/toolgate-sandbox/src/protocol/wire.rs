@@ -1,7 +1,7 @@
 //! The messages between toolgate and its launcher server, over unix `SOCK_SEQPACKET` sockets
 //! (each message arrives whole, with the file descriptors it carries).
 //!
-//! A request's body (a word list, see `plan.rs`) follows its fixed fields in the message, or
+//! A request's body (a word list, see [`super::words`]) follows its fixed fields in the message, or
 //! comes in a memfd when it is large (flag `BODY_IN_MEMFD`, the memfd is the last fd).
 //!
 //! On the server's socket, server → toolgate: `READY version` once, when it is set up (a
@@ -30,37 +30,51 @@ use rustix::net::{
     SendAncillaryMessage, SendFlags,
 };
 
-pub(super) const POLICY: u8 = 1;
-pub(super) const FORGET: u8 = 2;
-pub(super) const SPAWN: u8 = 3;
-pub(super) const QUIT: u8 = 4;
-pub(super) const READY: u8 = 5;
-pub(super) const ASSIGN: u8 = 6;
-pub(super) const RULES: u8 = 7;
+/// toolgate → server: `POLICY id flags body`, remember a policy (its words) under `id`.
+pub const POLICY: u8 = 1;
+/// toolgate → server: `FORGET id`, the policy is no longer used.
+pub const FORGET: u8 = 2;
+/// toolgate → server: `SPAWN policy flags body` + fds, start a call (its words).
+pub const SPAWN: u8 = 3;
+/// toolgate → server: toolgate replaced this server; quit, leave its directories alone.
+pub const QUIT: u8 = 4;
+/// server → toolgate: `READY version`, set up and serving.
+pub const READY: u8 = 5;
+/// server → a waiting init: `ASSIGN flags body` + fds, this call is yours.
+pub const ASSIGN: u8 = 6;
+/// server → init: `RULES` + [ruleset fd], the call's Landlock ruleset.
+pub const RULES: u8 = 7;
 
-/// The version of this protocol, sent with `READY`.
-pub(super) const VERSION: u8 = 1;
-pub(super) const STARTED: u8 = 10;
-pub(super) const FAILED: u8 = 11;
-pub(super) const EXITED: u8 = 12;
+/// The version of this protocol, sent with `READY`: toolgate uses a server only when it
+/// speaks the same version (else the one-shot launcher).
+pub const VERSION: u8 = 2;
+/// server → toolgate: `STARTED pid` + [pidfd], the call's init runs.
+pub const STARTED: u8 = 10;
+/// `FAILED code message` (to toolgate) or `FAILED message` (to an init): it did not start.
+pub const FAILED: u8 = 11;
+/// init → toolgate: `EXITED status`, the program's wait status.
+pub const EXITED: u8 = 12;
 
-/// Flags of `POLICY`, `SPAWN` and `ASSIGN`.
-pub(super) const HAS_STDIN: u8 = 1;
-pub(super) const BODY_IN_MEMFD: u8 = 2;
+/// Flag of `SPAWN` and `ASSIGN`: a stdin fd comes last (before a body's memfd).
+pub const HAS_STDIN: u8 = 1;
+/// Flag of `POLICY`, `SPAWN` and `ASSIGN`: the body is in a memfd, the last fd.
+pub const BODY_IN_MEMFD: u8 = 2;
+/// Where the flags byte of a `POLICY` or `SPAWN` request is (after the tag and the id).
+pub const REQUEST_FLAGS_AT: usize = 9;
 
 /// The most descriptors one message carries.
-pub(super) const MAX_FDS: usize = 6;
+pub const MAX_FDS: usize = 6;
 /// The largest body sent inside a message (an argument list with a usual environment is far
 /// smaller; receiving buffers are this big, so it is not larger).
 const MAX_INLINE: usize = 8 * 1024;
 /// The largest message (a `FAILED` message's text is cut to fit).
-pub(super) const MAX_MESSAGE: usize = MAX_INLINE + 64;
+pub const MAX_MESSAGE: usize = MAX_INLINE + 64;
 /// The largest request body read from a memfd (argument and environment lists are far
 /// smaller: the kernel allows 2 MiB of them for a program).
-pub(super) const MAX_BODY: u64 = 64 << 20;
+pub const MAX_BODY: u64 = 64 << 20;
 
 /// Sends one message; never raises SIGPIPE (a gone peer is `EPIPE`).
-pub(super) fn send(socket: BorrowedFd<'_>, bytes: &[u8], fds: &[BorrowedFd<'_>]) -> io::Result<()> {
+pub fn send(socket: BorrowedFd<'_>, bytes: &[u8], fds: &[BorrowedFd<'_>]) -> io::Result<()> {
     let mut space = [MaybeUninit::uninit(); rustix::cmsg_space!(ScmRights(MAX_FDS))];
     let mut control = SendAncillaryBuffer::new(&mut space);
     if !fds.is_empty() && !control.push(SendAncillaryMessage::ScmRights(fds)) {
@@ -81,14 +95,16 @@ pub(super) fn send(socket: BorrowedFd<'_>, bytes: &[u8], fds: &[BorrowedFd<'_>])
 }
 
 /// One received message: its bytes (empty at end of stream) and descriptors.
-pub(super) struct Message {
+pub struct Message {
+    /// The message; empty at end of stream.
     pub bytes: Vec<u8>,
+    /// The descriptors it carried, in order.
     pub fds: Vec<OwnedFd>,
 }
 
 /// Receives one message (descriptors arrive close-on-exec). `wait: false` returns
 /// `WouldBlock` when none is there.
-pub(super) fn recv(socket: BorrowedFd<'_>, wait: bool) -> io::Result<Message> {
+pub fn recv(socket: BorrowedFd<'_>, wait: bool) -> io::Result<Message> {
     let mut buffer = vec![0u8; MAX_MESSAGE];
     let mut space = [MaybeUninit::uninit(); rustix::cmsg_space!(ScmRights(MAX_FDS))];
     let mut control = RecvAncillaryBuffer::new(&mut space);
@@ -120,7 +136,7 @@ pub(super) fn recv(socket: BorrowedFd<'_>, wait: bool) -> io::Result<Message> {
 
 /// Sends `head`, then `body` in the message (or in a memfd, flagged in `head[flags_at]`, when
 /// it is large), with `fds`.
-pub(super) fn send_with_body(
+pub fn send_with_body(
     socket: BorrowedFd<'_>,
     mut head: Vec<u8>,
     flags_at: usize,
@@ -140,7 +156,7 @@ pub(super) fn send_with_body(
 
 /// The body of a message sent with [`send_with_body`]: `rest` after the fixed fields, or the
 /// content of the last fd (which is taken from `fds`).
-pub(super) fn take_body(rest: &[u8], flags: u8, fds: &mut Vec<OwnedFd>) -> io::Result<Vec<u8>> {
+pub fn take_body(rest: &[u8], flags: u8, fds: &mut Vec<OwnedFd>) -> io::Result<Vec<u8>> {
     if flags & BODY_IN_MEMFD == 0 {
         return Ok(rest.to_vec());
     }
@@ -186,8 +202,25 @@ fn read_memfd(fd: &OwnedFd) -> io::Result<Vec<u8>> {
     Ok(bytes)
 }
 
+/// The head of a `POLICY` or `SPAWN` request: the tag, the policy id and the flags byte (at
+/// [`REQUEST_FLAGS_AT`]); send it with [`send_with_body`].
+pub fn request_head(tag: u8, id: u64, flags: u8) -> Vec<u8> {
+    let mut head = Vec::with_capacity(REQUEST_FLAGS_AT + 1);
+    head.push(tag);
+    head.extend_from_slice(&id.to_le_bytes());
+    head.push(flags);
+    head
+}
+
+/// `FORGET id`.
+pub fn forget(id: u64) -> [u8; 9] {
+    let mut bytes = [FORGET, 0, 0, 0, 0, 0, 0, 0, 0];
+    bytes[1..].copy_from_slice(&id.to_le_bytes());
+    bytes
+}
+
 /// A connected pair of `SOCK_SEQPACKET` unix sockets, close-on-exec.
-pub(super) fn socket_pair() -> io::Result<(OwnedFd, OwnedFd)> {
+pub fn socket_pair() -> io::Result<(OwnedFd, OwnedFd)> {
     Ok(rustix::net::socketpair(
         rustix::net::AddressFamily::UNIX,
         rustix::net::SocketType::SEQPACKET,
@@ -197,7 +230,7 @@ pub(super) fn socket_pair() -> io::Result<(OwnedFd, OwnedFd)> {
 }
 
 /// A pidfd for `pid` (Linux 5.3), close-on-exec.
-pub(super) fn pidfd_open(pid: libc::pid_t) -> io::Result<OwnedFd> {
+pub fn pidfd_open(pid: libc::pid_t) -> io::Result<OwnedFd> {
     // SAFETY: pidfd_open takes a pid and flags and returns a new fd or -1.
     let fd = unsafe { libc::syscall(libc::SYS_pidfd_open, pid, 0) };
     if fd < 0 {
@@ -208,7 +241,7 @@ pub(super) fn pidfd_open(pid: libc::pid_t) -> io::Result<OwnedFd> {
 }
 
 /// Whether `fd` is readable (or hung up) right now, without waiting.
-pub(super) fn ready(fd: BorrowedFd<'_>) -> bool {
+pub fn ready(fd: BorrowedFd<'_>) -> bool {
     let mut poll = libc::pollfd {
         fd: fd.as_raw_fd(),
         events: libc::POLLIN,
@@ -219,40 +252,45 @@ pub(super) fn ready(fd: BorrowedFd<'_>) -> bool {
 }
 
 /// The tag of a message and its fixed-size fields.
-pub(super) struct Reader<'a> {
+pub struct Reader<'a> {
     bytes: &'a [u8],
 }
 
 impl<'a> Reader<'a> {
+    /// Reads `bytes` from the start.
     pub fn new(bytes: &'a [u8]) -> Self {
         Self { bytes }
     }
 
+    /// The next byte.
     pub fn u8(&mut self) -> Option<u8> {
         let (&first, rest) = self.bytes.split_first()?;
         self.bytes = rest;
         Some(first)
     }
 
+    /// The next 8 bytes, little endian.
     pub fn u64(&mut self) -> Option<u64> {
         let (head, rest) = self.bytes.split_first_chunk::<8>()?;
         self.bytes = rest;
         Some(u64::from_le_bytes(*head))
     }
 
+    /// The next 4 bytes, little endian.
     pub fn i32(&mut self) -> Option<i32> {
         let (head, rest) = self.bytes.split_first_chunk::<4>()?;
         self.bytes = rest;
         Some(i32::from_le_bytes(*head))
     }
 
+    /// What is left.
     pub fn rest(self) -> &'a [u8] {
         self.bytes
     }
 }
 
 /// `tag` followed by a 32-bit value.
-pub(super) fn tagged_i32(tag: u8, value: i32) -> [u8; 5] {
+pub fn tagged_i32(tag: u8, value: i32) -> [u8; 5] {
     let mut bytes = [tag, 0, 0, 0, 0];
     bytes[1..].copy_from_slice(&value.to_le_bytes());
     bytes

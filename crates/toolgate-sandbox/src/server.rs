@@ -32,22 +32,25 @@ use std::ffi::OsString;
 use std::os::fd::{AsFd, AsRawFd, BorrowedFd, FromRawFd, OwnedFd};
 use std::path::PathBuf;
 
-use super::confine::{fail, install_filters, ChildStack, Grant, Program, RulesetBuilder};
-use super::opened::OpenPaths;
-use super::plan::{self, Confinement, Plan};
-use super::seccomp;
-use super::tree::{block_signals, enter_user_namespace, kill_descendants, reap_until};
-use super::wire::{self, Reader};
-use super::{ARG_CLEAN, ARG_PARENT, EXIT_SETUP_FAILED};
+use crate::confine::{
+    fail, filters_of, install_filters, ChildStack, Grant, Program, RulesetBuilder,
+};
+use crate::opened::OpenPaths;
+use crate::plan::{Confinement, Plan};
+use crate::protocol::wire::{self, Reader};
+use crate::protocol::words;
+use crate::protocol::{ARG_CLEAN, ARG_PARENT, EXIT_SETUP_FAILED};
+use crate::seccomp;
+use crate::tree::{block_signals, enter_user_namespace, kill_descendants, reap_until};
 
-/// How many kinds of waiting inits (one per seccomp filter) are kept.
+/// How many kinds of waiting inits (one per seccomp set-up) are kept.
 const MAX_WAITING_KINDS: usize = 4;
 /// How long after a request the server waits before making the next waiting inits: the init
 /// it just woke should get a CPU first, not queue behind that work.
 const MAKE_WAITING_AFTER: std::time::Duration = std::time::Duration::from_micros(300);
 
 /// The server's `main` (after `--serve`): returns only when it could not start.
-pub(super) fn serve(args: impl Iterator<Item = OsString>) -> i32 {
+pub(crate) fn serve(args: impl Iterator<Item = OsString>) -> i32 {
     let (parent, clean) = match parse(args) {
         Ok(parsed) => parsed,
         Err(message) => return fail(EXIT_SETUP_FAILED, &message),
@@ -117,9 +120,12 @@ struct Policy {
 }
 
 /// The seccomp set-up of a waiting init.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 struct Kind {
-    filters: Vec<String>,
+    /// Whether it installs the filters (of `network`).
+    seccomp: bool,
+    network: bool,
+    /// Whether a filter may fail to install.
     best_effort: bool,
 }
 
@@ -135,6 +141,9 @@ struct Server {
     files: libc::rlimit,
     containment: Cell<Containment>,
     policies: HashMap<u64, Result<Policy, String>>,
+    /// The compiled seccomp filters, without and with network access (the same for every
+    /// policy with that setting: compiled for the first that needs them).
+    filters: [Option<Vec<seccomp::Program>>; 2],
     paths: OpenPaths,
     /// Inits made ahead of calls.
     waiting: Vec<Waiting>,
@@ -206,6 +215,7 @@ impl Server {
             files,
             containment: Cell::new(containment),
             policies: HashMap::new(),
+            filters: [None, None],
             paths: OpenPaths::new(),
             waiting: Vec::new(),
             recent: Vec::new(),
@@ -311,19 +321,8 @@ impl Server {
                     let flags = reader.u8().unwrap_or(0);
                     let policy = wire::take_body(reader.rest(), flags, &mut fds)
                         .map_err(|err| err.to_string())
-                        .and_then(|body| Plan::parse(plan::split(&body), false))
-                        .map(|plan| Policy {
-                            kind: Kind {
-                                filters: plan
-                                    .confinement
-                                    .seccomp
-                                    .iter()
-                                    .map(|p| seccomp::encode(p))
-                                    .collect(),
-                                best_effort: plan.confinement.best_effort,
-                            },
-                            rules: plan.confinement,
-                        });
+                        .and_then(|body| Plan::parse(words::split(&body), false))
+                        .and_then(|plan| self.policy(plan.confinement));
                     self.policies.insert(id, policy);
                 }
                 (Some(wire::FORGET), Some(id)) => {
@@ -343,11 +342,36 @@ impl Server {
         }
     }
 
+    /// A policy to register: which inits fit it, its filters compiled when they are the first
+    /// of their network setting.
+    fn policy(&mut self, rules: Confinement) -> Result<Policy, String> {
+        let slot = &mut self.filters[usize::from(rules.network)];
+        let seccomp = match slot {
+            Some(_) => rules.seccomp,
+            None => {
+                let filters = filters_of(&rules)?;
+                let compiled = !filters.is_empty();
+                if compiled {
+                    *slot = Some(filters);
+                }
+                compiled
+            }
+        };
+        Ok(Policy {
+            kind: Kind {
+                seccomp,
+                network: rules.network,
+                best_effort: rules.best_effort,
+            },
+            rules,
+        })
+    }
+
     /// Starts a call; every failure is reported on the call's socket. The init gets its
     /// streams and program first and prepares while the ruleset is built here.
     fn spawn(&mut self, policy: u64, request: Request) {
         let kind = match self.policies.get(&policy) {
-            Some(Ok(policy)) => policy.kind.clone(),
+            Some(Ok(policy)) => policy.kind,
             Some(Err(message)) => {
                 let message = format!("the policy was not accepted: {message}");
                 return report_failure(request.socket.as_fd(), &message);
@@ -443,7 +467,7 @@ impl Server {
         let Some(Ok(Policy { rules, .. })) = self.policies.get(&policy) else {
             return Err(format!("unknown policy {policy}"));
         };
-        let plan = Plan::parse(plan::split(body), true)?;
+        let plan = Plan::parse(words::split(body), true)?;
         // A name changed since the last call is seen before any rule is made from it.
         self.paths.read_events();
         let mut builder = RulesetBuilder::new(rules.network)?;
@@ -467,7 +491,7 @@ impl Server {
 
     fn remember(&mut self, kind: &Kind) {
         self.recent.retain(|known| known != kind);
-        self.recent.push(kind.clone());
+        self.recent.push(*kind);
         if self.recent.len() > MAX_WAITING_KINDS {
             let forgotten = self.recent.remove(0);
             self.waiting.retain(|waiting| waiting.kind != forgotten);
@@ -506,7 +530,7 @@ impl Server {
         unsafe { libc::setpgid(pid, pid) };
         match wire::pidfd_open(pid) {
             Ok(pidfd) => Ok(Waiting {
-                kind: kind.clone(),
+                kind: *kind,
                 pid,
                 pidfd,
                 socket: ours,
@@ -587,12 +611,11 @@ impl Server {
             unsafe { libc::dup2(self.devnull.as_raw_fd(), fd) };
         }
         // The filter the program inherits (installing it costs more than the rest of a start).
-        let filters: Vec<seccomp::Program> = kind
-            .filters
-            .iter()
-            .filter_map(|text| seccomp::decode(text.as_bytes()))
-            .collect();
-        let ready = install_filters(&filters, kind.best_effort)
+        let filters = match &self.filters[usize::from(kind.network)] {
+            Some(filters) if kind.seccomp => filters.as_slice(),
+            _ => &[],
+        };
+        let ready = install_filters(filters, kind.best_effort)
             .and_then(|()| ChildStack::new().map_err(|err| format!("the program's stack: {err}")));
         let code = match self.serve_call(socket, namespace, ready) {
             Ok(()) => 0,
@@ -630,7 +653,7 @@ impl Server {
         let stdin = stdin.as_ref().map_or(self.devnull.as_fd(), AsFd::as_fd);
         let launch = ready.and_then(|stack| {
             let body = body.map_err(|err| format!("reading the request: {err}"))?;
-            let plan = Plan::parse(plan::split(&body), true)?;
+            let plan = Plan::parse(words::split(&body), true)?;
             Ok((stack, plan.launch.ok_or("no program given")?))
         });
         // The ruleset, built by the server meanwhile.
@@ -693,7 +716,7 @@ impl Server {
             reap(waiting.pid);
         }
         if let Some(dir) = self.clean.as_ref().filter(|_| clean) {
-            crate::exec::remove_private_tree(dir);
+            crate::cleanup::remove_tree(dir);
         }
     }
 }

@@ -20,7 +20,7 @@ use std::path::{Path, PathBuf};
 
 use rustix::fs::inotify::{self, CreateFlags, ReadFlags, WatchFlags};
 
-use super::confine::{is_directory, open_path};
+use crate::confine::{is_directory, open_path};
 
 /// At most this many paths stay open; more are opened per call.
 const MAX_OPEN: usize = 2048;
@@ -34,7 +34,7 @@ struct Open {
 }
 
 /// Paths kept open, dropped when inotify says their name changed.
-pub(super) struct OpenPaths {
+pub(crate) struct OpenPaths {
     inotify: Option<OwnedFd>,
     open: HashMap<OsString, Open>,
     /// Watched directory → its watch.
@@ -44,7 +44,7 @@ pub(super) struct OpenPaths {
 }
 
 /// A path's fd: kept open, or opened for this call only.
-pub(super) enum PathHandle<'a> {
+pub(crate) enum PathHandle<'a> {
     Kept(BorrowedFd<'a>, bool),
     Once(OwnedFd, bool),
 }

@@ -3,7 +3,8 @@
 //! equivalent policy, in one run, printed as ratios.
 //!
 //! ```text
-//! cargo build --release -p toolgate-sandbox --bins --examples
+//! cargo build --release -p toolgate-sandbox
+//! cargo build --release -p toolgate-core --example sandbox_bench
 //! target/release/examples/sandbox_bench [rounds] [only]
 //! ```
 //!

@@ -19,9 +19,11 @@ use landlock::{
     ABI,
 };
 
-use super::plan::{Confinement, Launch};
-use super::seccomp;
-use super::{EXIT_CANNOT_EXECUTE, EXIT_NOT_FOUND, EXIT_SETUP_FAILED, LAUNCHER_MESSAGE_PREFIX};
+use crate::plan::{Confinement, Launch};
+use crate::protocol::{
+    EXIT_CANNOT_EXECUTE, EXIT_NOT_FOUND, EXIT_SETUP_FAILED, LAUNCHER_MESSAGE_PREFIX,
+};
+use crate::seccomp;
 
 /// The newest Landlock ABI this code knows; older kernels get the subset they support.
 const NEWEST_ABI: ABI = ABI::V10;
@@ -30,14 +32,14 @@ const NEWEST_ABI: ABI = ABI::V10;
 const CHILD_STACK: usize = 64 * 1024;
 
 /// Writes the launcher's own message to stderr and returns `code`.
-pub(super) fn fail(code: i32, message: &str) -> i32 {
+pub(crate) fn fail(code: i32, message: &str) -> i32 {
     let _ = writeln!(std::io::stderr(), "{LAUNCHER_MESSAGE_PREFIX}{message}");
     code
 }
 
 /// How a path is granted.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(super) enum Grant {
+pub(crate) enum Grant {
     /// Read and execute.
     Read,
     /// Read, write, create, remove.
@@ -50,7 +52,7 @@ pub(super) enum Grant {
 /// this kernel handles); rules are added with the plain system call, since the rights are
 /// already fitted to the kernel and to the file's type (the crate would `fstat` every path
 /// again, on every call).
-pub(super) struct RulesetBuilder {
+pub(crate) struct RulesetBuilder {
     /// `None` where the kernel has no Landlock.
     fd: Option<OwnedFd>,
     read: BitFlags<AccessFs>,
@@ -96,7 +98,7 @@ impl RulesetBuilder {
         })()
         .map_err(|err| format!("Landlock could not be applied: {err}"))?;
         // What this kernel handles of what was asked: exactly the rights a rule may name.
-        let abi = ABI::from(super::kernel_support().landlock_abi as i32);
+        let abi = ABI::from(landlock_abi() as i32);
         let supported = AccessFs::from_all(abi);
         Ok(Self {
             fd: created.into(),
@@ -172,10 +174,16 @@ impl RulesetBuilder {
     }
 }
 
+/// This kernel's Landlock ABI, asked once per process.
+fn landlock_abi() -> u32 {
+    static ABI: std::sync::OnceLock<u32> = std::sync::OnceLock::new();
+    *ABI.get_or_init(crate::kernel::landlock_abi)
+}
+
 /// Opens `path` for reference only (`O_PATH`, close-on-exec; symlinks followed, as Landlock
 /// grants what a path leads to) and says whether it is a directory. `None` when it does not
 /// exist or cannot be opened.
-pub(super) fn open_path(path: &OsString) -> Option<(OwnedFd, bool)> {
+pub(crate) fn open_path(path: &OsString) -> Option<(OwnedFd, bool)> {
     let fd = rustix::fs::open(
         path.as_os_str(),
         rustix::fs::OFlags::PATH | rustix::fs::OFlags::CLOEXEC,
@@ -187,7 +195,7 @@ pub(super) fn open_path(path: &OsString) -> Option<(OwnedFd, bool)> {
 }
 
 /// Asks the already open path, rather than looking the name up a second time.
-pub(super) fn is_directory(fd: BorrowedFd<'_>) -> bool {
+pub(crate) fn is_directory(fd: BorrowedFd<'_>) -> bool {
     // SAFETY: fstat on an fd we hold (O_PATH fds support it), writing into a zeroed stat.
     unsafe {
         let mut stat: libc::stat = std::mem::zeroed();
@@ -196,7 +204,7 @@ pub(super) fn is_directory(fd: BorrowedFd<'_>) -> bool {
 }
 
 /// The one-shot launcher's ruleset: every path of `rules`, opened now.
-pub(super) fn ruleset_of(rules: &Confinement) -> Result<Option<OwnedFd>, String> {
+pub(crate) fn ruleset_of(rules: &Confinement) -> Result<Option<OwnedFd>, String> {
     let mut builder = RulesetBuilder::new(rules.network)?;
     for (paths, grant) in [
         (&rules.read, Grant::Read),
@@ -211,7 +219,7 @@ pub(super) fn ruleset_of(rules: &Confinement) -> Result<Option<OwnedFd>, String>
 }
 
 /// The stack the program's process runs on until it executes (mapped ahead by a waiting init).
-pub(super) struct ChildStack {
+pub(crate) struct ChildStack {
     base: *mut libc::c_void,
 }
 
@@ -249,7 +257,7 @@ impl Drop for ChildStack {
 }
 
 /// Everything the program's process needs, prepared before it exists.
-pub(super) struct Program<'a> {
+pub(crate) struct Program<'a> {
     pub ruleset: Option<BorrowedFd<'a>>,
     /// Filters to install (none when the parent has them already: they are inherited).
     pub seccomp: &'a [seccomp::Program],
@@ -385,8 +393,24 @@ impl Program<'_> {
     }
 }
 
+/// The filters a policy asks for (none without `--seccomp`), compiled for its network
+/// setting; a failure to compile is an error unless `best_effort` (the program then runs
+/// without them).
+pub(crate) fn filters_of(rules: &Confinement) -> Result<Vec<seccomp::Program>, String> {
+    if !rules.seccomp {
+        return Ok(Vec::new());
+    }
+    match seccomp::compile(rules.network) {
+        Ok(filters) => Ok(filters),
+        Err(_) if rules.best_effort => Ok(Vec::new()),
+        Err(message) => Err(format!(
+            "the seccomp filter could not be compiled: {message}"
+        )),
+    }
+}
+
 /// Installs `filters` on this process; a failure is an error unless `best_effort`.
-pub(super) fn install_filters(
+pub(crate) fn install_filters(
     filters: &[seccomp::Program],
     best_effort: bool,
 ) -> Result<(), String> {

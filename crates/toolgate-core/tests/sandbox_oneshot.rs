@@ -1,0 +1,89 @@
+//! The one-shot launcher (`toolgate-sandbox [policy] -- program args`), as the CLI's
+//! `toolgate sandbox` and MCP stdio servers start it: confined, the program's exit code and
+//! signal mirrored, its whole tree gone when it exits, its own failures with its exit codes.
+
+#![cfg(target_os = "linux")]
+
+mod common;
+
+use std::os::unix::process::ExitStatusExt;
+use std::path::Path;
+use std::process::{Command, Output};
+use std::time::Duration;
+
+use common::{process_is_gone, text, Fixture, SECRET};
+use toolgate_core::exec::env;
+use toolgate_core::sandbox::LAUNCHER_MESSAGE_PREFIX;
+
+/// Runs `program args` through the one-shot launcher under the default policy.
+fn launch(f: &Fixture, program: &str, args: &[&str]) -> Output {
+    let sandbox = f.sandbox(f.policy());
+    let call_dir = tempfile::tempdir().unwrap();
+    let vars = env::child_environment(&[]);
+    let (launcher, launcher_args) = sandbox
+        .command(Path::new(program), call_dir.path(), &vars, &[])
+        .unwrap();
+    Command::new(launcher)
+        .args(launcher_args)
+        .args(args)
+        .current_dir(&f.work)
+        .env_clear()
+        .envs(vars)
+        .output()
+        .unwrap()
+}
+
+#[test]
+fn programs_run_confined_with_their_exit_codes_and_signals() {
+    let f = Fixture::new();
+    let out = launch(&f, "/bin/cat", &[&f.secret()]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(text(&out.stderr).contains("Permission denied"), "{out:?}");
+    assert!(!text(&out.stdout).contains(SECRET));
+
+    let out = launch(&f, "/bin/cat", &["in.txt"]);
+    assert_eq!(text(&out.stdout), "line one\nline two\n");
+    for code in [0, 3, 125, 255] {
+        let out = launch(&f, "/bin/sh", &["-c", &format!("exit {code}")]);
+        assert_eq!(out.status.code(), Some(code));
+    }
+    let out = launch(&f, "/bin/sh", &["-c", "kill -TERM $$"]);
+    assert_eq!(out.status.signal(), Some(libc::SIGTERM));
+    let out = launch(
+        &f,
+        "/bin/sh",
+        &["-c", "grep -E '^(NoNewPrivs|Seccomp):' /proc/self/status"],
+    );
+    assert_eq!(text(&out.stdout), "NoNewPrivs:\t1\nSeccomp:\t2\n");
+}
+
+#[test]
+fn the_tree_ends_with_the_program_and_failures_use_the_launchers_codes() {
+    let f = Fixture::new();
+    let pid_file = f.work.join("daemon.pid");
+    let script = format!(
+        "setsid sh -c 'read p rest < /proc/self/stat; echo $p > {}; exec sleep 30' & sleep 0.3",
+        pid_file.display()
+    );
+    let out = launch(&f, "/bin/sh", &["-c", &script]);
+    assert!(out.status.success(), "{out:?}");
+    let pid: u32 = std::fs::read_to_string(&pid_file)
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    let gone = (0..100).any(|_| {
+        std::thread::sleep(Duration::from_millis(20));
+        process_is_gone(pid)
+    });
+    assert!(gone, "the setsid daemon outlived the launcher");
+
+    let out = launch(&f, "/no/such/program", &[]);
+    assert_eq!(out.status.code(), Some(127));
+    assert!(
+        text(&out.stderr).starts_with(LAUNCHER_MESSAGE_PREFIX),
+        "{out:?}"
+    );
+    let out = launch(&f, "/etc", &[]);
+    assert_eq!(out.status.code(), Some(126));
+}
