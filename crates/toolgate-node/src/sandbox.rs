@@ -37,7 +37,11 @@ pub struct SandboxSupport {
 pub struct SandboxSummary {
     /// `enforce`, `best-effort` or `off`.
     pub mode: String,
+    /// Whether processes get the open network (`network: true`).
     pub network: bool,
+    /// The network in words: `off`, `open (network: true, every host)`, or `by host through
+    /// the egress proxy: allow …; deny …; ask about other hosts`.
+    pub network_policy: String,
     /// Extra read/execute roots (besides the system runtime), canonical.
     pub read: Vec<String>,
     /// Extra writable roots, canonical.
@@ -57,7 +61,8 @@ impl From<&SandboxScope> for SandboxSummary {
         };
         Self {
             mode: scope.mode.as_str().to_string(),
-            network: scope.network,
+            network: scope.network.is_open(),
+            network_policy: scope.network.describe(),
             read: text(&scope.read),
             write: text(&scope.write),
             work_dir: scope.work_dir.display().to_string(),

@@ -43,6 +43,7 @@ pub use toolgate_sandbox::protocol::{
 };
 
 use crate::error::{Error, Result};
+use crate::network::NetworkPolicy;
 use paths::Reach;
 use toolgate_sandbox::protocol::{
     ARG_BEST_EFFORT, ARG_CWD, ARG_DEVICE, ARG_END, ARG_ENV, ARG_NETWORK, ARG_PARENT, ARG_PROBE,
@@ -65,6 +66,9 @@ pub struct SandboxPolicy {
     pub mode: SandboxMode,
     /// Allow network access (TCP/UDP, and unix sockets of services outside the sandbox).
     pub network: bool,
+    /// Network by host: the only way out is toolgate's egress proxy, which judges every
+    /// connection by this policy (`network` is then false).
+    pub hosts: Option<NetworkPolicy>,
     /// Extra directories or files to read and execute (absolute, or relative to `work_dir`).
     pub read: Vec<PathBuf>,
     /// Extra directories or files to write (absolute, or relative to `work_dir`).
@@ -80,6 +84,7 @@ impl SandboxPolicy {
         Self {
             mode: SandboxMode::Enforce,
             network: false,
+            hosts: None,
             read: Vec::new(),
             write: Vec::new(),
             work_dir: work_dir.into(),
@@ -98,6 +103,9 @@ pub struct Sandbox {
     launcher: Option<PathBuf>,
     /// The launcher arguments every call shares.
     fixed_args: Vec<OsString>,
+    /// Network by host without a network namespace (best-effort): the call's proxy listens
+    /// on this host's loopback and the program has the network.
+    proxy_on_host: bool,
     /// The read roots of the last `PATH` seen: a tool's calls share one environment.
     search_path_roots: Mutex<Option<(OsString, Arc<[PathBuf]>)>>,
     warnings: Vec<String>,
@@ -166,11 +174,30 @@ impl Sandbox {
                 None
             }
         };
+        let proxy_on_host = match &policy.hosts {
+            None => false,
+            Some(_) if launcher.is_none() => true,
+            Some(_) => match network_namespace_support() {
+                Ok(()) => false,
+                Err(why) => {
+                    let message = format!(
+                        "network by host needs a network namespace for each call, so that the egress proxy is the only way out, and {why}"
+                    );
+                    if enforce {
+                        return Err(unavailable(&message));
+                    }
+                    warnings.push(format!(
+                        "{message}; programs get the network with the proxy variables set, and one that ignores them connects directly"
+                    ));
+                    true
+                }
+            },
+        };
         let mut fixed_args: Vec<OsString> = Vec::new();
         if !enforce {
             fixed_args.push(ARG_BEST_EFFORT.into());
         }
-        if policy.network {
+        if policy.network || proxy_on_host {
             fixed_args.push(ARG_NETWORK.into());
         }
         // The launcher compiles the filters for the policy's network setting; without seccomp
@@ -194,6 +221,7 @@ impl Sandbox {
             support,
             launcher,
             fixed_args,
+            proxy_on_host,
             search_path_roots: Mutex::new(None),
             warnings,
             #[cfg(target_os = "linux")]
@@ -204,6 +232,19 @@ impl Sandbox {
     /// The policy, with the work directory and the roots canonical.
     pub fn policy(&self) -> &SandboxPolicy {
         &self.policy
+    }
+
+    /// The host policy of a network-by-host sandbox: what the egress proxy judges its
+    /// calls' connections by.
+    pub fn host_policy(&self) -> Option<&NetworkPolicy> {
+        self.policy.hosts.as_ref()
+    }
+
+    /// Whether a call's proxy listens on this host's loopback (network by host where no
+    /// network namespace can be made, under `best-effort`) rather than inside the call's own
+    /// network namespace.
+    pub fn proxy_on_host(&self) -> bool {
+        self.proxy_on_host
     }
 
     /// The kernel support this sandbox was prepared against.
@@ -396,6 +437,12 @@ impl Sandbox {
         *cache = Some((search_path.clone(), Arc::clone(&roots)));
         roots
     }
+}
+
+/// Whether a call can get a network namespace of its own whose only way out is a listener
+/// handed to the egress proxy; `Err` says why not.
+fn network_namespace_support() -> std::result::Result<(), String> {
+    Err("the launcher of this build gives a call no network namespace of its own".into())
 }
 
 fn unavailable(what: &str) -> Error {

@@ -5,6 +5,8 @@
 //! [`SandboxOption`]: `false | 'enforce' | 'best-effort' | { mode, network, read, write }`)
 //! becomes a [`SandboxScope`]: mode, network, read and write roots (canonical), the work
 //! directory and `readonly`, all decided. The default is `{ mode: 'enforce', network: false }`.
+//! `network` is `true | false | { allow, deny, ask }` ([`NetworkSetting`]); how the levels
+//! join is [`ScopeNetwork`]'s.
 //!
 //! Scopes nest: a toolset's `sandbox:` in a worker file may only narrow the worker-level
 //! `sandbox`, and a called worker may only narrow its caller's ([`SandboxScope::narrow`]):
@@ -13,6 +15,7 @@
 //! ones to come) reads the same [`SandboxFields`] and resolves it the same way.
 
 mod launch;
+mod network;
 mod report;
 mod scope;
 
@@ -26,7 +29,10 @@ use schemars::JsonSchema;
 use serde::de::{self, Deserializer, MapAccess, Visitor};
 use serde::{Deserialize, Serialize};
 
+use crate::network::NetworkSetting;
+
 pub use launch::{Launch, LaunchOptions};
+pub use network::ScopeNetwork;
 pub use report::{support_report, SupportReport};
 pub use scope::{prepare_cached, version_manager_roots, SandboxScope, ToolSandbox, Widening};
 
@@ -70,10 +76,11 @@ pub struct SandboxFields {
     /// `enforce` (the default), `best-effort` or `off`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub mode: Option<SandboxModeName>,
-    /// Allow network access: TCP/UDP, and unix sockets of services outside the sandbox
-    /// (default false).
+    /// The network: `false` (the default: none), `true` (every host, and unix sockets of
+    /// services outside the sandbox), or `{ allow, deny, ask }`: only the hosts it allows,
+    /// through toolgate's egress proxy.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub network: Option<bool>,
+    pub network: Option<NetworkSetting>,
     /// Extra directories or files processes may read and execute (`~/` is your home).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub read: Option<Vec<PathBuf>>,
@@ -107,7 +114,7 @@ impl SandboxFields {
         };
         SandboxFields {
             mode: self.mode,
-            network: self.network,
+            network: self.network.clone(),
             read: anchor_all(&self.read),
             write: anchor_all(&self.write),
         }

@@ -3,6 +3,7 @@
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
+use super::network::ScopeNetwork;
 use super::{SandboxFields, SandboxModeName};
 use crate::error::{Error, Result};
 use crate::sandbox::{Sandbox, SandboxMode, SandboxPolicy};
@@ -14,7 +15,7 @@ const CACHED_SANDBOXES: usize = 16;
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SandboxScope {
     pub mode: SandboxModeName,
-    pub network: bool,
+    pub network: ScopeNetwork,
     /// Extra read/execute roots, canonical.
     pub read: Vec<PathBuf>,
     /// Extra writable roots, canonical.
@@ -66,7 +67,7 @@ impl SandboxScope {
         })?;
         Ok(SandboxScope {
             mode: fields.mode.unwrap_or(SandboxModeName::Enforce),
-            network: fields.network.unwrap_or(false),
+            network: ScopeNetwork::new(fields.network.as_ref()),
             read: resolve_roots(fields.read.as_deref(), base, setting, "read")?,
             write: resolve_roots(fields.write.as_deref(), base, setting, "write")?,
             work_dir,
@@ -97,6 +98,29 @@ impl SandboxScope {
     /// (a read root inside the work directory or a read or write root, a write root inside a
     /// writable one). Anything wider is `CONFIG_INVALID`, in the words of `widening`.
     pub fn narrow(&self, fields: &SandboxFields, base: &Path, widening: &Widening) -> Result<Self> {
+        self.narrow_keys(fields, base, widening, false)
+    }
+
+    /// This scope (a worker's) for one of its toolsets whose `sandbox` in the same file is
+    /// `fields`: like [`narrow`](Self::narrow), except that `network` may widen the worker's
+    /// own setting ([`ScopeNetwork::for_toolset`]); never past what the worker's callers
+    /// leave it.
+    pub fn for_toolset(
+        &self,
+        fields: &SandboxFields,
+        base: &Path,
+        widening: &Widening,
+    ) -> Result<Self> {
+        self.narrow_keys(fields, base, widening, true)
+    }
+
+    fn narrow_keys(
+        &self,
+        fields: &SandboxFields,
+        base: &Path,
+        widening: &Widening,
+        toolset_network: bool,
+    ) -> Result<Self> {
         let refuse = |what: String| {
             Error::ConfigInvalid(format!(
                 "{}: {what}, which widens {}; {} may only narrow it (network off, fewer roots, a stricter mode): {}",
@@ -114,12 +138,20 @@ impl SandboxScope {
             }
             narrowed.mode = mode;
         }
-        if let Some(network) = fields.network {
-            if network && !self.network {
-                return Err(refuse("network is true where it is false".into()));
-            }
-            narrowed.network = network;
-        }
+        narrowed.network = if toolset_network {
+            self.network
+                .for_toolset(fields.network.as_ref())
+                .map_err(|what| {
+                    Error::ConfigInvalid(format!(
+                        "{}: {what}, which the worker's callers do not allow; a toolset may widen its own worker's network, but a called worker and its toolsets only narrow their caller's: widen the calling worker's `sandbox.network` instead",
+                        widening.setting
+                    ))
+                })?
+        } else {
+            self.network
+                .for_called(fields.network.as_ref())
+                .map_err(refuse)?
+        };
         if let Some(read) = &fields.read {
             let read = resolve_roots(Some(read), base, widening.setting, "read")?;
             if let Some(outside) = read.iter().find(|root| !self.can_read(root)) {
@@ -211,7 +243,7 @@ impl SandboxScope {
             }
         }
         SandboxScope {
-            network: false,
+            network: ScopeNetwork::off(),
             read,
             write: Vec::new(),
             readonly: true,
@@ -253,7 +285,8 @@ impl SandboxScope {
         }
         Some(SandboxPolicy {
             mode,
-            network: self.network,
+            network: self.network.is_open(),
+            hosts: self.network.host_policy(),
             read,
             write: self.write.clone(),
             work_dir: self.work_dir.clone(),
@@ -264,6 +297,12 @@ impl SandboxScope {
     /// Prepares the sandbox of one tool (once; its calls share it). `SANDBOX_UNAVAILABLE`
     /// under `enforce` where the kernel or the launcher is missing.
     pub fn build(&self) -> Result<ToolSandbox> {
+        if self.mode == SandboxModeName::Off && self.network.host_policy().is_some() {
+            return Err(Error::ConfigInvalid(format!(
+                "sandbox: network is {}, but the mode is 'off': without the sandbox nothing keeps programs to those hosts; turn the sandbox on (mode 'enforce' or 'best-effort'), or give network: true",
+                self.network.describe()
+            )));
+        }
         let sandbox = self
             .policy()
             .map(Sandbox::prepare)

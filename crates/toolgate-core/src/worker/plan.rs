@@ -22,6 +22,9 @@ use crate::run::fingerprint::{graph_fingerprint, GraphWorker};
 use crate::sandbox_config::{SandboxFields, SandboxModeName, SandboxScope, ToolSandbox, Widening};
 
 #[cfg(test)]
+#[path = "plan/network_tests.rs"]
+mod network_tests;
+#[cfg(test)]
 mod tests;
 
 /// A worker this worker may call: the tool `name` runs the planned worker `worker`.
@@ -321,7 +324,7 @@ fn toolset_scope(
     own: Option<&SandboxFields>,
 ) -> Result<SandboxScope> {
     match own {
-        Some(fields) => scope.narrow(fields, worker_dir(worker), &TOOLSET_WIDENING),
+        Some(fields) => scope.for_toolset(fields, worker_dir(worker), &TOOLSET_WIDENING),
         None => Ok(scope.clone()),
     }
 }

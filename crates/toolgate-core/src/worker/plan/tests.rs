@@ -307,7 +307,9 @@ fn the_worker_sandbox_keys_reach_every_process_toolset() {
     let main = &plan.workers()[0];
     let expected = SandboxScope {
         mode: SandboxModeName::BestEffort,
-        network: true,
+        network: crate::sandbox_config::ScopeNetwork::new(Some(
+            &crate::network::NetworkSetting::Open,
+        )),
         read: vec![d.join("data")],
         write: vec![d.join("cache")],
         work_dir: d.join("work"),
@@ -352,12 +354,12 @@ fn a_toolset_may_narrow_the_worker_sandbox() {
         .map(|(name, scope)| (*name, scope))
         .collect();
     assert_eq!(scopes["shell"].mode, SandboxModeName::Enforce);
-    assert!(!scopes["shell"].network);
+    assert!(scopes["shell"].network.is_off());
     assert_eq!(scopes["shell"].read, [d.join("data/deep")]);
     // cli_execute's read_roots stay readable: path arguments may name them.
     assert_eq!(scopes["cli_execute"].read, [d.join("data")]);
-    assert!(scopes["cli_execute"].network);
-    assert!(!scopes["executables"].network);
+    assert!(scopes["cli_execute"].network.is_open());
+    assert!(scopes["executables"].network.is_off());
     assert_eq!(main.sandbox.mode, SandboxModeName::BestEffort);
 }
 
@@ -368,11 +370,6 @@ fn a_toolset_cannot_widen_the_worker_sandbox() {
     std::fs::create_dir(d.join("data")).unwrap();
     std::fs::create_dir(d.join("work")).unwrap();
     let cases = [
-        (
-            "shell:\n    default: ask\n    sandbox: { network: true }",
-            "toolsets.shell",
-            "network is true",
-        ),
         (
             "shell:\n    default: ask\n    sandbox: { mode: off }",
             "toolsets.shell",
@@ -431,7 +428,7 @@ fn a_called_worker_may_narrow_its_callers_sandbox_but_not_widen_it() {
     );
     let plan = plan(&top);
     let called = &plan.workers()[1];
-    assert!(!called.sandbox.network);
+    assert!(called.sandbox.network.is_off());
     assert_eq!(called.sandbox.read, [d.join("data/deep")]);
     assert_eq!(
         called.sandbox.mode,
