@@ -18,6 +18,7 @@ import { VERSION } from '../native/package-root.js';
 import { ApprovalGate } from '../run/approval-gate.js';
 import { AuditTrail, newRunId } from '../run/audit.js';
 import { gatedCall, gatedTools, rejectedDecision } from '../run/gated-call.js';
+import { NetworkApprovals } from '../run/network.js';
 import { Recorder } from '../run/records.js';
 import type { ApprovalAnswer, ApprovalHandler, ApprovalRequest, ToolCallRecord } from '../run/types.js';
 import { auditTarget } from '../worker/run-loop.js';
@@ -140,6 +141,7 @@ export async function serveMcp(worker: RunnableWorker, options: ServeMcpOptions 
     return written;
   };
   const recorder = new Recorder((event) => {
+    if (event.type === 'network-connection') return trail?.collect(event);
     if (event.type !== 'call-recorded') return;
     trail?.collect(event);
     options.onRecord?.(event.record);
@@ -165,6 +167,8 @@ export async function serveMcp(worker: RunnableWorker, options: ServeMcpOptions 
       () => undefined,
       undefined,
     );
+    // A host a network-by-host sandbox asks about goes to the same gate (elicitation, onApproval).
+    const network = new NetworkApprovals(gate, (record) => recorder.connection(record));
     server.setRequestHandler(ListToolsRequestSchema, () => ({ tools: listed }));
     server.setRequestHandler(CallToolRequestSchema, async (request, extra): Promise<CallToolResult> => {
       const name = request.params.name;
@@ -189,7 +193,7 @@ export async function serveMcp(worker: RunnableWorker, options: ServeMcpOptions 
       }
       const outcome = await gatedCall(
         { toolName: name, tool: found, input: checked.value, options: { toolCallId, messages: [], abortSignal: extra.signal } },
-        { gate, recorder },
+        { gate, recorder, network },
         'inline',
       );
       // A serving has no end to wait for: each call's audit line is appended as the call ends.

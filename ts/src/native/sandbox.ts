@@ -5,11 +5,25 @@ import { callNative } from './errors.js';
 export type SandboxMode = 'enforce' | 'best-effort' | 'off';
 
 /**
+ * `network` by host: only the hosts `allow` names (`example.com`, `*.example.com`,
+ * `host:port`, IP addresses and CIDR ranges with an optional `:port`, `[v6]:port`), never those
+ * `deny` names (deny wins), through toolgate's egress proxy; with `ask`, other hosts go to the
+ * run's approval handler (`toolName: 'network'`, `input: { host, port, tool }`). Internal
+ * addresses (loopback, private, link-local, metadata) only when the address itself is allowed.
+ * See docs/sandbox.md, "Network by host".
+ */
+export interface NetworkHosts {
+  allow?: readonly string[];
+  deny?: readonly string[];
+  ask?: boolean;
+}
+
+/**
  * The kernel sandbox of every process a tool starts (Landlock + seccomp + a PID namespace).
  * Default: `{ mode: 'enforce', network: false }` — the work directory read-write, the system
  * runtime read-only, nothing else, no network. `false` turns it off; `'best-effort'` runs with
- * what the kernel offers and warns once; the object form widens it with `network` and extra
- * `read`/`write` roots (absolute, relative to `workDir`, or under `~/`). The core reads it
+ * what the kernel offers and warns once; the object form widens it with `network` (`true`, or
+ * by host: `{ allow, deny, ask }`) and extra `read`/`write` roots (absolute, relative to `workDir`, or under `~/`). The core reads it
  * strictly (`CONFIG_INVALID` for an unknown key). See docs/sandbox.md.
  */
 export type SandboxOption =
@@ -18,7 +32,8 @@ export type SandboxOption =
   | 'best-effort'
   | {
       mode?: SandboxMode;
-      network?: boolean;
+      /** `false` (default): none; `true`: every host; `{ allow, deny, ask }`: by host, through the egress proxy. */
+      network?: boolean | NetworkHosts;
       read?: readonly string[];
       write?: readonly string[];
     };

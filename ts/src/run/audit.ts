@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { native } from '../native/binding.js';
 import { awaitNative } from '../native/errors.js';
-import type { RunEvent, RunStatus, RunUsage } from './types.js';
+import type { NetworkConnectionRecord, RunEvent, RunStatus, RunUsage } from './types.js';
 
 /** A new run id (also the id of an MCP serving in the audit log). */
 export function newRunId(): string {
@@ -64,8 +64,9 @@ export class AuditTrail {
     this.#line(event, this.#worker, { ...fields, ...(event === 'mcp-serve-end' ? { durationMs: Math.round(performance.now() - this.#started) } : {}) });
   }
 
-  /** Takes what the log keeps from a run event: every recorded call. */
+  /** Takes what the log keeps from a run event: every recorded call and every connection. */
   collect(event: RunEvent): void {
+    if (event.type === 'network-connection') return this.#connection(event.record, event.worker);
     if (event.type !== 'call-recorded') return;
     const { record } = event;
     const exitCode = exitCodeOf(record.output);
@@ -83,6 +84,28 @@ export class AuditTrail {
       ...(record.error ? { error: record.error } : {}),
       ...(record.reason ? { reason: record.reason } : {}),
       ...(record.scope ? { alwaysScope: record.scope.description } : {}),
+    });
+  }
+
+  /**
+   * A `network` line: one connection through the egress proxy, with the decision, who made it,
+   * the tool call whose process connected and the bytes each way.
+   */
+  #connection(record: NetworkConnectionRecord, worker: string | undefined): void {
+    this.#line('network', worker ?? this.#worker, {
+      toolCallId: record.toolCallId,
+      tool: record.tool,
+      host: record.host,
+      port: record.port,
+      protocol: record.protocol,
+      decision: record.decision,
+      decidedBy: record.decidedBy,
+      ...(record.rule ? { rule: record.rule } : {}),
+      ...(record.address ? { address: record.address } : {}),
+      bytesUp: record.bytesUp,
+      bytesDown: record.bytesDown,
+      durationMs: record.durationMs,
+      ...(record.message ? { message: record.message } : {}),
     });
   }
 

@@ -1,4 +1,5 @@
 import type { native } from '../native/binding.js';
+import type { NetworkConnectionRecord } from './network.js';
 import type {
   AlwaysScope,
   AlwaysScopeChoice,
@@ -8,7 +9,7 @@ import type {
   ApprovalRequest,
 } from '../approval/request.js';
 
-export type { AlwaysScope, AlwaysScopeChoice, ApprovalAnswer, ApprovalContext, ApprovalHandler, ApprovalRequest };
+export type { AlwaysScope, AlwaysScopeChoice, ApprovalAnswer, ApprovalContext, ApprovalHandler, ApprovalRequest, NetworkConnectionRecord };
 
 /**
  * The decision recorded for a call the model made: `preApproved`, `approved` (by a person),
@@ -44,6 +45,8 @@ export type RunEventBody =
   | { type: 'tool-error'; toolCallId: string; toolName: string; error: string; errorCode?: string; durationMs: number }
   /** Every call the model made ends with one of these, whatever was decided. */
   | { type: 'call-recorded'; record: ToolCallRecord }
+  /** A connection through the egress proxy (network by host), with its decision; reported as it closes. */
+  | { type: 'network-connection'; record: NetworkConnectionRecord }
   /** Text the model is writing (`streamWorker` and the CLI only). */
   | { type: 'text-delta'; step: number; text: string }
   | { type: 'error'; error: unknown };

@@ -6,6 +6,7 @@ import { named, type NamedTool } from '../approval/named-tool.js';
 import { native } from '../native/binding.js';
 import { LIMITS } from '../native/constants.js';
 import { awaitNative, callNative } from '../native/errors.js';
+import { withRefusals, type RefusedConnection } from '../native/network-call.js';
 import { runProcess } from '../native/process-handle.js';
 import { type SandboxOption, warnSandbox } from '../native/sandbox.js';
 
@@ -78,6 +79,8 @@ export interface ExecutableToolResult {
   truncated: boolean;
   /** What the tool wrote to stderr. */
   stderr: string;
+  /** The destinations the egress proxy refused (network by host); absent when none. */
+  refusedConnections?: RefusedConnection[];
 }
 
 function parseSpec(spec: native.ExecutableToolSpec): ExecutableToolSpec {
@@ -144,7 +147,7 @@ export class ExecutableToolRegistry {
     return {
       start: async (signal?: AbortSignal) => {
         const output = await runProcess(handle, signal);
-        return { result: output.value, durationMs: output.durationMs, truncated: output.truncated, stderr: output.stderr };
+        return { result: output.value, durationMs: output.durationMs, truncated: output.truncated, stderr: output.stderr, ...withRefusals(output) };
       },
       kill: () => handle.kill(),
     };
@@ -175,7 +178,12 @@ function unapprovedTool(registry: ExecutableToolRegistry, spec: ExecutableToolSp
     inputSchema: jsonSchema<Record<string, unknown>>(spec.inputSchema),
     execute: async (input: Record<string, unknown>, { abortSignal }) => {
       const output = await registry.run(spec.name, input, abortSignal ? { signal: abortSignal } : {});
-      return { result: output.result, durationMs: output.durationMs, truncated: output.truncated };
+      return {
+        result: output.result,
+        durationMs: output.durationMs,
+        truncated: output.truncated,
+        ...(output.refusedConnections ? { refusedConnections: output.refusedConnections } : {}),
+      };
     },
   });
   return named(`${EXECUTABLE_TOOL_PREFIX}${spec.name}`, base);

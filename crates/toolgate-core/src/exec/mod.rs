@@ -38,6 +38,7 @@ use tokio::net::unix::pipe;
 use tokio::sync::Notify;
 
 use crate::error::{Error, Result};
+use crate::network::{CallHandle, ConnectionRecord, NetworkCall, Proxy};
 #[cfg(target_os = "linux")]
 use crate::sandbox::client::{CallStdio, Ending as ServedEnding, Refusal, Served};
 use crate::sandbox::{
@@ -80,6 +81,10 @@ pub struct ExecRequest {
     /// Files the sandboxed program may read besides what the sandbox allows: the script an
     /// interpreter runs (a docstring tool), which lives where the sandbox grants nothing.
     pub readable: Vec<PathBuf>,
+    /// The run and tool call the process belongs to, for the egress proxy of a network-by-host
+    /// sandbox (who to ask, what the run allowed, where records go). Without it such a call
+    /// is one of no run: nobody to ask.
+    pub network: Option<NetworkCall>,
 }
 
 impl ExecRequest {
@@ -97,6 +102,7 @@ impl ExecRequest {
             private_dirs: false,
             sandbox: None,
             readable: Vec::new(),
+            network: None,
         }
     }
 
@@ -140,6 +146,12 @@ impl ExecRequest {
         self
     }
 
+    /// Attaches the process to a run's tool call (see [`ExecRequest::network`]).
+    pub fn network_call(mut self, call: NetworkCall) -> Self {
+        self.network = Some(call);
+        self
+    }
+
     /// Runs the program under `sandbox` (see [`ExecRequest::sandbox`]).
     pub fn sandbox(mut self, sandbox: Arc<Sandbox>) -> Self {
         self.sandbox = Some(sandbox);
@@ -163,6 +175,9 @@ pub struct ExecOutput {
     pub duration: Duration,
     /// Whether the program ran with the sandbox's filesystem policy in force.
     pub sandboxed: bool,
+    /// The connections its processes made through the egress proxy (network by host), each
+    /// with its decision, oldest first.
+    pub connections: Vec<ConnectionRecord>,
 }
 
 impl ExecOutput {
@@ -203,6 +218,8 @@ pub struct RunningProcess {
     abort: AbortHandle,
     /// Set when the child is the sandbox launcher: its own failures become errors.
     sandboxed: Option<Launched>,
+    /// The call's listener on the egress proxy (network by host).
+    proxy: Option<CallHandle>,
     /// Removed when the run is over (declared last: dropped after the child is reaped).
     call_dir: Option<CallDir>,
 }
@@ -262,6 +279,14 @@ pub fn spawn_with_abort(request: ExecRequest, abort: AbortHandle) -> Result<Runn
     if let Some(dir) = &call_dir {
         dir.apply(&mut child_env);
     }
+    let proxy = host_proxy(
+        request.sandbox.as_deref(),
+        request.network.as_ref(),
+        &program,
+    )?;
+    if let Some(proxy) = &proxy {
+        env::set_proxy(&mut child_env, proxy.local_addr());
+    }
     let sandbox = request
         .sandbox
         .as_deref()
@@ -292,8 +317,34 @@ pub fn spawn_with_abort(request: ExecRequest, abort: AbortHandle) -> Result<Runn
             cwd: request.cwd,
             confined: sandbox.confines(),
         }),
+        proxy,
         call_dir,
     })
+}
+
+/// The call's listener on this host's loopback, for a network-by-host sandbox whose calls get
+/// no network namespace of their own (`best-effort` where none can be made, or no launcher).
+fn host_proxy(
+    sandbox: Option<&Sandbox>,
+    call: Option<&NetworkCall>,
+    program: &Path,
+) -> Result<Option<CallHandle>> {
+    let Some(sandbox) = sandbox else {
+        return Ok(None);
+    };
+    let Some(policy) = sandbox.host_policy() else {
+        return Ok(None);
+    };
+    if !sandbox.proxy_on_host() {
+        return Ok(None);
+    }
+    let call = call.cloned().unwrap_or_else(|| {
+        let name = program.file_name().unwrap_or(program.as_os_str());
+        NetworkCall::alone("", name.to_string_lossy())
+    });
+    Proxy::shared()?
+        .listen(call.context(policy.clone()))
+        .map(Some)
 }
 
 /// What to start, resolved.
@@ -531,6 +582,10 @@ impl RunningProcess {
             }
         }
         drop(self.call_dir.take());
+        let connections = match self.proxy.take() {
+            Some(proxy) => proxy.finish().await,
+            None => Vec::new(),
+        };
         Ok(ExecOutput {
             exit_code,
             signal,
@@ -545,6 +600,7 @@ impl RunningProcess {
                 .sandboxed
                 .as_ref()
                 .is_some_and(|launched| launched.confined),
+            connections,
         })
     }
 }

@@ -119,13 +119,27 @@ async fn decide(session: &mut Session, host: &Host, port: u16) -> Result<(), Ref
                 AskOutcome::AlreadyAllowed => {
                     session.decide(Decision::Allowed, DecidedBy::RunAllowance, None)
                 }
-                AskOutcome::Answered(AskAnswer::Approve) => {
+                AskOutcome::Answered(AskAnswer::Approve)
+                | AskOutcome::AnsweredBefore(AskAnswer::Approve) => {
                     session.decide(Decision::AskedApproved, DecidedBy::User, None)
+                }
+                AskOutcome::Answered(AskAnswer::Deferred { reason })
+                | AskOutcome::AnsweredBefore(AskAnswer::Deferred { reason }) => {
+                    return Err(session.deny(Denial {
+                        decided_by: DecidedBy::Deferred,
+                        rule: None,
+                        reason,
+                        fix: None,
+                    }));
+                }
+                AskOutcome::AnsweredBefore(AskAnswer::Always) => {
+                    session.decide(Decision::Allowed, DecidedBy::RunAllowance, None)
                 }
                 AskOutcome::Answered(AskAnswer::Always) => {
                     session.decide(Decision::Always, DecidedBy::User, None)
                 }
-                AskOutcome::Answered(AskAnswer::Deny { reason }) => {
+                AskOutcome::Answered(AskAnswer::Deny { reason })
+                | AskOutcome::AnsweredBefore(AskAnswer::Deny { reason }) => {
                     let reason = match reason {
                         Some(reason) if !reason.trim().is_empty() => {
                             format!("denied when asked: {}", reason.trim())
