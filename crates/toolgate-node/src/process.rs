@@ -39,6 +39,7 @@ pub struct ProcessResult {
 
 /// A destination the egress proxy refused.
 #[napi(object, object_from_js = false)]
+#[derive(Clone)]
 pub struct RefusedConnection {
     pub host: String,
     pub port: u32,
@@ -48,20 +49,26 @@ pub struct RefusedConnection {
     pub decided_by: String,
 }
 
+impl From<toolgate_core::network::RefusedConnection> for RefusedConnection {
+    fn from(refused: toolgate_core::network::RefusedConnection) -> Self {
+        Self {
+            host: refused.host,
+            port: u32::from(refused.port),
+            reason: refused.reason,
+            decided_by: serde_json::to_value(refused.decided_by)
+                .ok()
+                .and_then(|value| value.as_str().map(String::from))
+                .unwrap_or_default(),
+        }
+    }
+}
+
 impl From<process::ProcessResult> for ProcessResult {
     fn from(out: process::ProcessResult) -> Self {
         let refused_connections = out
             .refused_connections()
             .into_iter()
-            .map(|refused| RefusedConnection {
-                host: refused.host,
-                port: u32::from(refused.port),
-                reason: refused.reason,
-                decided_by: serde_json::to_value(refused.decided_by)
-                    .ok()
-                    .and_then(|value| value.as_str().map(String::from))
-                    .unwrap_or_default(),
-            })
+            .map(RefusedConnection::from)
             .collect();
         Self {
             refused_connections,

@@ -11,6 +11,7 @@ use toolgate_core::sandbox_config::{self, Launch, LaunchOptions, SandboxScope};
 
 use crate::error::{infallible, sync};
 use crate::js_value;
+use crate::process::RefusedConnection;
 
 /// What this kernel offers the sandbox, and where the launcher is.
 #[napi(object, object_from_js = false)]
@@ -188,13 +189,17 @@ impl SandboxLaunch {
         })
     }
 
-    /// Removes the private HOME/TMPDIR; call it once the program has ended.
+    /// Removes the private HOME/TMPDIR; call it once the program has ended. Returns the
+    /// connections the egress proxy refused (network by host), once per destination.
     #[napi]
-    pub fn finish(&self, env: Env) -> napi::Result<()> {
+    pub fn finish(&self, env: Env) -> napi::Result<Vec<RefusedConnection>> {
         infallible(&env, "SandboxLaunch.finish", || {
-            if let Ok(mut launch) = self.launch.lock() {
-                launch.take();
-            }
+            let launch = self.launch.lock().ok().and_then(|mut launch| launch.take());
+            let records = launch.map(Launch::finish).unwrap_or_default();
+            toolgate_core::network::refused_connections(&records)
+                .into_iter()
+                .map(RefusedConnection::from)
+                .collect()
         })
     }
 }
