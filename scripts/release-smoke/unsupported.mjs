@@ -65,6 +65,9 @@ try {
 }
 if (!installed) {
   const line = importError([]);
-  assert.ok(line.includes(`the package toolgate-${here}`) && line.includes('--omit=optional'), line);
+  const version = createRequire(import.meta.url)('toolgate/package.json').version;
+  for (const part of [`the package toolgate-${here}@${version}`, '--omit=optional', 'cannot fetch it', `npm install toolgate-${here}@${version}`]) {
+    assert.ok(line.includes(part), `the error lacks '${part}': ${line}`);
+  }
   console.log(`  ok  ${here} without its package: ${line}`);
 }
