@@ -26,8 +26,8 @@ export const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..');
 
 /** Files npm packs whatever `files` says. */
 const ALWAYS = ['package.json', 'README.md', 'LICENSE'];
-/** Generated files git ignores, each with the tracked file it is generated from. */
-const GENERATED = { 'native/binding.js': 'native/load.js', 'native/binding.d.ts': 'crates/toolgate-node/src/lib.rs' };
+/** Files git ignores that the native build generates (scripts/write-native-binding.mjs, from the built addon). */
+const GENERATED = ['native/binding.js', 'native/binding.d.ts'];
 /** dist/<name>.js, .d.ts and their maps are compiled from ts/src/<name>.ts. */
 const DIST_OUTPUT = /^dist\/(.+?)\.(?:js|d\.ts)(?:\.map)?$/;
 
@@ -66,10 +66,10 @@ export function shippedFiles(root = ROOT) {
   const files = new Set(ALWAYS.filter((file) => tracked.has(file)));
   for (const pattern of manifest.files) {
     for (const file of tracked) if (covers(pattern, file)) files.add(file);
-    for (const [file, source] of Object.entries(GENERATED)) {
+    for (const file of GENERATED) {
       if (!covers(pattern, file)) continue;
       if (existsSync(join(root, file))) files.add(file);
-      else problems.push(`${file} is missing (generated from ${source}: run npm run build)`);
+      else problems.push(`${file} is missing (the native build generates it: run npm run build)`);
     }
     if (covers(pattern, 'dist/index.js')) {
       const built = walk(root, 'dist');
