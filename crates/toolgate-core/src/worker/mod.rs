@@ -303,6 +303,11 @@ pub fn load_worker_stamped(given: &Path, options: &LoadOptions) -> Result<(Worke
     parse_worker(&text, &path, options).map(|worker| (worker, stamp))
 }
 
+/// Where the worker files' JSON Schema is found in a project that installed toolgate: its
+/// package path (`node_modules/toolgate/schemas/…`, and importable by that name). Error messages
+/// name it, since `schemas/…` alone is no path in the user's project.
+pub const WORKER_SCHEMA_PATH: &str = "toolgate/schemas/worker.schema.json";
+
 /// Parses worker `text` that was read from `path` (an absolute path; its extension selects the
 /// format and its directory anchors relative paths).
 pub fn parse_worker(text: &str, path: &Path, options: &LoadOptions) -> Result<Worker> {
@@ -314,7 +319,7 @@ pub fn parse_worker(text: &str, path: &Path, options: &LoadOptions) -> Result<Wo
             .map(|(line, column)| format!("{}:{column}", line + line_offset))
             .unwrap_or_else(|| "?".into());
         Error::ConfigInvalid(format!(
-            "{source}:{place}: {}; see schemas/worker.schema.json for the accepted shape",
+            "{source}:{place}: {}; see the JSON Schema {WORKER_SCHEMA_PATH} for the accepted shape",
             clean_serde_message(&err.to_string())
         ))
     })?;
