@@ -422,9 +422,11 @@ pub fn check_worker_plan_identity(
 #[napi]
 pub fn worker_plan_read_only_tools(env: Env, plan: &WorkerPlan) -> napi::Result<Vec<String>> {
     sync(&env, "workerPlanReadOnlyTools", || {
-        Ok(toolgate_core::worker::durable::read_only_tools(&plan.inner)?
-            .into_iter()
-            .map(String::from)
-            .collect())
+        Ok(
+            toolgate_core::worker::durable::read_only_tools(&plan.inner)?
+                .into_iter()
+                .map(String::from)
+                .collect(),
+        )
     })
 }

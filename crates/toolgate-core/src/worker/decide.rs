@@ -226,6 +226,17 @@ fn decide_worker(
     for (toolset, approval) in &path_rules {
         mark_per_call(&mut tools, *toolset, approval);
     }
+    if planned.callers.has_rules() {
+        // A calling worker's shell rules may ask about a command this worker's `cli_execute`
+        // runs without asking: the policy decides each call (`CliExecute::callers_approval`).
+        for tool in tools
+            .iter_mut()
+            .filter(|tool| tool.toolset == Toolset::CliExecute)
+        {
+            tool.resolved.dynamic =
+                tool.resolved.decision == crate::approval::Decision::PreApproved;
+        }
+    }
     check_names(&source, worker.approval.as_ref(), &tools)?;
     Ok(tools)
 }

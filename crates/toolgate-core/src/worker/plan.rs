@@ -11,7 +11,7 @@ use std::sync::Arc;
 use super::{load_worker_stamped, LoadOptions, Worker};
 use crate::builtins::http::system_lookup;
 use crate::builtins::Builtins;
-use crate::command::{CliExecute, ShellToolset};
+use crate::command::{CallerCommands, CliExecute, ShellToolset};
 use crate::error::{Error, Result};
 use crate::executables::Registry;
 use crate::frozen::FrozenFiles;
@@ -21,6 +21,8 @@ use crate::mcp::McpToolset;
 use crate::run::fingerprint::{graph_fingerprint, GraphWorker};
 use crate::sandbox_config::{SandboxFields, SandboxModeName, SandboxScope, ToolSandbox, Widening};
 
+#[cfg(test)]
+mod caller_tests;
 #[cfg(test)]
 mod tests;
 
@@ -66,6 +68,9 @@ pub struct PlannedWorker {
     /// The one best-effort sandbox warning of the process, when preparing this worker's
     /// sandboxes was the first to have one.
     pub sandbox_warning: Option<String>,
+    /// The command policies of the workers above this one, which bind its `shell` and
+    /// `cli_execute` commands too (see [`crate::command::callers`]).
+    pub callers: CallerCommands,
     /// This worker's own files (its worker file, its tools module, its executable tools).
     files: Vec<PathBuf>,
 }
@@ -180,7 +185,36 @@ impl WorkerPlan {
             .map(|index| self.workers[index].chain.clone())
             .unwrap_or_default();
         let index = self.workers.len();
-        let planned = build(worker, parent, names, files, scope)?;
+        let caller = parent.map(|index| {
+            let caller = &self.workers[index];
+            CallerSandbox {
+                scope: caller.sandbox.clone(),
+                above: format!(
+                    "the sandbox of its caller '{}'",
+                    caller.worker.path.display()
+                ),
+            }
+        });
+        let callers = parent
+            .map(|index| {
+                let caller = &self.workers[index];
+                caller.callers.handed_down(
+                    &caller.worker.name,
+                    &caller.worker.path,
+                    caller.shell.as_ref(),
+                    caller.cli_execute.as_ref(),
+                )
+            })
+            .unwrap_or_default();
+        let planned = build(
+            worker,
+            parent,
+            names,
+            files,
+            scope,
+            caller.as_ref(),
+            callers,
+        )?;
         let children = planned.worker.allowed_worker_paths.clone();
         let sandbox = LoadOptions {
             work_dir: Some(planned.worker.work_dir.clone()),
@@ -306,23 +340,41 @@ fn worker_dir(worker: &Worker) -> &Path {
     worker.path.parent().unwrap_or(Path::new("/"))
 }
 
-/// How a toolset's `sandbox` that widens its worker's is refused.
-const TOOLSET_WIDENING: Widening<'static> = Widening {
-    setting: "sandbox",
-    above: "the worker's sandbox",
-    narrower: "a toolset",
-    fix: "widen the worker-level `sandbox` instead",
-};
-
-/// The worker's sandbox narrowed by a toolset's own `sandbox`.
+/// The sandbox of a toolset: the worker's, with the keys of the toolset's own `sandbox` in
+/// their place. Inside one worker file that is the author's choice and may widen the worker's
+/// (issue 22 §8); in a called worker the result must still lie inside the caller's worker-level
+/// sandbox (`caller`), else `CONFIG_INVALID`.
 fn toolset_scope(
     worker: &Worker,
     scope: &SandboxScope,
     own: Option<&SandboxFields>,
+    caller: Option<&CallerSandbox>,
 ) -> Result<SandboxScope> {
-    match own {
-        Some(fields) => scope.narrow(fields, worker_dir(worker), &TOOLSET_WIDENING),
-        None => Ok(scope.clone()),
+    let Some(fields) = own else {
+        return Ok(scope.clone());
+    };
+    let adjusted = scope.with_fields(fields, worker_dir(worker), "sandbox")?;
+    if let Some(caller) = caller {
+        adjusted.check_within(&caller.scope, &caller.widening("sandbox"))?;
+    }
+    Ok(adjusted)
+}
+
+/// The worker-level sandbox of the worker that calls a worker, which bounds every toolset of
+/// the called worker.
+struct CallerSandbox {
+    scope: SandboxScope,
+    above: String,
+}
+
+impl CallerSandbox {
+    fn widening<'a>(&'a self, setting: &'a str) -> Widening<'a> {
+        Widening {
+            setting,
+            above: &self.above,
+            narrower: "a called worker (and every toolset in it)",
+            fix: "widen the calling worker's `sandbox` instead",
+        }
     }
 }
 
@@ -351,6 +403,8 @@ fn build(
     mut chain: Vec<String>,
     files: Vec<PathBuf>,
     scope: SandboxScope,
+    caller: Option<&CallerSandbox>,
+    callers: CallerCommands,
 ) -> Result<PlannedWorker> {
     let place = |toolset: &str, err: Error| match err {
         Error::ConfigInvalid(message) => Error::ConfigInvalid(format!(
@@ -378,8 +432,8 @@ fn build(
         .shell
         .as_ref()
         .map(|config| -> Result<_> {
-            let policy = ShellToolset::new(&worker.work_dir, config)?;
-            let scope = toolset_scope(&worker, &scope, config.sandbox.as_ref())?;
+            let policy = ShellToolset::new(&worker.work_dir, config)?.with_callers(callers.clone());
+            let scope = toolset_scope(&worker, &scope, config.sandbox.as_ref(), caller)?;
             let built = prepare_sandbox(&worker, &scope, &mut warnings)?;
             toolset_sandboxes.push(("shell", scope));
             Ok(Arc::new(policy.with_sandbox(built.sandbox)))
@@ -390,16 +444,16 @@ fn build(
         .cli_execute
         .as_ref()
         .map(|config| -> Result<_> {
-            let policy = CliExecute::new(&worker.work_dir, config)?;
-            let read_roots = Widening {
-                fix: "add it to the worker-level `sandbox.read`",
-                ..TOOLSET_WIDENING
-            };
-            let scope = toolset_scope(&worker, &scope, config.sandbox.as_ref())?.with_read_roots(
-                &config.read_roots,
-                worker_dir(&worker),
-                Some((&scope, &read_roots)),
-            )?;
+            let policy = CliExecute::new(&worker.work_dir, config)?.with_callers(callers.clone());
+            let read_roots = caller.map(|caller| caller.widening("sandbox"));
+            let scope = toolset_scope(&worker, &scope, config.sandbox.as_ref(), caller)?
+                .with_read_roots(
+                    &config.read_roots,
+                    worker_dir(&worker),
+                    caller
+                        .zip(read_roots.as_ref())
+                        .map(|(caller, widening)| (&caller.scope, widening)),
+                )?;
             let built = prepare_sandbox(&worker, &scope, &mut warnings)?;
             toolset_sandboxes.push(("cli_execute", scope));
             Ok(Arc::new(policy.with_sandbox(built.sandbox)))
@@ -412,7 +466,7 @@ fn build(
         .as_ref()
         .map(|config| -> Result<_> {
             let options = config.registry_options(config_dir, &worker.work_dir)?;
-            let scope = toolset_scope(&worker, &scope, config.sandbox.as_ref())?;
+            let scope = toolset_scope(&worker, &scope, config.sandbox.as_ref(), caller)?;
             let (options, warning) = options.with_sandbox(&scope).map_err(|err| match err {
                 Error::SandboxUnavailable(message) => Error::SandboxUnavailable(format!(
                     "{}: {message} (in a worker file: sandbox: {{ mode: best-effort }} or mode: off)",
@@ -440,7 +494,7 @@ fn build(
         .mcp
         .as_ref()
         .map(|config| -> Result<_> {
-            let scope = toolset_scope(&worker, &scope, config.sandbox.as_ref())
+            let scope = toolset_scope(&worker, &scope, config.sandbox.as_ref(), caller)
                 .map_err(|err| place("mcp", err))?;
             let place = format!("{}: toolsets.mcp", worker.path.display());
             let toolset = McpToolset::from_config(config, &scope, &place).map_err(|err| match err {
@@ -482,6 +536,7 @@ fn build(
         sandbox: scope,
         toolset_sandboxes,
         sandbox_warning,
+        callers,
         files,
         worker,
     })
