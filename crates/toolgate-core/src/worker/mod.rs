@@ -27,15 +27,19 @@ mod decide;
 pub mod durable;
 pub mod golem;
 pub mod options;
+mod path_check;
 mod plan;
 mod program;
 mod registry;
+pub mod report;
 
 pub use decide::{DecidedTool, McpReports, ModuleTools};
 pub use options::{
     LoadCustomToolsOptions, LoadWorkerOptions, ResolveModelOptions, WorkerToolsOptions,
 };
+pub use path_check::{PathCheck, PathRefusal};
 pub use plan::{plan_worker, Delegate, PlannedWorker, WorkerPlan};
+pub use report::{PlanReport, PLAN_REPORT_VERSION};
 
 /// A worker file as written. Its JSON Schema (`schemas/worker.schema.json`) is generated from
 /// this type, so editors validate and complete worker files.

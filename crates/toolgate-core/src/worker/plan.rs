@@ -8,6 +8,8 @@
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+use serde_json::{json, Value};
+
 use super::{load_worker_stamped, LoadOptions, Worker};
 use crate::builtins::http::system_lookup;
 use crate::builtins::Builtins;
@@ -18,7 +20,8 @@ use crate::frozen::FrozenFiles;
 use crate::fs::config::{filesystem_tools, CodeAgentGroup};
 use crate::limits::{MAX_WORKERS_IN_GRAPH, MAX_WORKER_DEPTH};
 use crate::mcp::McpToolset;
-use crate::run::fingerprint::{graph_fingerprint, GraphWorker};
+use crate::run::crypto::sha256_hex;
+use crate::run::fingerprint::{graph_fingerprint, path_value, BindingParts};
 use crate::sandbox_config::{SandboxFields, SandboxModeName, SandboxScope, ToolSandbox, Widening};
 
 #[cfg(test)]
@@ -140,17 +143,49 @@ impl WorkerPlan {
         patterns
     }
 
-    /// The fingerprint a run state carries (see [`crate::run::fingerprint`]): every file of the
-    /// graph and each worker's name, file, work directory and `readonly`. `CONFIG_INVALID` when
-    /// a file changed since the plan was made.
+    /// The binding a run state carries (see [`crate::run::fingerprint`]): every policy that
+    /// decides a call of the graph — each worker's name, file, work directory, tools,
+    /// approvals, rules (as resolved: allowlisted programs by their real file), sandboxes and
+    /// callers — and the content of every file. `CONFIG_INVALID` when a file changed since the
+    /// plan was made.
+    pub fn binding(&self) -> Result<String> {
+        let mut parts = BindingParts::default();
+        for planned in &self.workers {
+            let worker = &planned.worker;
+            parts.add(
+                "workers",
+                json!({
+                    "name": worker.name,
+                    "path": path_value(&worker.path),
+                    "parent": planned.parent,
+                }),
+            );
+            parts.add(
+                "work directories",
+                json!({ "workDir": path_value(&worker.work_dir), "readonly": worker.readonly }),
+            );
+            parts.add("tools", tools_binding(planned));
+            parts.add("approvals", approvals_binding(worker));
+            parts.add("rules", rules_binding(planned));
+            parts.add(
+                "sandbox",
+                json!({
+                    "worker": scope_binding(&planned.sandbox),
+                    "toolsets": planned
+                        .toolset_sandboxes
+                        .iter()
+                        .map(|(name, scope)| json!([name, scope_binding(scope)]))
+                        .collect::<Vec<_>>(),
+                }),
+            );
+        }
+        graph_fingerprint(parts, &self.files)
+    }
+
+    /// The identity of the plan in one digest (a durable run pins it): the SHA-256 of its
+    /// [`binding`](Self::binding).
     pub fn fingerprint(&self) -> Result<String> {
-        let workers = self.workers.iter().map(|planned| GraphWorker {
-            name: &planned.worker.name,
-            path: &planned.worker.path,
-            work_dir: &planned.worker.work_dir,
-            readonly: planned.worker.readonly,
-        });
-        graph_fingerprint(workers, &self.files)
+        Ok(sha256_hex(self.binding()?.as_bytes()))
     }
 
     fn add(
@@ -539,5 +574,113 @@ fn build(
         callers,
         files,
         worker,
+    })
+}
+
+/// A sandbox scope as a binding part sees it.
+fn scope_binding(scope: &SandboxScope) -> Value {
+    json!({
+        "mode": scope.mode.as_str(),
+        "network": scope.network,
+        "read": scope.read.iter().map(|p| path_value(p)).collect::<Vec<_>>(),
+        "write": scope.write.iter().map(|p| path_value(p)).collect::<Vec<_>>(),
+        "workDir": path_value(&scope.work_dir),
+        "readonly": scope.readonly,
+    })
+}
+
+/// Keys of a toolset block that belong to other parts of a binding than `tools`.
+const NOT_TOOLS: [&str; 7] = [
+    "approval",
+    "rules",
+    "default",
+    "sandbox",
+    "guardrails",
+    "allowed_binaries",
+    "read_roots",
+];
+
+/// The tools of a worker: its toolset blocks (but for approvals, rules and sandboxes), the
+/// file tools it is offered, its executable tools as discovered and the workers it calls.
+fn tools_binding(planned: &PlannedWorker) -> Value {
+    let mut toolsets = serde_json::to_value(&planned.worker.toolsets).unwrap_or(Value::Null);
+    if let Some(blocks) = toolsets.as_object_mut() {
+        for block in blocks.values_mut() {
+            if let Some(keys) = block.as_object_mut() {
+                keys.retain(|key, _| !NOT_TOOLS.contains(&key.as_str()));
+            }
+        }
+    }
+    let executables = planned.executables.as_ref().map(|registry| {
+        registry
+            .tools()
+            .into_iter()
+            .map(|spec| json!([spec.name, spec.description]))
+            .collect::<Vec<_>>()
+    });
+    json!({
+        "toolsets": toolsets,
+        "filesystem": planned.filesystem_tools,
+        "codeAgent": planned.code_agent_group,
+        "executables": executables,
+        "delegates": planned.delegates.iter().map(|d| json!([d.name, d.worker])).collect::<Vec<_>>(),
+    })
+}
+
+/// Every approval block of a worker: the worker-level one and each toolset's.
+fn approvals_binding(worker: &Worker) -> Value {
+    let toolsets = serde_json::to_value(&worker.toolsets).unwrap_or(Value::Null);
+    let blocks: serde_json::Map<String, Value> = toolsets
+        .as_object()
+        .map(|blocks| {
+            blocks
+                .iter()
+                .map(|(name, block)| {
+                    (
+                        name.clone(),
+                        block.get("approval").cloned().unwrap_or(Value::Null),
+                    )
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    json!({ "worker": worker.approval, "toolsets": blocks })
+}
+
+/// The rules of a worker: shell rules, the allowlist as resolved (each program by its real
+/// file), guardrails, read roots, path rules, and the workers above whose command policies bind
+/// it.
+fn rules_binding(planned: &PlannedWorker) -> Value {
+    let toolsets = &planned.worker.toolsets;
+    let shell = toolsets
+        .shell
+        .as_ref()
+        .map(|config| json!({ "rules": config.rules, "default": config.default }));
+    let cli = toolsets.cli_execute.as_ref().map(|config| {
+        let resolved = planned.cli_execute.as_ref().map(|cli| {
+            cli.availability()
+                .iter()
+                .map(|binary| json!([binary.name, binary.real_path.as_deref().map(path_value)]))
+                .collect::<Vec<_>>()
+        });
+        json!({
+            "binaries": resolved,
+            "guardrails": config.guardrails,
+            "readRoots": config.read_roots.iter().map(|p| path_value(p)).collect::<Vec<_>>(),
+        })
+    });
+    let paths = |approval: Option<&crate::fs::config::FileApprovalConfig>| {
+        approval.map(|approval| approval.paths.clone())
+    };
+    json!({
+        "shell": shell,
+        "cliExecute": cli,
+        "filesystemPaths": paths(toolsets.filesystem.as_ref().and_then(|c| c.approval.as_ref())),
+        "codeAgentPaths": paths(toolsets.code_agent.as_ref().and_then(|c| c.approval.as_ref())),
+        "callers": planned
+            .callers
+            .layers()
+            .map(|layer| path_value(&layer.file))
+            .collect::<Vec<_>>(),
     })
 }
