@@ -86,6 +86,9 @@ export function cliExecuteToolOf(policy: native.CliExecutePolicy, decided: Resol
       args: z.array(z.string()).describe('Arguments, one per element, passed verbatim (no quoting, no expansion)'),
       stdin: z.string().optional().describe('Text written to the program’s standard input'),
     }),
+    // Consulted only when the core marks the decision dynamic: a calling worker's shell rules
+    // may ask about a call this toolset would run without asking.
+    needsApproval: ({ binary, args }) => callNative(() => policy.needsApproval(binary, [...args])),
     execute: async ({ binary, args, stdin }, { abortSignal }): Promise<CommandResult> => {
       abortSignal?.throwIfAborted();
       const handle = callNative(() => policy.prepare(binary, [...args], stdin));

@@ -91,15 +91,23 @@ export async function loadWorker(path: string, options: LoadWorkerOptions = {}):
   return top;
 }
 
-/** A plan's workers with their tools modules read, MCP servers connected and tools decided. */
-export interface DecidedPlan {
+/** A plan's workers with their tools modules read and MCP servers connected. */
+export interface ListedPlan {
   infos: native.PlannedWorkerInfo[];
   modules: Map<number, ModuleTools>;
   /** The connected MCP servers of each worker with an `mcp` toolset. */
   mcp: Map<number, McpConnection[]>;
-  decided: native.PlannedTool[][];
+  /** What they hold, as the core reads it (for `decide`, `report`, `checkPath`). */
+  reports: { modules: native.ModuleReport[]; mcp: native.McpWorkerReport[] };
+  /** Workers whose MCP servers could not be listed (only with `tolerateMcpFailures`), and why. */
+  mcpFailures: Map<number, string>;
   /** Ends every MCP server the plan connected. */
   close: () => Promise<void>;
+}
+
+/** A plan's workers with their tools modules read, MCP servers connected and tools decided. */
+export interface DecidedPlan extends ListedPlan {
+  decided: native.PlannedTool[][];
 }
 
 /**
@@ -108,6 +116,25 @@ export interface DecidedPlan {
  * call `close()` when done.
  */
 export async function decidePlannedWorkers(workerPlan: native.WorkerPlan): Promise<DecidedPlan> {
+  const listed = await listPlannedWorkers(workerPlan);
+  try {
+    const decided = callNative(() => workerPlan.decide(listed.reports.modules, listed.reports.mcp));
+    return { ...listed, decided };
+  } catch (error) {
+    await listed.close();
+    throw error;
+  }
+}
+
+/**
+ * Reads the tools modules of a plan and connects its MCP servers. With `tolerateMcpFailures`
+ * (for `toolgate check`), a worker whose servers cannot be listed is left without a report and
+ * the failure is kept in `mcpFailures`. The caller owns the servers: call `close()` when done.
+ */
+export async function listPlannedWorkers(
+  workerPlan: native.WorkerPlan,
+  options: { tolerateMcpFailures?: boolean } = {},
+): Promise<ListedPlan> {
   const infos = workerPlan.workers();
   const modules = new Map<number, ModuleTools>();
   for (const [index, info] of infos.entries()) {
@@ -121,22 +148,27 @@ export async function decidePlannedWorkers(workerPlan: native.WorkerPlan): Promi
     mcp.clear();
     await Promise.all(all.map((connection) => connection.close()));
   };
+  const mcpFailures = new Map<number, string>();
   try {
     for (const [index, info] of infos.entries()) {
       const toolset = info.mcp ? callNative(() => workerPlan.mcpToolset(index)) : null;
-      if (toolset) mcp.set(index, await connectServers(toolset));
+      if (!toolset) continue;
+      try {
+        mcp.set(index, await connectServers(toolset));
+      } catch (error) {
+        if (!options.tolerateMcpFailures) throw error;
+        mcpFailures.set(index, error instanceof Error ? error.message : String(error));
+      }
     }
-    const decided = callNative(() =>
-      workerPlan.decide(
-        [...modules].map(([worker, module]) => ({
-          worker,
-          available: module.available,
-          selected: module.tools.map((tool) => ({ name: tool.name, own: ownApproval(tool) })),
-        })),
-        [...mcp].map(([worker, connections]) => ({ worker, servers: reportOf(connections) })),
-      ),
-    );
-    return { infos, modules, mcp, decided, close };
+    const reports = {
+      modules: [...modules].map(([worker, module]) => ({
+        worker,
+        available: module.available,
+        selected: module.tools.map((tool) => ({ name: tool.name, own: ownApproval(tool) })),
+      })),
+      mcp: [...mcp].map(([worker, connections]) => ({ worker, servers: reportOf(connections) })),
+    };
+    return { infos, modules, mcp, reports, mcpFailures, close };
   } catch (error) {
     await close();
     throw error;

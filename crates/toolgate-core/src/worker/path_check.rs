@@ -10,7 +10,7 @@ use super::decide::DecidedTool;
 use super::plan::{PlannedWorker, WorkerPlan};
 use crate::approval::{Decision, Toolset};
 use crate::error::{Error, Result};
-use crate::fs::access::{decide_call, DecidedBy, InheritedRules, PathGate, ToolApproval};
+use crate::fs::access::{decide_call, InheritedRules, PathGate, ToolApproval};
 use crate::fs::config::FileApprovalConfig;
 use crate::path::PathValidator;
 
@@ -27,8 +27,11 @@ pub struct PathCheck {
     /// `floor` (a rule matched, the tool's own approval is stricter), `caller-rule`, or `tool`
     /// (no rule matched: the tool's own approval).
     pub by: &'static str,
-    /// The rule that decided, in words, for `rule`, `floor` and `caller-rule`.
+    /// The rule that decided, in words (`code_agent approval.paths[0] '.env*' (blocked)`), for
+    /// `rule`, `floor` and `caller-rule`; `protected` for a protected path.
     pub rule: Option<String>,
+    /// The pattern of the deciding rule.
+    pub pattern: Option<String>,
     /// The path as judged, relative to the work directory (`null` when it is outside).
     pub path: Option<String>,
     /// The refusal a call gets before any rule is consulted: its code and message.
@@ -102,6 +105,7 @@ impl WorkerPlan {
                         decision: Decision::Blocked,
                         by,
                         rule: (*by == "protected").then(|| "protected".to_string()),
+                        pattern: None,
                         path: None,
                         refusal: Some(PathRefusal {
                             code: err.code(),
@@ -121,12 +125,8 @@ impl WorkerPlan {
                             tool: tool.name.clone(),
                             decision: decided.decision,
                             by: decided.by.as_str(),
-                            rule: decided.rule.as_ref().map(|rule| match decided.by {
-                                DecidedBy::CallerRule => {
-                                    format!("{} of a calling worker", rule.describe())
-                                }
-                                _ => rule.describe(),
-                            }),
+                            rule: decided.rule.as_ref().map(|rule| rule.describe()),
+                            pattern: decided.rule.map(|rule| rule.pattern),
                             path: decided.path,
                             refusal: None,
                         }

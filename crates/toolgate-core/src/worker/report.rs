@@ -15,7 +15,7 @@ use serde::Serialize;
 
 use super::decide::{DecidedTool, McpReports, ModuleTools};
 use super::plan::{PlannedWorker, WorkerPlan};
-use crate::approval::{ApprovalConfig, Decision, OwnApproval, Toolset};
+use crate::approval::{ApprovalConfig, ApprovalSource, Decision, OwnApproval, Toolset};
 use crate::command::config::{OutputAction, ShellConfig};
 use crate::command::{CallerLayer, CliExecute};
 use crate::error::Result;
@@ -67,8 +67,10 @@ pub struct WorkerReport {
     pub path_rules: Vec<PathRulesReport>,
     /// Its own command policies.
     pub commands: CommandsReport,
-    /// What every worker above it imposes on it (outermost first), besides the sandbox (already
-    /// in `sandbox`) and the approval floors (in each tool's `decidedBy`).
+    /// Every worker above it (outermost first) with what it imposes on it: its command rules,
+    /// allowlist and guardrails, and its worker-level approval (a floor). Its sandbox bounds
+    /// this worker's (already in `sandbox`), its path rules are in `pathRules`, and the floors
+    /// its own decisions set show in each tool's `decidedBy` (`caller-floor`).
     pub callers: Vec<CallerReport>,
     pub mcp_servers: Vec<McpServerReport>,
     /// The workers it may call, each a tool.
@@ -249,13 +251,14 @@ pub struct DelegateReport {
 impl WorkerPlan {
     /// The report of this plan: every tool decided as [`WorkerPlan::decide_with_mcp`] decides
     /// it (with what the SDK found in the tools modules and on the MCP servers), and the
-    /// policies the plan built. Errors are those of deciding.
+    /// policies the plan built. A worker whose MCP servers were not listed (`mcp` has no report
+    /// for it) is reported without their tools, with a warning. Errors are those of deciding.
     pub fn report(
         &self,
         modules: &BTreeMap<usize, ModuleTools>,
         mcp: &McpReports,
     ) -> Result<PlanReport> {
-        let decided = self.decide_with_mcp(modules, mcp)?;
+        let decided = self.decide_all(modules, mcp, false)?;
         let workers = self
             .workers()
             .iter()
@@ -292,18 +295,35 @@ impl WorkerPlan {
                 });
                 continue;
             }
+            // The shell tool has no fixed decision of its own: its rules decide each command.
+            let by_rules = tool.toolset == Toolset::Shell
+                && tool.resolved.source == ApprovalSource::OwnNeedsApproval;
             tools.push(ToolReport {
                 name: tool.name.clone(),
                 toolset: tool.toolset.as_str(),
                 decision: tool.resolved.decision,
-                decided_by: tool.resolved.source.as_str(),
-                reason: tool.resolved.source.describe().to_string(),
+                decided_by: if by_rules {
+                    "shell-rules"
+                } else {
+                    tool.resolved.source.as_str()
+                },
+                reason: if by_rules {
+                    "its shell rules".to_string()
+                } else {
+                    tool.resolved.source.describe().to_string()
+                },
                 per_call: per_call(planned, tool, module),
             });
         }
         left_out.extend(left_out_by_configuration(planned, module, mcp));
         let mut warnings = worker.warnings.clone();
         warnings.extend(planned.sandbox_warning.clone());
+        if planned.mcp.is_some() && mcp.is_none() {
+            warnings.push(
+                "the MCP servers of toolsets.mcp were not listed, so their tools are not shown"
+                    .into(),
+            );
+        }
         WorkerReport {
             index,
             name: worker.name.clone(),
@@ -332,11 +352,7 @@ impl WorkerPlan {
                     .as_deref()
                     .map(|cli| cli_report(cli, worker)),
             },
-            callers: planned
-                .callers
-                .layers()
-                .map(|layer| self.caller_report(layer))
-                .collect(),
+            callers: self.callers_report(planned),
             mcp_servers: mcp_report(planned, mcp),
             delegates: planned
                 .delegates
@@ -363,24 +379,32 @@ impl WorkerPlan {
         reports
     }
 
-    fn caller_report(&self, layer: &CallerLayer) -> CallerReport {
-        let caller = self
-            .workers()
-            .iter()
-            .find(|planned| planned.worker.path == layer.file);
-        CallerReport {
-            worker: layer.worker.clone(),
-            path: layer.file.clone(),
-            shell: caller
-                .filter(|_| layer.shell().is_some())
-                .and_then(|planned| planned.worker.toolsets.shell.as_ref())
-                .map(shell_report),
-            cli_execute: layer
-                .cli_execute()
-                .zip(caller)
-                .map(|(cli, planned)| cli_report(cli, &planned.worker)),
-            approval: caller.and_then(|planned| planned.worker.approval.clone()),
+    /// Every worker above `planned`, outermost first, with what it imposes on it.
+    fn callers_report(&self, planned: &PlannedWorker) -> Vec<CallerReport> {
+        let mut callers = Vec::new();
+        let mut parent = planned.parent;
+        while let Some(index) = parent {
+            let caller = &self.workers()[index];
+            let layer = planned
+                .callers
+                .layers()
+                .find(|layer| layer.file == caller.worker.path);
+            callers.push(CallerReport {
+                worker: caller.worker.name.clone(),
+                path: caller.worker.path.clone(),
+                shell: layer
+                    .and_then(CallerLayer::shell)
+                    .and(caller.worker.toolsets.shell.as_ref())
+                    .map(shell_report),
+                cli_execute: layer
+                    .and_then(CallerLayer::cli_execute)
+                    .map(|cli| cli_report(cli, &caller.worker)),
+                approval: caller.worker.approval.clone(),
+            });
+            parent = caller.parent;
         }
+        callers.reverse();
+        callers
     }
 }
 

@@ -173,7 +173,12 @@ fn the_path_check_confines_before_the_rules_and_says_which_refused() {
     let helper = plan.check_path(1, ".env", &decided[1]).unwrap();
     let read = helper.iter().find(|c| c.tool == "file_read").unwrap();
     assert_eq!((read.decision, read.by), (Decision::Blocked, "caller-rule"));
-    assert!(read.rule.as_ref().unwrap().contains("of a calling worker"));
+    assert!(read
+        .rule
+        .as_ref()
+        .unwrap()
+        .contains("top.yaml: toolsets.filesystem"));
+    assert_eq!(read.pattern.as_deref(), Some(".env*"));
     let secret = plan.check_path(1, "secret/key", &decided[1]).unwrap();
     let read = secret.iter().find(|c| c.tool == "file_read").unwrap();
     assert_eq!((read.decision, read.by), (Decision::Ask, "rule"));
