@@ -3,6 +3,7 @@ import { z } from 'zod';
 import { type ApprovalConfig, type ResolvedApproval, setCommandWords } from '../approval/approval.js';
 import { attachDecided } from '../approval/gate-toolset.js';
 import { named, type NamedTool } from '../approval/named-tool.js';
+import { bindTool, settingsOf } from '../approval/tool-binding.js';
 import { native } from '../native/binding.js';
 import { callNative } from '../native/errors.js';
 import { type CommandResult, runCommand } from '../native/process-handle.js';
@@ -121,5 +122,17 @@ export function cliExecuteTool(options: CliExecuteOptions): CliExecuteTool {
   const [decided] = callNative(() =>
     native.decideToolsetApproval('cli_execute', [{ name: 'cli_execute', own: 'none' }], options.approval),
   );
-  return cliExecuteToolOf(policy, decided!);
+  const built = cliExecuteToolOf(policy, decided!);
+  return bindTool(built, {
+    workDir: policy.workDir,
+    readOnly: options.readOnly ?? false,
+    rules: {
+      // The programs as resolved: another file under the same name is another tool.
+      allowedBinaries: built.availability().map((binary) => [binary.name, binary.realPath]),
+      guardrails: options.guardrails ?? null,
+      readRoots: options.readRoots ?? [],
+    },
+    sandbox: options.sandbox ?? null,
+    settings: settingsOf(options, ['allowedBinaries', 'guardrails', 'readRoots']),
+  });
 }

@@ -3,6 +3,7 @@ import type { ToolSet } from 'ai';
 import { type ApprovalInfo, approvalOf, isBlocked, ownApproval, type ResolvedApproval } from '../approval/approval.js';
 import { attachDecided } from '../approval/gate-toolset.js';
 import { type NamedTool, toToolSet } from '../approval/named-tool.js';
+import { bindTools } from '../approval/tool-binding.js';
 import { native } from '../native/binding.js';
 import { awaitNative, callNative } from '../native/errors.js';
 import { type CallerPathRules, FileTools } from '../native/file-tools.js';
@@ -184,9 +185,12 @@ export async function buildPlannedWorkers(workerPlan: native.WorkerPlan): Promis
   const { infos, modules, mcp, decided, close } = await decidePlannedWorkers(workerPlan);
   for (const info of infos) warnSandbox(info.sandboxWarning);
   try {
+    // Every tool is bound to the plan it was built from: a run state it issues is never
+    // resumed on tools built from another plan (another work directory, rules, sandbox …).
+    const binding = callNative(() => native.workerPlanFingerprint(workerPlan));
     const workers: LoadedWorker[] = [];
     for (const [index, info] of infos.entries()) {
-      const context: BuildContext = { plan: workerPlan, index, info, infos, modules, mcp, decided: decided[index] ?? [], workers };
+      const context: BuildContext = { plan: workerPlan, binding, index, info, infos, modules, mcp, decided: decided[index] ?? [], workers };
       workers.push(buildWorker(context, close));
     }
     return workers;
@@ -198,6 +202,8 @@ export async function buildPlannedWorkers(workerPlan: native.WorkerPlan): Promis
 
 interface BuildContext {
   plan: native.WorkerPlan;
+  /** The plan's binding (see `tool-binding.ts`). */
+  binding: string;
   index: number;
   info: native.PlannedWorkerInfo;
   /** Every worker of the plan, by index (to find the callers' path rules). */
@@ -274,7 +280,7 @@ function buildTools(context: BuildContext): NamedTool[] {
   tools.push(...attachDecided(delegates, approvals(context, 'workers')));
   const mcpToolset = context.mcp.has(index) ? callNative(() => workerPlan.mcpToolset(index)) : null;
   if (mcpToolset) tools.push(...gatedMcpTools(mcpToolset, context.mcp.get(index)!, approvals(context, 'mcp')));
-  return tools;
+  return bindTools(tools, { plan: context.binding, worker: index });
 }
 
 function buildWorker(context: BuildContext, close: () => Promise<void>): LoadedWorker {

@@ -127,7 +127,7 @@ pub fn description_fingerprint(description: &Value) -> String {
             .unwrap_or(Value::Null),
     );
     if let Some(plan) = description.get("plan").filter(|plan| !plan.is_null()) {
-        parts.add("plan", plan.clone());
+        add_plan(&mut parts, &Value::Null, plan);
     }
     let tools = description
         .get("tools")
@@ -153,7 +153,10 @@ pub fn description_fingerprint(description: &Value) -> String {
                 "workDir" | "readOnly" => "work directories",
                 "rules" => "rules",
                 "sandbox" => "sandbox",
-                "plan" => "plan",
+                "plan" => {
+                    add_plan(&mut parts, &name, value);
+                    continue;
+                }
                 _ => "tools",
             };
             parts.add(
@@ -166,6 +169,23 @@ pub fn description_fingerprint(description: &Value) -> String {
         }
     }
     parts.finish()
+}
+
+/// A plan's binding inside a description: each of its parts joins the part of the same name
+/// (so that a difference is named as precisely as for the plan itself); text that is not a
+/// binding joins `plan`.
+fn add_plan(parts: &mut BindingParts, tool: &Value, plan: &Value) {
+    match plan.as_str().and_then(parse) {
+        Some(digests) => {
+            for (part, digest) in digests {
+                parts.add(
+                    &part,
+                    Value::Array(vec![tool.clone(), Value::String(digest)]),
+                );
+            }
+        }
+        None => parts.add("plan", Value::Array(vec![tool.clone(), plan.clone()])),
+    }
 }
 
 /// The parts in which two bindings differ, in the order of [`PARTS`] (other names after); empty
@@ -235,6 +255,36 @@ mod tests {
         };
         assert!(differing_parts(&changed, &plan_binding(&path, &readonly))
             .contains(&"work directories".to_string()));
+    }
+
+    #[test]
+    fn a_plan_inside_a_description_names_its_own_parts() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("w.yaml");
+        std::fs::write(&path, "name: w\n").unwrap();
+        let other = tempfile::tempdir().unwrap();
+        let here = plan_binding(&path, &LoadOptions::default());
+        let there = plan_binding(
+            &path,
+            &LoadOptions {
+                work_dir: Some(other.path().to_path_buf()),
+                readonly: false,
+            },
+        );
+        let described = |plan: &str| {
+            description_fingerprint(&json!({
+                "name": "w",
+                "tools": [{ "name": "t", "approval": "ask", "binding": { "plan": plan, "worker": 0 } }],
+            }))
+        };
+        assert_eq!(
+            differing_parts(&described(&here), &described(&there)),
+            ["work directories", "sandbox"]
+        );
+        assert_eq!(
+            differing_parts(&described("not a binding"), &described("another")),
+            ["plan"]
+        );
     }
 
     #[test]
