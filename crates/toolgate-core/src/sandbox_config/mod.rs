@@ -30,6 +30,7 @@ use serde::{Deserialize, Serialize};
 
 pub use launch::{Launch, LaunchOptions};
 pub use report::{support_report, SupportReport};
+pub(crate) use scope::expand_home;
 pub use scope::{prepare_cached, version_manager_roots, SandboxScope, ToolSandbox, Widening};
 
 /// How strictly the sandbox is required, strictest first.

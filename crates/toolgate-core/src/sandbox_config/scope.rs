@@ -414,7 +414,8 @@ fn resolve_roots(
     Ok(resolved)
 }
 
-fn expand_home(root: &Path, setting: &str, key: &str) -> Result<PathBuf> {
+/// `root` with a leading `~` replaced by this user's home (`HOME`); other paths as they are.
+pub(crate) fn expand_home(root: &Path, setting: &str, key: &str) -> Result<PathBuf> {
     let Ok(rest) = root.strip_prefix("~") else {
         return Ok(root.to_path_buf());
     };

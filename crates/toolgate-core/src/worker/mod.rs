@@ -497,7 +497,13 @@ fn resolve(
     }
     if let Some(cli) = &mut toolsets.cli_execute {
         for read_root in cli.read_roots.iter_mut() {
-            *read_root = anchored(read_root);
+            // `~/` is the user's home, as in every other root of a worker file.
+            let expanded = crate::sandbox_config::expand_home(
+                read_root,
+                &format!("{source}: toolsets.cli_execute"),
+                "read_roots",
+            )?;
+            *read_root = anchored(&expanded);
         }
         cli.sandbox = cli.sandbox.as_ref().map(|fields| fields.anchored(&dir));
     }
