@@ -342,3 +342,49 @@ fn the_chain_is_handed_down_outermost_first() {
     assert_eq!(middle.callers.layers().count(), 1);
     assert!(plan.workers()[0].callers.is_empty());
 }
+
+/// What a program runs by its own means (git aliases, runners, `make`) is judged by the callers'
+/// rules too, as by the worker's own.
+#[test]
+fn a_callers_rules_judge_what_a_command_runs_by_its_own_means() {
+    let bound = graph(
+        "  shell: { default: preApproved, rules: [{ pattern: git push, approval: blocked }, { pattern: rm, approval: blocked }] }",
+        "  code_agent: {}",
+        PERMISSIVE_SHELL,
+    );
+    let plan = plan_worker(&bound.top, &LoadOptions::default()).unwrap();
+    let shell = bottom(&plan).shell.as_ref().unwrap();
+    let mut commands = vec!["make"];
+    if which("git") {
+        commands.extend([
+            "git push origin main",
+            "git -C . push",
+            "git -c alias.p=push p origin",
+            "git-push origin",
+        ]);
+    }
+    if which("npm") {
+        commands.extend(["npm exec -- git push", "npx --no-install rm victim.txt"]);
+    }
+    for command in commands {
+        let explained = shell.explain(command);
+        assert!(
+            matches!(explained.verdict(), Verdict::Blocked | Verdict::Refused),
+            "{command}: {:?}",
+            explained.decision
+        );
+        if explained.verdict() == Verdict::Blocked {
+            let message = explained.refusal.unwrap().error.to_string();
+            assert!(
+                message.contains("the calling worker 'top'"),
+                "{command}: {message}"
+            );
+        }
+    }
+    assert_eq!(shell.explain("git status").verdict(), Verdict::PreApproved);
+}
+
+fn which(program: &str) -> bool {
+    std::env::var_os("PATH")
+        .is_some_and(|path| std::env::split_paths(&path).any(|dir| dir.join(program).is_file()))
+}
