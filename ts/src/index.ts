@@ -20,6 +20,8 @@ export {
 } from './approval/approval.js';
 export type { ApprovalConfig, ApprovalDecision, ApprovalInfo, CommandWords, ResolvedApproval } from './approval/approval.js';
 export { named, toToolSet } from './approval/named-tool.js';
+export { bindTool, bindingOf } from './approval/tool-binding.js';
+export type { ToolBinding } from './approval/tool-binding.js';
 export type { NamedTool } from './approval/named-tool.js';
 export { VERSION } from './native/package-root.js';
 export { loadCustomTools } from './tools-module/load-custom-tools.js';

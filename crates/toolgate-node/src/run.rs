@@ -266,14 +266,17 @@ pub fn refusal_of(env: Env, code: String) -> napi::Result<Option<Refusal>> {
     })
 }
 
-/// The fingerprint of a planned worker graph (every file's content, every work directory).
+/// The binding of a planned worker graph (see `docs/agent.md`, deferred runs): every policy
+/// that decides a call (work directories, tools, approvals, rules, sandboxes) and every file's
+/// content. A run state carries it; a resume with a worker whose binding differs is refused.
 #[napi]
 pub fn worker_plan_fingerprint(env: Env, plan: &WorkerPlan) -> napi::Result<String> {
-    sync(&env, "workerPlanFingerprint", || plan.inner.fingerprint())
+    sync(&env, "workerPlanFingerprint", || plan.inner.binding())
 }
 
-/// The fingerprint of a worker built in code, from a JSON description (name, instructions,
-/// tools and their approvals).
+/// The binding of a worker, from a JSON description: its name, instructions, the binding of
+/// the plan it was loaded from (`plan`, when it was), and its tools with their descriptions,
+/// approvals and bindings (what toolgate built each with).
 #[napi]
 pub fn worker_description_fingerprint(env: Env, description_json: String) -> napi::Result<String> {
     sync(&env, "workerDescriptionFingerprint", || {

@@ -3,6 +3,7 @@ import { native } from '../native/binding.js';
 import { LIMITS } from '../native/constants.js';
 import { callNative, ToolgateError } from '../native/errors.js';
 import type { NamedTool } from './named-tool.js';
+import { bindingOf, bindTool } from './tool-binding.js';
 
 /** What happens when a tool is called: run it, ask a human first, or refuse. */
 export type ApprovalDecision = native.Decision;
@@ -110,6 +111,8 @@ export function attachApproval<T extends NamedTool>(tool: T, resolved: ResolvedA
   APPROVAL.set(wrapped, info);
   const words = COMMAND_WORDS.get(tool);
   if (words) COMMAND_WORDS.set(wrapped, words);
+  const binding = bindingOf(tool);
+  if (binding) bindTool(wrapped, binding);
   return wrapped;
 }
 

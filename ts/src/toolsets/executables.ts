@@ -3,6 +3,7 @@ import { jsonSchema, tool, type JSONSchema7 } from 'ai';
 import type { ApprovalConfig, ResolvedApproval } from '../approval/approval.js';
 import { attachDecided, gateToolset } from '../approval/gate-toolset.js';
 import { named, type NamedTool } from '../approval/named-tool.js';
+import { bindTools, settingsOf } from '../approval/tool-binding.js';
 import { native } from '../native/binding.js';
 import { LIMITS } from '../native/constants.js';
 import { awaitNative, callNative } from '../native/errors.js';
@@ -211,9 +212,14 @@ export async function executableTools(options: ExecutableToolsOptions = {}): Pro
   const registry = new ExecutableToolRegistry(options);
   const discovery = await registry.refresh();
   if (discovery.diagnostics.length > 0) (options.onDiagnostics ?? reportDiagnostics)(discovery.diagnostics);
-  return gateToolset(
+  const tools = gateToolset(
     'executables',
     discovery.tools.map((spec) => unapprovedTool(registry, spec)),
     options.approval,
   );
+  return bindTools(tools, {
+    workDir: resolve(options.workDir ?? process.cwd()),
+    sandbox: (options as { sandbox?: unknown }).sandbox ?? null,
+    settings: { ...settingsOf(options, []), tools: discovery.tools.map((spec) => [spec.name, spec.program, spec.inputSchema]) },
+  });
 }

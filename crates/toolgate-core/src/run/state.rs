@@ -8,7 +8,8 @@
 //! "always" answers — makes it invalid. A resume is refused (`STATE_INVALID`) when
 //!
 //! - the signature does not match (changed, or issued under another secret);
-//! - the worker's fingerprint differs (its files or work directory changed);
+//! - the worker's binding differs: its files, work directory, tools, approvals, rules or sandbox
+//!   (see [`super::fingerprint`]; the message names the parts);
 //! - the state expired, or was already resumed once (see [`super::ledger`]);
 //! - an answer names a request this state never asked.
 //!
@@ -325,6 +326,15 @@ fn not_a_state(detail: &str) -> Error {
     ))
 }
 
+/// `a, b and c`.
+fn join_and(items: &[String]) -> String {
+    match items {
+        [] => String::new(),
+        [one] => one.clone(),
+        [rest @ .., last] => format!("{} and {last}", rest.join(", ")),
+    }
+}
+
 /// Checks a state and the answers to it, and marks it resumed in `ledger`. Every check comes
 /// before the mark, so a refused resume leaves the state usable; a state that passed is never
 /// accepted again.
@@ -365,8 +375,14 @@ pub fn resume(
     let body: StateBody = serde_json::from_str(&envelope.body)
         .map_err(|err| not_a_state(&format!("its body cannot be read: {err}")))?;
     if body.fingerprint != fingerprint {
+        let parts = super::fingerprint::differing_parts(&body.fingerprint, fingerprint);
+        let what = if parts.is_empty() {
+            "a file of its graph, its work directory, its tools or a policy that decides its calls changed since".to_string()
+        } else {
+            format!("it differs in its {}", join_and(&parts))
+        };
         return Err(Error::StateInvalid(format!(
-            "the run state was issued for another version of worker '{}': a file of its graph, its work directory or its tools changed since. Approvals given for one version are never applied to another; start a new run",
+            "the run state was issued for another worker than this '{}': {what}. A state is bound to exactly the worker that issued it (work directory, tools, approvals, rules and sandbox included), and approvals given for one are never applied to another; resume it with that worker, or start a new run",
             body.worker
         )));
     }
@@ -496,6 +512,78 @@ mod tests {
         }
     }
 
+    /// Issue 23 §6: a state resumed on a worker that differs in any part of its binding is
+    /// refused, and the message names the parts; nothing is marked resumed.
+    #[test]
+    fn a_state_is_bound_to_the_worker_that_issued_it_and_says_what_differs() {
+        use super::super::fingerprint::description_fingerprint;
+        let worker = |binding: Value, tools: Value| {
+            let mut described = json!({
+                "name": "w",
+                "instructions": "i",
+                "tools": [{ "name": "file_write", "description": "d", "approval": "ask", "binding": binding }],
+            });
+            if let Some(extra) = tools.as_array() {
+                described["tools"]
+                    .as_array_mut()
+                    .unwrap()
+                    .extend(extra.iter().cloned());
+            }
+            description_fingerprint(&described)
+        };
+        let binding = json!({ "workDir": "/w/a", "rules": { "paths": [] }, "sandbox": null });
+        let issued = worker(binding.clone(), json!([]));
+        let (_dir, ledger) = ledger();
+        let sealed = seal(
+            RunStateDraft {
+                fingerprint: issued.clone(),
+                ..draft()
+            },
+            SECRET,
+        )
+        .unwrap();
+        let given = answers(&sealed, json!("approve"), json!("approve"));
+        let cases = [
+            (
+                worker(
+                    json!({ "workDir": "/w/b", "rules": { "paths": [] }, "sandbox": null }),
+                    json!([]),
+                ),
+                "work directories",
+            ),
+            (
+                worker(
+                    json!({ "workDir": "/w/a", "rules": { "paths": [{ "pattern": "x", "approval": "ask" }] }, "sandbox": null }),
+                    json!([]),
+                ),
+                "rules",
+            ),
+            (
+                worker(
+                    json!({ "workDir": "/w/a", "rules": { "paths": [] }, "sandbox": false }),
+                    json!([]),
+                ),
+                "sandbox",
+            ),
+            (
+                worker(
+                    binding.clone(),
+                    json!([{ "name": "extra", "description": "", "approval": "ask" }]),
+                ),
+                "tools",
+            ),
+        ];
+        for (here, part) in cases {
+            let err = resume(&sealed.state, SECRET, &here, &given, &ledger).unwrap_err();
+            assert_eq!(err.code(), "STATE_INVALID", "{part}");
+            assert!(
+                err.to_string().contains(&format!("differs in its {part}")),
+                "{err}"
+            );
+        }
+        resume(&sealed.state, SECRET, &issued, &given, &ledger).unwrap();
+    }
+
     fn ledger() -> (tempfile::TempDir, Ledger) {
         let dir = tempfile::tempdir().unwrap();
         let ledger = Ledger::open(Some(dir.path())).unwrap();
@@ -604,7 +692,7 @@ mod tests {
         );
         let err = resume(&sealed.state, SECRET, "f2", &given, &ledger).unwrap_err();
         assert!(
-            err.to_string().contains("another version of worker 'w'"),
+            err.to_string().contains("another worker than this 'w'"),
             "{err}"
         );
         for bad in [

@@ -27,15 +27,19 @@ mod decide;
 pub mod durable;
 pub mod golem;
 pub mod options;
+mod path_check;
 mod plan;
 mod program;
 mod registry;
+pub mod report;
 
 pub use decide::{DecidedTool, McpReports, ModuleTools};
 pub use options::{
     LoadCustomToolsOptions, LoadWorkerOptions, ResolveModelOptions, WorkerToolsOptions,
 };
+pub use path_check::{PathCheck, PathRefusal};
 pub use plan::{plan_worker, Delegate, PlannedWorker, WorkerPlan};
+pub use report::{PlanReport, PLAN_REPORT_VERSION};
 
 /// A worker file as written. Its JSON Schema (`schemas/worker.schema.json`) is generated from
 /// this type, so editors validate and complete worker files.
@@ -498,7 +502,13 @@ fn resolve(
     }
     if let Some(cli) = &mut toolsets.cli_execute {
         for read_root in cli.read_roots.iter_mut() {
-            *read_root = anchored(read_root);
+            // `~/` is the user's home, as in every other root of a worker file.
+            let expanded = crate::sandbox_config::expand_home(
+                read_root,
+                &format!("{source}: toolsets.cli_execute"),
+                "read_roots",
+            )?;
+            *read_root = anchored(&expanded);
         }
         cli.sandbox = cli.sandbox.as_ref().map(|fields| fields.anchored(&dir));
     }
