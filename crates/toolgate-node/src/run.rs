@@ -223,6 +223,8 @@ pub enum DecidedBy {
     Config,
     Rule,
     User,
+    Flag,
+    Saved,
     Always,
     NoHandler,
     Policy,
@@ -235,6 +237,8 @@ impl From<outcome::DecidedBy> for DecidedBy {
             outcome::DecidedBy::Config => DecidedBy::Config,
             outcome::DecidedBy::Rule => DecidedBy::Rule,
             outcome::DecidedBy::User => DecidedBy::User,
+            outcome::DecidedBy::Flag => DecidedBy::Flag,
+            outcome::DecidedBy::Saved => DecidedBy::Saved,
             outcome::DecidedBy::Always => DecidedBy::Always,
             outcome::DecidedBy::NoHandler => DecidedBy::NoHandler,
             outcome::DecidedBy::Policy => DecidedBy::Policy,
@@ -340,6 +344,7 @@ pub fn resume_run_state(
                     "approved": answer.approved,
                     "reason": answer.reason,
                     "always": answer.always,
+                    "save": answer.save,
                 })
             })
             .collect();
@@ -422,9 +427,11 @@ pub fn check_worker_plan_identity(
 #[napi]
 pub fn worker_plan_read_only_tools(env: Env, plan: &WorkerPlan) -> napi::Result<Vec<String>> {
     sync(&env, "workerPlanReadOnlyTools", || {
-        Ok(toolgate_core::worker::durable::read_only_tools(&plan.inner)?
-            .into_iter()
-            .map(String::from)
-            .collect())
+        Ok(
+            toolgate_core::worker::durable::read_only_tools(&plan.inner)?
+                .into_iter()
+                .map(String::from)
+                .collect(),
+        )
     })
 }

@@ -30,12 +30,14 @@ pub mod options;
 mod plan;
 mod program;
 mod registry;
+mod saved;
 
 pub use decide::{DecidedTool, McpReports, ModuleTools};
 pub use options::{
     LoadCustomToolsOptions, LoadWorkerOptions, ResolveModelOptions, WorkerToolsOptions,
 };
 pub use plan::{plan_worker, Delegate, PlannedWorker, WorkerPlan};
+pub use saved::SaveOffer;
 
 /// A worker file as written. Its JSON Schema (`schemas/worker.schema.json`) is generated from
 /// this type, so editors validate and complete worker files.
