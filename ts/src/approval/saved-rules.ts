@@ -100,6 +100,17 @@ export class SavedRules {
 
 const SAVED = new WeakMap<object, SavedRules>();
 
+/** Whether the conversation already holds an approval request for this call. */
+function inApprovalRoundTrip(toolCallId: string, messages: unknown): boolean {
+  if (!Array.isArray(messages)) return false;
+  return messages.some((message: { role?: unknown; content?: unknown }) => {
+    if (message?.role !== 'assistant' || !Array.isArray(message.content)) return false;
+    return message.content.some(
+      (part: { type?: unknown; toolCallId?: unknown }) => part?.type === 'tool-approval-request' && part.toolCallId === toolCallId,
+    );
+  });
+}
+
 /** The saved rules a tool of a loaded worker asks, if it has any. */
 export function savedRulesOf(tool: object | undefined): SavedRules | undefined {
   return tool ? SAVED.get(tool) : undefined;
@@ -119,6 +130,10 @@ export function withSavedRules<T extends NamedTool>(tool: T, rules: SavedRules):
   const needsApproval = async (input: unknown, options: { toolCallId: string; messages: unknown[] }) => {
     const asks = typeof own === 'function' ? Boolean(await (own as (...args: unknown[]) => unknown)(input, options)) : own === true;
     if (!asks) return false;
+    // A call already in the approval round trip keeps needing approval: the AI SDK asks again
+    // before it runs an approved call, and turns the approval into a refusal when a tool no
+    // longer needs one (a rule saved by that very answer, in this process or another).
+    if (inApprovalRoundTrip(options.toolCallId, options.messages)) return true;
     const rule = rules.covering(tool.name, input, commandWordsOf(tool, input));
     if (!rule) return true;
     rules.noteCovered(options.toolCallId, rule);

@@ -299,10 +299,17 @@ interface ElicitVia {
  */
 async function elicit(server: Server, request: ApprovalRequest, via: ElicitVia | undefined): Promise<ApprovalAnswer> {
   const schema = elicitSchema(request);
-  const result = await server.elicitInput(
-    { mode: 'form', message: elicitationMessage(request), requestedSchema: schema },
-    via ? { relatedRequestId: via.requestId, signal: via.signal } : undefined,
-  );
+  let result;
+  try {
+    result = await server.elicitInput(
+      { mode: 'form', message: elicitationMessage(request), requestedSchema: schema },
+      via ? { relatedRequestId: via.requestId, signal: via.signal } : undefined,
+    );
+  } catch (error) {
+    // An answer outside the choices offered (the SDK checks it against the schema), a client
+    // that went away: nothing was approved.
+    return { decision: 'deny', reason: `the approval request got no valid answer: ${error instanceof Error ? error.message : String(error)}` };
+  }
   const content = (result.content ?? {}) as { decision?: unknown; reason?: unknown };
   if (result.action !== 'accept') return { decision: 'deny', reason: `the user ${result.action === 'decline' ? 'declined' : 'cancelled'} the approval request` };
   const offered = schema.properties.decision.enum;
