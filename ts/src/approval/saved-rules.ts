@@ -143,3 +143,11 @@ export function withSavedRules<T extends NamedTool>(tool: T, rules: SavedRules):
   SAVED.set(wrapped, rules);
   return wrapped;
 }
+
+/**
+ * Every rule of a plan's project permissions file, with where it came from (file, line, date,
+ * who saved it): what `toolgate check` shows for a worker file.
+ */
+export function planSavedRules(plan: native.WorkerPlan): SavedRule[] {
+  return JSON.parse(callNative(() => native.planSavedRules(plan))) as SavedRule[];
+}
