@@ -201,7 +201,7 @@ describe('toolgate tools', () => {
     denied.type('not today\r');
     expect(await denied.exit).toBe(1);
     expect(denied.output()).toContain('? approve touchy');
-    expect(denied.output()).toContain('"a": 1');
+    expect(denied.output()).toContain('    a: 1');
     expect(denied.output()).not.toContain('a[l]ways');
     expect(denied.output()).toContain('APPROVAL_DENIED');
     expect(denied.output()).toContain('not today');

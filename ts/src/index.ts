@@ -92,4 +92,4 @@ export type { ModelScript, ScriptedExpect, ScriptedToolCall, ScriptedTurn } from
 export { mcpToolset } from './mcp/toolset.js';
 export type { McpServerOptions, McpToolset, McpToolOutput, McpToolsetOptions } from './mcp/toolset.js';
 export { serveMcp } from './mcp/serve.js';
-export type { McpServing, ServeMcpOptions, ServeMcpTransport } from './mcp/serve.js';
+export type { McpServing, ServeMcpHttp, ServeMcpOptions, ServeMcpTransport } from './mcp/serve.js';

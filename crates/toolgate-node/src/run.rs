@@ -223,6 +223,8 @@ pub enum DecidedBy {
     Config,
     Rule,
     User,
+    Flag,
+    Saved,
     Always,
     NoHandler,
     Policy,
@@ -235,6 +237,8 @@ impl From<outcome::DecidedBy> for DecidedBy {
             outcome::DecidedBy::Config => DecidedBy::Config,
             outcome::DecidedBy::Rule => DecidedBy::Rule,
             outcome::DecidedBy::User => DecidedBy::User,
+            outcome::DecidedBy::Flag => DecidedBy::Flag,
+            outcome::DecidedBy::Saved => DecidedBy::Saved,
             outcome::DecidedBy::Always => DecidedBy::Always,
             outcome::DecidedBy::NoHandler => DecidedBy::NoHandler,
             outcome::DecidedBy::Policy => DecidedBy::Policy,
@@ -343,6 +347,7 @@ pub fn resume_run_state(
                     "approved": answer.approved,
                     "reason": answer.reason,
                     "always": answer.always,
+                    "save": answer.save,
                 })
             })
             .collect();

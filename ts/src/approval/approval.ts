@@ -73,6 +73,19 @@ export function commandWordsOf(tool: object | undefined, input: unknown): string
   return words?.(input);
 }
 
+/**
+ * A copy of `tool` with `changes`, that keeps what toolgate attached to it (its approval, its
+ * command words), as `attachApproval` does for the tools it wraps.
+ */
+export function withChanges<T extends object>(tool: T, changes: Partial<T>): T {
+  const changed = { ...tool, ...changes };
+  const info = APPROVAL.get(tool);
+  if (info) APPROVAL.set(changed, info);
+  const words = COMMAND_WORDS.get(tool);
+  if (words) COMMAND_WORDS.set(changed, words);
+  return changed;
+}
+
 /** The gate attached to `tool`, or undefined for an ungated tool. */
 export function approvalOf(tool: object): ApprovalInfo | undefined {
   return APPROVAL.get(tool);

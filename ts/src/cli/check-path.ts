@@ -3,6 +3,7 @@ import type { ApprovalDecision } from '../approval/approval.js';
 import { native } from '../native/binding.js';
 import { awaitNative, callNative, ToolgateError } from '../native/errors.js';
 import { listPlannedWorkers } from '../worker/load-worker.js';
+import { terminalJson, terminalText } from '../native/terminal-text.js';
 
 const HELP = `Usage: toolgate check --path <file> [--work-dir <dir>] [--json] <worker-file>
 
@@ -70,10 +71,10 @@ export async function runPathCheck(argv: readonly string[]): Promise<number> {
     checks = await pathChecks(workerFile, values.path, values['work-dir']);
   } catch (error) {
     if (!(error instanceof ToolgateError)) throw error;
-    process.stderr.write(`toolgate check: ${error.code}: ${error.message}\n`);
+    process.stderr.write(`toolgate check: ${error.code}: ${terminalText(error.message, { layout: true })}\n`);
     return 2;
   }
-  process.stdout.write(values.json ? `${JSON.stringify(checks, null, 2)}\n` : formatChecks(values.path, checks));
+  process.stdout.write(values.json ? `${terminalJson(checks)}\n` : terminalText(formatChecks(values.path, checks), { layout: true }));
   return checks.some((check) => check.decision !== 'blocked') ? 0 : 1;
 }
 

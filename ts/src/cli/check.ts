@@ -5,6 +5,7 @@ import { readShellConfig } from '../toolsets/shell.js';
 import { runPathCheck } from './check-path.js';
 import { runSandboxCheck } from './check-sandbox.js';
 import { runWorkerCheck } from './check-worker.js';
+import { terminalJson, terminalText } from '../native/terminal-text.js';
 
 const HELP = `Usage: toolgate check [--work-dir <dir>] [--json] <worker-file>   (see toolgate check --help worker)
        toolgate check --rules <file> [--cwd <dir>] [--json] <command>
@@ -76,10 +77,10 @@ export async function run(argv: readonly string[]): Promise<number> {
     explanation = explainCommand({ ...options, workDir: values.cwd ?? process.cwd() }, command);
   } catch (error) {
     if (!(error instanceof ToolgateError)) throw error;
-    process.stderr.write(`toolgate check: ${error.code}: ${error.message}\n`);
+    process.stderr.write(`toolgate check: ${error.code}: ${terminalText(error.message, { layout: true })}\n`);
     return 2;
   }
-  process.stdout.write(values.json ? `${JSON.stringify(explanation, null, 2)}\n` : formatExplanation(explanation));
+  process.stdout.write(values.json ? `${terminalJson(explanation)}\n` : terminalText(formatExplanation(explanation), { layout: true }));
   return explanation.decision === 'preApproved' || explanation.decision === 'ask' ? 0 : 1;
 }
 

@@ -9,6 +9,7 @@ import { LIMITS } from '../native/constants.js';
 import { awaitNative, callNative } from '../native/errors.js';
 import { runProcess } from '../native/process-handle.js';
 import { type SandboxOption, warnSandbox } from '../native/sandbox.js';
+import { terminalText } from '../native/terminal-text.js';
 
 /** The prefix of every executable tool's name as the model sees it (the core's). */
 export const EXECUTABLE_TOOL_PREFIX: string = LIMITS.executableToolPrefix;
@@ -166,7 +167,10 @@ export function defaultToolDirectories(workDir: string = process.cwd()): string[
 /** Prints what discovery found wrong, one `console.warn` line each, so that nothing is dropped silently. */
 export function reportDiagnostics(diagnostics: readonly ExecutableToolDiagnostic[]): void {
   for (const diagnostic of diagnostics) {
-    console.warn(`toolgate: executable tool ${diagnostic.kind.replace('_', ' ')}: ${diagnostic.path}: ${diagnostic.reason}`);
+    // The reason quotes what the tool printed, and the path is a repository's: printed safely.
+    console.warn(
+      `toolgate: executable tool ${terminalText(diagnostic.kind.replace('_', ' '))}: ${terminalText(diagnostic.path)}: ${terminalText(diagnostic.reason)}`,
+    );
   }
 }
 

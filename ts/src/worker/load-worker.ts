@@ -4,6 +4,7 @@ import { type ApprovalInfo, approvalOf, isBlocked, ownApproval, type ResolvedApp
 import { attachDecided } from '../approval/gate-toolset.js';
 import { type NamedTool, toToolSet } from '../approval/named-tool.js';
 import { bindTools } from '../approval/tool-binding.js';
+import { SavedRules, withSavedRules } from '../approval/saved-rules.js';
 import { native } from '../native/binding.js';
 import { awaitNative, callNative } from '../native/errors.js';
 import { type CallerPathRules, FileTools } from '../native/file-tools.js';
@@ -285,7 +286,9 @@ function buildTools(context: BuildContext): NamedTool[] {
 
 function buildWorker(context: BuildContext, close: () => Promise<void>): LoadedWorker {
   const { info } = context;
-  const gated = buildTools(context);
+  // Rules saved in the project permissions file answer the questions of this worker's tools.
+  const saved = new SavedRules(context.plan, context.index);
+  const gated = buildTools(context).map((tool) => (isBlocked(tool) ? tool : withSavedRules(tool, saved)));
   const toolApproval: Record<string, ApprovalInfo> = {};
   for (const tool of gated) {
     const approval = approvalOf(tool);

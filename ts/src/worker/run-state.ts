@@ -54,7 +54,18 @@ export interface StateDraft {
 export function sealState(draft: StateDraft, secret: string): { state: string; pending: PendingApproval[] } {
   const sealed = callNative(() => native.sealRunState(JSON.stringify(draft), secret));
   const pending = (JSON.parse(sealed.pendingJson) as (PendingApproval & { approvalId: string })[]).map(
-    ({ id, toolName, input, toolCallId, scope, argv }): PendingApproval => ({ id, toolName, input, toolCallId, scope, ...(argv ? { argv } : {}) }),
+    ({ id, toolName, input, toolCallId, scope, argv, review, reviewable, inputBytes, inputSha256 }): PendingApproval => ({
+      id,
+      toolName,
+      input,
+      toolCallId,
+      scope,
+      ...(argv ? { argv } : {}),
+      review,
+      reviewable,
+      inputBytes,
+      inputSha256,
+    }),
   );
   return { state: sealed.state, pending };
 }
@@ -73,6 +84,8 @@ export interface OpenedState {
     approved: boolean;
     reason: string | null;
     always: AlwaysScope | null;
+    /** The answer was `save`: the call's scope is to be saved as a rule. */
+    save: boolean;
   }[];
 }
 

@@ -32,6 +32,7 @@ mod plan;
 mod program;
 mod registry;
 pub mod report;
+mod saved;
 
 pub use decide::{DecidedTool, McpReports, ModuleTools};
 pub use options::{
@@ -40,6 +41,7 @@ pub use options::{
 pub use path_check::{PathCheck, PathRefusal};
 pub use plan::{plan_worker, Delegate, PlannedWorker, WorkerPlan};
 pub use report::{PlanReport, PLAN_REPORT_VERSION};
+pub use saved::SaveOffer;
 
 /// A worker file as written. Its JSON Schema (`schemas/worker.schema.json`) is generated from
 /// this type, so editors validate and complete worker files.

@@ -22,6 +22,7 @@ use crate::limits::{MAX_WORKERS_IN_GRAPH, MAX_WORKER_DEPTH};
 use crate::mcp::McpToolset;
 use crate::run::crypto::sha256_hex;
 use crate::run::fingerprint::{graph_fingerprint, path_value, BindingParts};
+use crate::permissions::Permissions;
 use crate::sandbox_config::{SandboxFields, SandboxModeName, SandboxScope, ToolSandbox, Widening};
 
 #[cfg(test)]
@@ -90,6 +91,9 @@ impl PlannedWorker {
 pub struct WorkerPlan {
     workers: Vec<PlannedWorker>,
     files: FrozenFiles,
+    /// Saved approvals: the project permissions file of the top worker's folder (see
+    /// `worker/saved.rs`). Not frozen: saving a rule during a run changes it.
+    permissions: Option<Permissions>,
 }
 
 /// Reads the worker file at `path` and every worker it may call (transitively, each with its
@@ -100,9 +104,17 @@ pub fn plan_worker(path: &Path, options: &LoadOptions) -> Result<WorkerPlan> {
     let mut plan = WorkerPlan {
         workers: Vec::new(),
         files: FrozenFiles::default(),
+        permissions: None,
     };
     let mut chain = Vec::new();
     plan.add(path, options, None, &mut chain)?;
+    // Saved approvals (`toolgate.permissions.yaml` beside the top worker file), read strictly.
+    let folder = plan.workers[0]
+        .worker
+        .path
+        .parent()
+        .unwrap_or(Path::new("/"));
+    plan.permissions = Some(Permissions::load(folder)?);
     Ok(plan)
 }
 
@@ -125,6 +137,11 @@ impl WorkerPlan {
     /// Every frozen file of the graph.
     pub fn frozen_files(&self) -> &FrozenFiles {
         &self.files
+    }
+
+    /// The project permissions file of the plan and the rules saved in it.
+    pub fn permissions(&self) -> Option<&Permissions> {
+        self.permissions.as_ref()
     }
 
     /// Every `deny_output` pattern of the graph, once each: the audit log redacts them (output a
