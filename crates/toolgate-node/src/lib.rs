@@ -16,6 +16,7 @@ mod js_value;
 mod mcp;
 mod network;
 mod path;
+mod permissions;
 mod process;
 mod run;
 mod sandbox;

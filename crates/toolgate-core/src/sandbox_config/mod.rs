@@ -8,11 +8,13 @@
 //! `network` is `true | false | { allow, deny, ask }` ([`NetworkSetting`]); how the levels
 //! join is [`ScopeNetwork`]'s.
 //!
-//! Scopes nest: a toolset's `sandbox:` in a worker file may only narrow the worker-level
-//! `sandbox`, and a called worker may only narrow its caller's ([`SandboxScope::narrow`]):
-//! network off, fewer roots, a stricter mode. Widening is `CONFIG_INVALID`, saying where to
-//! widen instead. Any toolset that starts processes (shell, cli_execute, executables, and the
-//! ones to come) reads the same [`SandboxFields`] and resolves it the same way.
+//! Scopes nest. Inside one worker file a toolset's `sandbox:` is the author's choice for that
+//! toolset: its keys replace the worker-level ones and may widen them
+//! ([`SandboxScope::with_fields`]). A called worker, and every toolset in it, may only narrow
+//! its caller's worker-level sandbox ([`SandboxScope::narrow`], [`SandboxScope::check_within`]):
+//! network off, fewer roots, a stricter mode. Widening there is `CONFIG_INVALID`, saying where to
+//! widen instead. Any toolset that starts processes (shell, cli_execute, executables, mcp) reads
+//! the same [`SandboxFields`] and resolves it the same way.
 
 mod launch;
 mod network;
@@ -34,6 +36,7 @@ use crate::network::NetworkSetting;
 pub use launch::{Launch, LaunchOptions};
 pub use network::ScopeNetwork;
 pub use report::{support_report, SupportReport};
+pub(crate) use scope::expand_home;
 pub use scope::{prepare_cached, version_manager_roots, SandboxScope, ToolSandbox, Widening};
 
 /// How strictly the sandbox is required, strictest first.

@@ -98,81 +98,107 @@ impl SandboxScope {
     /// (a read root inside the work directory or a read or write root, a write root inside a
     /// writable one). Anything wider is `CONFIG_INVALID`, in the words of `widening`.
     pub fn narrow(&self, fields: &SandboxFields, base: &Path, widening: &Widening) -> Result<Self> {
-        self.narrow_keys(fields, base, widening, false)
-    }
-
-    /// This scope (a worker's) for one of its toolsets whose `sandbox` in the same file is
-    /// `fields`: like [`narrow`](Self::narrow), except that `network` may widen the worker's
-    /// own setting ([`ScopeNetwork::for_toolset`]); never past what the worker's callers
-    /// leave it.
-    pub fn for_toolset(
-        &self,
-        fields: &SandboxFields,
-        base: &Path,
-        widening: &Widening,
-    ) -> Result<Self> {
-        self.narrow_keys(fields, base, widening, true)
-    }
-
-    fn narrow_keys(
-        &self,
-        fields: &SandboxFields,
-        base: &Path,
-        widening: &Widening,
-        toolset_network: bool,
-    ) -> Result<Self> {
         let refuse = |what: String| {
             Error::ConfigInvalid(format!(
                 "{}: {what}, which widens {}; {} may only narrow it (network off, fewer roots, a stricter mode): {}",
                 widening.setting, widening.above, widening.narrower, widening.fix
             ))
         };
-        let mut narrowed = self.clone();
-        if let Some(mode) = fields.mode {
-            if mode.strictness() < self.mode.strictness() {
-                return Err(refuse(format!(
-                    "mode is '{}' where it is '{}'",
-                    mode.as_str(),
-                    self.mode.as_str()
-                )));
-            }
-            narrowed.mode = mode;
-        }
-        narrowed.network = if toolset_network {
-            self.network
-                .for_toolset(fields.network.as_ref())
-                .map_err(|what| {
-                    Error::ConfigInvalid(format!(
-                        "{}: {what}, which the worker's callers do not allow; a toolset may widen its own worker's network, but a called worker and its toolsets only narrow their caller's: widen the calling worker's `sandbox.network` instead",
-                        widening.setting
-                    ))
-                })?
-        } else {
-            self.network
-                .for_called(fields.network.as_ref())
-                .map_err(refuse)?
+        // The called worker's own network joins the access above it (never the toolset
+        // rule of `with_fields`, which may widen inside one file).
+        let keys = SandboxFields {
+            network: None,
+            ..fields.clone()
         };
+        let mut narrowed = self.with_fields(&keys, base, widening.setting)?;
+        narrowed.network = self
+            .network
+            .for_called(fields.network.as_ref())
+            .map_err(refuse)?;
+        narrowed.check_within(self, widening)?;
+        Ok(narrowed)
+    }
+
+    /// This scope with the keys `fields` writes replacing its own, unchecked: a toolset's
+    /// `sandbox` inside its own worker file, which is the author's choice for that toolset and
+    /// may widen the worker's (issue 22 §8). Roots resolve against `base`; `setting` names the
+    /// key in errors (a root that does not exist is `CONFIG_INVALID`). `network` joins the
+    /// worker's own setting ([`ScopeNetwork::for_toolset`]) and never reaches past what the
+    /// worker's callers leave it (`CONFIG_INVALID`).
+    pub fn with_fields(&self, fields: &SandboxFields, base: &Path, setting: &str) -> Result<Self> {
+        let mut adjusted = self.clone();
+        if let Some(mode) = fields.mode {
+            adjusted.mode = mode;
+        }
+        adjusted.network = self
+            .network
+            .for_toolset(fields.network.as_ref())
+            .map_err(|what| {
+                Error::ConfigInvalid(format!(
+                    "{setting}: {what}, which the worker's callers do not allow; a toolset may widen its own worker's network, but a called worker and its toolsets only narrow their caller's: widen the calling worker's `sandbox.network` instead"
+                ))
+            })?;
         if let Some(read) = &fields.read {
-            let read = resolve_roots(Some(read), base, widening.setting, "read")?;
-            if let Some(outside) = read.iter().find(|root| !self.can_read(root)) {
-                return Err(refuse(format!(
-                    "read root '{}' is not readable there",
-                    outside.display()
-                )));
-            }
-            narrowed.read = read;
+            adjusted.read = resolve_roots(Some(read), base, setting, "read")?;
         }
         if let Some(write) = &fields.write {
-            let write = resolve_roots(Some(write), base, widening.setting, "write")?;
-            if let Some(outside) = write.iter().find(|root| !self.can_write(root)) {
-                return Err(refuse(format!(
-                    "write root '{}' is not writable there",
-                    outside.display()
-                )));
-            }
-            narrowed.write = write;
+            adjusted.write = resolve_roots(Some(write), base, setting, "write")?;
         }
-        Ok(narrowed)
+        Ok(adjusted)
+    }
+
+    /// What this scope reaches that `outer` does not, in words, or `None` when it is inside
+    /// `outer`: a less strict mode, the network where `outer` has none, a read root `outer`
+    /// cannot read, a write root (or a writable work directory) `outer` cannot write, a work
+    /// directory outside `outer`'s.
+    pub fn widening_over(&self, outer: &SandboxScope) -> Option<String> {
+        if self.mode.strictness() < outer.mode.strictness() {
+            return Some(format!(
+                "mode is '{}' where it is '{}'",
+                self.mode.as_str(),
+                outer.mode.as_str()
+            ));
+        }
+        if let Some(what) = self.network.widening_over(&outer.network) {
+            return Some(what);
+        }
+        if let Some(root) = self.read.iter().find(|root| !outer.can_read(root)) {
+            return Some(format!(
+                "read root '{}' is not readable there",
+                root.display()
+            ));
+        }
+        if let Some(root) = self.write.iter().find(|root| !outer.can_write(root)) {
+            return Some(format!(
+                "write root '{}' is not writable there",
+                root.display()
+            ));
+        }
+        if !outer.can_read(&self.work_dir) {
+            return Some(format!(
+                "the work directory '{}' is outside it",
+                self.work_dir.display()
+            ));
+        }
+        if !self.readonly && !outer.can_write(&self.work_dir) {
+            return Some(format!(
+                "the work directory '{}' is writable where it is read-only",
+                self.work_dir.display()
+            ));
+        }
+        None
+    }
+
+    /// `CONFIG_INVALID`, in the words of `widening`, when this scope reaches anything `outer`
+    /// does not ([`widening_over`](Self::widening_over)).
+    pub fn check_within(&self, outer: &SandboxScope, widening: &Widening) -> Result<()> {
+        match self.widening_over(outer) {
+            None => Ok(()),
+            Some(what) => Err(Error::ConfigInvalid(format!(
+                "{}: {what}, which widens {}; {} may only narrow it (network off, fewer roots, a stricter mode): {}",
+                widening.setting, widening.above, widening.narrower, widening.fix
+            ))),
+        }
     }
 
     /// This scope for a called worker whose work directory is `work_dir` (the caller's, or a
@@ -413,7 +439,8 @@ fn resolve_roots(
     Ok(resolved)
 }
 
-fn expand_home(root: &Path, setting: &str, key: &str) -> Result<PathBuf> {
+/// `root` with a leading `~` replaced by this user's home (`HOME`); other paths as they are.
+pub(crate) fn expand_home(root: &Path, setting: &str, key: &str) -> Result<PathBuf> {
     let Ok(rest) = root.strip_prefix("~") else {
         return Ok(root.to_path_buf());
     };
