@@ -20,9 +20,9 @@ use crate::frozen::FrozenFiles;
 use crate::fs::config::{filesystem_tools, CodeAgentGroup};
 use crate::limits::{MAX_WORKERS_IN_GRAPH, MAX_WORKER_DEPTH};
 use crate::mcp::McpToolset;
+use crate::permissions::Permissions;
 use crate::run::crypto::sha256_hex;
 use crate::run::fingerprint::{graph_fingerprint, path_value, BindingParts};
-use crate::permissions::Permissions;
 use crate::sandbox_config::{SandboxFields, SandboxModeName, SandboxScope, ToolSandbox, Widening};
 
 #[cfg(test)]
