@@ -226,6 +226,17 @@ fn load(example: &Example) -> Result<(), String> {
             .map(|_| ())
             .map_err(|err| err.to_string());
     }
+    if example.kind == "permissions" {
+        let scratch = scratch();
+        std::fs::write(
+            scratch.project.join(toolgate_core::limits::PERMISSIONS_FILE_NAME),
+            &example.text,
+        )
+        .unwrap();
+        return toolgate_core::permissions::Permissions::load(&scratch.project)
+            .map(|_| ())
+            .map_err(|err| format!("{}: {err}", err.code()));
+    }
     let Some(text) = worker_text(example) else {
         return Ok(());
     };
@@ -264,6 +275,7 @@ fn every_yaml_example_of_the_docs_loads_as_written() {
         "worker-fragment",
         "toolsets-fragment",
         "tool-manifest",
+        "permissions",
     ];
     let mut failures = Vec::new();
     let mut loaded = 0;
@@ -272,7 +284,7 @@ fn every_yaml_example_of_the_docs_loads_as_written() {
         let pending = kind.starts_with("pending:");
         if !known.contains(&kind) && !pending && !kind.starts_with("not-a-file:") {
             failures.push(format!(
-                "{}: unknown marker '{kind}' (worker, worker-fragment, toolsets-fragment, tool-manifest, not-a-file: why, pending: why)",
+                "{}: unknown marker '{kind}' (worker, worker-fragment, toolsets-fragment, tool-manifest, permissions, not-a-file: why, pending: why)",
                 example.place
             ));
             continue;
