@@ -132,6 +132,17 @@ impl RunAllowances {
         }
     }
 
+    /// What the run answered already for this connection (an earlier `always`, or an answer
+    /// given for the next call of its tool when a deferred run resumed), asking nobody: a
+    /// resumed run may have no handler, and these answers still hold.
+    pub(crate) fn answered(&self, request: &AskRequest) -> Option<AskOutcome> {
+        if self.allows(&request.host, request.port) {
+            return Some(AskOutcome::AlreadyAllowed);
+        }
+        self.next_call_answer(request)
+            .map(AskOutcome::AnsweredBefore)
+    }
+
     fn allows(&self, host: &str, port: u16) -> bool {
         lock(&self.always).contains(&(host.to_string(), port))
     }
@@ -145,11 +156,8 @@ impl RunAllowances {
         request: AskRequest,
         timeout: Duration,
     ) -> AskOutcome {
-        if self.allows(&request.host, request.port) {
-            return AskOutcome::AlreadyAllowed;
-        }
-        if let Some(answer) = self.next_call_answer(&request) {
-            return AskOutcome::AnsweredBefore(answer);
+        if let Some(outcome) = self.answered(&request) {
+            return outcome;
         }
         let key = (request.host.clone(), request.port, request.tool.clone());
         let mut answer = {
