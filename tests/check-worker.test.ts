@@ -100,6 +100,51 @@ describe('toolgate check <worker>', () => {
     expect(called.callers[0]!.shell.rules[0]!.pattern).toBe('rm');
   });
 
+  it('lists every saved rule with the file and line it is written on, when and by whom', () => {
+    const dir = tempDir('toolgate-check-worker-');
+    const top = join(dir, 'top.yaml');
+    writeFileSync(top, 'name: top\ntoolsets:\n  shell: { default: ask }\n');
+    const file = join(dir, 'toolgate.permissions.yaml');
+    const none = runToolgate(['check', top]);
+    expect(none.stdout).toContain(`saved rules: ${file} (none)`);
+    writeFileSync(
+      file,
+      [
+        'version: 1',
+        'rules:',
+        '  - worker: top',
+        '    tool: shell',
+        '    command: npm test',
+        '    saved: 2026-03-01T09:30:00Z',
+        '    by: terminal',
+        '  - worker: top',
+        '    tool: shell',
+        '    prefix: git log',
+        '    saved: 2026-03-02T08:00:00Z',
+        '    by: mcp-elicitation',
+        '',
+      ].join('\n'),
+    );
+    const run = runToolgate(['check', top]);
+    expect(run.status).toBe(0);
+    const section = run.stdout.slice(run.stdout.indexOf('saved rules:'));
+    expect(section).toMatch(/line 3 +worker top: shell .*npm test.* \(saved 2026-03-01T09:30:00Z by terminal\)/);
+    expect(section).toMatch(/line 8 +worker top: shell .*git log.* \(saved 2026-03-02T08:00:00Z by mcp-elicitation\)/);
+    const report = JSON.parse(runToolgate(['check', '--json', top]).stdout) as {
+      permissionsFile: string;
+      savedRules: { kind: string; line: number; file: string }[];
+    };
+    expect(report.permissionsFile).toBe(file);
+    expect(report.savedRules.map((rule) => [rule.kind, rule.line, rule.file])).toEqual([
+      ['command', 3, file],
+      ['prefix', 8, file],
+    ]);
+    writeFileSync(file, 'version: 1\nrules:\n  - worker: top\n    tool: shell\n    comand: npm test\n');
+    const broken = runToolgate(['check', top]);
+    expect(broken.status).toBe(2);
+    expect(broken.stderr).toContain(`${file}:`);
+  });
+
   it('--path applies the work-directory confinement before the rules and says which refused', () => {
     const outside = runToolgate(['check', '--path', '../../README.md', 'examples/quickstart/worker.yaml'], { cwd: REPO_ROOT });
     expect(outside.status).toBe(1);

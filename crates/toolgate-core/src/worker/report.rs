@@ -38,6 +38,12 @@ pub struct PlanReport {
     pub file: PathBuf,
     /// The top worker first; a worker comes after the worker that calls it.
     pub workers: Vec<WorkerReport>,
+    /// The permissions file the run reads saved rules from (beside the top worker file; it may
+    /// not exist yet), `null` where the plan reads none.
+    pub permissions_file: Option<PathBuf>,
+    /// Every saved rule, with where it comes from: the file and line, when and by whom it was
+    /// saved (the layout of `savedRules()` in the SDK).
+    pub saved_rules: Vec<serde_json::Value>,
 }
 
 /// One worker of the graph.
@@ -272,6 +278,10 @@ impl WorkerPlan {
             version: PLAN_REPORT_VERSION,
             file: self.workers()[0].worker.path.clone(),
             workers,
+            permissions_file: self
+                .permissions()
+                .map(|permissions| permissions.path().to_path_buf()),
+            saved_rules: self.saved_rules(),
         })
     }
 

@@ -199,3 +199,51 @@ fn a_worker_without_file_tools_has_no_path_checks() {
         "INVALID_INPUT"
     );
 }
+
+#[test]
+fn the_report_lists_every_saved_rule_with_its_file_line_and_who_saved_it() {
+    let temp = dir();
+    let d = temp.path.clone();
+    let top = write(
+        &d,
+        "top.yaml",
+        "name: top\ntoolsets:\n  shell: { default: ask }\n",
+    );
+    let empty = plan_worker(&top, &LoadOptions::default())
+        .unwrap()
+        .report(&BTreeMap::new(), &McpReports::new())
+        .unwrap();
+    let file = d.join(crate::limits::PERMISSIONS_FILE_NAME);
+    assert_eq!(empty.permissions_file.as_deref(), Some(file.as_path()));
+    assert!(empty.saved_rules.is_empty(), "no file yet: no rules");
+    std::fs::write(
+        &file,
+        "version: 1\nrules:\n  - worker: top\n    tool: shell\n    command: npm test\n    saved: 2026-03-01T09:30:00Z\n    by: terminal\n  - worker: top\n    tool: shell\n    prefix: git log\n    saved: 2026-03-02T08:00:00Z\n    by: terminal\n",
+    )
+    .unwrap();
+    let report = plan_worker(&top, &LoadOptions::default())
+        .unwrap()
+        .report(&BTreeMap::new(), &McpReports::new())
+        .unwrap();
+    let lines: Vec<(String, u64, String)> = report
+        .saved_rules
+        .iter()
+        .map(|rule| {
+            (
+                rule["rule"].as_str().unwrap().to_string(),
+                rule["line"].as_u64().unwrap(),
+                rule["file"].as_str().unwrap().to_string(),
+            )
+        })
+        .collect();
+    assert_eq!(lines.len(), 2, "{lines:?}");
+    assert!(lines[0].0.contains("npm test"), "{lines:?}");
+    assert_eq!(lines[0].1, 3);
+    assert_eq!(lines[1].1, 8);
+    assert!(lines
+        .iter()
+        .all(|(_, _, f)| f == &file.display().to_string()));
+    let json = serde_json::to_value(&report).unwrap();
+    assert_eq!(json["savedRules"][1]["by"], "terminal");
+    assert_eq!(json["savedRules"][1]["saved"], "2026-03-02T08:00:00Z");
+}
