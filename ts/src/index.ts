@@ -49,6 +49,7 @@ export type {
   GrepResult,
   PatchOperation,
   PatchResult,
+  ProtectedPath,
   ReadOptions,
   ReadResult,
   TreeOptions,

@@ -87,6 +87,18 @@ pub const DEFAULT_TOOL_DIRECTORY: &str = "toolgate-tools";
 /// The user's executable tool directory, relative to the home directory.
 pub const GLOBAL_TOOL_DIRECTORY: &str = ".toolgate/tools";
 
+/// The project permissions file, beside the top-level worker file: protected configuration
+/// (`toolgate run`'s "save" answers write it).
+pub const PERMISSIONS_FILE_NAME: &str = "toolgate.permissions.yaml";
+
+/// How many directory entries finding the paths of `blocked` path rules and `sandbox.protect`
+/// patterns may judge (a walk of the work directory, `node_modules` included). Past it, loading
+/// fails and says how to anchor the pattern: a partial list would hide only some of the files.
+pub const MAX_GUARD_WALK_ENTRIES: usize = 200_000;
+
+/// Most patterns in one `sandbox.protect` list.
+pub const MAX_PROTECT_PATTERNS: usize = 256;
+
 /// Most lines of context `grep` shows on each side of a match.
 pub const MAX_GREP_CONTEXT: usize = 20;
 

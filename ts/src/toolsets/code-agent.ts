@@ -224,5 +224,5 @@ export function buildCodeAgentTools(files: FileTools, decided: readonly Resolved
  */
 export function codeAgentTools(options: CodeAgentOptions = {}): NamedTool[] {
   const plan = callNative(() => native.planCodeAgentTools(options));
-  return buildCodeAgentTools(new FileTools(plan.workDir, plan.pathRules ?? undefined), plan.tools);
+  return buildCodeAgentTools(new FileTools(plan.workDir, plan.pathRules ?? undefined, [], plan.protectedPaths), plan.tools);
 }

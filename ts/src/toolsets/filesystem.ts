@@ -160,5 +160,5 @@ export function buildFilesystemTools(files: FileTools, decided: readonly Resolve
 export function filesystemToolset(options: FilesystemOptions = {}): NamedTool[] {
   const plan = callNative(() => native.planFilesystemToolset(options));
   warnDeprecated(plan.deprecations);
-  return buildFilesystemTools(new FileTools(plan.workDir, plan.pathRules ?? undefined), plan.tools);
+  return buildFilesystemTools(new FileTools(plan.workDir, plan.pathRules ?? undefined, [], plan.protectedPaths), plan.tools);
 }

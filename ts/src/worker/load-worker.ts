@@ -115,6 +115,11 @@ export async function decidePlannedWorkers(workerPlan: native.WorkerPlan): Promi
   }
   // The modules were read after the plan froze them: make sure they are the versions it froze.
   for (const index of modules.keys()) callNative(() => workerPlan.verify(index));
+  // What they imported is configuration too: every sandbox of the graph protects it, before
+  // any process that could write it starts (the MCP servers below are the first).
+  callNative(() =>
+    workerPlan.protectModuleImports([...modules].map(([worker, module]) => ({ worker, files: module.files }))),
+  );
   const mcp = new Map<number, McpConnection[]>();
   const close = async () => {
     const all = [...mcp.values()].flat();
@@ -205,14 +210,16 @@ function buildTools(context: BuildContext): NamedTool[] {
   const { plan: workerPlan, index, info } = context;
   const tools: NamedTool[] = [];
   // Each file toolset has its own path rules, so each gets its own FileTools; the rules of
-  // every calling worker apply below it too (they only make calls stricter).
+  // every calling worker apply below it too (they only make calls stricter). Neither may
+  // change the graph's configuration (the plan's protected paths).
   const callerRules = callerPathRules(context);
+  const protectedPaths = info.filesystemTools || info.codeAgentGroup ? callNative(() => workerPlan.fileProtection(index)) : [];
   if (info.filesystemTools) {
-    const files = new FileTools(info.workDir, info.filesystemPathRules ?? undefined, callerRules);
+    const files = new FileTools(info.workDir, info.filesystemPathRules ?? undefined, callerRules, protectedPaths);
     tools.push(...buildFilesystemTools(files, approvals(context, 'filesystem')));
   }
   if (info.codeAgentGroup) {
-    const files = new FileTools(info.workDir, info.codeAgentPathRules ?? undefined, callerRules);
+    const files = new FileTools(info.workDir, info.codeAgentPathRules ?? undefined, callerRules, protectedPaths);
     tools.push(...buildCodeAgentTools(files, approvals(context, 'code_agent')));
   }
   const shell = callNative(() => workerPlan.shellPolicy(index));

@@ -110,6 +110,12 @@ impl McpToolset {
         &self.servers
     }
 
+    /// Replaces the sandbox its stdio servers run in (a worker plan prepares it again once it
+    /// knows every protected path of its graph).
+    pub fn set_sandbox(&mut self, sandbox: ToolSandbox) {
+        self.sandbox = sandbox;
+    }
+
     /// The kernel sandbox its stdio servers run in.
     pub fn sandbox(&self) -> &ToolSandbox {
         &self.sandbox

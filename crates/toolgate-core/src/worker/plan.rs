@@ -21,8 +21,11 @@ use crate::mcp::McpToolset;
 use crate::run::fingerprint::{graph_fingerprint, GraphWorker};
 use crate::sandbox_config::{SandboxFields, SandboxModeName, SandboxScope, ToolSandbox, Widening};
 
+mod protected;
 #[cfg(test)]
 mod tests;
+
+pub use protected::{hidden_by, ModuleImports, SandboxGuards};
 
 /// A worker this worker may call: the tool `name` runs the planned worker `worker`.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -82,6 +85,8 @@ impl PlannedWorker {
 pub struct WorkerPlan {
     workers: Vec<PlannedWorker>,
     files: FrozenFiles,
+    /// What the SDK reported the tools modules import (see `protected`).
+    guards: protected::PlanGuards,
 }
 
 /// Reads the worker file at `path` and every worker it may call (transitively, each with its
@@ -92,9 +97,12 @@ pub fn plan_worker(path: &Path, options: &LoadOptions) -> Result<WorkerPlan> {
     let mut plan = WorkerPlan {
         workers: Vec::new(),
         files: FrozenFiles::default(),
+        guards: protected::PlanGuards::default(),
     };
     let mut chain = Vec::new();
     plan.add(path, options, None, &mut chain)?;
+    // Only now is every file of the graph known: protect it in every sandbox.
+    plan.guard()?;
     Ok(plan)
 }
 
@@ -223,7 +231,8 @@ impl WorkerPlan {
                 planned.files.push(path.to_path_buf());
             }
         }
-        Ok(())
+        // The tools' files are known now: protect them too.
+        self.guard()
     }
 
     /// Checks that no file of the worker at `index` changed since the plan was made; called
