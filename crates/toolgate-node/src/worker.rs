@@ -470,14 +470,17 @@ impl WorkerPlan {
     }
 
     /// Protects what the tools modules imported (the SDK reports every file each import
-    /// loaded) in every sandbox of the graph, preparing again the sandboxes that now protect
-    /// more. Call it before taking the plan's tools. Throws `INVALID_INPUT` for an unknown
-    /// worker or a relative path, `SANDBOX_UNAVAILABLE` where the kernel cannot protect them.
+    /// loaded), and the SDK's own package folder `sdkRoot` when it is an installation (below
+    /// `node_modules`), in every sandbox of the graph, preparing again the sandboxes that now
+    /// protect more. Call it before taking the plan's tools. Throws `INVALID_INPUT` for an
+    /// unknown worker or a relative path, `SANDBOX_UNAVAILABLE` where the kernel cannot protect
+    /// them.
     #[napi]
     pub fn protect_module_imports(
         &mut self,
         env: Env,
         reports: Vec<ModuleImportReport>,
+        sdk_root: Option<String>,
     ) -> napi::Result<()> {
         sync(&env, "WorkerPlan.protectModuleImports", || {
             let reports: Vec<worker::ModuleImports> = reports
@@ -492,7 +495,7 @@ impl WorkerPlan {
                     "WorkerPlan.protectModuleImports: the plan is in use by another call; report the imports right after importing the modules".into(),
                 )
             })?;
-            plan.protect_module_imports(&reports)
+            plan.protect_module_imports(&reports, sdk_root.as_deref().map(std::path::Path::new))
         })
     }
 

@@ -6,6 +6,7 @@ import { type NamedTool, toToolSet } from '../approval/named-tool.js';
 import { native } from '../native/binding.js';
 import { awaitNative, callNative } from '../native/errors.js';
 import { type CallerPathRules, FileTools } from '../native/file-tools.js';
+import { PACKAGE_ROOT } from '../native/package-root.js';
 import { warnSandbox } from '../native/sandbox.js';
 import { connectServers, type McpConnection, reportOf } from '../mcp/connect.js';
 import { gatedMcpTools } from '../mcp/toolset.js';
@@ -115,10 +116,14 @@ export async function decidePlannedWorkers(workerPlan: native.WorkerPlan): Promi
   }
   // The modules were read after the plan froze them: make sure they are the versions it froze.
   for (const index of modules.keys()) callNative(() => workerPlan.verify(index));
-  // What they imported is configuration too: every sandbox of the graph protects it, before
-  // any process that could write it starts (the MCP servers below are the first).
+  // What they imported is configuration too, and so is toolgate's own installation: every
+  // sandbox of the graph protects them, before any process that could write them starts (the
+  // MCP servers below are the first).
   callNative(() =>
-    workerPlan.protectModuleImports([...modules].map(([worker, module]) => ({ worker, files: module.files }))),
+    workerPlan.protectModuleImports(
+      [...modules].map(([worker, module]) => ({ worker, files: module.files })),
+      PACKAGE_ROOT,
+    ),
   );
   const mcp = new Map<number, McpConnection[]>();
   const close = async () => {

@@ -229,22 +229,24 @@ pub fn real_path(path: &Path) -> PathBuf {
     }
 }
 
-/// The git configuration that runs programs on the host, of the work directory and of the
-/// repository it is in: `hooks/` and `config` of each git directory (a `.git` file pointing
-/// elsewhere, as in a worktree or a submodule, is followed, and is protected itself), a
-/// worktree's `config.worktree`, `.gitmodules`, the `core.hooksPath` directory and the files
-/// `include.path` names. The work directory's own `.git/hooks`, `.git/config` and `.gitmodules`
-/// are protected whether they exist or not (a repository made inside it later must not get
-/// hooks).
+/// The git configuration that runs programs on the host, of the repository the work directory
+/// is (or is in): `hooks/` (also before it exists) and `config` of its git directory (a `.git`
+/// file pointing elsewhere, as in a worktree or a submodule, is followed, and is protected
+/// itself), a worktree's `config.worktree`, `.gitmodules` at its top, the `core.hooksPath`
+/// directory and the files `include.path` names. Nothing when the work directory is in no
+/// repository: a repository the agent makes itself is its own (see docs/security.md).
 pub fn git_guards(work_dir: &Path) -> Guards {
     let mut guards = Guards::default();
-    repository_guards(work_dir, &mut guards, "the work directory's");
     if let Some(top) = work_dir
         .ancestors()
-        .skip(1)
         .find(|dir| dir.join(".git").symlink_metadata().is_ok())
     {
-        repository_guards(top, &mut guards, "the repository's");
+        let whose = if top == work_dir {
+            "the work directory's"
+        } else {
+            "the repository's"
+        };
+        repository_guards(top, &mut guards, whose);
     }
     guards
 }
@@ -371,6 +373,18 @@ fn config_values(text: &str) -> Vec<(String, String)> {
         ));
     }
     values
+}
+
+/// The file `word` (a program's command or argument, e.g. an MCP server's) names, when it is a
+/// file inside `work_dir` (relative words are relative to it, the program's cwd; the value of
+/// `--flag=value` counts): such a script is the program's code, which the agent must not change.
+pub fn script_inside(work_dir: &Path, word: &str) -> Option<PathBuf> {
+    let value = word.rsplit_once('=').map_or(word, |(_, value)| value);
+    if value.is_empty() {
+        return None;
+    }
+    let real = std::fs::canonicalize(work_dir.join(value)).ok()?;
+    (real.starts_with(work_dir) && real.is_file()).then_some(real)
 }
 
 /// Protects what the gitignore-style `patterns` match below `work_dir` (`setting` names the

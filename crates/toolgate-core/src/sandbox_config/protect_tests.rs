@@ -36,13 +36,22 @@ fn git(dir: &Path, args: &[&str]) {
 }
 
 #[test]
-fn the_work_directory_s_git_configuration_is_protected_even_before_it_exists() {
+fn a_repository_s_git_configuration_is_protected_its_hooks_also_before_they_exist() {
     let (_dir, root) = scratch();
+    assert!(
+        git_guards(&root).is_empty(),
+        "no repository, nothing to protect"
+    );
+    git(&root, &["init", "-q"]);
+    std::fs::remove_dir_all(root.join(".git/hooks")).unwrap();
     let guards = git_guards(&root);
     assert_eq!(
         paths(guards.protected(), &root),
         [".git/config", ".git/hooks", ".gitmodules"]
     );
+    assert!(guards.protected()[0]
+        .reason
+        .contains("the work directory's"));
     assert!(guards.hidden().is_empty());
 }
 
@@ -62,15 +71,16 @@ fn the_enclosing_repository_and_its_hooks_path_and_includes_are_protected() {
         ".gitmodules",
         "githooks",
         "extra.gitconfig",
-        // The work directory's own, in case a repository is made there.
-        "examples/work/.git/config",
-        "examples/work/.git/hooks",
     ] {
         assert!(
             protected.contains(&expected.to_string()),
             "{expected} in {protected:?}"
         );
     }
+    assert!(
+        !protected.iter().any(|path| path.starts_with("examples/")),
+        "{protected:?}"
+    );
     let reasons: Vec<&str> = guards
         .protected()
         .iter()
@@ -198,6 +208,7 @@ fn a_missing_path_is_named_where_it_would_be_created_symlinks_resolved() {
 #[test]
 fn scopes_protect_their_git_configuration_and_patterns_and_narrowing_adds_more() {
     let (_dir, root) = scratch();
+    git(&root, &["init", "-q"]);
     std::fs::write(root.join("Makefile"), "x").unwrap();
     let fields: SandboxFields = serde_yaml::from_str("{ protect: [Makefile] }").unwrap();
     let scope = SandboxScope::new(&root, false, &fields, &root, "w.yaml: sandbox").unwrap();
@@ -232,5 +243,37 @@ fn scopes_protect_their_git_configuration_and_patterns_and_narrowing_adds_more()
     assert!(
         err.to_string().contains("w.yaml: sandbox: protect[0]"),
         "{err}"
+    );
+}
+
+#[test]
+fn toolsets_built_in_code_protect_their_tool_directories_and_server_scripts() {
+    use crate::options::{parse, OptionValue};
+    crate::test_support::launcher();
+    let (_dir, root) = scratch();
+    std::fs::create_dir(root.join("tools")).unwrap();
+    std::fs::write(root.join("server.mjs"), "").unwrap();
+    let options: crate::executables::ExecutableToolsOptions = parse(
+        OptionValue::from(serde_json::json!({ "workDir": root, "dirs": ["tools"] })),
+        false,
+    )
+    .unwrap();
+    let (registry, _) = options.sandboxed_registry_options().unwrap();
+    let run = registry.run.sandbox.expect("sandboxed");
+    assert!(run.policy().protect.contains(&root.join("tools")));
+    let options: crate::mcp::McpToolsetOptions = parse(
+        OptionValue::from(serde_json::json!({
+            "workDir": root,
+            "servers": { "s": { "command": "node", "args": ["./server.mjs", "."] } }
+        })),
+        false,
+    )
+    .unwrap();
+    let mcp = crate::mcp::McpToolset::from_options(options).unwrap();
+    let sandbox = mcp.sandbox().sandbox.as_ref().expect("sandboxed");
+    assert!(sandbox.policy().protect.contains(&root.join("server.mjs")));
+    assert!(
+        !sandbox.policy().protect.contains(&root),
+        "the work directory itself is not a script"
     );
 }

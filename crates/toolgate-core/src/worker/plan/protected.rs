@@ -27,6 +27,7 @@ use crate::fs::expand::expand;
 use crate::fs::rules::{EntryKind, PathRule, PathRules};
 use crate::limits::PERMISSIONS_FILE_NAME;
 use crate::mcp::McpTransport;
+use crate::sandbox_config::protect::script_inside;
 use crate::sandbox_config::{GuardReport, Guards, SandboxScope};
 use crate::worker::program::CONFIG_FILE_NAMES;
 
@@ -61,11 +62,24 @@ pub(super) struct PlanGuards {
 
 impl WorkerPlan {
     /// Protects what the tools modules of the graph imported (the SDK imports them and reports
-    /// every file it loaded) and prepares again the sandboxes that must now protect more. A file
-    /// of a package (below a `node_modules` folder) protects its package folder. Call it before
-    /// the plan's tools are handed out: their sandboxes are replaced. `INVALID_INPUT` for an
-    /// unknown worker or a relative path.
-    pub fn protect_module_imports(&mut self, reports: &[ModuleImports]) -> Result<()> {
+    /// every file it loaded), and the SDK's own package when it is installed (`sdk`: its folder;
+    /// one below a `node_modules` folder is protected, a checkout is not), and prepares again the
+    /// sandboxes that must now protect more. A file of a package (below a `node_modules` folder)
+    /// protects its package folder. Call it before the plan's tools are handed out: their
+    /// sandboxes are replaced. `INVALID_INPUT` for an unknown worker or a relative path.
+    pub fn protect_module_imports(
+        &mut self,
+        reports: &[ModuleImports],
+        sdk: Option<&Path>,
+    ) -> Result<()> {
+        if let Some(folder) = sdk.filter(|sdk| sdk.is_absolute()).and_then(|sdk| {
+            package_folder(&sdk.join("package.json")).filter(|folder| folder == sdk)
+        }) {
+            self.guards.imports.protect(
+                &folder,
+                "the toolgate package (its code, addon and sandbox launcher run on the host)",
+            );
+        }
         for report in reports {
             let planned = self.worker(report.worker)?;
             let module = planned
@@ -349,17 +363,6 @@ fn protect_program_config(guards: &mut Guards, planned: &PlannedWorker, work_dir
             }
         }
     }
-}
-
-/// The file `word` (an MCP server's command or argument) names, when it is one inside
-/// `work_dir` (relative words are relative to it, the server's cwd).
-fn script_inside(work_dir: &Path, word: &str) -> Option<PathBuf> {
-    let value = word.rsplit_once('=').map_or(word, |(_, value)| value);
-    if value.is_empty() {
-        return None;
-    }
-    let real = std::fs::canonicalize(work_dir.join(value)).ok()?;
-    (real.starts_with(work_dir) && real.is_file()).then_some(real)
 }
 
 /// The package folder (`…/node_modules/pkg`, `…/node_modules/@scope/pkg`) a file belongs to,

@@ -170,15 +170,19 @@ fn what_a_tools_module_imports_is_protected_once_reported() {
     let mut plan = plan_worker(&top, &LoadOptions::default()).unwrap();
     let (before, _) = shell_lists(&plan, 0);
     assert!(!before.contains(&d.join("lib/helper.ts")));
-    plan.protect_module_imports(&[ModuleImports {
-        worker: 0,
-        files: vec![
-            d.join("tools.ts"),
-            d.join("lib/helper.ts"),
-            d.join("node_modules/zod/index.js"),
-            d.join("node_modules/@scope/pkg/dist/x.js"),
-        ],
-    }])
+    write(&d, "node_modules/toolgate/package.json", "{}\n");
+    plan.protect_module_imports(
+        &[ModuleImports {
+            worker: 0,
+            files: vec![
+                d.join("tools.ts"),
+                d.join("lib/helper.ts"),
+                d.join("node_modules/zod/index.js"),
+                d.join("node_modules/@scope/pkg/dist/x.js"),
+            ],
+        }],
+        Some(&d.join("node_modules/toolgate")),
+    )
     .unwrap();
     for lists in [shell_lists(&plan, 0).0, {
         let cli = plan.workers()[0].cli_execute.as_ref().unwrap();
@@ -188,6 +192,7 @@ fn what_a_tools_module_imports_is_protected_once_reported() {
             "lib/helper.ts",
             "node_modules/zod",
             "node_modules/@scope/pkg",
+            "node_modules/toolgate",
         ] {
             assert!(lists.contains(&d.join(expected)), "{expected}: {lists:#?}");
         }
@@ -207,25 +212,34 @@ fn what_a_tools_module_imports_is_protected_once_reported() {
         .iter()
         .any(|(path, _)| path == &d.join("lib/helper.ts")));
 
+    // A checkout of toolgate is not protected (it may be the work directory itself).
+    let before = shell_lists(&plan, 0).0;
+    plan.protect_module_imports(&[], Some(&d)).unwrap();
+    assert_eq!(shell_lists(&plan, 0).0, before);
     let err = plan
-        .protect_module_imports(&[ModuleImports {
-            worker: 0,
-            files: vec![PathBuf::from("relative.ts")],
-        }])
+        .protect_module_imports(
+            &[ModuleImports {
+                worker: 0,
+                files: vec![PathBuf::from("relative.ts")],
+            }],
+            None,
+        )
         .unwrap_err();
     assert_eq!(err.code(), "INVALID_INPUT");
     let err = plan
-        .protect_module_imports(&[ModuleImports {
-            worker: 7,
-            files: Vec::new(),
-        }])
+        .protect_module_imports(
+            &[ModuleImports {
+                worker: 7,
+                files: Vec::new(),
+            }],
+            None,
+        )
         .unwrap_err();
     assert_eq!(err.code(), "INVALID_INPUT");
 }
 
 #[test]
-fn with_the_configuration_outside_the_work_directory_the_kernel_protects_only_the_work_directory_s_git(
-) {
+fn with_the_configuration_outside_the_work_directory_the_kernel_protects_nothing() {
     let temp = dir();
     let d = temp.path.clone();
     std::fs::create_dir(d.join("workspace")).unwrap();
@@ -238,14 +252,7 @@ fn with_the_configuration_outside_the_work_directory_the_kernel_protects_only_th
     let plan = plan_worker(&top, &LoadOptions::default()).unwrap();
     let (protect, hide) = shell_lists(&plan, 0);
     let w = d.join("workspace");
-    assert_eq!(
-        protect,
-        [
-            w.join(".git/config"),
-            w.join(".git/hooks"),
-            w.join(".gitmodules")
-        ]
-    );
+    assert!(protect.is_empty(), "{protect:?}");
     assert!(hide.is_empty());
     // Still reported, as protected without the kernel's help.
     let report = &plan.guarded_paths(0).unwrap()[1].paths;
