@@ -107,6 +107,26 @@ impl PathGate {
         &self.root
     }
 
+    /// Whether the entry at `absolute` is blocked, for a walk from the work directory that
+    /// enters only directories this returned `false` for (see [`PathRules::blocks_in_walk`]).
+    pub fn blocks_in_walk(&self, absolute: &Path, kind: EntryKind) -> bool {
+        let own = self.own.as_ref().is_some_and(|rules| {
+            absolute
+                .strip_prefix(&self.root)
+                .is_ok_and(|relative| rules.blocks_in_walk(relative, kind))
+        });
+        // The callers' rules are relative to their own work directories, above this walk's
+        // start: each entry is judged in full.
+        own || self.inherited.iter().any(|above| {
+            absolute.strip_prefix(&above.root).is_ok_and(|relative| {
+                above
+                    .rules
+                    .decide(relative, kind)
+                    .is_some_and(|rule| rule.approval == Decision::Blocked)
+            })
+        })
+    }
+
     /// Whether a rule of this toolset or of a calling worker is `blocked`.
     pub fn has_blocking_rules(&self) -> bool {
         self.own.as_ref().is_some_and(|rules| rules.has_blocked())

@@ -275,4 +275,45 @@ mod tests {
             [("config".to_string(), 1), ("config/.env".to_string(), 0)]
         );
     }
+
+    #[test]
+    fn the_walk_s_quick_judgement_agrees_with_the_full_one() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = std::fs::canonicalize(dir.path()).unwrap();
+        for file in [
+            ".env",
+            "README.md",
+            "src/.env.local",
+            "src/app.ts",
+            "src/keep/.env.example",
+            "secrets/a",
+            "secrets/open/b",
+            "docs/x.md",
+            "node_modules/p/.env",
+            "build/out/y",
+        ] {
+            let path = root.join(file);
+            std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+            std::fs::write(path, "x").unwrap();
+        }
+        use Decision::{Ask, Blocked, PreApproved};
+        let sets: Vec<PathRules> = vec![
+            rules(&[(".env*", Blocked), (".env.example", PreApproved)]),
+            rules(&[("**", Blocked), ("src/**", PreApproved), ("docs/", Ask)]),
+            rules(&[("/secrets/", Blocked), ("secrets/open/**", PreApproved)]),
+            rules(&[
+                ("build/", Blocked),
+                ("*.md", Blocked),
+                ("src/keep/", Blocked),
+            ]),
+        ];
+        for set in &sets {
+            let full = blocked_by(set);
+            let quick = |_: &Path, relative: &Path, kind| set.blocks_in_walk(relative, kind);
+            assert_eq!(
+                expand(&root, &[&full], None).unwrap(),
+                expand(&root, &[&quick], None).unwrap()
+            );
+        }
+    }
 }

@@ -79,9 +79,8 @@ impl FileGuards {
             }
         }
         if gate.has_blocking_rules() {
-            let blocked = |absolute: &Path, _: &Path, kind: EntryKind| {
-                gate.judge(absolute, kind).blocking().is_some()
-            };
+            let blocked =
+                |absolute: &Path, _: &Path, kind: EntryKind| gate.blocks_in_walk(absolute, kind);
             let what = "the blocked path rules of the file tools";
             let found = expand(root, &[&blocked], None).map_err(|err| err.into_error(what))?;
             for matched in found {

@@ -183,6 +183,22 @@ impl PathRules {
         self.decide_with(relative, kind, true)
     }
 
+    /// Whether a `blocked` rule decides `relative`, for a walk from the work directory that
+    /// enters only directories this returned `false` for (`fs::expand`). Such an entry whose own
+    /// path no pattern matches has its parent's decision, known not to be `blocked` (at the top:
+    /// the `**` rules'), so one glob match answers for most entries.
+    pub fn blocks_in_walk(&self, relative: &Path, kind: EntryKind) -> bool {
+        if !self.set.is_match(relative) {
+            let top = relative.components().count() <= 1;
+            return top
+                && self
+                    .best(self.root.iter().copied())
+                    .is_some_and(|root| root.rule.approval == Decision::Blocked);
+        }
+        self.decide(relative, kind)
+            .is_some_and(|rule| rule.approval == Decision::Blocked)
+    }
+
     fn decide_with(&self, relative: &Path, kind: EntryKind, root: bool) -> Option<RuleRef> {
         let components: Vec<&std::ffi::OsStr> = relative
             .components()

@@ -309,11 +309,8 @@ impl WorkerPlan {
 pub fn hidden_by(work_dir: &Path, rules: &[PathRule], place: &str) -> Result<Guards> {
     let mut guards = Guards::default();
     let compiled = PathRules::new(rules, place, false)?;
-    let blocked = |_: &Path, relative: &Path, kind: EntryKind| {
-        compiled
-            .decide(relative, kind)
-            .is_some_and(|rule| rule.approval == Decision::Blocked)
-    };
+    let blocked =
+        |_: &Path, relative: &Path, kind: EntryKind| compiled.blocks_in_walk(relative, kind);
     let found = expand(work_dir, &[&blocked], None)
         .map_err(|stopped| stopped.into_error(&format!("{place}: the blocked path rules")))?;
     for matched in found {
