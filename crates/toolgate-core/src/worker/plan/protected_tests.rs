@@ -308,3 +308,45 @@ fn an_mcp_argument_names_a_script_only_when_it_is_a_file_inside_the_work_directo
     );
     assert_eq!(package_folder(Path::new("/p/src/x.ts")), None);
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_program_config_and_the_discovered_tools_files_are_protected() {
+    let temp = dir();
+    let d = temp.path.clone();
+    write(&d, "golem-forge.config.yaml", "model: openai:gpt-4o-mini\n");
+    let top = write(
+        &d,
+        "agents/main.worker",
+        "---\nname: main\nsandbox: { root: .. }\ntoolsets:\n  executables: { dirs: [../tools] }\n  shell: { default: ask }\n---\nHelp.\n",
+    );
+    let tool = write(
+        &d,
+        "tools/hello.sh",
+        "#!/bin/sh\nif [ \"$1\" = description ]; then echo '{\"name\":\"hello\",\"description\":\"Says hello\",\"input_schema\":{\"type\":\"object\"}}'; else echo '{}'; fi\n",
+    );
+    std::fs::set_permissions(&tool, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    let mut plan = plan_worker(&top, &LoadOptions::default()).unwrap();
+    plan.discover().await.unwrap();
+    let registry = plan.workers()[0].executables.as_ref().unwrap();
+    assert_eq!(registry.tools().len(), 1, "{:?}", registry.diagnostics());
+    let (protect, _) = shell_lists(&plan, 0);
+    for expected in [
+        "golem-forge.config.yaml",
+        "agents/main.worker",
+        // where golem-forge would find a config of the worker's own folder
+        "agents/golem-forge.config.yaml",
+        "tools",
+    ] {
+        assert!(protect.contains(&d.join(expected)), "{expected}: {protect:#?}");
+    }
+    let report = &plan.guarded_paths(0).unwrap()[0].paths;
+    let reason = |path: &Path| {
+        report
+            .iter()
+            .find(|line| line.path == path)
+            .map(|line| line.reason.clone())
+            .unwrap_or_default()
+    };
+    assert!(reason(&d.join("golem-forge.config.yaml")).contains("program config of 'main'"));
+    assert!(reason(&tool).contains("the executable tool 'hello' of 'main'"));
+}
