@@ -337,7 +337,10 @@ async fn a_program_config_and_the_discovered_tools_files_are_protected() {
         "agents/golem-forge.config.yaml",
         "tools",
     ] {
-        assert!(protect.contains(&d.join(expected)), "{expected}: {protect:#?}");
+        assert!(
+            protect.contains(&d.join(expected)),
+            "{expected}: {protect:#?}"
+        );
     }
     let report = &plan.guarded_paths(0).unwrap()[0].paths;
     let reason = |path: &Path| {
