@@ -394,21 +394,44 @@ fn prepare_again(planned: &mut PlannedWorker, toolset: &str, scope: &SandboxScop
             path.display()
         ))
     };
+    // The command toolsets of a worker that calls others are shared with the caller layers of
+    // the workers it calls, which judge commands by their rules and never run with their
+    // sandbox: such a toolset is built again from its configuration with the new sandbox.
+    let callers = planned.callers.clone();
+    let work_dir = planned.worker.work_dir.clone();
     match toolset {
         "shell" => {
             let built = scope.build().map_err(place)?;
+            let config = planned.worker.toolsets.shell.clone();
             if let Some(shell) = planned.shell.as_mut() {
-                Arc::get_mut(shell)
-                    .ok_or_else(handed_out)?
-                    .set_sandbox(built.sandbox);
+                match Arc::get_mut(shell) {
+                    Some(own) => own.set_sandbox(built.sandbox),
+                    None => {
+                        let config = config.ok_or_else(handed_out)?;
+                        *shell = Arc::new(
+                            crate::command::ShellToolset::new(&work_dir, &config)?
+                                .with_callers(callers)
+                                .with_sandbox(built.sandbox),
+                        );
+                    }
+                }
             }
         }
         "cli_execute" => {
             let built = scope.build().map_err(place)?;
+            let config = planned.worker.toolsets.cli_execute.clone();
             if let Some(cli) = planned.cli_execute.as_mut() {
-                Arc::get_mut(cli)
-                    .ok_or_else(handed_out)?
-                    .set_sandbox(built.sandbox);
+                match Arc::get_mut(cli) {
+                    Some(own) => own.set_sandbox(built.sandbox),
+                    None => {
+                        let config = config.ok_or_else(handed_out)?;
+                        *cli = Arc::new(
+                            crate::command::CliExecute::new(&work_dir, &config)?
+                                .with_callers(callers)
+                                .with_sandbox(built.sandbox),
+                        );
+                    }
+                }
             }
         }
         "executables" => {
