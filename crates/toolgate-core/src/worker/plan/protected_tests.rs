@@ -353,3 +353,39 @@ async fn a_program_config_and_the_discovered_tools_files_are_protected() {
     assert!(reason(&d.join("golem-forge.config.yaml")).contains("program config of 'main'"));
     assert!(reason(&tool).contains("the executable tool 'hello' of 'main'"));
 }
+
+#[test]
+fn a_toolset_that_widens_its_own_sandbox_still_protects_the_permissions_file() {
+    let temp = dir();
+    let d = temp.path.clone();
+    std::fs::create_dir(d.join("extra")).unwrap();
+    let top = write(
+        &d,
+        "worker.yaml",
+        "name: main
+toolsets:
+  shell: { default: ask, sandbox: { network: true, write: [./extra], mode: best-effort } }
+  cli_execute: { allowed_binaries: [ls], sandbox: { network: true } }
+",
+    );
+    // Missing, then written by a save: both times it is in every sandbox's protect list.
+    for existing in [false, true] {
+        if existing {
+            write(&d, PERMISSIONS_FILE_NAME, "version: 1\nrules: []\n");
+        }
+        let plan = plan_worker(&top, &LoadOptions::default()).unwrap();
+        let (protect, _) = shell_lists(&plan, 0);
+        assert!(
+            protect.contains(&d.join(PERMISSIONS_FILE_NAME)),
+            "{protect:?}"
+        );
+        let cli = plan.workers()[0].cli_execute.as_ref().unwrap();
+        let policy = cli.sandbox().expect("sandboxed").policy();
+        assert!(policy.protect.contains(&d.join(PERMISSIONS_FILE_NAME)));
+        assert!(plan
+            .file_protection(0)
+            .unwrap()
+            .iter()
+            .any(|(path, _)| path == &d.join(PERMISSIONS_FILE_NAME)));
+    }
+}
