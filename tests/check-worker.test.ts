@@ -4,8 +4,9 @@
  * any clone. `UPDATE_GOLDEN=1 npx vitest run tests/check-worker.test.ts` rewrites the golden
  * files after a deliberate change (review the diff).
  */
+import { spawnSync } from 'node:child_process';
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
-import { join } from 'node:path';
+import { join, resolve } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { REPO_ROOT } from './helpers/checkout.js';
 import { runToolgate } from './helpers/cli.js';
@@ -18,9 +19,46 @@ const EXAMPLES = [
   ['golem-forge-compat', 'examples/golem-forge-compat/index.worker'],
 ] as const;
 
-/** The output with this checkout's path written as `<repo>`. */
-function normalised(text: string): string {
-  return text.split(REPO_ROOT).join('<repo>');
+/**
+ * The git configuration of this checkout, which every sandbox of an example protects (its work
+ * directory is inside the checkout): `.git` and what it names differ between a clone and a git
+ * worktree, so the golden files leave these entries out (the Rust tests of
+ * `sandbox_config::protect` cover them).
+ */
+const GIT_PATHS = (() => {
+  const paths = [join(REPO_ROOT, '.git'), join(REPO_ROOT, '.gitmodules')];
+  const git = spawnSync('git', ['rev-parse', '--absolute-git-dir', '--git-common-dir'], { cwd: REPO_ROOT, encoding: 'utf8' });
+  if (git.status === 0) paths.push(...git.stdout.trim().split('\n').map((dir) => resolve(REPO_ROOT, dir)));
+  return paths;
+})();
+const isGitPath = (path: string) => GIT_PATHS.some((git) => path === git || path.startsWith(`${git}/`));
+
+/** The output with this checkout's git configuration left out of the protected paths. */
+function withoutGitPaths(text: string, json: boolean): string {
+  if (json) {
+    const strip = (value: unknown): unknown => {
+      if (Array.isArray(value)) return value.map(strip);
+      if (value === null || typeof value !== 'object') return value;
+      return Object.fromEntries(
+        Object.entries(value).map(([key, inner]) => [
+          key,
+          key === 'protectedPaths' && Array.isArray(inner) ? inner.filter((path) => !isGitPath(String(path))) : strip(inner),
+        ]),
+      );
+    };
+    return `${JSON.stringify(strip(JSON.parse(text)), null, 2)}\n`;
+  }
+  return text.replace(/protected paths: ([^\n]*)/g, (_, list: string) =>
+    `protected paths: ${list
+      .split(', ')
+      .filter((path) => !isGitPath(path))
+      .join(', ')}`,
+  );
+}
+
+/** The output with this checkout's path written as `<repo>` (and without its git configuration). */
+function normalised(text: string, json = false): string {
+  return withoutGitPaths(text, json).split(REPO_ROOT).join('<repo>');
 }
 
 function golden(name: string, actual: string): void {
@@ -45,7 +83,7 @@ describe('toolgate check <worker>: golden output of the examples', () => {
       const report = JSON.parse(json.stdout) as { version: number; workers: { tools: unknown[] }[] };
       expect(report.version).toBe(1);
       expect(report.workers.length).toBeGreaterThan(0);
-      golden(`${name}.json`, normalised(json.stdout));
+      golden(`${name}.json`, normalised(json.stdout, true));
     });
   }
 });

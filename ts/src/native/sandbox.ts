@@ -10,7 +10,9 @@ export type SandboxMode = 'enforce' | 'best-effort' | 'off';
  * Default: `{ mode: 'enforce', network: false }` — the work directory read-write, the system
  * runtime read-only, nothing else, no network. `false` turns it off; `'best-effort'` runs with
  * what the kernel offers and warns once; the object form widens it with `network` and extra
- * `read`/`write` roots (absolute, relative to `workDir`, or under `~/`). The core reads it
+ * `read`/`write` roots (absolute, relative to `workDir`, or under `~/`), and `protect` makes more
+ * paths read-only for processes (gitignore-style patterns relative to `workDir`, on top of the
+ * work directory's git hooks and config, which are always protected). The core reads it
  * strictly (`CONFIG_INVALID` for an unknown key). See docs/sandbox.md.
  */
 export type SandboxOption =
@@ -22,6 +24,7 @@ export type SandboxOption =
       network?: boolean;
       read?: readonly string[];
       write?: readonly string[];
+      protect?: readonly string[];
     };
 
 /** An effective sandbox policy, as the core decided it. */

@@ -124,8 +124,9 @@ pub struct SandboxReport {
     pub read: Vec<PathBuf>,
     /// Extra writable roots (besides a private HOME/TMPDIR per call).
     pub write: Vec<PathBuf>,
-    /// The paths kept read-only for processes and blocked for the file tools; `null` while
-    /// this toolgate does not compute them.
+    /// The paths kept read-only for processes and never changed by the file tools (issue 22
+    /// §2: the graph's configuration, git hooks and config, the permissions file, `protect`
+    /// patterns); always computed by this build (`Option` keeps the JSON layout of version 1).
     pub protected_paths: Option<Vec<PathBuf>>,
 }
 
@@ -574,7 +575,14 @@ pub fn sandbox_report(scope: &SandboxScope) -> SandboxReport {
         readonly: scope.readonly,
         read: scope.read.clone(),
         write: scope.write.clone(),
-        protected_paths: None,
+        protected_paths: Some(
+            scope
+                .guards
+                .protected()
+                .iter()
+                .map(|guarded| guarded.path.clone())
+                .collect(),
+        ),
     }
 }
 
