@@ -24,7 +24,10 @@ export interface NetworkHosts {
  * Default: `{ mode: 'enforce', network: false }` — the work directory read-write, the system
  * runtime read-only, nothing else, no network. `false` turns it off; `'best-effort'` runs with
  * what the kernel offers and warns once; the object form widens it with `network` (`true`, or
- * by host: `{ allow, deny, ask }`) and extra `read`/`write` roots (absolute, relative to `workDir`, or under `~/`). The core reads it
+ * by host: `{ allow, deny, ask }`) and extra
+ * `read`/`write` roots (absolute, relative to `workDir`, or under `~/`), and `protect` makes more
+ * paths read-only for processes (gitignore-style patterns relative to `workDir`, on top of the
+ * work directory's git hooks and config, which are always protected). The core reads it
  * strictly (`CONFIG_INVALID` for an unknown key). See docs/sandbox.md.
  */
 export type SandboxOption =
@@ -37,6 +40,7 @@ export type SandboxOption =
       network?: boolean | NetworkHosts;
       read?: readonly string[];
       write?: readonly string[];
+      protect?: readonly string[];
     };
 
 /** An effective sandbox policy, as the core decided it. */

@@ -76,6 +76,12 @@ pub struct SandboxPolicy {
     /// The work directory: read-write, or read-only with `readonly`.
     pub work_dir: PathBuf,
     pub readonly: bool,
+    /// Paths (files or directories, absolute or relative to `work_dir`) every process sees
+    /// read-only, whatever else is writable: protected configuration (worker files, tools
+    /// modules, git hooks, …) and read-only path rules. A path may not exist yet.
+    pub protect: Vec<PathBuf>,
+    /// Paths processes must not read, write, link or create: what `blocked` path rules match.
+    pub hide: Vec<PathBuf>,
 }
 
 impl SandboxPolicy {
@@ -89,6 +95,8 @@ impl SandboxPolicy {
             write: Vec::new(),
             work_dir: work_dir.into(),
             readonly: false,
+            protect: Vec::new(),
+            hide: Vec::new(),
         }
     }
 }

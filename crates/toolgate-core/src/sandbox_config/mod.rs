@@ -18,6 +18,7 @@
 
 mod launch;
 mod network;
+pub mod protect;
 mod report;
 mod scope;
 
@@ -35,6 +36,7 @@ use crate::network::NetworkSetting;
 
 pub use launch::{Launch, LaunchOptions};
 pub use network::ScopeNetwork;
+pub use protect::{GuardKind, GuardReport, GuardedPath, Guards};
 pub use report::{support_report, SupportReport};
 pub(crate) use scope::expand_home;
 pub use scope::{prepare_cached, version_manager_roots, SandboxScope, ToolSandbox, Widening};
@@ -90,6 +92,11 @@ pub struct SandboxFields {
     /// Extra directories or files processes may write (`~/` is your home).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub write: Option<Vec<PathBuf>>,
+    /// Paths processes may read but never change, on top of what toolgate protects by default
+    /// (worker files, tools modules, git hooks and config): gitignore-style patterns relative to
+    /// the work directory (`Makefile`, `.npmrc`, `scripts/**`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub protect: Option<Vec<String>>,
 }
 
 impl SandboxFields {
@@ -120,12 +127,14 @@ impl SandboxFields {
             network: self.network.clone(),
             read: anchor_all(&self.read),
             write: anchor_all(&self.write),
+            // Patterns are relative to the work directory, not to the file.
+            protect: self.protect.clone(),
         }
     }
 }
 
 /// The `sandbox` option of a JavaScript caller: `false`, `'enforce'`, `'best-effort'`, or the
-/// object form `{ mode, network, read, write }`.
+/// object form `{ mode, network, read, write, protect }`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum SandboxOption {
     /// `false`: explicitly unsandboxed.
@@ -155,7 +164,7 @@ impl SandboxOption {
 
 /// What the option accepts, for messages.
 const OPTION_FORMS: &str =
-    "false, 'enforce', 'best-effort' or an object { mode, network, read, write }";
+    "false, 'enforce', 'best-effort' or an object { mode, network, read, write, protect }";
 
 impl<'de> Deserialize<'de> for SandboxOption {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {

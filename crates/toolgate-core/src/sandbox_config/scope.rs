@@ -4,6 +4,7 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
 use super::network::ScopeNetwork;
+use super::protect::{git_guards, protect_patterns, GuardReport, Guards};
 use super::{SandboxFields, SandboxModeName};
 use crate::error::{Error, Result};
 use crate::sandbox::{Sandbox, SandboxMode, SandboxPolicy};
@@ -23,6 +24,9 @@ pub struct SandboxScope {
     /// The work directory, canonical: writable unless `readonly`.
     pub work_dir: PathBuf,
     pub readonly: bool,
+    /// Protected and hidden paths: the work directory's git configuration, what `protect`
+    /// patterns match, and (for a worker) the files of its graph and its blocked path rules.
+    pub guards: Guards,
 }
 
 /// Where a narrowing setting was written and what to do instead of widening, for the error.
@@ -65,6 +69,12 @@ impl SandboxScope {
                 work_dir.display()
             ))
         })?;
+        let mut guards = git_guards(&work_dir);
+        guards.extend(&protect_patterns(
+            &work_dir,
+            fields.protect.as_deref().unwrap_or_default(),
+            &format!("{setting}: protect"),
+        )?);
         Ok(SandboxScope {
             mode: fields.mode.unwrap_or(SandboxModeName::Enforce),
             network: ScopeNetwork::new(fields.network.as_ref()),
@@ -72,7 +82,22 @@ impl SandboxScope {
             write: resolve_roots(fields.write.as_deref(), base, setting, "write")?,
             work_dir,
             readonly,
+            guards,
         })
+    }
+
+    /// This scope with the paths of `guards` protected or hidden too.
+    pub fn with_guards(&self, guards: &Guards) -> Self {
+        let mut guarded = self.clone();
+        guarded.guards.extend(guards);
+        guarded
+    }
+
+    /// Every protected and hidden path of this scope with its reason, and whether the kernel
+    /// acts on it here (see [`Guards::report`]).
+    pub fn guard_report(&self) -> Vec<GuardReport> {
+        self.guards
+            .report(|path| self.can_write(path), |path| self.can_read(path))
     }
 
     /// The sandbox of a tool built on its own (a TypeScript toolset): its `sandbox` option
@@ -143,6 +168,13 @@ impl SandboxScope {
         }
         if let Some(write) = &fields.write {
             adjusted.write = resolve_roots(Some(write), base, setting, "write")?;
+        }
+        if let Some(patterns) = &fields.protect {
+            // More protection only ever narrows, so a toolset's patterns join the worker's.
+            let setting = format!("{setting}: protect");
+            adjusted
+                .guards
+                .extend(&protect_patterns(&self.work_dir, patterns, &setting)?);
         }
         Ok(adjusted)
     }
@@ -217,9 +249,12 @@ impl SandboxScope {
                 self.work_dir.display()
             )));
         }
+        let mut guards = self.guards.clone();
+        guards.extend(&git_guards(&work_dir));
         Ok(SandboxScope {
             work_dir,
             readonly: self.readonly || readonly,
+            guards,
             ..self.clone()
         })
     }
@@ -309,6 +344,9 @@ impl SandboxScope {
                 read.push(root);
             }
         }
+        let (protect, hide) = self
+            .guards
+            .for_policy(|path| self.can_write(path), |path| self.can_read(path));
         Some(SandboxPolicy {
             mode,
             network: self.network.is_open(),
@@ -317,6 +355,8 @@ impl SandboxScope {
             write: self.write.clone(),
             work_dir: self.work_dir.clone(),
             readonly: self.readonly,
+            protect,
+            hide,
         })
     }
 

@@ -39,7 +39,9 @@ pub use options::{
     LoadCustomToolsOptions, LoadWorkerOptions, ResolveModelOptions, WorkerToolsOptions,
 };
 pub use path_check::{PathCheck, PathRefusal};
-pub use plan::{plan_worker, Delegate, PlannedWorker, WorkerPlan};
+pub use plan::{
+    hidden_by, plan_worker, Delegate, ModuleImports, PlannedWorker, SandboxGuards, WorkerPlan,
+};
 pub use report::{PlanReport, PLAN_REPORT_VERSION};
 pub use saved::SaveOffer;
 
@@ -156,6 +158,11 @@ pub struct SandboxConfig {
     /// under `~/`.
     #[serde(default)]
     pub write: Option<Vec<PathBuf>>,
+    /// Paths processes may read but never change, on top of what toolgate protects by default
+    /// (worker files, tools modules and what they import, executable tools, git hooks and
+    /// config): gitignore-style patterns relative to the work directory.
+    #[serde(default)]
+    pub protect: Option<Vec<String>>,
     /// Narrows the root to a directory inside it (golem-forge: `restrict: /src`).
     #[serde(default)]
     pub restrict: Option<String>,
@@ -532,6 +539,7 @@ fn resolve(
         network: sandbox.network.clone(),
         read: sandbox.read.clone(),
         write: sandbox.write.clone(),
+        protect: sandbox.protect.clone(),
     }
     .anchored(&dir);
     // golem-forge's registry paths: the program's `workerPaths`, else its defaults.
