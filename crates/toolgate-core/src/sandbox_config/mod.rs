@@ -80,6 +80,46 @@ pub struct SandboxFields {
     /// Extra directories or files processes may write (`~/` is your home).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub write: Option<Vec<PathBuf>>,
+    /// Limits of each call (`processes`, `memory_mb`, `tmp_mb`, `cpu_seconds`,
+    /// `file_size_mb`; JavaScript: `memoryMb`, …); an absent one has its default.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub limits: Option<LimitFields>,
+}
+
+/// `sandbox.limits`: each call's limits, whole numbers from 1 (defaults in
+/// [`crate::limits`]: 512 processes, 4096 MiB of memory, a 512 MiB private tmpfs, no CPU
+/// limit, files up to 1024 MiB).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct LimitFields {
+    /// Processes and threads one call may have at once.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub processes: Option<u64>,
+    /// Memory of one call, in MiB.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub memory_mb: Option<u64>,
+    /// Size of a call's private tmpfs (HOME, TMPDIR), in MiB.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tmp_mb: Option<u64>,
+    /// CPU seconds per process.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cpu_seconds: Option<u64>,
+    /// The largest file a process may write, in MiB.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub file_size_mb: Option<u64>,
+}
+
+impl LimitFields {
+    /// As the kernel policy's limits.
+    pub fn to_limits(self) -> crate::sandbox::SandboxLimits {
+        crate::sandbox::SandboxLimits {
+            processes: self.processes,
+            memory_mb: self.memory_mb,
+            tmp_mb: self.tmp_mb,
+            cpu_seconds: self.cpu_seconds,
+            file_size_mb: self.file_size_mb,
+        }
+    }
 }
 
 impl SandboxFields {
@@ -110,6 +150,7 @@ impl SandboxFields {
             network: self.network,
             read: anchor_all(&self.read),
             write: anchor_all(&self.write),
+            limits: self.limits,
         }
     }
 }
@@ -145,7 +186,7 @@ impl SandboxOption {
 
 /// What the option accepts, for messages.
 const OPTION_FORMS: &str =
-    "false, 'enforce', 'best-effort' or an object { mode, network, read, write }";
+    "false, 'enforce', 'best-effort' or an object { mode, network, read, write, limits }";
 
 impl<'de> Deserialize<'de> for SandboxOption {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {

@@ -33,7 +33,7 @@ pub fn support_report() -> Result<SupportReport> {
         mode: SandboxMode::BestEffort,
         ..SandboxPolicy::new(probe_dir)
     })?;
-    let namespaces = sandbox.probe_namespaces();
+    let probe = sandbox.probe();
     let mut missing: Vec<String> = support
         .missing_for_enforce()
         .into_iter()
@@ -48,8 +48,8 @@ pub fn support_report() -> Result<SupportReport> {
     Ok(SupportReport {
         landlock_abi: support.landlock_abi,
         seccomp: support.seccomp,
-        user_namespaces: namespaces.map(|(user, _)| user),
-        pid_namespace: namespaces.map(|(_, pid)| pid),
+        user_namespaces: probe.as_ref().map(|probe| probe.user_namespaces),
+        pid_namespace: probe.as_ref().map(|probe| probe.pid_namespace),
         launcher: sandbox.launcher().map(PathBuf::from),
         missing_for_enforce: missing,
         degraded: sandbox.warnings().to_vec(),

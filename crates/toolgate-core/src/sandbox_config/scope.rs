@@ -5,7 +5,7 @@ use std::sync::{Arc, Mutex};
 
 use super::{SandboxFields, SandboxModeName};
 use crate::error::{Error, Result};
-use crate::sandbox::{Sandbox, SandboxMode, SandboxPolicy};
+use crate::sandbox::{NetworkMode, Sandbox, SandboxLimits, SandboxMode, SandboxPolicy};
 
 /// How many prepared sandboxes [`prepare_cached`] keeps.
 const CACHED_SANDBOXES: usize = 16;
@@ -22,6 +22,8 @@ pub struct SandboxScope {
     /// The work directory, canonical: writable unless `readonly`.
     pub work_dir: PathBuf,
     pub readonly: bool,
+    /// Each call's limits (`None`: the default).
+    pub limits: SandboxLimits,
 }
 
 /// Where a narrowing setting was written and what to do instead of widening, for the error.
@@ -71,6 +73,10 @@ impl SandboxScope {
             write: resolve_roots(fields.write.as_deref(), base, setting, "write")?,
             work_dir,
             readonly,
+            limits: fields
+                .limits
+                .map(|limits| limits.to_limits())
+                .unwrap_or_default(),
         })
     }
 
@@ -139,6 +145,30 @@ impl SandboxScope {
                 )));
             }
             narrowed.write = write;
+        }
+        if let Some(limits) = &fields.limits {
+            let inner = limits.to_limits().effective();
+            // Only a key written counts (an absent one keeps the value above).
+            let written = limits.to_limits();
+            let written = [
+                written.processes,
+                written.memory_mb,
+                written.tmp_mb,
+                written.cpu_seconds,
+                written.file_size_mb,
+            ];
+            for (((name, above), (_, value)), set) in
+                self.limits.effective().into_iter().zip(inner).zip(written)
+            {
+                if let (Some(value), Some(above), Some(_)) = (value, above, set) {
+                    if value > above {
+                        return Err(refuse(format!(
+                            "limits.{name} is {value} where it is {above}"
+                        )));
+                    }
+                }
+            }
+            narrowed.limits = narrow_limits(&self.limits, &limits.to_limits());
         }
         Ok(narrowed)
     }
@@ -253,11 +283,14 @@ impl SandboxScope {
         }
         Some(SandboxPolicy {
             mode,
-            network: self.network,
+            network: NetworkMode::from_bool(self.network),
             read,
             write: self.write.clone(),
             work_dir: self.work_dir.clone(),
             readonly: self.readonly,
+            protect: Vec::new(),
+            hide: Vec::new(),
+            limits: self.limits,
         })
     }
 
@@ -275,6 +308,17 @@ impl SandboxScope {
             sandbox,
             warning,
         })
+    }
+}
+
+/// `outer`'s limits with the keys `inner` sets (each checked not to be higher).
+fn narrow_limits(outer: &SandboxLimits, inner: &SandboxLimits) -> SandboxLimits {
+    SandboxLimits {
+        processes: inner.processes.or(outer.processes),
+        memory_mb: inner.memory_mb.or(outer.memory_mb),
+        tmp_mb: inner.tmp_mb.or(outer.tmp_mb),
+        cpu_seconds: inner.cpu_seconds.or(outer.cpu_seconds),
+        file_size_mb: inner.file_size_mb.or(outer.file_size_mb),
     }
 }
 

@@ -149,6 +149,10 @@ pub struct SandboxConfig {
     /// under `~/`.
     #[serde(default)]
     pub write: Option<Vec<PathBuf>>,
+    /// Each call's limits: `processes`, `memory_mb`, `tmp_mb`, `cpu_seconds`, `file_size_mb`
+    /// (defaults: 512, 4096, 512, none, 1024).
+    #[serde(default)]
+    pub limits: Option<crate::sandbox_config::LimitFields>,
     /// Narrows the root to a directory inside it (golem-forge: `restrict: /src`).
     #[serde(default)]
     pub restrict: Option<String>,
@@ -514,6 +518,7 @@ fn resolve(
         network: sandbox.network,
         read: sandbox.read.clone(),
         write: sandbox.write.clone(),
+        limits: sandbox.limits,
     }
     .anchored(&dir);
     // golem-forge's registry paths: the program's `workerPaths`, else its defaults.

@@ -312,6 +312,7 @@ fn the_worker_sandbox_keys_reach_every_process_toolset() {
         write: vec![d.join("cache")],
         work_dir: d.join("work"),
         readonly: true,
+        limits: Default::default(),
     };
     assert_eq!(main.sandbox, expected);
     let names: Vec<&str> = main
@@ -325,7 +326,7 @@ fn the_worker_sandbox_keys_reach_every_process_toolset() {
         .iter()
         .all(|(_, scope)| scope == &expected));
     let shell = main.shell.as_ref().unwrap().sandbox().unwrap();
-    assert!(shell.policy().readonly && shell.policy().network);
+    assert!(shell.policy().readonly && shell.policy().network == crate::sandbox::NetworkMode::On);
     assert!(
         !main.worker.warnings.iter().any(|w| w.contains("readonly")),
         "{:?}",
