@@ -384,7 +384,14 @@ impl Server {
                 (Some(wire::FORGET), Some(id)) => {
                     self.policies.remove(&id);
                     self.views.retain(|key, _| key.policy != id);
-                    self.waiting.retain(|waiting| waiting.key.policy != id);
+                    let (stale, kept): (Vec<Waiting>, Vec<Waiting>) = self
+                        .waiting
+                        .drain(..)
+                        .partition(|waiting| waiting.key.policy == id);
+                    self.waiting = kept;
+                    for waiting in stale {
+                        self.discard(waiting);
+                    }
                     self.recent.retain(|key| key.policy != id);
                 }
                 (Some(wire::SPAWN), Some(policy)) => {

@@ -406,19 +406,21 @@ fn hide(index: usize, target: &CString, directory: bool) -> io::Result<()> {
             }
             libc::close(fd);
         }
-        let tree = sys::clone_tree(&name);
+        // The name goes once the node is mounted (an unlinked node cannot be mounted).
+        let mounted = sys::clone_tree(&name).and_then(|tree| {
+            sys::set_attrs(
+                tree.as_fd(),
+                sys::ATTR_RDONLY | sys::ATTR_NOSUID | sys::ATTR_NODEV | sys::ATTR_NOEXEC,
+                true,
+            )?;
+            sys::attach(tree.as_fd(), cwd(), target)
+        });
         if directory {
             libc::rmdir(name.as_ptr());
         } else {
             libc::unlink(name.as_ptr());
         }
-        let tree = tree?;
-        sys::set_attrs(
-            tree.as_fd(),
-            sys::ATTR_RDONLY | sys::ATTR_NOSUID | sys::ATTR_NODEV | sys::ATTR_NOEXEC,
-            true,
-        )?;
-        sys::attach(tree.as_fd(), cwd(), target)
+        mounted
     }
 }
 

@@ -247,14 +247,27 @@ impl Reach {
     /// The read roots the directories of a `PATH` need (what a program may run in turn): each
     /// absolute entry's directory and the runtime parts of its install prefix (see
     /// [`Reach::program_roots`]) where not yet covered.
+    ///
+    /// An entry reached through a symlink is also given by its name, so that the view
+    /// recreates the way to it (programs look each other up by that name).
     pub fn search_path_roots(&self, search_path: &OsString) -> Vec<PathBuf> {
         let mut roots = Vec::new();
-        let dirs = std::env::split_paths(search_path)
-            .filter(|dir| dir.is_absolute())
-            .filter_map(|dir| std::fs::canonicalize(dir).ok());
-        for dir in dirs {
+        for name in std::env::split_paths(search_path).filter(|dir| dir.is_absolute()) {
+            let Ok(dir) = std::fs::canonicalize(&name) else {
+                continue;
+            };
+            let mut added = false;
             for (root, _) in self.install_roots(&dir) {
+                let before = roots.len();
                 self.add_root(&mut roots, root);
+                added |= roots.len() > before;
+            }
+            if dir != name
+                && (added || self.covers(&dir))
+                && !roots.contains(&name)
+                && !self.read_names.contains(&name)
+            {
+                roots.push(name);
             }
         }
         roots
@@ -273,6 +286,10 @@ impl Reach {
                     self.add_root(&mut roots, root);
                 }
             }
+        }
+        // The name it is run by, when a symlink is on the way (the view recreates it).
+        if real != program && program.is_absolute() && !known.iter().any(|k| k == program) {
+            roots.push(program.to_path_buf());
         }
         // The program itself: a file (never a directory named as a program).
         if real.is_file()
