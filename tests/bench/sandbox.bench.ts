@@ -1,6 +1,9 @@
 /**
- * The kernel sandbox's cost, in the same run: a sandboxed `/bin/true` through `exec` against
- * an unsandboxed `exec`, against `bwrap` with the equivalent policy (`--ro-bind / / --bind WORK
+ * The kernel sandbox's cost, in the same run: a sandboxed `/bin/true` through `exec` (the view,
+ * Landlock, seccomp, PID/IPC/network namespaces, limits) against an unsandboxed `exec`, against
+ * a bare Rust `std::process::Command` spawn (the floor, crates/toolgate-core/examples/
+ * spawn_baseline.rs), against a sandboxed call with `network: true` (no network namespace: the
+ * difference is that layer's cost), against `bwrap` with the equivalent policy (`--ro-bind / / --bind WORK
  * WORK --unshare-net --unshare-pid --die-with-parent`) and against Anthropic's sandbox-runtime
  * `srt` where it runs here (all started through `exec`, so that only the sandbox differs). Then
  * the policy's share of a sandboxed `cli_execute` call. Sequential calls, interleaved call by
@@ -14,11 +17,13 @@ import { join } from 'node:path';
 import { cliExecuteTool, exec, type ExecOptions } from '../../ts/src/index.js';
 import { native } from '../../ts/src/native/binding.js';
 import { packageDir } from '../helpers/checkout.js';
+import { buildRustBaseline, rustBaselineMs } from './exec.bench.js';
 import { printComparison, printLine, timeMs } from './lib/report.js';
 
-const CALLS = 1000;
+const CALLS = Number(process.env.TOOLGATE_BENCH_CALLS ?? 1000);
 const ROUNDS = 5;
 const POLICY_CALLS = 20_000;
+const FLOOR_BATCH = 50;
 const PROGRAM = '/bin/true';
 const CALL = { toolCallId: 'bench', messages: [] };
 
@@ -72,7 +77,9 @@ export async function benchSandbox(): Promise<void> {
     const contenders: { name: string; options: ExecOptions }[] = [
       { name: 'exec, unsandboxed (baseline)', options: { command: PROGRAM, cwd: work, env } },
       { name: 'exec, sandboxed', options: { command: PROGRAM, cwd: work, env, sandbox: 'enforce' } },
+      { name: 'exec, sandboxed, network: true (no netns)', options: { command: PROGRAM, cwd: work, env, sandbox: { network: true } } },
     ];
+    const FIRST_OTHER = contenders.length;
     const bwrap = which('bwrap');
     const bwrapArgs = ['--ro-bind', '/', '/', '--bind', work, work, '--unshare-net', '--unshare-pid', '--die-with-parent', PROGRAM];
     if (bwrap) contenders.push({ name: 'exec of bwrap', options: { command: bwrap, args: bwrapArgs, cwd: work, env } });
@@ -92,20 +99,31 @@ export async function benchSandbox(): Promise<void> {
       for (let i = 0; i < 30; i++) await exec(contender.options);
     }
 
+    // The floor: a bare Rust spawn loop, run in batches between the interleaved calls (its
+    // figure is the median of the batches' mean per call).
+    const rust = buildRustBaseline();
     const samples: number[][] = contenders.map(() => []);
+    const floor: number[] = [];
     for (let call = 0; call < CALLS; call++) {
       for (const [index, contender] of contenders.entries()) samples[index]!.push(await timeMs(() => exec(contender.options)));
+      if (call % FLOOR_BATCH === FLOOR_BATCH - 1) floor.push(rustBaselineMs(rust, FLOOR_BATCH, 1, PROGRAM) / FLOOR_BATCH);
     }
     const perCall = samples.map(median);
+    const floorMs = median(floor);
     printComparison(
       `${PROGRAM}, ${CALLS} sequential calls each (interleaved call by call, medians)`,
-      contenders.map((contender, index) => ({ name: contender.name, value: perCall[index]!, unit: 'ms/call' })),
+      [
+        ...contenders.map((contender, index) => ({ name: contender.name, value: perCall[index]!, unit: 'ms/call' })),
+        { name: 'bare Rust Command spawn (the floor)', value: floorMs, unit: 'ms/call' },
+      ],
       'exec, sandboxed',
     );
-    const [open, sandboxed, ...others] = perCall;
+    const [open, sandboxed, noNetns, ...others] = perCall;
     printLine(`  sandboxed / unsandboxed exec:      ${(sandboxed! / open!).toFixed(2)}x (target ≤ 1.5x)`);
+    printLine(`  sandboxed / bare Rust spawn:       ${(sandboxed! / floorMs).toFixed(2)}x (target ≤ 1.6x)`);
+    printLine(`  the network namespace's share:     ${(sandboxed! - noNetns!).toFixed(3)} ms/call`);
     for (const [index, value] of others.entries()) {
-      printLine(`  ${contenders[index + 2]!.name} / sandboxed exec: ${(value / sandboxed!).toFixed(2)}x${index === 0 && bwrap ? ' (target ≥ 4x)' : ''}`);
+      printLine(`  ${contenders[index + FIRST_OTHER]!.name} / sandboxed exec: ${(value / sandboxed!).toFixed(2)}x${index === 0 && bwrap ? ' (target ≥ 4x)' : ''}`);
     }
 
     // The policy's share of a sandboxed cli_execute call: every check and the request with its

@@ -43,9 +43,14 @@ use crate::view::{self, Access, ViewSpec};
 /// report a failure before anything ran (the caller exits with the returned code); on every
 /// other path the process ends here.
 pub fn launcher_main(args: Vec<OsString>) -> i32 {
-    // Rust's runtime (when it ran) ignores SIGPIPE; the program must start with the default.
+    // Rust's runtime (when it ran) ignores SIGPIPE, Node ignores SIGPIPE and SIGXFSZ, and an
+    // ignored signal stays ignored across exec: the program must start with the defaults (a
+    // write past `fileSizeMb` ends it with SIGXFSZ, which is how the limit is reported).
     // SAFETY: setting a signal disposition to default has no memory-safety preconditions.
-    unsafe { libc::signal(libc::SIGPIPE, libc::SIG_DFL) };
+    unsafe {
+        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
+        libc::signal(libc::SIGXFSZ, libc::SIG_DFL);
+    }
     match args.first().and_then(|arg| arg.to_str()) {
         Some(ARG_PROBE) => return probe(),
         Some(ARG_SERVE) => return crate::server::serve(args.into_iter().skip(1)),

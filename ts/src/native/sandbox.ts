@@ -5,11 +5,24 @@ import { callNative } from './errors.js';
 export type SandboxMode = 'enforce' | 'best-effort' | 'off';
 
 /**
- * The kernel sandbox of every process a tool starts (Landlock + seccomp + a PID namespace).
- * Default: `{ mode: 'enforce', network: false }` — the work directory read-write, the system
- * runtime read-only, nothing else, no network. `false` turns it off; `'best-effort'` runs with
- * what the kernel offers and warns once; the object form widens it with `network` and extra
- * `read`/`write` roots (absolute, relative to `workDir`, or under `~/`). The core reads it
+ * Each call's limits (whole numbers from 1); an absent one has its default: 512 processes,
+ * 4096 MiB of memory, a 512 MiB private tmpfs, no CPU limit, files up to 1024 MiB.
+ */
+export interface SandboxLimits {
+  processes?: number;
+  memoryMb?: number;
+  tmpMb?: number;
+  cpuSeconds?: number;
+  fileSizeMb?: number;
+}
+
+/**
+ * The kernel sandbox of every process a tool starts (a view of the file system of its own,
+ * Landlock, seccomp, PID/IPC/network namespaces, limits). Default: `{ mode: 'enforce',
+ * network: false }` — the work directory read-write, the system runtime read-only, nothing
+ * else, no network. `false` turns it off; `'best-effort'` runs with what the kernel offers and
+ * warns once; the object form widens it with `network` and extra `read`/`write` roots
+ * (absolute, relative to `workDir`, or under `~/`) and sets `limits`. The core reads it
  * strictly (`CONFIG_INVALID` for an unknown key). See docs/sandbox.md.
  */
 export type SandboxOption =
@@ -21,6 +34,7 @@ export type SandboxOption =
       network?: boolean;
       read?: readonly string[];
       write?: readonly string[];
+      limits?: SandboxLimits;
     };
 
 /** An effective sandbox policy, as the core decided it. */

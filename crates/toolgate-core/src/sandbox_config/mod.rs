@@ -27,7 +27,7 @@ use serde::de::{self, Deserializer, MapAccess, Visitor};
 use serde::{Deserialize, Serialize};
 
 pub use launch::{Launch, LaunchOptions};
-pub use report::{support_report, SupportReport};
+pub use report::{grants, support_report, SupportReport};
 pub use scope::{prepare_cached, version_manager_roots, SandboxScope, ToolSandbox, Widening};
 
 /// How strictly the sandbox is required, strictest first.
