@@ -97,17 +97,22 @@ export function loadNativeBinding() {
     }
   }
   const name = `toolgate-${platform}`;
+  const expected = ownVersion();
   let manifest;
   try {
     manifest = require.resolve(`${name}/package.json`);
   } catch (error) {
+    // npm skips an optional dependency without an error in exactly these two cases; which one
+    // happened cannot be told from here, so both are named.
     throw failure(
-      `the package ${name}, which holds the native addon for this platform, is not installed; it is an optional dependency of toolgate, so reinstall without --omit=optional (or --no-optional) to get it.`,
+      `the package ${name}@${expected}, which holds the native addon for this platform, is not installed. ` +
+        'npm installs it as an optional dependency of toolgate and skips it without an error when optional dependencies are omitted ' +
+        '(--omit=optional, --no-optional, or omit=optional in an .npmrc or NPM_CONFIG_OMIT) or when it cannot fetch it ' +
+        `(no network, or a registry or mirror without it). Fix the cause and reinstall, or install it directly: npm install ${name}@${expected}`,
       error,
     );
   }
   const version = JSON.parse(readFileSync(manifest, 'utf8')).version;
-  const expected = ownVersion();
   if (version !== expected) {
     throw failure(`${name} is version ${version} but toolgate is ${expected}; install the same version of both (npm install toolgate@${expected}).`);
   }

@@ -8,7 +8,8 @@
 #   npm/<platform>/toolgate-sandbox          the sandbox launcher, a static musl executable
 #                                            (one per architecture, shared by musl and gnu)
 #   native/binding.js, native/binding.d.ts, dist/   the main package's generated files
-#   target/release-packages/*.tgz            the tarballs to publish (platform packages first)
+#   target/release-packages/*.tgz            the tarballs to publish (platform packages first;
+#                                            the main one by scripts/pack-main.mjs)
 #
 # Usage: scripts/build-release.sh [PLATFORM...]   (default: all four; this machine's own
 # platform is always built, because the main package's binding.js is generated from it, and a
@@ -72,5 +73,7 @@ echo "== pack"
 for platform in "${platforms[@]}"; do
   npm pack --ignore-scripts --silent --pack-destination "$packages" "./npm/$platform" >/dev/null
 done
-npm pack --ignore-scripts --silent --pack-destination "$packages" . >/dev/null
+# The main package: tracked files and build outputs only, a manifest without scripts
+# (scripts/pack-main.mjs).
+node scripts/pack-main.mjs "$packages" >/dev/null
 ls -l "$packages"

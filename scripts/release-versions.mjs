@@ -1,8 +1,10 @@
 #!/usr/bin/env node
 // Keeps the platform packages in npm/ in step with the main package: each npm/<platform>/
-// package.json has the main package's version, and the main package lists every one of them
-// as an optional dependency of exactly that version. `--write` makes it so (run by
-// `npm version`); without it the script only checks and exits 1 naming every difference.
+// package.json has the main package's version. The main package's package.json does not list
+// them: scripts/pack-main.mjs adds them as optional dependencies of exactly that version to the
+// packed manifest, so that `npm ci` accepts this checkout's lock while they are not published
+// (npm cannot lock a package it cannot fetch). `--write` makes it so (run by `npm version`);
+// without it the script only checks and exits 1 naming every difference.
 import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -39,14 +41,14 @@ for (const platform of platforms) {
   optional[name] = main.version;
 }
 
-const sorted = (object) => JSON.stringify(Object.fromEntries(Object.entries(object).sort()));
-const listed = sorted(main.optionalDependencies ?? {});
-if (listed !== sorted(optional)) {
+const listed = Object.keys(main.optionalDependencies ?? {}).filter((name) => name in optional);
+if (listed.length > 0) {
   if (write) {
-    main.optionalDependencies = optional;
+    for (const name of listed) delete main.optionalDependencies[name];
+    if (Object.keys(main.optionalDependencies).length === 0) delete main.optionalDependencies;
     writeJson(mainFile, main);
   } else {
-    problems.push(`package.json: optionalDependencies ${listed}, expected ${sorted(optional)}`);
+    problems.push(`package.json: optionalDependencies lists ${listed.join(', ')}; scripts/pack-main.mjs adds them to the packed manifest only`);
   }
 }
 

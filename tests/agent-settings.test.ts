@@ -46,6 +46,8 @@ describe('toAgentSettings (ToolLoopAgent)', () => {
     const result = await agent.generate({ prompt: 'make files' });
 
     expect(result.steps).toHaveLength(3);
+    // The answer is the result's text, as runWorker's text is.
+    expect(result.text).toBe('all done');
     expect(offeredToolNames(model)).not.toContain('delete_file');
     expect(offeredToolNames(model)).toContain('task_completion');
     expect(asked.map((request) => (request.input as { command: string }).command)).toEqual(['touch yes.txt', 'touch no.txt']);
@@ -79,5 +81,31 @@ describe('toAgentSettings (ToolLoopAgent)', () => {
     await expect(toAgentSettings(worker, { model, onApproval: 'defer' as never })).rejects.toMatchObject({ code: 'CONFIG_INVALID' });
     await expect(toAgentSettings(worker, { model, maxSteps: 0 })).rejects.toMatchObject({ code: 'CONFIG_INVALID' });
     await expect(toAgentSettings(worker, { model, extra: 1 } as never)).rejects.toMatchObject({ code: 'CONFIG_INVALID' });
+  });
+
+  it('returns the answer of task_completion, ask_question and converse as the text, with generate and stream', async () => {
+    const dir = tempDir();
+    const worker = await workerIn(dir);
+    for (const [toolName, input, answer] of [
+      ['task_completion', { result: 'the answer: 42' }, 'the answer: 42'],
+      ['ask_question', { question: 'which branch?' }, 'which branch?'],
+      ['converse', { message: 'hello there' }, 'hello there'],
+    ] as const) {
+      const generated = await new ToolLoopAgent(
+        await toAgentSettings(worker, { model: scriptedModel([{ toolCalls: [shell('ls')] }, { toolCalls: [{ toolName, input }] }]) }),
+      ).generate({ prompt: 'go' });
+      expect(generated.text).toBe(answer);
+      expect(generated.steps).toHaveLength(2);
+      const streamed = await new ToolLoopAgent(await toAgentSettings(worker, { model: scriptedModel([{ toolCalls: [{ toolName, input }] }]) })).stream({
+        prompt: 'go',
+      });
+      let shown = '';
+      for await (const delta of streamed.textStream) shown += delta;
+      expect(shown).toBe(answer);
+      expect(await streamed.text).toBe(answer);
+    }
+    // A run that ends with the model's own text keeps it.
+    const plain = await new ToolLoopAgent(await toAgentSettings(worker, { model: scriptedModel([{ text: 'just text' }]) })).generate({ prompt: 'go' });
+    expect(plain.text).toBe('just text');
   });
 });

@@ -20,7 +20,7 @@ afterEach(async () => {
   server = undefined;
 });
 
-const PROMPT = '[a]pprove  [d]eny  a[l]ways  [w]ider always >';
+const PROMPT = '[a]pprove  [d]eny  a[l]ways  [w]ider always  [s]ave >';
 const shell = (command: string): FakeTurn => ({ toolCalls: [{ name: 'shell', arguments: { command } }] });
 
 /** A worker whose shell asks for everything but `sleep`, working in a fresh directory. */
@@ -93,7 +93,7 @@ describe.skipIf(!HAS_SCRIPT)('the approval prompt on a terminal', () => {
     // mkdir -p d2 runs without a question; mkdir d3 does not start with `mkdir -p` and is asked
     at = await session.waitFor('? approve shell', at);
     await session.waitFor(PROMPT, at);
-    expect(session.output().slice(at)).toContain('"command": "mkdir d3"');
+    expect(session.output().slice(at)).toContain('command: mkdir d3');
     session.type('d');
     await session.waitFor('reason for the model', at);
     session.type('\r');

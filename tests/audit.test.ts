@@ -176,15 +176,18 @@ describe('toolgate run --audit and toolgate audit', () => {
     // the progress shows every decision
     expect(stderr).toMatch(/✓ shell \d+ ms \[preApproved\]/);
     expect(stderr).toContain('✗ shell [blocked, rule]: COMMAND_BLOCKED');
-    expect(stderr).toContain('✗ shell [denied, user]: denied by --deny');
+    expect(stderr).toContain('✗ shell [denied, flag --deny]: denied by --deny');
     expect(stderr).toContain('✗ ghost [unknown-tool, schema]');
+    // the log names the flag that decided, not a user
+    const logged = readFileSync(log, 'utf8').trim().split('\n').map((line) => JSON.parse(line) as Record<string, unknown>);
+    expect(logged.find((line) => line.decision === 'denied')).toMatchObject({ decidedBy: 'flag', flag: '--deny' });
 
     const summary = spawnSync(process.execPath, [CLI, 'audit', log], { encoding: 'utf8' });
     expect(summary.status, summary.stderr).toBe(0);
     expect(summary.stdout).toContain('1 run(s), 4 tool call(s)');
     const shellLine = summary.stdout.split('\n').find((line) => /^\s+shell\s+3\s/.test(line)) ?? '';
     for (const part of ['preApproved 1', 'blocked 1', 'denied 1']) expect(shellLine).toContain(part);
-    expect(summary.stdout).toMatch(/denials \(1 shown\)\n.*touch denied\.txt.*denied by user/);
+    expect(summary.stdout).toMatch(/denials \(1 shown\)\n.*touch denied\.txt.*denied by flag --deny/);
     expect(summary.stdout).toMatch(/refusals \(2 shown\)/);
     expect(summary.stdout).toContain('unknown-tool by schema');
     expect(summary.stdout).toMatch(/slowest calls\n\s+\d+ ms {2}shell/);

@@ -43,11 +43,22 @@ function textOf(result: unknown): string {
   return (result as CallToolResult).content.map((part) => (part.type === 'text' ? part.text : '')).join('\n');
 }
 
-/** `toolgate mcp serve --http 0 …` and the URL it printed. */
-async function httpServe(extra: string[] = []): Promise<{ url: URL; child: ChildProcess }> {
+/** The bearer token a `toolgate mcp serve --http` printed the file of (it generated one). */
+function tokenFrom(stderr: string): string {
+  const file = /Bearer <the token in (\S+)>/.exec(stderr)?.[1];
+  if (!file) throw new Error(`no token file in: ${stderr}`);
+  return readFileSync(file, 'utf8').trim();
+}
+
+/** Client options that send the bearer token. */
+const bearer = (token: string) => ({ requestInit: { headers: { Authorization: `Bearer ${token}` } } });
+
+/** `toolgate mcp serve --http 0 …`, the URL it printed, and the token clients send. */
+async function httpServe(extra: string[] = [], env: Record<string, string> = {}): Promise<{ url: URL; child: ChildProcess; token: string; stderr: () => string }> {
   const child = spawn('setsid', [process.execPath, BIN, 'mcp', 'serve', WORKER, '--http', '0', ...extra], {
     cwd: ROOT,
     stdio: ['ignore', 'ignore', 'pipe'],
+    env: { ...process.env, TOOLGATE_MCP_TOKEN: '', ...env },
   });
   cleanup.push(
     () =>
@@ -61,12 +72,13 @@ async function httpServe(extra: string[] = []): Promise<{ url: URL; child: Child
   const url = await new Promise<URL>((resolve, reject) => {
     child.stderr!.on('data', (chunk: Buffer) => {
       stderr += chunk.toString();
-      const found = /on (http:\/\/\S+)/.exec(stderr);
+      const found = /on (http:\/\/\S+)\n.*Bearer <the token (in \S+|you gave)>/.exec(stderr);
       if (found) resolve(new URL(found[1]!));
     });
     child.once('exit', (code) => reject(new Error(`toolgate mcp serve exited with ${code}: ${stderr}`)));
   });
-  return { url, child };
+  const token = env.TOOLGATE_MCP_TOKEN || tokenFrom(stderr);
+  return { url, child, token, stderr: () => stderr };
 }
 
 describe('toolgate mcp serve over stdio (the official SDK client)', () => {
@@ -148,7 +160,8 @@ describe('toolgate mcp serve over stdio (the official SDK client)', () => {
     // The audit log of `toolgate run`: a start line, then one tool-call line per call as it ends.
     expect(lines.map((line) => line.event)).toEqual(['mcp-serve-start', 'tool-call', 'tool-call']);
     expect(lines[0]).toMatchObject({ worker: 'mcp-files', transport: 'stdio' });
-    expect(lines[1]).toMatchObject({ worker: 'mcp-files', toolName: 'files_write_file', decision: 'approved', decidedBy: 'user' });
+    // A flag is not a person: the call is recorded as decided by --yes.
+    expect(lines[1]).toMatchObject({ worker: 'mcp-files', toolName: 'files_write_file', decision: 'approved', decidedBy: 'flag', flag: '--yes' });
     // The blocked tool is not served, and its call is logged as blocked by the configuration.
     expect(lines[2]).toMatchObject({ toolName: 'files_move_file', decision: 'blocked', decidedBy: 'config', errorCode: 'TOOL_BLOCKED' });
     expect(new Set(lines.map((line) => line.runId)).size).toBe(1);
@@ -182,37 +195,37 @@ describe('toolgate mcp serve and the MCP Inspector CLI', () => {
 
 describe('toolgate mcp serve over Streamable HTTP', () => {
   it('serves on loopback: lists, calls, asks through elicitation', async () => {
-    const { url } = await httpServe();
+    const { url, token } = await httpServe();
     expect(url.hostname).toBe('127.0.0.1');
     const mcp = client(() => ({ action: 'accept', content: { decision: 'approve' } }));
-    await mcp.connect(new StreamableHTTPClientTransport(url));
+    await mcp.connect(new StreamableHTTPClientTransport(url, bearer(token)));
     const names = (await mcp.listTools()).tools.map((tool) => tool.name).sort();
     expect(names).toEqual(['files_list_directory', 'files_read_text_file', 'files_write_file']);
     const written = await mcp.callTool({ name: 'files_write_file', arguments: { path: WRITTEN, content: 'over http' } });
     expect(written.isError, textOf(written)).toBeFalsy();
     expect(readFileSync(WRITTEN, 'utf8')).toBe('over http');
     const plain = client();
-    await plain.connect(new StreamableHTTPClientTransport(url));
+    await plain.connect(new StreamableHTTPClientTransport(url, bearer(token)));
     const denied = await plain.callTool({ name: 'files_write_file', arguments: { path: WRITTEN, content: 'no' } });
     expect(denied.isError).toBe(true);
     expect(readFileSync(WRITTEN, 'utf8')).toBe('over http');
   });
 
-  it('checks the bearer token when one is set, and refuses a non-loopback host without one', async () => {
-    const { url } = await httpServe(['--token', 's3cret']);
+  it('checks the bearer token it was given (TOOLGATE_MCP_TOKEN), refuses other Host names, and caps sessions', async () => {
+    const { url } = await httpServe([], { TOOLGATE_MCP_TOKEN: 's3cret-0123456789' });
     const anonymous = await fetch(url, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{}' });
     expect(anonymous.status).toBe(401);
     const wrong = client();
     await expect(wrong.connect(new StreamableHTTPClientTransport(url, { requestInit: { headers: { Authorization: 'Bearer nope' } } }))).rejects.toThrow();
     const right = client();
-    await right.connect(new StreamableHTTPClientTransport(url, { requestInit: { headers: { Authorization: 'Bearer s3cret' } } }));
+    await right.connect(new StreamableHTTPClientTransport(url, { requestInit: { headers: { Authorization: 'Bearer s3cret-0123456789' } } }));
     expect((await right.listTools()).tools.length).toBe(3);
 
     // DNS rebinding: a browser on another site name reaching 127.0.0.1.
     for (const host of ['evil.example', `evil.example:${url.port}`, `127.0.0.1.evil.example:${url.port}`]) {
       const { request } = await import('node:http');
       const status = await new Promise<number | undefined>((resolve, reject) => {
-        const sent = request({ host: '127.0.0.1', port: url.port, path: '/mcp', method: 'POST', headers: { host, authorization: 'Bearer s3cret', 'content-type': 'application/json' } }, (res) => {
+        const sent = request({ host: '127.0.0.1', port: url.port, path: '/mcp', method: 'POST', headers: { host, authorization: 'Bearer s3cret-0123456789', 'content-type': 'application/json' } }, (res) => {
           res.resume();
           resolve(res.statusCode);
         });
@@ -226,7 +239,7 @@ describe('toolgate mcp serve over Streamable HTTP', () => {
     const initialize = () =>
       fetch(url, {
         method: 'POST',
-        headers: { authorization: 'Bearer s3cret', 'content-type': 'application/json', accept: 'application/json, text/event-stream' },
+        headers: { authorization: 'Bearer s3cret-0123456789', 'content-type': 'application/json', accept: 'application/json, text/event-stream' },
         body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'initialize', params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'n', version: '1' } } }),
       });
     const opened: string[] = [];
@@ -240,22 +253,15 @@ describe('toolgate mcp serve over Streamable HTTP', () => {
       opened.push(response.headers.get('mcp-session-id')!);
     }
     expect(opened.length + 1).toBe(64); // `right` holds one
-    await fetch(url, { method: 'DELETE', headers: { authorization: 'Bearer s3cret', 'mcp-session-id': opened[0]! } });
+    await fetch(url, { method: 'DELETE', headers: { authorization: 'Bearer s3cret-0123456789', 'mcp-session-id': opened[0]! } });
     expect((await initialize()).status).toBe(200);
-
-    const refused = spawn(process.execPath, [BIN, 'mcp', 'serve', WORKER, '--http', '0', '--host', '0.0.0.0'], { cwd: ROOT, env: { ...process.env, TOOLGATE_MCP_TOKEN: '' } });
-    let stderr = '';
-    refused.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
-    const code = await new Promise<number | null>((resolve) => refused.once('exit', resolve));
-    expect(code).toBe(1);
-    expect(stderr).toContain('needs a bearer token');
   });
 });
 
 describe('the mcp toolset over Streamable HTTP', () => {
   it('reaches a toolgate server with an expanded bearer header, and names a server that is down', async () => {
-    const { url } = await httpServe(['--token', 'tok-123']);
-    process.env.TOOLGATE_TEST_MCP_TOKEN = 'tok-123';
+    const { url } = await httpServe([], { TOOLGATE_MCP_TOKEN: 'tok-1234567890abcdef' });
+    process.env.TOOLGATE_TEST_MCP_TOKEN = 'tok-1234567890abcdef';
     try {
       const remote = await mcpToolset({
         servers: { remote: { url: url.href, headers: { Authorization: 'Bearer ${TOOLGATE_TEST_MCP_TOKEN}' } } },
@@ -289,7 +295,7 @@ describe('toolgate mcp serve with a terminal', () => {
   it('asks in the terminal (/dev/tty) when the client cannot elicit', async () => {
     // `script` gives toolgate a pseudo-terminal; the protocol goes over HTTP.
     const command = [process.execPath, BIN, 'mcp', 'serve', WORKER, '--http', '0'].map((word) => `'${word}'`).join(' ');
-    const child = spawn('script', ['-qfec', command, '/dev/null'], { cwd: ROOT, stdio: ['pipe', 'pipe', 'pipe'] });
+    const child = spawn('script', ['-qfec', command, '/dev/null'], { cwd: ROOT, stdio: ['pipe', 'pipe', 'pipe'], env: { ...process.env, TOOLGATE_MCP_TOKEN: 'terminal-token-0123456789' } });
     cleanup.push(
       () =>
         new Promise<void>((resolve) => {
@@ -308,7 +314,7 @@ describe('toolgate mcp serve with a terminal', () => {
     };
     const url = new URL((await until(/on (http:\/\/\S+)/))[1]!);
     const mcp = client();
-    await mcp.connect(new StreamableHTTPClientTransport(url));
+    await mcp.connect(new StreamableHTTPClientTransport(url, bearer('terminal-token-0123456789')));
     const pending = mcp.callTool({ name: 'files_write_file', arguments: { path: WRITTEN, content: 'typed yes' } });
     await until(/approve files_write_file/);
     expect(screen).toContain(WRITTEN);

@@ -103,12 +103,18 @@ describe('the native loader', () => {
     expect(gnu.error).toMatch(/^Error: toolgate: the native addon .*toolgate-linux-x64-gnu\/toolgate\.linux-x64-gnu\.node could not be loaded: /);
   });
 
-  it('says which package is missing on a supported platform, and how to get it', () => {
+  it('says which package is missing on a supported platform, the two reasons npm skips it, and how to get it', () => {
     const app = layout({ 'linux-x64-gnu': {} });
     const result = load(app, 'linux', 'arm64', 'musl');
+    // npm leaves an optional dependency out silently when told to omit optional dependencies,
+    // and also when it cannot fetch it: the message must not blame a flag the user never gave.
     expect(result.error).toBe(
-      'Error: toolgate: the package toolgate-linux-arm64-musl, which holds the native addon for this platform, is not installed; it is an optional dependency of toolgate, so reinstall without --omit=optional (or --no-optional) to get it.',
+      `Error: toolgate: the package toolgate-linux-arm64-musl@${VERSION}, which holds the native addon for this platform, is not installed. ` +
+        'npm installs it as an optional dependency of toolgate and skips it without an error when optional dependencies are omitted ' +
+        '(--omit=optional, --no-optional, or omit=optional in an .npmrc or NPM_CONFIG_OMIT) or when it cannot fetch it ' +
+        `(no network, or a registry or mirror without it). Fix the cause and reinstall, or install it directly: npm install toolgate-linux-arm64-musl@${VERSION}`,
     );
+    expect(result.stderr).not.toMatch(/reinstall without --omit/);
   });
 
   it('refuses a platform package of another version', () => {

@@ -77,7 +77,7 @@ describe('toolgate run (end to end, fake OpenAI-compatible model)', () => {
     expect(offered).toEqual(expect.arrayContaining(['calculateFibonacci', 'custom_tool_word_stats', 'write_file', 'shell', 'task_completion']));
     // progress went to stderr
     expect(run.stderr).toContain('→ calculateFibonacci');
-    expect(run.stderr).toMatch(/✓ write_file \d+ ms \[approved\]/);
+    expect(run.stderr).toMatch(/✓ write_file \d+ ms \[approved, flag --yes\]/);
     expect(run.stderr).toMatch(/✓ calculateFibonacci \d+ ms \[preApproved\]/);
   });
 
@@ -111,7 +111,8 @@ describe('toolgate run (end to end, fake OpenAI-compatible model)', () => {
     expect(result.status).toBe('completed');
     expect(result.toolCalls).toEqual([
       expect.objectContaining({ toolName: 'shell', decision: 'blocked', decidedBy: 'rule', errorCode: 'COMMAND_BLOCKED' }),
-      expect.objectContaining({ toolName: 'write_file', decision: 'denied', decidedBy: 'user' }),
+      // A flag is not a person: the denial is recorded as decided by --deny.
+      expect.objectContaining({ toolName: 'write_file', decision: 'denied', decidedBy: 'flag', flag: '--deny' }),
     ]);
     expect(existsSync(join(work, 'y.txt'))).toBe(false);
   });
@@ -144,14 +145,15 @@ describe('toolgate run (end to end, fake OpenAI-compatible model)', () => {
     child.stdin.on('error', () => {});
     child.stdout.on('data', (chunk: Buffer) => {
       output += chunk.toString();
-      if (!answered && output.includes('[w]ider always >')) {
+      if (!answered && output.includes('[w]ider always  [s]ave >')) {
         answered = true;
         child.stdin.write('a');
       }
     });
     const status = await new Promise<number | null>((resolve) => child.on('close', resolve));
     expect(output).toContain('? approve write_file');
-    expect(output).toContain('"path": "approved.txt"');
+    expect(output).toContain('    path: approved.txt');
+    expect(output).toContain('[s]ave writes to');
     expect(status).toBe(0);
     expect(readFileSync(join(work, 'approved.txt'), 'utf8')).toBe('yes');
     expect(output).toContain('written');

@@ -355,7 +355,7 @@ describe('the sandbox option of the toolsets', () => {
 });
 
 describe('worker files', () => {
-  it('carry sandbox keys; a toolset may narrow them, never widen', async () => {
+  it("carry sandbox keys; a toolset's own sandbox may narrow them, or widen them for itself alone", async () => {
     const server = await httpServer('PONG');
     const url = `http://127.0.0.1:${server.port}/`;
     const write = (text: string) => {
@@ -373,12 +373,15 @@ describe('worker files', () => {
     const unread = (await open.tools.cli_execute!.execute!({ binary: 'perl', args: ['-e', `open F, "<", "${fx.secretFile}" or die "$!\\n"`] }, CALL)) as CommandResult;
     expect(unread.stderr).toContain('Permission denied');
 
-    const error = await refusalOf(() =>
-      loadWorker(write('name: w\nsandbox: { root: ./work }\ntoolsets:\n  shell:\n    default: ask\n    sandbox: { network: true }\n')),
+    // Issue 22 §8: inside its own worker file a toolset may widen the worker's sandbox, for
+    // itself alone: the shell reaches the network, cli_execute (the worker's sandbox) does not.
+    const widened = await loadWorker(
+      write(`name: w\nsandbox: { root: ./work }\ntoolsets:\n  shell:\n    default: preApproved\n    sandbox: { network: true }\n  cli_execute:\n    allowed_binaries: [curl]\n`),
     );
-    expect(error.code).toBe('CONFIG_INVALID');
-    expect(error.message).toContain('toolsets.shell');
-    expect(error.message).toContain('widen the worker-level `sandbox` instead');
+    expect(widened.sandbox).toMatchObject({ network: false });
+    expect(((await widened.tools.shell!.execute!({ command: `curl -s ${url}` }, CALL)) as CommandResult).stdout).toBe('PONG');
+    const offline = (await widened.tools.cli_execute!.execute!({ binary: 'curl', args: ['-s', url] }, CALL)) as CommandResult;
+    expect(offline.exitCode).not.toBe(0);
   });
 
   it('a called worker may only narrow its caller', async () => {

@@ -73,8 +73,8 @@ describe('toolgate tools', () => {
     expect(run.stdout).toContain('5 valid tool(s), 0 problem(s)');
     const listed = json(tools(p, ['list', '--dir', EXAMPLES, '--json']));
     expect(listed.tools.map((t: { name: string; format: string }) => `${t.name}:${t.format}`)).toEqual([
-      'convert_temperature:docstring',
       'count_lines:manifest',
+      'days_between:docstring',
       'slugify:docstring',
       'today:protocol',
       'word_stats:protocol',
@@ -83,9 +83,13 @@ describe('toolgate tools', () => {
     expect(slug.result).toEqual({ slug: 'hello-forge-world' });
     const bin = join(import.meta.dirname, '..', 'node_modules', '.bin');
     const withTsx = { PATH: `${bin}:${process.env.PATH ?? '/usr/bin:/bin'}` };
-    const converted = json(tools(p, ['call', 'convert_temperature', '{"value": 100, "to": "F"}', '--dir', EXAMPLES, '--yes', '--json'], withTsx));
-    expect(converted.result).toEqual({ value: 212, unit: 'F' });
-    const noTsx = tools(p, ['call', 'convert_temperature', '{"value": 1, "to": "F"}', '--dir', EXAMPLES, '--yes'], { PATH: '/usr/bin:/bin' });
+    const days = json(tools(p, ['call', 'days_between', '{"from": "2024-02-01", "to": "2024-03-01"}', '--dir', EXAMPLES, '--yes', '--json'], withTsx));
+    expect(days.result).toEqual({ days: 29 });
+    // `{ "error": … }` on stdout is the tool reporting an error: a failed call naming it
+    const notADate = tools(p, ['call', 'days_between', '{"from": "2025-02-30", "to": "2025-03-01"}', '--dir', EXAMPLES, '--yes', '--json'], withTsx);
+    expect(notADate.status).toBe(1);
+    expect(JSON.parse(notADate.stdout).error).toEqual({ code: 'TOOL_FAILED', message: "tool 'days_between' reported an error: '2025-02-30' is not a date written YYYY-MM-DD" });
+    const noTsx = tools(p, ['call', 'days_between', '{"from": "2024-01-01", "to": "2024-01-02"}', '--dir', EXAMPLES, '--yes'], { PATH: '/usr/bin:/bin' });
     expect(noTsx.status).not.toBe(0);
     expect(noTsx.stderr).toContain('none of tsx, bun is on PATH');
     const stats = json(tools(p, ['call', 'word_stats', '{"text": "a b a", "top": 1}', '--dir', EXAMPLES, '--yes', '--json']));
@@ -197,7 +201,7 @@ describe('toolgate tools', () => {
     denied.type('not today\r');
     expect(await denied.exit).toBe(1);
     expect(denied.output()).toContain('? approve touchy');
-    expect(denied.output()).toContain('"a": 1');
+    expect(denied.output()).toContain('    a: 1');
     expect(denied.output()).not.toContain('a[l]ways');
     expect(denied.output()).toContain('APPROVAL_DENIED');
     expect(denied.output()).toContain('not today');

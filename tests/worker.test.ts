@@ -1,4 +1,5 @@
 import { mkdirSync, mkdtempSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
@@ -36,6 +37,11 @@ describe('loadWorker', () => {
     expect(worker.toolApproval.custom_tool_today?.decision).toBe('ask');
     expect(worker.toolApproval.shell).toEqual({ decision: 'preApproved', dynamic: true });
     expect(worker.warnings).toEqual([]);
+    // One example, one tool: temperatures are tools.ts's convert_temperature only, and no tool
+    // is offered twice under two names (an executable named like a tools.ts tool).
+    expect(worker.tools).not.toHaveProperty('custom_tool_convert_temperature');
+    const capabilities = Object.keys(worker.tools).map((name) => name.replace(/^custom_tool_/, '').toLowerCase().replace(/[^a-z0-9]/g, ''));
+    expect(capabilities.filter((name, index) => capabilities.indexOf(name) !== index)).toEqual([]);
   });
 
   it('loads the golem-forge example unchanged and warns about what it does not act on', async () => {
@@ -158,6 +164,19 @@ describe('loadWorker', () => {
   it('the published JSON Schema is the one the parser is generated from', () => {
     const published = JSON.parse(readFileSync(join(ROOT, 'schemas/worker.schema.json'), 'utf8')) as unknown;
     expect(published).toEqual(workerJsonSchema());
+  });
+
+  it('a malformed file names the schema by the path a project that installed toolgate can resolve', async () => {
+    const path = workerFile(tempDir(), 'worker.yaml', 'name: w\nmax_steps: many\n');
+    const error = (await loadWorker(path).then(
+      () => undefined,
+      (caught: unknown) => caught,
+    )) as Error & { code?: string };
+    expect(error).toMatchObject({ code: 'CONFIG_INVALID' });
+    const named = /see the JSON Schema (\S+) for the accepted shape/.exec(error.message)?.[1];
+    expect(named, error.message).toBe('toolgate/schemas/worker.schema.json');
+    // That name resolves through the package's exports (as from a project's node_modules) to the shipped file.
+    expect(createRequire(join(ROOT, 'package.json')).resolve(named!)).toBe(join(ROOT, 'schemas', 'worker.schema.json'));
   });
 });
 

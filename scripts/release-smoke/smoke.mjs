@@ -28,7 +28,10 @@ assert.equal(binaries, '', 'the main package carries no binary');
 for (const shipped of ['LICENSE', 'docs/sandbox.md', 'schemas/worker.schema.json']) {
   assert.ok(existsSync(join(mainPackage, shipped)), `the main package ships ${shipped}`);
 }
-step(`toolgate ${VERSION} with toolgate-${platform} (picked by npm), no binary in the main package`);
+const installedManifest = JSON.parse(readFileSync(join(mainPackage, 'package.json'), 'utf8'));
+assert.equal(installedManifest.scripts, undefined, 'the installed manifest has no scripts (no install script runs)');
+assert.equal(require.resolve('toolgate/schemas/worker.schema.json'), join(mainPackage, 'schemas', 'worker.schema.json'), 'the schema has a package path');
+step(`toolgate ${VERSION} with toolgate-${platform} (picked by npm), no binary in the main package, no scripts, toolgate/schemas/worker.schema.json resolves`);
 
 const base = mkdtempSync(join(tmpdir(), 'toolgate-smoke-'));
 const work = join(base, 'work');

@@ -83,6 +83,8 @@ describe.skipIf(unavailable)('approvals on Temporal', () => {
     expect(call).toMatchObject({ id: '1.1', toolName: 'bump', input: { n: 7 }, scope: { kind: 'call', tool: 'bump' } });
     expect(call!.inputBytes).toBe(Buffer.byteLength(JSON.stringify({ n: 7 })));
     expect(call!.inputSha256).toMatch(/^[0-9a-f]{64}$/);
+    // The input as every approval surface shows it (the core's review).
+    expect(call).toMatchObject({ review: 'n: 7', reviewable: true });
     expect(files.runs()).toBe(0);
 
     await first.kill();
@@ -209,6 +211,8 @@ describe.skipIf(unavailable)('approvals on Temporal', () => {
       expect((call!.input as { note: string }).note).toBe(note);
       expect(call!.scope).toBeNull();
       expect(call!.inputBytes).toBe(Buffer.byteLength(JSON.stringify({ n: 5, note })));
+      expect(call!.reviewable).toBe(false);
+      expect(call!.review).toContain(`the input is ${call!.inputBytes} bytes (sha256 ${call!.inputSha256})`);
       const error = await answer(handle, { [call!.id]: 'always' }).catch((thrown: unknown) => thrown as Error & { cause?: Error });
       expect(error).toBeInstanceOf(WorkflowUpdateFailedError);
       expect(String(error && 'cause' in error ? error.cause?.message : '')).toContain('too long to review');

@@ -20,6 +20,8 @@ export {
 } from './approval/approval.js';
 export type { ApprovalConfig, ApprovalDecision, ApprovalInfo, CommandWords, ResolvedApproval } from './approval/approval.js';
 export { named, toToolSet } from './approval/named-tool.js';
+export { bindTool, bindingOf } from './approval/tool-binding.js';
+export type { ToolBinding } from './approval/tool-binding.js';
 export type { NamedTool } from './approval/named-tool.js';
 export { VERSION } from './native/package-root.js';
 export { loadCustomTools } from './tools-module/load-custom-tools.js';
@@ -90,4 +92,4 @@ export type { ModelScript, ScriptedExpect, ScriptedToolCall, ScriptedTurn } from
 export { mcpToolset } from './mcp/toolset.js';
 export type { McpServerOptions, McpToolset, McpToolOutput, McpToolsetOptions } from './mcp/toolset.js';
 export { serveMcp } from './mcp/serve.js';
-export type { McpServing, ServeMcpOptions, ServeMcpTransport } from './mcp/serve.js';
+export type { McpServing, ServeMcpHttp, ServeMcpOptions, ServeMcpTransport } from './mcp/serve.js';

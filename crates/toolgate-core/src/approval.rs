@@ -175,10 +175,56 @@ impl ApprovalInputs {
     }
 }
 
+/// Which input of [`resolve`] gave a tool its decision (for `toolgate check`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum ApprovalSource {
+    /// The tool's entry in its toolset's `approval.tools`.
+    ToolEntry,
+    /// The tool's own `needsApproval` (a boolean, or a function deciding each call).
+    OwnNeedsApproval,
+    /// The toolset's `approval.default`.
+    ToolsetDefault,
+    /// The documented default of the tool.
+    DocumentedDefault,
+    /// The worker-level `approval` (its entry for the tool, else its default).
+    WorkerFloor,
+    /// The decisions of the workers above (a called worker is at least as strict).
+    CallerFloor,
+}
+
+impl ApprovalSource {
+    /// A short stable name (`toolgate check --json`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ApprovalSource::ToolEntry => "tool-entry",
+            ApprovalSource::OwnNeedsApproval => "own-needs-approval",
+            ApprovalSource::ToolsetDefault => "toolset-default",
+            ApprovalSource::DocumentedDefault => "documented-default",
+            ApprovalSource::WorkerFloor => "worker-floor",
+            ApprovalSource::CallerFloor => "caller-floor",
+        }
+    }
+
+    /// The source in words.
+    pub fn describe(self) -> &'static str {
+        match self {
+            ApprovalSource::ToolEntry => "the toolset's approval.tools entry",
+            ApprovalSource::OwnNeedsApproval => "the tool's own needsApproval",
+            ApprovalSource::ToolsetDefault => "the toolset's approval.default",
+            ApprovalSource::DocumentedDefault => "the tool's documented default",
+            ApprovalSource::WorkerFloor => "the worker-level approval",
+            ApprovalSource::CallerFloor => "a calling worker's decision",
+        }
+    }
+}
+
 /// The effective approval of one tool.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Resolved {
     pub decision: Decision,
+    /// What gave it its decision: the first input that reached it, in the order of the rules
+    /// (the tool's own level, then the worker-level floor, then the callers').
+    pub source: ApprovalSource,
     /// The tool's own `needsApproval` function decides each call (only with `preApproved`); for
     /// a file tool with path rules, the core decides each call.
     pub dynamic: bool,
@@ -193,18 +239,32 @@ pub fn resolve(inputs: &ApprovalInputs) -> Resolved {
         OwnApproval::Static(decision) => Some(decision),
         OwnApproval::None | OwnApproval::Dynamic => None,
     };
-    let own_level = if inputs.explicit.is_none() && inputs.own == OwnApproval::None {
-        inputs.toolset_default.unwrap_or(inputs.documented_default)
+    let (own_level, mut source) = if inputs.explicit.is_none() && inputs.own == OwnApproval::None {
+        match inputs.toolset_default {
+            Some(default) => (default, ApprovalSource::ToolsetDefault),
+            None => (inputs.documented_default, ApprovalSource::DocumentedDefault),
+        }
     } else {
-        Decision::strictest(inputs.explicit.into_iter().chain(own_static))
+        let level = Decision::strictest(inputs.explicit.into_iter().chain(own_static));
+        let source = match inputs.explicit {
+            Some(explicit) if explicit == level => ApprovalSource::ToolEntry,
+            _ => ApprovalSource::OwnNeedsApproval,
+        };
+        (level, source)
     };
-    let decision = Decision::strictest(
-        [Some(own_level), inputs.worker_floor, inputs.caller_floor]
-            .into_iter()
-            .flatten(),
-    );
+    let mut decision = own_level;
+    for (floor, floor_source) in [
+        (inputs.worker_floor, ApprovalSource::WorkerFloor),
+        (inputs.caller_floor, ApprovalSource::CallerFloor),
+    ] {
+        if let Some(floor) = floor.filter(|floor| *floor > decision) {
+            decision = floor;
+            source = floor_source;
+        }
+    }
     Resolved {
         decision,
+        source,
         dynamic: inputs.own == OwnApproval::Dynamic && decision == Decision::PreApproved,
         path_floor: [inputs.explicit, inputs.worker_floor, inputs.caller_floor]
             .into_iter()

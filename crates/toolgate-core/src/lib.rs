@@ -15,6 +15,8 @@
 //! - [`schema`] compiles JSON Schemas offline and reports violations with JSON pointers.
 //! - [`worker`] reads and checks worker files (YAML, or front matter + Markdown) and plans a
 //!   worker with its whole delegation graph.
+//! - [`permissions`] reads and writes the project permissions file (`toolgate.permissions.yaml`):
+//!   approvals a person saved as rules for later runs.
 //! - [`approval`] decides every tool's approval; [`limits`] holds every default and limit;
 //!   [`options`] reads the options objects of JavaScript callers, strictly.
 //!
@@ -37,6 +39,7 @@ pub mod mcp;
 pub mod network;
 pub mod options;
 mod path;
+pub mod permissions;
 pub mod process;
 pub mod run;
 pub mod sandbox;

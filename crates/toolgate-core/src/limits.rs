@@ -266,6 +266,23 @@ pub const MAX_YAML_DEPTH: usize = 100;
 /// Longest prefix an "always" answer may give, in bytes.
 pub const MAX_PREFIX_PATTERN_BYTES: usize = 4096;
 
+/// Longest display of a tool input shown for review, in bytes: a longer input is shown cut, with
+/// its size and SHA-256, and may only be approved once (no "always", no saved rule).
+pub const MAX_REVIEW_BYTES: usize = 64 * 1024;
+
+/// The project permissions file: saved approvals, read by every run of a worker in its folder.
+pub const PERMISSIONS_FILE_NAME: &str = "toolgate.permissions.yaml";
+
+/// Largest project permissions file read, in bytes.
+pub const MAX_PERMISSIONS_FILE_BYTES: usize = 4 * 1024 * 1024;
+
+/// Most rules a project permissions file may hold.
+pub const MAX_SAVED_RULES: usize = 2000;
+
+/// How long saving a rule waits for another process holding the permissions file's lock, in
+/// milliseconds.
+pub const PERMISSIONS_LOCK_WAIT_MS: u64 = 10_000;
+
 /// How long a run state may wait for its answers, in milliseconds: a week.
 pub const STATE_MAX_AGE_MS: u64 = 7 * 24 * 60 * 60 * 1000;
 

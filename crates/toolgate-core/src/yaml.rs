@@ -65,6 +65,45 @@ pub fn from_str<T: DeserializeOwned>(text: &str) -> Result<T, YamlError> {
     serde_yaml::from_str(text).map_err(YamlError::Invalid)
 }
 
+/// Where (line, column from 1) each item of the sequences held by the top-level mapping starts,
+/// in document order: for `rules: [a, b]` the places of `a` and `b`. Lets a reader that checks
+/// items after serde_yaml name the line of the item at fault. Empty after a syntax error.
+pub fn top_sequence_item_places(text: &str) -> Vec<(usize, usize)> {
+    use unsafe_libyaml::{
+        YAML_ALIAS_EVENT, YAML_MAPPING_END_EVENT, YAML_MAPPING_START_EVENT, YAML_SCALAR_EVENT,
+        YAML_SEQUENCE_END_EVENT, YAML_SEQUENCE_START_EVENT, YAML_STREAM_END_EVENT,
+    };
+    let Some(mut parser) = Parser::new(text) else {
+        return Vec::new();
+    };
+    // The kinds of the open collections, outermost first (true: a sequence).
+    let mut open: Vec<bool> = Vec::new();
+    let mut places = Vec::new();
+    while let Some(event) = parser.next() {
+        let is_item_start = matches!(
+            event.kind,
+            YAML_MAPPING_START_EVENT
+                | YAML_SEQUENCE_START_EVENT
+                | YAML_SCALAR_EVENT
+                | YAML_ALIAS_EVENT
+        );
+        // An item of a sequence that is a value of the top-level mapping: [mapping, sequence].
+        if is_item_start && open == [false, true] {
+            places.push((event.line + 1, event.column + 1));
+        }
+        match event.kind {
+            YAML_MAPPING_START_EVENT => open.push(false),
+            YAML_SEQUENCE_START_EVENT => open.push(true),
+            YAML_MAPPING_END_EVENT | YAML_SEQUENCE_END_EVENT => {
+                open.pop();
+            }
+            YAML_STREAM_END_EVENT => break,
+            _ => {}
+        }
+    }
+    places
+}
+
 /// Where (line, column from 1) the first collection nested deeper than `limit` starts, if any.
 /// Stops at the first syntax error (serde_yaml reports it).
 fn first_too_deep(text: &str, limit: usize) -> Option<(usize, usize)> {
@@ -261,5 +300,16 @@ mod tests {
         let err = from_str::<serde_yaml::Value>(&text).unwrap_err();
         assert!(started.elapsed() < FAST, "took {:?}", started.elapsed());
         assert!(err.to_string().contains("repetition limit"), "{err}");
+    }
+
+    #[test]
+    fn items_of_top_level_sequences_are_placed() {
+        let text =
+            "version: 1\nrules:\n  - a: 1\n    b: [x]\n  - plain\n  -\n    c: 2\nother: [p, q]\n";
+        assert_eq!(
+            top_sequence_item_places(text),
+            vec![(3, 5), (5, 5), (7, 5), (8, 9), (8, 12)]
+        );
+        assert!(top_sequence_item_places("- a\n- b\n").is_empty());
     }
 }

@@ -293,6 +293,7 @@ pub fn documented_approvals(
                     name,
                     Resolved {
                         decision,
+                        source: toolgate_core::approval::ApprovalSource::DocumentedDefault,
                         dynamic: false,
                         path_floor: None,
                     },

@@ -213,6 +213,21 @@ impl CliExecutePolicy {
         })
     }
 
+    /// Whether a call needs a human's approval because a calling worker's shell rules ask about
+    /// it (they bind the workers it calls); `false` for a call that is refused anyway (it fails
+    /// when run) and when no calling worker has shell rules.
+    #[napi]
+    pub fn needs_approval(
+        &self,
+        env: Env,
+        binary: String,
+        args: Vec<String>,
+    ) -> napi::Result<bool> {
+        infallible(&env, "CliExecutePolicy.needsApproval", || {
+            self.inner.callers_approval(&binary, &args) == toolgate_core::Decision::Ask
+        })
+    }
+
     /// Checks a call (allowlist, availability, shell/trampoline, arguments, paths, guardrails)
     /// and returns a handle to run it. Throws the refusal's code.
     #[napi]

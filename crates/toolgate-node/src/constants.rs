@@ -64,6 +64,11 @@ pub struct Constants {
     pub max_search_results: u32,
     /// Deepest `directory_tree` drawing (`max_depth`).
     pub max_tree_depth: u32,
+    /// Longest display of a tool input shown for review, in bytes; a longer one may only be
+    /// approved once (no "always", no saved rule).
+    pub max_review_bytes: u32,
+    /// The name of the project permissions file (saved approvals), beside the top worker file.
+    pub permissions_file_name: String,
 }
 
 fn small(value: usize) -> u32 {
@@ -121,5 +126,7 @@ fn collect() -> Constants {
         default_tree_depth: small(limits::DEFAULT_TREE_DEPTH),
         max_search_results: small(limits::MAX_SEARCH_RESULTS),
         max_tree_depth: small(limits::MAX_TREE_DEPTH),
+        max_review_bytes: small(limits::MAX_REVIEW_BYTES),
+        permissions_file_name: limits::PERMISSIONS_FILE_NAME.into(),
     }
 }

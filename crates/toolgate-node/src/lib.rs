@@ -15,6 +15,7 @@ mod files;
 mod js_value;
 mod mcp;
 mod path;
+mod permissions;
 mod process;
 mod run;
 mod sandbox;

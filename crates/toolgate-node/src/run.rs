@@ -223,6 +223,8 @@ pub enum DecidedBy {
     Config,
     Rule,
     User,
+    Flag,
+    Saved,
     Always,
     NoHandler,
     Policy,
@@ -235,6 +237,8 @@ impl From<outcome::DecidedBy> for DecidedBy {
             outcome::DecidedBy::Config => DecidedBy::Config,
             outcome::DecidedBy::Rule => DecidedBy::Rule,
             outcome::DecidedBy::User => DecidedBy::User,
+            outcome::DecidedBy::Flag => DecidedBy::Flag,
+            outcome::DecidedBy::Saved => DecidedBy::Saved,
             outcome::DecidedBy::Always => DecidedBy::Always,
             outcome::DecidedBy::NoHandler => DecidedBy::NoHandler,
             outcome::DecidedBy::Policy => DecidedBy::Policy,
@@ -266,14 +270,17 @@ pub fn refusal_of(env: Env, code: String) -> napi::Result<Option<Refusal>> {
     })
 }
 
-/// The fingerprint of a planned worker graph (every file's content, every work directory).
+/// The binding of a planned worker graph (see `docs/agent.md`, deferred runs): every policy
+/// that decides a call (work directories, tools, approvals, rules, sandboxes) and every file's
+/// content. A run state carries it; a resume with a worker whose binding differs is refused.
 #[napi]
 pub fn worker_plan_fingerprint(env: Env, plan: &WorkerPlan) -> napi::Result<String> {
-    sync(&env, "workerPlanFingerprint", || plan.inner.fingerprint())
+    sync(&env, "workerPlanFingerprint", || plan.inner.binding())
 }
 
-/// The fingerprint of a worker built in code, from a JSON description (name, instructions,
-/// tools and their approvals).
+/// The binding of a worker, from a JSON description: its name, instructions, the binding of
+/// the plan it was loaded from (`plan`, when it was), and its tools with their descriptions,
+/// approvals and bindings (what toolgate built each with).
 #[napi]
 pub fn worker_description_fingerprint(env: Env, description_json: String) -> napi::Result<String> {
     sync(&env, "workerDescriptionFingerprint", || {
@@ -340,6 +347,7 @@ pub fn resume_run_state(
                     "approved": answer.approved,
                     "reason": answer.reason,
                     "always": answer.always,
+                    "save": answer.save,
                 })
             })
             .collect();

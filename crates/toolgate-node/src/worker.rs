@@ -403,23 +403,7 @@ impl WorkerPlan {
         mcp: Option<Vec<McpWorkerReport>>,
     ) -> napi::Result<Vec<Vec<PlannedTool>>> {
         sync(&env, "WorkerPlan.decide", || {
-            let modules: BTreeMap<usize, ModuleTools> = modules
-                .into_iter()
-                .map(|report| {
-                    (
-                        report.worker as usize,
-                        ModuleTools {
-                            available: report.available,
-                            selected: report.selected.into_iter().map(Into::into).collect(),
-                        },
-                    )
-                })
-                .collect();
-            let mcp: worker::McpReports = mcp
-                .unwrap_or_default()
-                .into_iter()
-                .map(|report| (report.worker as usize, crate::mcp::reports(report.servers)))
-                .collect();
+            let (modules, mcp) = reports(modules, mcp);
             let decided = self.inner.decide_with_mcp(&modules, &mcp)?;
             Ok(decided
                 .into_iter()
@@ -433,6 +417,51 @@ impl WorkerPlan {
                         .collect()
                 })
                 .collect())
+        })
+    }
+
+    /// What the graph may do, as the JSON text of `toolgate check worker.yaml --json` (layout:
+    /// `docs/check.md`): every worker with its tools and their decisions (decided as `decide`
+    /// does, from the same reports), the tools left out, sandboxes, path rules, command
+    /// policies, the callers' restrictions, MCP servers, delegates and warnings.
+    #[napi]
+    pub fn report(
+        &self,
+        env: Env,
+        modules: Vec<ModuleReport>,
+        mcp: Option<Vec<McpWorkerReport>>,
+    ) -> napi::Result<String> {
+        sync(&env, "WorkerPlan.report", || {
+            let (modules, mcp) = reports(modules, mcp);
+            let report = self.inner.report(&modules, &mcp)?;
+            serde_json::to_string(&report)
+                .map_err(|err| toolgate_core::Error::Internal(format!("WorkerPlan.report: {err}")))
+        })
+    }
+
+    /// How each file tool of worker `index` would decide a call naming `path`: the
+    /// work-directory confinement first (`outside-root`), then the protected paths, then the
+    /// path rules (its own and its callers'), as JSON text (a list of checks).
+    #[napi]
+    pub fn check_path(
+        &self,
+        env: Env,
+        index: u32,
+        path: String,
+        modules: Vec<ModuleReport>,
+        mcp: Option<Vec<McpWorkerReport>>,
+    ) -> napi::Result<String> {
+        sync(&env, "WorkerPlan.checkPath", || {
+            let (modules, mcp) = reports(modules, mcp);
+            let decided = self.inner.decide_with_mcp(&modules, &mcp)?;
+            let tools = decided
+                .get(index as usize)
+                .map(Vec::as_slice)
+                .unwrap_or_default();
+            let checks = self.inner.check_path(index as usize, &path, tools)?;
+            serde_json::to_string(&checks).map_err(|err| {
+                toolgate_core::Error::Internal(format!("WorkerPlan.checkPath: {err}"))
+            })
         })
     }
 
@@ -473,6 +502,31 @@ impl WorkerPlan {
         })
         .await
     }
+}
+
+/// What the SDK found in the tools modules and on the MCP servers, as the core reads it.
+fn reports(
+    modules: Vec<ModuleReport>,
+    mcp: Option<Vec<McpWorkerReport>>,
+) -> (BTreeMap<usize, ModuleTools>, worker::McpReports) {
+    let modules = modules
+        .into_iter()
+        .map(|report| {
+            (
+                report.worker as usize,
+                ModuleTools {
+                    available: report.available,
+                    selected: report.selected.into_iter().map(Into::into).collect(),
+                },
+            )
+        })
+        .collect();
+    let mcp = mcp
+        .unwrap_or_default()
+        .into_iter()
+        .map(|report| (report.worker as usize, crate::mcp::reports(report.servers)))
+        .collect();
+    (modules, mcp)
 }
 
 /// A file attached to a worker call, read.

@@ -5,8 +5,8 @@ import { splitCommand } from '../native/split-command.js';
 import type { ApprovalRequest } from './request.js';
 
 /** A request as the gate makes it. */
-function requestFor(toolName: string, input: unknown, argv?: string[]): ApprovalRequest {
-  return { toolName, input, toolCallId: 'c1', scope: alwaysScopeFor(toolName, input, argv), ...(argv ? { argv } : {}) };
+function requestFor(toolName: string, input: unknown, argv?: string[]): Pick<ApprovalRequest, 'toolName' | 'input' | 'argv'> {
+  return { toolName, input, ...(argv ? { argv } : {}) };
 }
 
 /** A command tool as the shell toolset declares one: its calls run `input.command`. */

@@ -31,7 +31,7 @@ export function alwaysScopeFor(toolName: string, input: unknown, argv: string[] 
  * `{ prefix }`), with the sentence to show before it is picked. Throws `INVALID_INPUT` for a
  * prefix that does not cover the request, or a prefix for a tool that runs no command.
  */
-export function alwaysScope(request: ApprovalRequest, choice: AlwaysScopeChoice = 'call'): AlwaysScope {
+export function alwaysScope(request: Pick<ApprovalRequest, 'toolName' | 'input' | 'argv'>, choice: AlwaysScopeChoice = 'call'): AlwaysScope {
   return alwaysScopeFor(request.toolName, request.input, request.argv, choice);
 }
 

@@ -3,6 +3,7 @@ import { native } from '../native/binding.js';
 import { LIMITS } from '../native/constants.js';
 import { callNative, ToolgateError } from '../native/errors.js';
 import type { NamedTool } from './named-tool.js';
+import { bindingOf, bindTool } from './tool-binding.js';
 
 /** What happens when a tool is called: run it, ask a human first, or refuse. */
 export type ApprovalDecision = native.Decision;
@@ -72,6 +73,19 @@ export function commandWordsOf(tool: object | undefined, input: unknown): string
   return words?.(input);
 }
 
+/**
+ * A copy of `tool` with `changes`, that keeps what toolgate attached to it (its approval, its
+ * command words), as `attachApproval` does for the tools it wraps.
+ */
+export function withChanges<T extends object>(tool: T, changes: Partial<T>): T {
+  const changed = { ...tool, ...changes };
+  const info = APPROVAL.get(tool);
+  if (info) APPROVAL.set(changed, info);
+  const words = COMMAND_WORDS.get(tool);
+  if (words) COMMAND_WORDS.set(changed, words);
+  return changed;
+}
+
 /** The gate attached to `tool`, or undefined for an ungated tool. */
 export function approvalOf(tool: object): ApprovalInfo | undefined {
   return APPROVAL.get(tool);
@@ -110,6 +124,8 @@ export function attachApproval<T extends NamedTool>(tool: T, resolved: ResolvedA
   APPROVAL.set(wrapped, info);
   const words = COMMAND_WORDS.get(tool);
   if (words) COMMAND_WORDS.set(wrapped, words);
+  const binding = bindingOf(tool);
+  if (binding) bindTool(wrapped, binding);
   return wrapped;
 }
 

@@ -26,7 +26,16 @@ export interface AlwaysScope {
  */
 export type AlwaysScopeChoice = 'call' | 'tool' | { prefix: string };
 
-/** A tool call waiting for a human decision. */
+/** What answering `'save'` writes: the rule in words and the project permissions file. */
+export interface SaveOffer {
+  file: string;
+  rule: string;
+}
+
+/**
+ * A tool call waiting for a human decision. Show `review` (the whole input, readable, nothing
+ * hidden) — not `input` — to the person who decides.
+ */
 export interface ApprovalRequest {
   toolName: string;
   input: unknown;
@@ -35,19 +44,44 @@ export interface ApprovalRequest {
   scope: AlwaysScope;
   /** The command's words, for command tools (`shell`, `cli_execute`). */
   argv?: string[];
+  /**
+   * The input as a person reviews it (decided by the core, one rule for every surface): keys
+   * and values as lines, strings unescaped, long whitespace runs counted (`⟨4100 spaces⟩`),
+   * control and invisible characters named (`⟨ESC⟩`, `⟨U+202E⟩`). When the input is too long
+   * to show, its first part and a notice with its size and SHA-256.
+   */
+  review: string;
+  /** Whether `review` shows the whole input. When false offer neither "always" nor "save". */
+  reviewable: boolean;
+  /** The size of the input as canonical JSON (keys sorted), in bytes. */
+  inputBytes: number;
+  /** SHA-256 (hex) of the input as canonical JSON. */
+  inputSha256: string;
+  /**
+   * Present when the call can be saved as a rule (a worker loaded from a file, a reviewable
+   * input): what `'save'` writes, and where.
+   */
+  save?: SaveOffer;
 }
 
+/** Who saved a rule: the terminal, a deferred answer, MCP elicitation, or a handler in code. */
+export type SavedBy = 'terminal' | 'deferred-answer' | 'mcp-elicitation' | 'approval-handler';
+
 /**
- * The answer to an approval request: run it, refuse it (the model sees the reason), or run it
- * and every later call the "always" scope covers in this run — exactly this call unless a wider
- * `scope` is chosen explicitly.
+ * The answer to an approval request: run it, refuse it (the model sees the reason), run it and
+ * every later call the "always" scope covers in this run — exactly this call unless a wider
+ * `scope` is chosen explicitly — or run it and save its scope as a rule that later runs read
+ * (`save`, offered when `request.save` is present). `always` and `save` count as `approve`
+ * (this call only) for a request that does not offer them.
  */
 export type ApprovalAnswer =
   | 'approve'
   | 'always'
+  | 'save'
   | 'deny'
   | { decision: 'approve' }
   | { decision: 'always'; scope?: AlwaysScopeChoice }
+  | { decision: 'save'; by?: SavedBy }
   | { decision: 'deny'; reason?: string };
 
 /** What a handler gets besides the request: the run's signal (aborted on Ctrl-C or by the caller). */

@@ -1,6 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 import { ToolgateError } from '../native/errors.js';
+import { terminalJson, terminalText } from '../native/terminal-text.js';
 
 export const HELP = `Usage: toolgate audit <file> [--top <n>] [--json]
 
@@ -23,6 +24,7 @@ interface CallLine {
   input: unknown;
   decision: string;
   decidedBy: string;
+  flag?: string;
   durationMs: number;
   errorCode?: string;
   error?: string;
@@ -91,35 +93,37 @@ export function summarize(file: string, text: string, top: number): AuditSummary
   };
 }
 
+/** A value on one line: the log holds what models and tools wrote, so it is printed safely. */
 function short(value: unknown, max = 100): string {
-  const text = (typeof value === 'string' ? value : JSON.stringify(value) ?? '').replace(/\s+/g, ' ');
+  const text = terminalText((typeof value === 'string' ? value : (JSON.stringify(value) ?? '')).replace(/[ \t\n]+/g, ' '));
   return text.length > max ? `${text.slice(0, max)}…` : text;
 }
 
 function formatCall(call: CallLine): string {
   const why = call.reason ?? (call.errorCode ? `${call.errorCode}: ${call.error ?? ''}` : (call.error ?? ''));
-  return `  ${call.time}  ${call.toolName} ${short(call.input, 60)}  ${call.decision} by ${call.decidedBy}${why ? ` — ${short(why)}` : ''}`;
+  const by = call.flag ? `${call.decidedBy} ${call.flag}` : call.decidedBy;
+  return `  ${short(call.time, 40)}  ${short(call.toolName, 80)} ${short(call.input, 60)}  ${short(call.decision, 40)} by ${short(by, 40)}${why ? ` — ${short(why)}` : ''}`;
 }
 
 /** The summary for a terminal. */
 export function formatSummary(summary: AuditSummary): string {
   const lines = [
-    `${summary.file}: ${summary.runs} run(s), ${summary.calls} tool call(s)${summary.first ? `, ${summary.first} to ${summary.last}` : ''}`,
+    `${terminalText(summary.file)}: ${summary.runs} run(s), ${summary.calls} tool call(s)${summary.first ? `, ${short(summary.first, 40)} to ${short(summary.last, 40)}` : ''}`,
   ];
   if (summary.unreadableLines > 0) lines.push(`  (${summary.unreadableLines} line(s) are not JSON and were skipped)`);
   lines.push('', 'calls per tool');
   for (const tool of summary.tools) {
     const decisions = Object.entries(tool.decisions)
-      .map(([decision, count]) => `${decision} ${count}`)
+      .map(([decision, count]) => `${short(decision, 40)} ${count}`)
       .join(', ');
-    lines.push(`  ${tool.toolName.padEnd(28)} ${String(tool.calls).padStart(5)}   ${decisions}`);
+    lines.push(`  ${short(tool.toolName, 80).padEnd(28)} ${String(tool.calls).padStart(5)}   ${decisions}`);
   }
   lines.push('', `denials (${summary.denials.length} shown)`, ...summary.denials.map(formatCall));
   lines.push('', `refusals (${summary.refusals.length} shown)`, ...summary.refusals.map(formatCall));
   lines.push(
     '',
     'slowest calls',
-    ...summary.slowest.map((call) => `  ${String(Math.round(call.durationMs)).padStart(8)} ms  ${call.toolName} ${short(call.input, 80)}`),
+    ...summary.slowest.map((call) => `  ${String(Math.round(Number(call.durationMs) || 0)).padStart(8)} ms  ${short(call.toolName, 80)} ${short(call.input, 80)}`),
   );
   return `${lines.join('\n')}\n`;
 }
@@ -155,6 +159,6 @@ export async function run(argv: readonly string[]): Promise<number> {
     throw new ToolgateError('FILE_NOT_FOUND', `audit log '${file}' cannot be read: ${(error as Error).message}`);
   }
   const summary = summarize(file, text, top);
-  process.stdout.write(values.json ? `${JSON.stringify(summary, null, 2)}\n` : formatSummary(summary));
+  process.stdout.write(values.json ? `${terminalJson(summary)}\n` : formatSummary(summary));
   return 0;
 }

@@ -1,15 +1,17 @@
 import { parseArgs } from 'node:util';
+import type { ApprovalDecision } from '../approval/approval.js';
 import { native } from '../native/binding.js';
 import { awaitNative, callNative, ToolgateError } from '../native/errors.js';
-import { FileTools, type PathDecision } from '../native/file-tools.js';
-import { decidePlannedWorkers } from '../worker/load-worker.js';
+import { listPlannedWorkers } from '../worker/load-worker.js';
+import { terminalJson, terminalText } from '../native/terminal-text.js';
 
 const HELP = `Usage: toolgate check --path <file> [--work-dir <dir>] [--json] <worker-file>
 
-Explains how the path rules (approval.paths) of the worker's file toolsets (filesystem,
-code_agent) decide one path, for each of their tools, without touching the file: the decision
-and the rule that made it. The path is judged as the tools judge it, relative to the work directory,
-through symlinks and '..'.
+Explains how each file tool of the worker's file toolsets (filesystem, code_agent) would decide
+one path, without touching the file, in the order the tools check it: the work-directory
+confinement first (PATH_OUTSIDE_ROOT), then the protected paths (PATH_BLOCKED), then the path
+rules (approval.paths, the worker's and its callers'). The path is judged as the tools judge
+it, relative to the work directory, through symlinks and '..'.
 
   --path <file>   The path to explain, relative to the work directory (or absolute inside it)
   --work-dir <dir> Replaces the worker's work directory (as for toolgate run)
@@ -21,10 +23,19 @@ every file tool is blocked from it (or the worker has no file tools), 2 for a us
 configuration error.
 `;
 
-/** One file tool's decision for the path. */
-export interface PathCheck extends PathDecision {
+/** One file tool's decision for the path (the core's, see `WorkerPlan.checkPath`). */
+export interface PathCheck {
   toolset: string;
   tool: string;
+  decision: ApprovalDecision;
+  /** `outside-root`, `protected`, `rule`, `floor`, `caller-rule` or `tool`. */
+  by: string;
+  rule: string | null;
+  pattern: string | null;
+  /** The path as judged, relative to the work directory (`null` when it is outside). */
+  path: string | null;
+  /** The refusal a call gets before any rule is consulted. */
+  refusal: { code: string; message: string } | null;
 }
 
 /** `toolgate check --path`: how the path rules decide one path for each file tool. */
@@ -60,10 +71,10 @@ export async function runPathCheck(argv: readonly string[]): Promise<number> {
     checks = await pathChecks(workerFile, values.path, values['work-dir']);
   } catch (error) {
     if (!(error instanceof ToolgateError)) throw error;
-    process.stderr.write(`toolgate check: ${error.code}: ${error.message}\n`);
+    process.stderr.write(`toolgate check: ${error.code}: ${terminalText(error.message, { layout: true })}\n`);
     return 2;
   }
-  process.stdout.write(values.json ? `${JSON.stringify(checks, null, 2)}\n` : formatChecks(values.path, checks));
+  process.stdout.write(values.json ? `${terminalJson(checks)}\n` : terminalText(formatChecks(values.path, checks), { layout: true }));
   return checks.some((check) => check.decision !== 'blocked') ? 0 : 1;
 }
 
@@ -71,33 +82,10 @@ export async function runPathCheck(argv: readonly string[]): Promise<number> {
 export async function pathChecks(workerFile: string, path: string, workDir: string | undefined): Promise<PathCheck[]> {
   const options = callNative(() => native.checkLoadWorkerOptions(workDir === undefined ? {} : { workDir }));
   const plan = await awaitNative(native.planWorker(workerFile, options.workDir, options.readonly));
-  const { infos, decided, close } = await decidePlannedWorkers(plan);
+  const listed = await listPlannedWorkers(plan);
   // MCP servers were connected to decide their tools' approvals; none is a file tool.
-  await close();
-  const [info] = infos;
-  if (!info) return [];
-  const rules = { filesystem: info.filesystemPathRules, code_agent: info.codeAgentPathRules };
-  const checks: PathCheck[] = [];
-  for (const toolset of ['filesystem', 'code_agent'] as const) {
-    const tools = (decided[0] ?? []).filter((tool) => tool.toolset === toolset);
-    if (tools.length === 0) continue;
-    const files = new FileTools(info.workDir, rules[toolset] ?? undefined);
-    for (const { approval } of tools) {
-      const decision = files.decideCall(approval.name, inputNaming(approval.name, path), {
-        decision: approval.decision,
-        pathFloor: approval.pathFloor,
-      });
-      checks.push({ toolset, tool: approval.name, ...decision });
-    }
-  }
-  return checks;
-}
-
-/** The model input of a call of `tool` on `path`. */
-function inputNaming(tool: string, path: string): unknown {
-  if (tool === 'file_patch') return { operations: [{ action: 'update', path, content: '' }] };
-  if (tool === 'glob_search' || tool === 'list_files') return { pattern: '*', path };
-  return { path };
+  await listed.close();
+  return JSON.parse(callNative(() => plan.checkPath(0, path, listed.reports.modules, listed.reports.mcp))) as PathCheck[];
 }
 
 /** The decisions as aligned lines for a terminal. */
@@ -106,11 +94,15 @@ export function formatChecks(path: string, checks: readonly PathCheck[]): string
   const width = Math.max(...checks.map((check) => `${check.toolset}.${check.tool}`.length));
   const lines = checks.map((check) => {
     const why =
-      check.by === 'tool'
-        ? "no rule matched; the tool's own approval"
-        : check.by === 'floor'
-          ? `${check.rule ?? 'a rule'}, raised by the tool's own approval`
-          : (check.rule ?? 'a rule');
+      check.refusal !== null
+        ? `${check.refusal.code}${check.by === 'protected' ? ' (protected)' : ''}: ${check.refusal.message}`
+        : check.by === 'tool'
+          ? "no rule matched; the tool's own approval"
+          : check.by === 'floor'
+            ? `${check.rule ?? 'a rule'}, raised by the tool's own approval`
+            : check.by === 'caller-rule'
+              ? `${check.rule ?? 'a rule'} of a calling worker`
+              : (check.rule ?? 'a rule');
     return `${`${check.toolset}.${check.tool}`.padEnd(width)}  ${check.decision.padEnd(11)}  ${why}\n`;
   });
   const resolved = checks.find((check) => check.path)?.path;

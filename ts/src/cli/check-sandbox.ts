@@ -2,6 +2,7 @@ import { parseArgs } from 'node:util';
 import { native } from '../native/binding.js';
 import { awaitNative, ToolgateError } from '../native/errors.js';
 import { sandboxPolicy, sandboxSupport, type SandboxSummary, type SandboxSupport } from '../native/sandbox.js';
+import { terminalJson, terminalText } from '../native/terminal-text.js';
 
 export const SANDBOX_HELP = `Usage: toolgate check --sandbox [options] [worker-file]
 
@@ -73,13 +74,13 @@ export async function runSandboxCheck(argv: readonly string[]): Promise<number> 
     if (workerFile !== undefined) workers = await workerReports(workerFile, values['work-dir']);
   } catch (error) {
     if (!(error instanceof ToolgateError)) throw error;
-    process.stderr.write(`toolgate check: ${error.code}: ${error.message}\n`);
+    process.stderr.write(`toolgate check: ${error.code}: ${terminalText(error.message, { layout: true })}\n`);
     return 2;
   }
   if (values.json) {
-    process.stdout.write(`${JSON.stringify({ support, policy, workers }, null, 2)}\n`);
+    process.stdout.write(`${terminalJson({ support, policy, workers })}\n`);
   } else {
-    process.stdout.write(formatReport(support, policy, workers));
+    process.stdout.write(terminalText(formatReport(support, policy, workers), { layout: true }));
   }
   return support.missingForEnforce.length === 0 ? 0 : 1;
 }

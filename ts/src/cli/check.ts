@@ -4,13 +4,19 @@ import { type CommandExplanation, explainCommand } from '../native/explain-comma
 import { readShellConfig } from '../toolsets/shell.js';
 import { runPathCheck } from './check-path.js';
 import { runSandboxCheck } from './check-sandbox.js';
+import { runWorkerCheck } from './check-worker.js';
+import { terminalJson, terminalText } from '../native/terminal-text.js';
 
-const HELP = `Usage: toolgate check --rules <file> [--cwd <dir>] [--json] <command>
+const HELP = `Usage: toolgate check [--work-dir <dir>] [--json] <worker-file>   (see toolgate check --help worker)
+       toolgate check --rules <file> [--cwd <dir>] [--json] <command>
        toolgate check --sandbox [options] [worker-file]   (see toolgate check --sandbox --help)
        toolgate check --path <file> <worker-file>        (see toolgate check --path x --help)
 
-Explains how shell rules decide a command, without running it: the decision, the rule that
-matched and, for refusals, the layer that refused.
+Given a worker file alone, shows what the worker and every worker it may call may do: tools and
+their decisions, tools left out, sandboxes, rules, callers' restrictions, MCP servers, warnings.
+
+With --rules, explains how shell rules decide a command, without running it: the decision, the
+rule that matched and, for refusals, the layer that refused.
 
   --rules <file>   A YAML shell block (rules, default, ...) or a worker file with toolsets.shell
   --cwd <dir>      The work directory the command would run in (default: the current directory)
@@ -29,6 +35,11 @@ export async function run(argv: readonly string[]): Promise<number> {
   // `--sandbox` among the options (not a word of the command being explained).
   if (argv.slice(0, commandStart(argv).options).includes('--sandbox')) return runSandboxCheck(argv);
   if (argv.slice(0, commandStart(argv).options).includes('--path')) return runPathCheck(argv);
+  // Without --rules the words are a worker file: what may that worker do?
+  if (!argv.includes('--rules') && !argv.some((arg) => arg.startsWith('--rules='))) {
+    if (argv[0] === '--help' && argv[1] === 'worker') return runWorkerCheck(['--help']);
+    if (!(argv.length === 1 && (argv[0] === '--help' || argv[0] === '-h'))) return runWorkerCheck(argv);
+  }
   // Options come first; from the first other word on, everything is the command (so that
   // `toolgate check --rules r.yaml git commit -m x` works without quoting).
   const split = commandStart(argv);
@@ -66,10 +77,10 @@ export async function run(argv: readonly string[]): Promise<number> {
     explanation = explainCommand({ ...options, workDir: values.cwd ?? process.cwd() }, command);
   } catch (error) {
     if (!(error instanceof ToolgateError)) throw error;
-    process.stderr.write(`toolgate check: ${error.code}: ${error.message}\n`);
+    process.stderr.write(`toolgate check: ${error.code}: ${terminalText(error.message, { layout: true })}\n`);
     return 2;
   }
-  process.stdout.write(values.json ? `${JSON.stringify(explanation, null, 2)}\n` : formatExplanation(explanation));
+  process.stdout.write(values.json ? `${terminalJson(explanation)}\n` : terminalText(formatExplanation(explanation), { layout: true }));
   return explanation.decision === 'preApproved' || explanation.decision === 'ask' ? 0 : 1;
 }
 

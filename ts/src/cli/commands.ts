@@ -30,6 +30,12 @@ export const COMMANDS: readonly CliCommand[] = [
   },
   {
     name: 'check',
+    usage: 'check <worker>',
+    summary: 'Show what a worker and every worker it may call may do (tools, decisions, sandboxes, rules)',
+    load: () => import('./check.js'),
+  },
+  {
+    name: 'check',
     usage: 'check --rules <file> <command>',
     summary: 'Explain how shell rules decide a command (decision, rule, refusing layer)',
     load: () => import('./check.js'),

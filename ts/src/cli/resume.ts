@@ -6,6 +6,7 @@ import { anchorModelSpec, resolveModel } from '../worker/models.js';
 import { sessionApproval } from './run.js';
 import { EXIT, runSession } from './run-session.js';
 import { parseAnswers, readStateFile, stateSecret } from './state-file.js';
+import { terminalText } from '../native/terminal-text.js';
 
 export const HELP = `Usage: toolgate resume <state-file> --answers <id>=<answer>[,...] [options]
 
@@ -14,7 +15,11 @@ for approvals. Each pending request (listed by 'toolgate run' and in the file) g
 
   <id>=approve        run it
   <id>=always         run it, and exactly this call again for the rest of the run
+  <id>=save           run it, and save its scope as a rule in toolgate.permissions.yaml
+                      beside the worker file: later runs do not ask for it
   <id>=deny[:reason]  refuse it; the model reads the reason
+
+A request whose input is too long to show whole takes approve or deny only.
 
 --answers may be repeated, or given as JSON: '{"<id>": "approve", "<id2>": {"decision": "deny",
 "reason": "..."}}'. The state is checked before anything runs: it must be signed with the same
@@ -59,7 +64,9 @@ export async function run(argv: readonly string[]): Promise<number> {
   }
   const [path, ...extra] = positionals;
   if (!path || extra.length > 0 || !values.answers?.length) {
-    process.stderr.write(`toolgate resume: ${!path ? 'give the state file' : extra.length > 0 ? `unexpected '${extra.join(' ')}'` : 'give --answers for the pending requests'}\n\n${HELP}`);
+    process.stderr.write(
+      `toolgate resume: ${!path ? 'give the state file' : extra.length > 0 ? `unexpected '${terminalText(extra.join(' '))}'` : 'give --answers for the pending requests'}\n\n${HELP}`,
+    );
     return EXIT.usage;
   }
   const secret = stateSecret();

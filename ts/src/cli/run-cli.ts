@@ -1,6 +1,7 @@
 import { ToolgateError } from '../native/errors.js';
 import { VERSION } from '../native/package-root.js';
 import { COMMANDS } from './commands.js';
+import { terminalText } from '../native/terminal-text.js';
 
 const USAGE = `toolgate ${VERSION} — load, gate and run tools safely for AI SDK agents
 
@@ -27,7 +28,7 @@ export async function runCli(argv: readonly string[]): Promise<number> {
   }
   const command = COMMANDS.find((candidate) => candidate.name === first);
   if (!command) {
-    process.stderr.write(`toolgate: unknown command '${first}'. Run 'toolgate --help' for the list.\n`);
+    process.stderr.write(`toolgate: unknown command '${terminalText(first)}'. Run 'toolgate --help' for the list.\n`);
     return 2;
   }
   try {
@@ -35,14 +36,15 @@ export async function runCli(argv: readonly string[]): Promise<number> {
     return await module.run(rest);
   } catch (error) {
     if (error instanceof ToolgateError) {
-      process.stderr.write(`toolgate ${command.name}: ${error.code}: ${error.message}\n`);
+      // Error messages quote tool output, file names and server replies: printed safely.
+      process.stderr.write(`toolgate ${command.name}: ${error.code}: ${terminalText(error.message, { layout: true })}\n`);
       return 1;
     }
     // Anything else (a provider's HTTP error, a bug) is still reported as one readable line;
     // TOOLGATE_DEBUG=1 shows the stack.
     const message = error instanceof Error ? `${error.name}: ${error.message}` : String(error);
-    process.stderr.write(`toolgate ${command.name}: ${message}\n`);
-    if (process.env.TOOLGATE_DEBUG && error instanceof Error && error.stack) process.stderr.write(`${error.stack}\n`);
+    process.stderr.write(`toolgate ${command.name}: ${terminalText(message, { layout: true })}\n`);
+    if (process.env.TOOLGATE_DEBUG && error instanceof Error && error.stack) process.stderr.write(`${terminalText(error.stack, { layout: true })}\n`);
     return 1;
   }
 }

@@ -2,6 +2,7 @@ import type { ApprovalHandler, RunEvent, WorkerRunResult, WorkerStream } from '.
 import { RunDisplay } from './progress.js';
 import { describePending, writeStateFile, type StateFile } from './state-file.js';
 import { terminalApproval, type ApprovalMode } from './terminal-approval.js';
+import { terminalJson, terminalText } from '../native/terminal-text.js';
 
 /** Exit codes of `toolgate run` and `toolgate resume`. */
 export const EXIT = { done: 0, error: 1, usage: 2, maxSteps: 3, approvalRequired: 4, interrupted: 130 } as const;
@@ -61,7 +62,7 @@ export async function runSession(options: SessionOptions): Promise<number> {
   } catch (error) {
     display?.finish();
     if (controller.signal.aborted) {
-      process.stderr.write(`${name}: ${(controller.signal.reason as Error).message}\n`);
+      process.stderr.write(`${name}: ${terminalText((controller.signal.reason as Error).message)}\n`);
       return EXIT.interrupted;
     }
     throw error;
@@ -75,7 +76,8 @@ export async function runSession(options: SessionOptions): Promise<number> {
     writeStateFile(options.stateFile.path, { ...options.stateFile.base, runId: result.runId, pending: result.pending, state: result.state });
   }
   if (options.json) {
-    process.stdout.write(`${JSON.stringify(result, null, 2)}\n`);
+    // Exact data: characters that could drive a terminal are JSON escapes, never raw.
+    process.stdout.write(`${terminalJson(result)}\n`);
   } else if (result.status === 'approval-required' && options.stateFile && result.pending) {
     process.stdout.write(describePending(result.pending, options.stateFile.path));
   } else {
@@ -83,7 +85,7 @@ export async function runSession(options: SessionOptions): Promise<number> {
     if (result.status === 'question') process.stderr.write(`${name}: the worker has a question:\n`);
     // Text already streamed to stdout is not printed twice.
     const streamedHere = process.stdout.isTTY && result.status === 'completed' && display?.streamedText.trim() === result.text.trim();
-    if (!streamedHere) process.stdout.write(`${result.text}\n`);
+    if (!streamedHere) process.stdout.write(`${terminalText(result.text, { layout: true })}\n`);
   }
   if (result.status === 'approval-required') return EXIT.approvalRequired;
   return result.status === 'max-steps' ? EXIT.maxSteps : EXIT.done;

@@ -6,6 +6,7 @@ import { loadWorker } from '../worker/load-worker.js';
 import { anchorModelSpec, resolveModel } from '../worker/models.js';
 import { EXIT, runSession, type SessionApproval } from './run-session.js';
 import { stateSecret } from './state-file.js';
+import { terminalText } from '../native/terminal-text.js';
 
 export const HELP = `Usage: toolgate run <worker-file> [input] [options]
 
@@ -31,11 +32,18 @@ Options:
   --json                     Print the whole result as JSON on stdout
   -h, --help                 Show this help
 
-In a terminal every approval request shows the tool, its input and what "always" would cover,
-and reads one key: [a]pprove, [d]eny (then a reason), a[l]ways (exactly this call), [w]ider
-(a command prefix or the whole tool, confirmed). Ctrl-C denies, stops the run and its tool
-processes (exit 130). Without a terminal and without --yes, --deny or --defer-approvals, every
-request is denied (fail closed).
+In a terminal every approval request shows the tool, its whole input (nothing hidden: long
+whitespace runs counted, control characters named) and what "always" would cover, and reads
+one key: [a]pprove, [d]eny (then a reason), a[l]ways (exactly this call), [w]ider (a command
+prefix or the whole tool, confirmed), [s]ave (keep the answer as a rule in
+toolgate.permissions.yaml beside the worker file: later runs do not ask for it). An input too
+long to show whole is approved once or denied, never for always. Ctrl-C denies, stops the run
+and its tool processes (exit 130). Without a terminal and without --yes, --deny or
+--defer-approvals, every request is denied (fail closed). --yes and --deny are recorded as
+decided by the flag.
+
+Text from the model and its tools is printed with control characters escaped; --json gives the
+exact result (JSON escapes).
 
 Exit status: 0 done, 1 error, 2 usage, 3 stopped at --max-steps, 4 waiting for approvals
 (--defer-approvals), 130 interrupted.
@@ -101,7 +109,7 @@ export async function run(argv: readonly string[]): Promise<number> {
 
   const worker = await loadWorker(workerPath, values['work-dir'] ? { workDir: values['work-dir'] } : {});
   try {
-    for (const warning of worker.warnings) process.stderr.write(`toolgate run: warning: ${warning}\n`);
+    for (const warning of worker.warnings) process.stderr.write(`toolgate run: warning: ${terminalText(warning)}\n`);
     // A scripted model's file is found from here (the worker's own model is anchored to its file).
     const given = values.model ?? (worker.model ? undefined : process.env.TOOLGATE_MODEL);
     const modelSpec = given === undefined ? worker.model : anchorModelSpec(given, process.cwd());

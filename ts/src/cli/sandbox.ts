@@ -4,6 +4,7 @@ import { parseArgs } from 'node:util';
 import { native } from '../native/binding.js';
 import { callNative, ToolgateError } from '../native/errors.js';
 import { type SandboxOption, warnSandbox } from '../native/sandbox.js';
+import { terminalText } from '../native/terminal-text.js';
 
 export const HELP = `Usage: toolgate sandbox [options] -- <program> [args...]
 
@@ -81,7 +82,7 @@ export async function run(argv: readonly string[]): Promise<number> {
     launch = callNative(() => new native.SandboxLaunch(options, program, args));
   } catch (error) {
     if (!(error instanceof ToolgateError)) throw error;
-    process.stderr.write(`toolgate sandbox: ${error.code}: ${error.message}\n`);
+    process.stderr.write(`toolgate sandbox: ${error.code}: ${terminalText(error.message, { layout: true })}\n`);
     return error.code === 'BINARY_NOT_FOUND' ? 127 : error.code === 'SANDBOX_UNAVAILABLE' ? 125 : 2;
   }
   warnSandbox(launch.sandboxWarning);
@@ -139,7 +140,7 @@ function runInTerminal(launch: native.SandboxLaunch, tty: boolean): Promise<numb
       resolve(code);
     };
     child.on('error', (error) => {
-      process.stderr.write(`toolgate sandbox: could not start '${launch.file}': ${error.message}\n`);
+      process.stderr.write(`toolgate sandbox: could not start '${terminalText(launch.file)}': ${terminalText(error.message)}\n`);
       done(126);
     });
     child.on('exit', (code, signal) => {

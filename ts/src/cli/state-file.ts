@@ -2,6 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { readFileSync, renameSync, writeFileSync } from 'node:fs';
 import { ToolgateError } from '../native/errors.js';
 import type { ApprovalAnswer, ApprovalAnswers, PendingApproval } from '../worker/index.js';
+import { terminalText } from '../native/terminal-text.js';
 
 /** What `toolgate run --defer-approvals --state-file F` writes, and `toolgate resume F` reads. */
 export interface StateFile {
@@ -54,19 +55,19 @@ export function readStateFile(path: string): StateFile {
 
 /** Reads one `id=decision` answer (`deny:<reason>` gives the model a reason). */
 function parseAnswer(item: string): [string, ApprovalAnswer] {
-  const match = /^\s*([^=\s]+)\s*=\s*(approve|always|deny)(?::(.*))?$/s.exec(item);
+  const match = /^\s*([^=\s]+)\s*=\s*(approve|always|save|deny)(?::(.*))?$/s.exec(item);
   if (!match) {
     throw new ToolgateError(
       'INVALID_INPUT',
-      `'${item}' is not an answer; write <id>=approve, <id>=always or <id>=deny[:reason] (ids are listed by 'toolgate run' and in the state file)`,
+      `'${terminalText(item)}' is not an answer; write <id>=approve, <id>=always, <id>=save or <id>=deny[:reason] (ids are listed by 'toolgate run' and in the state file)`,
     );
   }
   const [, id = '', decision = 'deny', reason] = match;
   if (decision !== 'deny' && reason !== undefined) {
-    throw new ToolgateError('INVALID_INPUT', `'${item}': only a denial takes a reason (<id>=deny:<reason>)`);
+    throw new ToolgateError('INVALID_INPUT', `'${terminalText(item)}': only a denial takes a reason (<id>=deny:<reason>)`);
   }
   if (decision === 'deny') return [id, reason?.trim() ? { decision: 'deny', reason: reason.trim() } : 'deny'];
-  return [id, decision === 'always' ? 'always' : 'approve'];
+  return [id, decision === 'always' ? 'always' : decision === 'save' ? 'save' : 'approve'];
 }
 
 /**
@@ -86,7 +87,7 @@ export function parseAnswers(values: readonly string[]): ApprovalAnswers {
       Object.assign(answers, parsed);
       continue;
     }
-    for (const item of value.split(/,(?=\s*[^,=\s]+\s*=\s*(?:approve|always|deny)\b)/)) {
+    for (const item of value.split(/,(?=\s*[^,=\s]+\s*=\s*(?:approve|always|save|deny)\b)/)) {
       if (!item.trim()) continue;
       const [id, answer] = parseAnswer(item);
       if (id in answers) throw new ToolgateError('INVALID_INPUT', `request '${id}' is answered twice; give one answer per id`);
@@ -96,14 +97,25 @@ export function parseAnswers(values: readonly string[]): ApprovalAnswers {
   return answers;
 }
 
-/** The pending requests as the CLI lists them, with how to answer. */
+/**
+ * The pending requests as the CLI lists them: each tool with its whole input as the core renders
+ * it for review (nothing hidden; an input too long to show says so with its size and SHA-256
+ * and takes no `always` or `save`), what `always` and `save` would cover, and how to answer.
+ */
 export function describePending(pending: readonly PendingApproval[], stateFile: string): string {
-  const lines = [`approval required; the run is saved in ${stateFile}:`];
+  const lines = [`approval required; the run is saved in ${terminalText(stateFile)}:`];
   for (const request of pending) {
-    lines.push(`  ${request.id}  ${request.toolName} ${JSON.stringify(request.input)}`);
-    lines.push(`      always covers ${request.scope.description}`);
+    lines.push(`  ${terminalText(request.id)}  ${terminalText(request.toolName)}`);
+    lines.push(...terminalText(request.review, { layout: true }).split('\n').map((line) => `      ${line}`));
+    if (request.reviewable) {
+      lines.push(`    always covers ${terminalText(request.scope.description)}`);
+      if (request.save) lines.push(`    save writes to ${terminalText(request.save.file)}: ${terminalText(request.save.rule)}`);
+    } else {
+      lines.push(`    too long to show whole (${request.inputBytes} bytes, sha256 ${request.inputSha256}): answer approve or deny only`);
+    }
   }
   const example = pending.map((request) => `${request.id}=approve`).join(',');
-  lines.push(`answer with: toolgate resume ${stateFile} --answers ${example}   (approve | always | deny[:reason])`);
+  const choices = pending.some((request) => request.save) ? 'approve | always | save | deny[:reason]' : 'approve | always | deny[:reason]';
+  lines.push(`answer with: toolgate resume ${terminalText(stateFile)} --answers ${terminalText(example)}   (${choices})`);
   return `${lines.join('\n')}\n`;
 }

@@ -1,7 +1,8 @@
 import { PassThrough } from 'node:stream';
 import { describe, expect, it } from 'vitest';
+import { reviewOf } from '../run/approval-gate.js';
 import { alwaysScope, type ApprovalRequest } from '../worker/index.js';
-import { formatToolInput, INTERRUPTED_REASON, terminalApproval } from './terminal-approval.js';
+import { INTERRUPTED_REASON, terminalApproval } from './terminal-approval.js';
 
 function terminal(lines: string[], end = true) {
   const input = new PassThrough();
@@ -25,11 +26,12 @@ function tty(keys: string, end = false) {
   return { input, output, shown: () => shown };
 }
 
-const shellRequest = (command: string): ApprovalRequest => {
-  const argv = command.split(' ');
-  const base = { toolName: 'shell', input: { command }, toolCallId: 'c1', argv };
-  return { ...base, scope: alwaysScope({ ...base, scope: undefined as never }) };
-};
+/** A request as the gate makes it (the core's scope and review). */
+function requestOf(toolName: string, input: unknown, argv?: string[], extra: Partial<ApprovalRequest> = {}): ApprovalRequest {
+  const base = { toolName, input, toolCallId: 'c1', ...(argv ? { argv } : {}) };
+  return { ...base, scope: alwaysScope(base), ...reviewOf(input), ...extra };
+}
+const shellRequest = (command: string): ApprovalRequest => requestOf('shell', { command }, command.split(' '));
 const request = shellRequest('git push origin main');
 const context = {};
 
@@ -42,7 +44,7 @@ describe('terminal approval prompt (lines, as from a pipe)', () => {
     expect(await ask(request, context)).toEqual({ decision: 'deny', reason: 'not now' });
     ask.close();
     expect(io.shown()).toContain('? approve shell');
-    expect(io.shown()).toContain('"command": "git push origin main"');
+    expect(io.shown()).toContain('    command: git push origin main\n');
     expect(io.shown()).toContain('[a]pprove  [d]eny  a[l]ways  [w]ider always');
     expect(io.shown()).toContain('a[l]ways covers exactly this command: git push origin main');
   });
@@ -80,8 +82,7 @@ describe('terminal approval prompt (lines, as from a pipe)', () => {
   });
 
   it('for a tool that runs no command, wider means every call of the tool', async () => {
-    const base = { toolName: 'write_file', input: { path: 'a.txt', content: 'x' }, toolCallId: 'c2' };
-    const writeRequest = { ...base, scope: alwaysScope({ ...base, scope: undefined as never }) };
+    const writeRequest = requestOf('write_file', { path: 'a.txt', content: 'x' });
     const io = terminal(['w', 'yes']);
     const ask = terminalApproval({ mode: 'ask', input: io.input, output: io.output });
     expect(await ask(writeRequest, context)).toEqual({ decision: 'always', scope: 'tool' });
@@ -91,9 +92,51 @@ describe('terminal approval prompt (lines, as from a pipe)', () => {
 
   it('--yes approves and --deny denies without reading anything', async () => {
     const io = terminal([], false);
-    expect(await terminalApproval({ mode: 'yes', input: io.input, output: io.output })(request, context)).toBe('approve');
+    expect(await terminalApproval({ mode: 'yes', input: io.input, output: io.output })(request, context)).toMatchObject({ decision: 'approve' });
     expect(await terminalApproval({ mode: 'deny', input: io.input, output: io.output })(request, context)).toMatchObject({ decision: 'deny' });
     expect(io.shown()).toBe('');
+  });
+
+  it('[s]ave is offered with the rule and the file when the request can be saved', async () => {
+    const save = { file: '/p/toolgate.permissions.yaml', rule: 'worker w: shell command exactly: git push origin main' };
+    const io = terminal(['s']);
+    const ask = terminalApproval({ mode: 'ask', input: io.input, output: io.output });
+    expect(await ask({ ...request, save }, context)).toEqual({ decision: 'save', by: 'terminal' });
+    expect(io.shown()).toContain('[s]ave writes to /p/toolgate.permissions.yaml: worker w: shell command exactly: git push origin main');
+    expect(io.shown()).toContain('a[l]ways  [w]ider always  [s]ave >');
+    // not offered without a file: s is not an answer
+    const without = terminal(['s', 'a']);
+    const again = terminalApproval({ mode: 'ask', input: without.input, output: without.output });
+    expect(await again(request, context)).toBe('approve');
+    expect(without.shown()).toContain("'s' is not an answer");
+  });
+
+  it('an input too long to show whole is shown cut with its size and digest, and only approve or deny is offered', async () => {
+    const content = 'ab'.repeat(40_000);
+    const long = requestOf('write_file', { path: 'a', content: `${content}\nimport os; os.remove('x')` }, undefined, {
+      save: { file: '/p/f.yaml', rule: 'r' },
+    });
+    expect(long.reviewable).toBe(false);
+    const io = terminal(['l', 's', 'w', 'a']);
+    const ask = terminalApproval({ mode: 'ask', input: io.input, output: io.output });
+    expect(await ask(long, context)).toBe('approve');
+    const shown = io.shown();
+    expect(shown).toContain(`(${long.inputBytes} bytes, sha256 ${long.inputSha256}): approve once or deny`);
+    expect(shown).toContain('[a]pprove  [d]eny >');
+    expect(shown).not.toContain('a[l]ways');
+    expect(shown).not.toContain('[s]ave');
+    for (const key of ['l', 's', 'w']) expect(shown).toContain(`'${key}' is not an answer`);
+  });
+
+  it('shows the whole input: padding and escape sequences are visible, never raw', async () => {
+    const command = `python3 -c "print('hello')${' '.repeat(4100)};import os;os.remove('x')" \u001b]52;c;aGk=\u0007\u202e`;
+    const io = terminal(['d', '']);
+    const ask = terminalApproval({ mode: 'ask', input: io.input, output: io.output });
+    await ask(requestOf('shell', { command }, ['python3', '-c', 'x']), context);
+    const shown = io.shown();
+    expect(shown).toContain("⟨4100 spaces⟩;import os;os.remove('x')");
+    expect(shown).toContain('⟨ESC⟩]52;c;aGk=⟨BEL⟩⟨U+202E⟩');
+    expect([...shown.matchAll(/[\p{Cc}\p{Cf}\p{Zl}\p{Zp}]/gu)].map((match) => match[0]).filter((char) => char !== '\n')).toEqual([]);
   });
 
   it('without always (one call), l and w are not answers', async () => {
@@ -105,12 +148,6 @@ describe('terminal approval prompt (lines, as from a pipe)', () => {
     expect(io.shown()).toContain("'l' is not an answer");
   });
 
-  it('cuts very long inputs with a marker', () => {
-    const long = { lines: Array.from({ length: 100 }, (_, i) => `line ${i}`) };
-    const shown = formatToolInput(long);
-    expect(shown.split('\n').length).toBe(41);
-    expect(shown).toMatch(/… \(\d+ more lines\)$/);
-  });
 });
 
 describe('terminal approval prompt (single keys in a terminal)', () => {

@@ -1,6 +1,8 @@
 import { ToolgateError } from '../native/errors.js';
+import { flagAnswer } from '../run/approval-gate.js';
 import { alwaysScope, type AlwaysScopeChoice, type ApprovalAnswer, type ApprovalHandler, type ApprovalRequest } from '../worker/index.js';
 import { terminalInput, type PromptInput, type Read, type TerminalInput } from './terminal-input.js';
+import { terminalText } from '../native/terminal-text.js';
 
 /** How a run answers approval requests: ask a person, approve everything, or deny everything. */
 export type ApprovalMode = 'ask' | 'yes' | 'deny';
@@ -15,17 +17,23 @@ export interface TerminalApprovalOptions {
   onInterrupt?: () => void;
 }
 
-const MAX_INPUT_LINES = 40;
-
 /** The reason a denial gives the model when the person pressed Ctrl-C. */
 export const INTERRUPTED_REASON = 'the user interrupted the run (Ctrl-C) at the approval prompt';
 
-/** The tool input as the prompt shows it: pretty JSON, long inputs cut with a marker. */
-export function formatToolInput(input: unknown): string {
-  const text = typeof input === 'string' ? input : JSON.stringify(input, null, 2) ?? String(input);
-  const lines = text.split('\n');
-  if (lines.length <= MAX_INPUT_LINES) return text;
-  return [...lines.slice(0, MAX_INPUT_LINES), `… (${lines.length - MAX_INPUT_LINES} more lines)`].join('\n');
+/**
+ * The request as the prompt shows it: the tool, the whole input as the core renders it for
+ * review (nothing hidden: long whitespace runs counted, invisible characters named; an input
+ * too long to show says so with its size and SHA-256), and what each answer covers.
+ */
+export function formatApprovalRequest(request: ApprovalRequest, offerAlways = true): string {
+  const lines = [`? approve ${terminalText(request.toolName)}`, indent(terminalText(request.review, { layout: true }))];
+  if (!request.reviewable) {
+    lines.push(`  this input is too long to show whole (${request.inputBytes} bytes, sha256 ${request.inputSha256}): approve once or deny`);
+  } else if (offerAlways) {
+    lines.push(`  a[l]ways covers ${terminalText(request.scope.description)}`);
+    if (request.save) lines.push(`  [s]ave writes to ${terminalText(request.save.file)}: ${terminalText(request.save.rule)}`);
+  }
+  return `${lines.join('\n')}\n`;
 }
 
 function indent(text: string): string {
@@ -48,6 +56,11 @@ class Stop {
  *   a[l]ways    exactly this call, for the rest of the run (the line above the keys says so)
  *   [w]ider     a wider "always": a command prefix (shell, cli_execute) or every call of the
  *               tool, shown in full and confirmed before it counts
+ *   [s]ave      approve, and save the scope shown as a rule in the project permissions file
+ *               (later runs do not ask again); offered for workers loaded from a file
+ *
+ * "Always", wider and save are not offered for an input too long to show whole. Everything
+ * shown that came from the model or a tool is printed safely (`terminalText`).
  *
  * In a terminal the keys are single keystrokes; from a pipe, one answer per line. Ctrl-C denies
  * the request and calls `onInterrupt`; end of input denies (fail closed).
@@ -75,7 +88,9 @@ export function terminalApproval(options: TerminalApprovalOptions): ApprovalHand
   const wider = async (request: ApprovalRequest): Promise<ApprovalAnswer | undefined> => {
     let choice: AlwaysScopeChoice;
     if (request.argv) {
-      output.write(`  always approve ${request.toolName} commands starting with these words (the command is: ${request.argv.join(' ')}) > `);
+      output.write(
+        `  always approve ${terminalText(request.toolName)} commands starting with these words (the command is: ${terminalText(request.argv.join(' '))}) > `,
+      );
       const words = (await text(input().line())).trim();
       if (!words) return undefined;
       choice = { prefix: words };
@@ -87,10 +102,10 @@ export function terminalApproval(options: TerminalApprovalOptions): ApprovalHand
       description = alwaysScope(request, choice).description;
     } catch (error) {
       if (!(error instanceof ToolgateError)) throw error;
-      output.write(`  ${error.message}\n`);
+      output.write(`  ${terminalText(error.message)}\n`);
       return undefined;
     }
-    output.write(`  a wider always covers ${description}\n  confirm [y/N] > `);
+    output.write(`  a wider always covers ${terminalText(description)}\n  confirm [y/N] > `);
     const confirm = (await text(input().key())).trim().toLowerCase();
     return confirm === 'y' || confirm === 'yes' ? { decision: 'always', scope: choice } : undefined;
   };
@@ -98,9 +113,10 @@ export function terminalApproval(options: TerminalApprovalOptions): ApprovalHand
   const ask = async (request: ApprovalRequest): Promise<ApprovalAnswer> => {
     // Keys typed as soon as the question shows must not be echoed by a terminal still in line mode.
     input().ready();
-    output.write(`\n? approve ${request.toolName}\n${indent(formatToolInput(request.input))}\n`);
-    if (offerAlways) output.write(`  a[l]ways covers ${request.scope.description}\n`);
-    const keys = offerAlways ? '[a]pprove  [d]eny  a[l]ways  [w]ider always' : '[a]pprove  [d]eny';
+    output.write(`\n${formatApprovalRequest(request, offerAlways)}`);
+    const always = offerAlways && request.reviewable;
+    const save = always && request.save !== undefined;
+    const keys = `[a]pprove  [d]eny${always ? '  a[l]ways  [w]ider always' : ''}${save ? '  [s]ave' : ''}`;
     try {
       for (;;) {
         output.write(`  ${keys} > `);
@@ -112,13 +128,14 @@ export function terminalApproval(options: TerminalApprovalOptions): ApprovalHand
           const reason = (await text(input().line())).trim();
           return { decision: 'deny', ...(reason ? { reason } : {}) };
         }
-        if (offerAlways && (answer === 'l' || answer === 'always')) return 'always';
-        if (offerAlways && (answer === 'w' || answer === 'wider')) {
+        if (always && (answer === 'l' || answer === 'always')) return 'always';
+        if (always && (answer === 'w' || answer === 'wider')) {
           const chosen = await wider(request);
           if (chosen) return chosen;
           continue;
         }
-        output.write(`  '${given}' is not an answer\n`);
+        if (save && (answer === 's' || answer === 'save')) return { decision: 'save', by: 'terminal' };
+        output.write(`  '${terminalText(given)}' is not an answer\n`);
       }
     } catch (error) {
       if (error instanceof Stop) return error.answer;
@@ -128,9 +145,10 @@ export function terminalApproval(options: TerminalApprovalOptions): ApprovalHand
     }
   };
 
+  // A flag answers for nobody in particular: the records say which flag decided.
   const handler: ApprovalHandler = async (request) => {
-    if (options.mode === 'yes') return 'approve';
-    if (options.mode === 'deny') return { decision: 'deny', reason: 'denied by --deny: this run approves nothing' };
+    if (options.mode === 'yes') return flagAnswer({ decision: 'approve' }, '--yes');
+    if (options.mode === 'deny') return flagAnswer({ decision: 'deny', reason: 'denied by --deny: this run approves nothing' }, '--deny');
     return ask(request);
   };
   return Object.assign(handler, { close: () => reader?.close() });

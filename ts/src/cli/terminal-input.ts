@@ -1,5 +1,6 @@
 import { createInterface, type Interface } from 'node:readline';
 import { StringDecoder } from 'node:string_decoder';
+import { terminalText } from '../native/terminal-text.js';
 
 /** What a read returns: text, the end of input, or Ctrl-C. */
 export type Read = { kind: 'text'; text: string } | { kind: 'end' } | { kind: 'interrupt' };
@@ -95,7 +96,7 @@ class RawTerminal implements TerminalInput {
       if (char === null || char === CTRL_D) return { kind: 'end' };
       if (char === CTRL_C) return { kind: 'interrupt' };
       if (char === '' || char === '\r' || char === '\n') continue;
-      this.#output.write(`${char}\n`);
+      this.#output.write(`${terminalText(char)}\n`);
       return { kind: 'text', text: char };
     }
   }
@@ -123,7 +124,8 @@ class RawTerminal implements TerminalInput {
       }
       if (char === '' || char < ' ') continue;
       text += char;
-      this.#output.write(char);
+      // Echoed safely: a typed C1 control or bidi character must not drive the terminal.
+      this.#output.write(terminalText(char));
     }
   }
 

@@ -1,4 +1,4 @@
-import { randomUUID, timingSafeEqual } from 'node:crypto';
+import { createHash, randomBytes, randomUUID, timingSafeEqual } from 'node:crypto';
 import { createServer, type IncomingMessage, type Server as HttpServer, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { asSchema, type ToolSet } from 'ai';
@@ -15,20 +15,36 @@ import {
 } from '@modelcontextprotocol/sdk/types.js';
 import { ToolgateError } from '../native/errors.js';
 import { VERSION } from '../native/package-root.js';
+import { terminalText } from '../native/terminal-text.js';
 import { ApprovalGate } from '../run/approval-gate.js';
 import { AuditTrail, newRunId } from '../run/audit.js';
 import { gatedCall, gatedTools, rejectedDecision } from '../run/gated-call.js';
 import { Recorder } from '../run/records.js';
-import type { ApprovalAnswer, ApprovalHandler, ApprovalRequest, ToolCallRecord } from '../run/types.js';
+import type { ApprovalAnswer, ApprovalHandler, ApprovalRequest, RunEvent, ToolCallRecord } from '../run/types.js';
 import { auditTarget } from '../worker/run-loop.js';
 import type { RunnableWorker } from '../worker/types.js';
 
 type ServedTool = ToolSet[string];
 
+/**
+ * Streamable HTTP. Every request needs `Authorization: Bearer <token>`, on loopback too: without
+ * `token` one is generated (`McpServing.token`). Sessions idle for `idleTimeoutMs` (default 10
+ * minutes) are closed.
+ */
+export interface ServeMcpHttp {
+  port: number;
+  /** Default 127.0.0.1. */
+  host?: string;
+  /** The bearer token clients send (at least 16 characters); generated when absent. */
+  token?: string;
+  /** How long a session may stay without a request before it is closed (default 600000). */
+  idleTimeoutMs?: number;
+}
+
 /** Where the served tools are reached. */
 export type ServeMcpTransport =
   | 'stdio'
-  | { http: { port: number; host?: string; token?: string } }
+  | { http: ServeMcpHttp }
   /** Any transport of the official SDK (one client). */
   | Transport;
 
@@ -50,6 +66,8 @@ export interface ServeMcpOptions {
   log?: string;
   /** Called with every call record. */
   onRecord?: (record: ToolCallRecord) => void;
+  /** Called with the approval events of every session (`rule-saved` when a rule was saved). */
+  onEvent?: (event: RunEvent) => void;
 }
 
 /** A running server. */
@@ -58,6 +76,8 @@ export interface McpServing {
   records: ToolCallRecord[];
   /** The endpoint, for HTTP. */
   url?: string;
+  /** The bearer token every HTTP request must send (the one given, or the one generated). */
+  token?: string;
   /** Stops serving (closes every session and the HTTP listener). */
   close(): Promise<void>;
 }
@@ -68,23 +88,48 @@ const DEFAULT_NO_APPROVAL_REASON =
 /** Most HTTP sessions open at once (each holds an SDK server and its "always" answers). */
 const MAX_SESSIONS = 64;
 
+/** How long an HTTP session may stay without a request before it is closed. */
+export const DEFAULT_MCP_IDLE_TIMEOUT_MS = 10 * 60 * 1000;
+
+/** The shortest bearer token accepted. */
+export const MIN_MCP_TOKEN_CHARS = 16;
+
 /** Most bytes of one HTTP request body. */
 const MAX_BODY_BYTES = 4 * 1024 * 1024;
 
-/** What the client shows its user for an `ask` call. */
-const ELICIT_SCHEMA = {
-  type: 'object' as const,
-  properties: {
-    decision: {
-      type: 'string' as const,
-      title: 'Decision',
-      enum: ['approve', 'always', 'always-tool', 'deny'],
-      enumNames: ['Approve this call', 'Always approve exactly this call (this session)', 'Always approve every call of this tool (this session)', 'Deny'],
+/** The choices of an elicitation: "always" only for an input shown whole, "save" when offered. */
+function elicitSchema(request: ApprovalRequest) {
+  const choices: [string, string][] = [['approve', 'Approve this call']];
+  if (request.reviewable) {
+    choices.push(['always', 'Always approve exactly this call (this session)'], ['always-tool', 'Always approve every call of this tool (this session)']);
+    if (request.save) choices.push(['save', 'Approve and save as a rule (later runs do not ask)']);
+  }
+  choices.push(['deny', 'Deny']);
+  return {
+    type: 'object' as const,
+    properties: {
+      decision: { type: 'string' as const, title: 'Decision', enum: choices.map(([value]) => value), enumNames: choices.map(([, name]) => name) },
+      reason: { type: 'string' as const, title: 'Reason for the model (when denying)' },
     },
-    reason: { type: 'string' as const, title: 'Reason for the model (when denying)' },
-  },
-  required: ['decision'],
-};
+    required: ['decision'],
+  };
+}
+
+/**
+ * The message of an elicitation: the whole input as the core renders it for review (never cut
+ * without saying so: an input too long to show whole says so with its size and SHA-256), and
+ * what "always" and "save" cover.
+ */
+export function elicitationMessage(request: ApprovalRequest): string {
+  const lines = [`toolgate: approve the call of tool '${terminalText(request.toolName)}' with this input?`, request.review];
+  if (request.reviewable) {
+    lines.push(`"Always" covers: ${request.scope.description}`);
+    if (request.save) lines.push(`"Save" writes to ${request.save.file}: ${request.save.rule}`);
+  } else {
+    lines.push(`This input is too long to show whole (${request.inputBytes} bytes, sha256 ${request.inputSha256}): approve it once, or deny.`);
+  }
+  return terminalText(lines.join('\n'), { layout: true });
+}
 
 /**
  * The tools to serve by name: the gated tool objects themselves (their approval and "always"
@@ -124,8 +169,16 @@ function resultOf(output: unknown): CallToolResult {
  * `onApproval`, else denied with a message saying why. "always" covers the same scope as in
  * `runWorker` for the rest of the serving. Every call is recorded.
  *
+ * The client's user sees the whole input as the core renders it for review (nothing hidden, an
+ * input too long to show whole said so with its size and SHA-256, and then no "always" and no
+ * "save" offered), on the stream of the call being answered: one session's client never answers
+ * another session's calls.
+ *
  * HTTP (`{ http: { port } }`) uses the Streamable HTTP transport on 127.0.0.1 unless `host`
- * says otherwise; a `token` is required for any other host, and then checked as a bearer token.
+ * says otherwise. Every request must send `Authorization: Bearer <token>`, loopback included
+ * (any local user can reach 127.0.0.1): `token`, or one generated and returned as
+ * `McpServing.token`. Requests without it are refused before a session exists; sessions idle
+ * for `idleTimeoutMs` (default 10 minutes) are closed.
  */
 export async function serveMcp(worker: RunnableWorker, options: ServeMcpOptions = {}): Promise<McpServing> {
   const { served: tools, blocked } = serviceTools(worker);
@@ -155,14 +208,17 @@ export async function serveMcp(worker: RunnableWorker, options: ServeMcpOptions 
 
   const newServer = (): Server => {
     const server = new Server({ name: `toolgate-${worker.name}`, version: VERSION }, { capabilities: { tools: {} } });
+    // The request of each call of this session being answered: its elicitation travels on that
+    // request's own stream, to this session's client only.
+    const pendingCalls = new Map<string, ElicitVia>();
     // One gate per session: an "always" answer covers the rest of the session that gave it.
     const gate = new ApprovalGate(
       async (request, context) => {
-        if (server.getClientCapabilities()?.elicitation) return elicit(server, request);
+        if (server.getClientCapabilities()?.elicitation) return elicit(server, request, pendingCalls.get(request.toolCallId));
         if (options.onApproval) return options.onApproval(request, context);
         return { decision: 'deny', reason: options.noApprovalReason ?? DEFAULT_NO_APPROVAL_REASON };
       },
-      () => undefined,
+      (event) => options.onEvent?.(event),
       undefined,
     );
     server.setRequestHandler(ListToolsRequestSchema, () => ({ tools: listed }));
@@ -187,11 +243,17 @@ export async function serveMcp(worker: RunnableWorker, options: ServeMcpOptions 
         await flush();
         return textResult(`INVALID_INPUT: ${message}`, true);
       }
-      const outcome = await gatedCall(
-        { toolName: name, tool: found, input: checked.value, options: { toolCallId, messages: [], abortSignal: extra.signal } },
-        { gate, recorder },
-        'inline',
-      );
+      pendingCalls.set(toolCallId, { requestId: extra.requestId, signal: extra.signal });
+      let outcome;
+      try {
+        outcome = await gatedCall(
+          { toolName: name, tool: found, input: checked.value, options: { toolCallId, messages: [], abortSignal: extra.signal } },
+          { gate, recorder },
+          'inline',
+        );
+      } finally {
+        pendingCalls.delete(toolCallId);
+      }
       // A serving has no end to wait for: each call's audit line is appended as the call ends.
       await flush();
       if (outcome.status === 'denied') return textResult(outcome.answer.reason ?? 'denied', true);
@@ -225,19 +287,39 @@ export async function serveMcp(worker: RunnableWorker, options: ServeMcpOptions 
   };
 }
 
-/** Asks the client's user through MCP elicitation. Declining or cancelling denies. */
-async function elicit(server: Server, request: ApprovalRequest): Promise<ApprovalAnswer> {
-  const input = JSON.stringify(request.input, null, 2) ?? String(request.input);
-  const result = await server.elicitInput({
-    mode: 'form',
-    message: `toolgate: approve the call of tool '${request.toolName}' with this input?\n${input.slice(0, 4000)}\n"Always" covers: ${request.scope.description}`,
-    requestedSchema: ELICIT_SCHEMA,
-  });
+/** The call an elicitation is for: its request (whose stream carries the question) and signal. */
+interface ElicitVia {
+  requestId: string | number;
+  signal: AbortSignal;
+}
+
+/**
+ * Asks the client's user through MCP elicitation, on the stream of the call being answered.
+ * Declining or cancelling denies; a choice that was not offered denies too.
+ */
+async function elicit(server: Server, request: ApprovalRequest, via: ElicitVia | undefined): Promise<ApprovalAnswer> {
+  const schema = elicitSchema(request);
+  let result;
+  try {
+    result = await server.elicitInput(
+      { mode: 'form', message: elicitationMessage(request), requestedSchema: schema },
+      via ? { relatedRequestId: via.requestId, signal: via.signal } : undefined,
+    );
+  } catch (error) {
+    // An answer outside the choices offered (the SDK checks it against the schema), a client
+    // that went away: nothing was approved.
+    return { decision: 'deny', reason: `the approval request got no valid answer: ${error instanceof Error ? error.message : String(error)}` };
+  }
   const content = (result.content ?? {}) as { decision?: unknown; reason?: unknown };
   if (result.action !== 'accept') return { decision: 'deny', reason: `the user ${result.action === 'decline' ? 'declined' : 'cancelled'} the approval request` };
+  const offered = schema.properties.decision.enum;
+  if (typeof content.decision !== 'string' || !offered.includes(content.decision)) {
+    return { decision: 'deny', reason: `the answer ${JSON.stringify(content.decision) ?? 'none'} was not one of the choices offered` };
+  }
   if (content.decision === 'approve' || content.decision === 'always') return content.decision;
   // The wider "always" is chosen explicitly, as in the terminal's [w]ider.
   if (content.decision === 'always-tool') return { decision: 'always', scope: 'tool' };
+  if (content.decision === 'save') return { decision: 'save', by: 'mcp-elicitation' };
   const reason = typeof content.reason === 'string' && content.reason.trim() ? content.reason.trim() : 'the user denied this tool call';
   return { decision: 'deny', reason };
 }
@@ -253,10 +335,22 @@ function hostnameOf(header: string | undefined): string {
   return header.split(':')[0] ?? '';
 }
 
+/** Whether the Authorization header carries the token, compared in constant time (digests of equal length). */
 function tokenMatches(header: string | undefined, token: string): boolean {
-  const given = Buffer.from(header ?? '');
-  const wanted = Buffer.from(`Bearer ${token}`);
-  return given.length === wanted.length && timingSafeEqual(given, wanted);
+  const digest = (text: string) => createHash('sha256').update(text).digest();
+  return timingSafeEqual(digest(header ?? ''), digest(`Bearer ${token}`));
+}
+
+/** The token of an HTTP serving: the one given (checked), else a new random one. */
+function servingToken(given: string | undefined): string {
+  if (given === undefined) return randomBytes(32).toString('base64url');
+  if (given.length < MIN_MCP_TOKEN_CHARS || /[\s\p{Cc}]/u.test(given)) {
+    throw new ToolgateError(
+      'CONFIG_INVALID',
+      `the MCP bearer token must be at least ${MIN_MCP_TOKEN_CHARS} characters without spaces or control characters; leave it out to have one generated`,
+    );
+  }
+  return given;
 }
 
 async function readBody(req: IncomingMessage): Promise<unknown> {
@@ -274,20 +368,49 @@ function reply(res: ServerResponse, status: number, message: string): void {
   res.writeHead(status, { 'content-type': 'application/json' }).end(JSON.stringify({ jsonrpc: '2.0', error: { code: -32000, message }, id: null }));
 }
 
-/** Streamable HTTP with one SDK server per session. */
+/** One HTTP session: its SDK server and transport, and when it last saw a request. */
+interface Session {
+  transport: StreamableHTTPServerTransport;
+  server: Server;
+  lastSeen: number;
+  /** Requests of the session being handled now (a session with one is not idle). */
+  busy: number;
+}
+
+/**
+ * Streamable HTTP with one SDK server per session. Every request must carry the bearer token
+ * (loopback included: any local user can connect to 127.0.0.1), checked before anything else,
+ * so a request without it never creates a session. Sessions idle for `idleTimeoutMs` are closed.
+ */
 async function serveHttp(
   newServer: () => Server,
-  options: { port: number; host?: string; token?: string },
+  options: ServeMcpHttp,
   records: ToolCallRecord[],
 ): Promise<McpServing> {
   const host = options.host ?? '127.0.0.1';
-  if (!isLoopback(host) && !options.token) {
-    throw new ToolgateError(
-      'CONFIG_INVALID',
-      `serving MCP on ${host}, which is not loopback, needs a bearer token: pass --token (or TOOLGATE_MCP_TOKEN), or serve on 127.0.0.1`,
-    );
+  const token = servingToken(options.token);
+  const idleTimeoutMs = options.idleTimeoutMs ?? DEFAULT_MCP_IDLE_TIMEOUT_MS;
+  if (!Number.isInteger(idleTimeoutMs) || idleTimeoutMs < 1000 || idleTimeoutMs > 24 * 60 * 60 * 1000) {
+    throw new ToolgateError('CONFIG_INVALID', `idleTimeoutMs is a whole number of milliseconds from 1000 to 86400000, got ${String(idleTimeoutMs)}`);
   }
-  const sessions = new Map<string, { transport: StreamableHTTPServerTransport; server: Server }>();
+  const sessions = new Map<string, Session>();
+  const close = async (id: string) => {
+    const session = sessions.get(id);
+    if (!session) return;
+    sessions.delete(id);
+    await session.server.close().catch(() => undefined);
+  };
+  // Idle sessions are closed: an abandoned client does not hold one of the MAX_SESSIONS.
+  const sweep = setInterval(
+    () => {
+      const now = Date.now();
+      for (const [id, session] of sessions) {
+        if (session.busy === 0 && now - session.lastSeen > idleTimeoutMs) void close(id);
+      }
+    },
+    Math.min(Math.max(Math.floor(idleTimeoutMs / 4), 250), 30_000),
+  );
+  sweep.unref();
   const handle = async (req: IncomingMessage, res: ServerResponse) => {
     // A web page can make a browser send requests to 127.0.0.1 under its own host name (DNS
     // rebinding): on loopback, only loopback host names are served.
@@ -295,15 +418,30 @@ async function serveHttp(
       reply(res, 403, `the Host header '${req.headers.host ?? ''}' is not a loopback name; connect to 127.0.0.1 or localhost`);
       return;
     }
-    if (options.token && !tokenMatches(req.headers.authorization, options.token)) {
-      reply(res, 401, 'missing or wrong bearer token: send Authorization: Bearer <the token toolgate mcp serve was given>');
+    // Only the Authorization header counts (a token in the URL would end up in logs).
+    if (!tokenMatches(req.headers.authorization, token)) {
+      res.setHeader('www-authenticate', 'Bearer');
+      reply(res, 401, 'missing or wrong bearer token: send Authorization: Bearer <token> (the token toolgate mcp serve was given, or the file it printed)');
       return;
     }
     const body = req.method === 'POST' ? await readBody(req) : undefined;
     const id = req.headers['mcp-session-id'];
     const existing = typeof id === 'string' ? sessions.get(id) : undefined;
     if (existing) {
-      await existing.transport.handleRequest(req, res, body);
+      existing.lastSeen = Date.now();
+      // A GET holds the session's event stream open: it does not keep the session busy.
+      const counts = req.method === 'POST';
+      if (counts) existing.busy++;
+      try {
+        await existing.transport.handleRequest(req, res, body);
+      } finally {
+        if (counts) existing.busy--;
+        existing.lastSeen = Date.now();
+      }
+      return;
+    }
+    if (typeof id === 'string') {
+      reply(res, 404, 'this MCP session does not exist (it was closed, or it expired after being idle); start a new one with an initialize request');
       return;
     }
     if (req.method !== 'POST' || !isInitializeRequest(body)) {
@@ -311,14 +449,14 @@ async function serveHttp(
       return;
     }
     if (sessions.size >= MAX_SESSIONS) {
-      reply(res, 503, `${MAX_SESSIONS} MCP sessions are open, the most toolgate serves at once; close one (HTTP DELETE with its mcp-session-id) and retry`);
+      reply(res, 503, `${MAX_SESSIONS} MCP sessions are open, the most toolgate serves at once; close one (HTTP DELETE with its mcp-session-id) or wait for an idle one to expire, and retry`);
       return;
     }
     const server = newServer();
     const transport: StreamableHTTPServerTransport = new StreamableHTTPServerTransport({
       sessionIdGenerator: () => randomUUID(),
       onsessioninitialized: (sessionId) => {
-        sessions.set(sessionId, { transport, server });
+        sessions.set(sessionId, { transport, server, lastSeen: Date.now(), busy: 0 });
       },
     });
     transport.onclose = () => {
@@ -335,15 +473,19 @@ async function serveHttp(
   await new Promise<void>((resolve, reject) => {
     http.once('error', reject);
     http.listen(options.port, host, () => resolve());
+  }).catch((error: unknown) => {
+    clearInterval(sweep);
+    throw error;
   });
   const address = http.address() as AddressInfo;
   const shown = address.family === 'IPv6' ? `[${address.address}]` : address.address;
   return {
     records,
     url: `http://${shown}:${address.port}/mcp`,
+    token,
     close: async () => {
-      await Promise.all([...sessions.values()].map(({ server }) => server.close()));
-      sessions.clear();
+      clearInterval(sweep);
+      await Promise.all([...sessions.keys()].map((id) => close(id)));
       http.closeAllConnections();
       await new Promise<void>((resolve) => http.close(() => resolve()));
     },

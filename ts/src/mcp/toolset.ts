@@ -1,8 +1,10 @@
+import { resolve } from 'node:path';
 import { jsonSchema, tool } from 'ai';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import type { ApprovalConfig, ResolvedApproval } from '../approval/approval.js';
 import { attachDecided } from '../approval/gate-toolset.js';
 import { named, type NamedTool } from '../approval/named-tool.js';
+import { bindTools, settingsOf } from '../approval/tool-binding.js';
 import { native } from '../native/binding.js';
 import { callNative, ToolgateError } from '../native/errors.js';
 import { type SandboxOption, warnSandbox } from '../native/sandbox.js';
@@ -130,7 +132,13 @@ export async function mcpToolset(options: McpToolsetOptions): Promise<McpToolset
       connections,
       decided.map((entry) => ({ server: entry.server, tool: entry.tool, name: entry.approval.name })),
     );
-    return { tools: attachDecided(tools, decided.map((entry) => entry.approval)), close };
+    const gated = attachDecided(tools, decided.map((entry) => entry.approval));
+    const binding = {
+      workDir: resolve(options.workDir ?? process.cwd()),
+      sandbox: options.sandbox ?? null,
+      settings: settingsOf(options, []),
+    };
+    return { tools: bindTools(gated, binding), close };
   } catch (error) {
     await close();
     throw error;

@@ -1,5 +1,6 @@
 import { native } from './binding.js';
 import { callNative } from './errors.js';
+import { terminalText } from './terminal-text.js';
 
 /** How strictly a sandbox is required. */
 export type SandboxMode = 'enforce' | 'best-effort' | 'off';
@@ -52,7 +53,7 @@ const warned = new Set<string>();
 export function warnSandbox(message: string | null | undefined): void {
   if (!message || warned.has(message)) return;
   warned.add(message);
-  process.emitWarning(message, { code: 'TOOLGATE_SANDBOX' });
+  process.emitWarning(terminalText(message), { code: 'TOOLGATE_SANDBOX' });
 }
 
 /** Probes the kernel (Landlock ABI, seccomp, user and PID namespaces) and finds the launcher. */

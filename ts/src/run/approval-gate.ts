@@ -1,16 +1,38 @@
 import { AlwaysAnswers, alwaysScope, alwaysScopeFor, type AlwaysScope, type AlwaysScopeChoice } from '../approval/always.js';
 import { commandWordsOf } from '../approval/approval.js';
-import { ToolgateError } from '../native/errors.js';
-import type { ApprovalAnswer, ApprovalHandler, ApprovalRequest, DecidedBy, RunEvent } from './types.js';
+import { savedRulesOf, type SavedRule } from '../approval/saved-rules.js';
+import { native } from '../native/binding.js';
+import { callNative, ToolgateError } from '../native/errors.js';
+import type { ApprovalAnswer, ApprovalHandler, ApprovalRequest, DecidedBy, RunEvent, SavedBy } from './types.js';
 
 /** How the gate answered a request. */
 export interface GateAnswer {
   approved: boolean;
   decision: 'approved' | 'always' | 'denied';
   decidedBy: DecidedBy;
+  /** With `decidedBy: 'flag'`: the flag that answered (`--yes`, `--deny`). */
+  flag?: string;
   reason?: string;
   /** For `always`: what the answer covers. */
   scope?: AlwaysScope;
+  /** For an answer `save`: the rule it wrote to the project permissions file. */
+  savedRule?: SavedRule;
+}
+
+/** Marks an answer given by a command-line flag, not a person (see `flagAnswer`). */
+const FLAG = Symbol('toolgate: answered by a flag');
+
+/**
+ * An answer given by a command-line flag that answers every request without asking (`--yes`,
+ * `--deny`): the record says `decidedBy: 'flag'` and names the flag, since a flag is not a
+ * person.
+ */
+export function flagAnswer(answer: { decision: 'approve' } | { decision: 'deny'; reason?: string }, flag: string): ApprovalAnswer {
+  return Object.assign({ ...answer }, { [FLAG]: flag });
+}
+
+function flagOf(answer: ApprovalAnswer): string | undefined {
+  return typeof answer === 'object' ? (answer as { [FLAG]?: string })[FLAG] : undefined;
 }
 
 const NO_HANDLER_REASON =
@@ -18,8 +40,14 @@ const NO_HANDLER_REASON =
 const NESTED_DEFER_REASON =
   'denied: this call is made inside a worker called by another, and approvals there cannot be deferred to a later request; give the run an onApproval handler, or approve the worker tool preApproved calls only';
 
-function normalize(answer: ApprovalAnswer): { decision: 'approve' | 'always' | 'deny'; reason?: string; scope?: AlwaysScopeChoice } {
+function normalize(answer: ApprovalAnswer): { decision: 'approve' | 'always' | 'save' | 'deny'; reason?: string; scope?: AlwaysScopeChoice; by?: SavedBy } {
   return typeof answer === 'string' ? { decision: answer } : answer;
+}
+
+/** The input as a person reviews it: the one display rule of every surface (the core's). */
+export function reviewOf(input: unknown): Pick<ApprovalRequest, 'review' | 'reviewable' | 'inputBytes' | 'inputSha256'> {
+  const reviewed = callNative(() => native.reviewInput(JSON.stringify(input) ?? 'null'));
+  return { review: reviewed.review, reviewable: reviewed.reviewable, inputBytes: reviewed.inputBytes, inputSha256: reviewed.inputSha256 };
 }
 
 /** Resolves with `promise`, or rejects with the signal's reason when it aborts first. */
@@ -72,15 +100,23 @@ export class ApprovalGate {
     return this.#always.scopes;
   }
 
-  /** The request for a call: what "always" would cover, and the command's words for command tools. */
+  /**
+   * The request for a call: the input as a person reviews it, what "always" would cover, what
+   * "save" would write (a tool of a loaded worker, a reviewable input), and the command's words
+   * for command tools.
+   */
   request(tool: object | undefined, toolName: string, input: unknown, toolCallId: string): ApprovalRequest {
     const argv = commandWordsOf(tool, input);
+    const review = reviewOf(input);
+    const save = review.reviewable ? savedRulesOf(tool)?.offer(toolName, input, argv) : undefined;
     return {
       toolName,
       input,
       toolCallId,
       scope: alwaysScopeFor(toolName, input, argv),
       ...(argv ? { argv } : {}),
+      ...review,
+      ...(save ? { save } : {}),
     };
   }
 
@@ -139,22 +175,33 @@ export class ApprovalGate {
       }
       this.#emit({ type: 'approval-asked', ...base, input, scope: request.scope });
       const handler = this.#handler;
-      const given = normalize(await untilAborted(Promise.resolve().then(() => handler(request, { signal: this.#signal })), this.#signal));
+      const raw = await untilAborted(Promise.resolve().then(() => handler(request, { signal: this.#signal })), this.#signal);
       // Ctrl-C (or the caller's abort) while asking stops the run, whatever was answered.
       this.#signal?.throwIfAborted();
       source = 'handler';
-      if (given.decision === 'deny') {
-        answer = { approved: false, decision: 'denied', decidedBy: 'user', reason: given.reason ?? 'the user denied this tool call' };
-      } else if (given.decision === 'always') {
+      const given = normalize(raw);
+      const flag = flagOf(raw);
+      const by = flag ? { decidedBy: 'flag' as const, flag } : { decidedBy: 'user' as const };
+      // "Always" and "save" are offered only for an input shown whole; otherwise they approve
+      // this call once.
+      const decision =
+        (given.decision === 'always' && !request.reviewable) || (given.decision === 'save' && !request.save) ? 'approve' : given.decision;
+      if (decision === 'deny') {
+        answer = { approved: false, decision: 'denied', ...by, reason: given.reason ?? 'the user denied this tool call' };
+      } else if (decision === 'always') {
         const scope = given.scope === undefined || given.scope === 'call' ? request.scope : alwaysScope(request, given.scope);
-        answer = { approved: true, decision: 'always', decidedBy: 'user', scope };
+        answer = { approved: true, decision: 'always', ...by, scope };
         this.#always.add([scope]);
-      } else if (given.decision === 'approve') {
-        answer = { approved: true, decision: 'approved', decidedBy: 'user' };
+      } else if (decision === 'save') {
+        answer = { approved: true, decision: 'approved', ...by };
+        const rule = this.saveRule(tool, request, given.by ?? 'approval-handler');
+        if (rule) answer.savedRule = rule;
+      } else if (decision === 'approve') {
+        answer = { approved: true, decision: 'approved', ...by };
       } else {
         throw new ToolgateError(
           'INVALID_INPUT',
-          `the approval handler answered ${JSON.stringify(given)}; answer 'approve', 'always', 'deny' or { decision: 'deny', reason }`,
+          `the approval handler answered ${JSON.stringify(given)}; answer 'approve', 'always', 'save', 'deny' or { decision: 'deny', reason }`,
         );
       }
     }
@@ -168,6 +215,25 @@ export class ApprovalGate {
       ...(answer.scope ? { scope: answer.scope } : {}),
     });
     return answer;
+  }
+
+  /**
+   * Writes the rule an answer `save` chose (the core saves it, locked and atomic) and reports
+   * it (`rule-saved`), or reports why it could not be (`rule-not-saved`: the call is still
+   * approved, once). Returns the rule written.
+   */
+  saveRule(tool: object | undefined, request: Pick<ApprovalRequest, 'toolName' | 'input' | 'argv' | 'toolCallId'>, by: SavedBy): SavedRule | undefined {
+    const base = { toolCallId: request.toolCallId, toolName: request.toolName };
+    const rules = savedRulesOf(tool);
+    try {
+      if (!rules) throw new ToolgateError('INVALID_INPUT', 'this tool has no project permissions file to save a rule in (only workers loaded from a file do)');
+      const rule = rules.save(request.toolName, request.input, request.argv, by);
+      this.#emit({ type: 'rule-saved', ...base, rule });
+      return rule;
+    } catch (error) {
+      this.#emit({ type: 'rule-not-saved', ...base, error: error instanceof Error ? error.message : String(error) });
+      return undefined;
+    }
   }
 
   /** The answer given for a call, if it went through the gate. */

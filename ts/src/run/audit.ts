@@ -64,7 +64,10 @@ export class AuditTrail {
     this.#line(event, this.#worker, { ...fields, ...(event === 'mcp-serve-end' ? { durationMs: Math.round(performance.now() - this.#started) } : {}) });
   }
 
-  /** Takes what the log keeps from a run event: every recorded call. */
+  /**
+   * Takes what the log keeps from a run event: every recorded call (with who decided: a flag is
+   * named, a saved rule is named with its file and line).
+   */
   collect(event: RunEvent): void {
     if (event.type !== 'call-recorded') return;
     const { record } = event;
@@ -76,6 +79,10 @@ export class AuditTrail {
       input: record.input,
       decision: record.decision,
       decidedBy: record.decidedBy,
+      ...(record.flag ? { flag: record.flag } : {}),
+      ...(record.savedRule
+        ? { savedRule: { rule: record.savedRule.rule, file: record.savedRule.file, line: record.savedRule.line, saved: record.savedRule.saved } }
+        : {}),
       durationMs: Math.round(record.durationMs * 10) / 10,
       ...(exitCode === undefined ? {} : { exitCode }),
       ...(bytes === undefined ? {} : { outputBytes: bytes }),

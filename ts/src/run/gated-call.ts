@@ -1,6 +1,7 @@
 import type { ToolSet } from 'ai';
 import { approvalOf } from '../approval/approval.js';
 import type { NamedTool } from '../approval/named-tool.js';
+import { savedRulesOf } from '../approval/saved-rules.js';
 import { ToolgateError } from '../native/errors.js';
 import type { ApprovalGate, GateAnswer } from './approval-gate.js';
 import type { Recorder } from './records.js';
@@ -91,7 +92,9 @@ export async function gatedCall(call: ToolCall, run: CallRun, flow: ApprovalFlow
     answer = await askGate(run, { toolName, tool, input, toolCallId: options.toolCallId });
     if (!answer.approved) return { status: 'denied', answer };
   }
-  const record = run.recorder.started(options.toolCallId, toolName, input, answer, approvalOf(tool));
+  // A rule of the project permissions file that answered `needsApproval` is named in the record.
+  const savedRule = answer ? undefined : savedRulesOf(tool)?.takeCovered(options.toolCallId);
+  const record = run.recorder.started(options.toolCallId, toolName, input, answer, approvalOf(tool), savedRule);
   const started = performance.now();
   try {
     const output = await execute(input as never, options);

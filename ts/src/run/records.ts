@@ -2,7 +2,7 @@ import type { ApprovalInfo } from '../approval/approval.js';
 import { native } from '../native/binding.js';
 import { ToolgateError } from '../native/errors.js';
 import type { GateAnswer } from './approval-gate.js';
-import type { RunEvent, ToolCallRecord } from './types.js';
+import type { RunEvent, SavedRule, ToolCallRecord } from './types.js';
 
 /**
  * Records every call the model made with the decision actually taken, and reports each as it
@@ -18,8 +18,18 @@ export class Recorder {
     this.#emit = emit;
   }
 
-  /** A call starts running; `answer` is the gate's, when it asked or an "always" covered it. */
-  started(toolCallId: string, toolName: string, input: unknown, answer: GateAnswer | undefined, approval: ApprovalInfo | undefined): ToolCallRecord {
+  /**
+   * A call starts running; `answer` is the gate's, when it asked or an "always" covered it;
+   * `savedRule` the rule of the project permissions file that answered it without asking.
+   */
+  started(
+    toolCallId: string,
+    toolName: string,
+    input: unknown,
+    answer: GateAnswer | undefined,
+    approval: ApprovalInfo | undefined,
+    savedRule?: SavedRule,
+  ): ToolCallRecord {
     const decision = answer ? (answer.decision === 'always' ? 'always' : 'approved') : 'preApproved';
     const record: ToolCallRecord = {
       toolCallId,
@@ -27,7 +37,9 @@ export class Recorder {
       input,
       decision,
       // A tool decided per call (shell rules, its own needsApproval) ran because its rule said so.
-      decidedBy: answer ? answer.decidedBy : approval?.dynamic ? 'rule' : 'config',
+      decidedBy: answer ? answer.decidedBy : savedRule ? 'saved' : approval?.dynamic ? 'rule' : 'config',
+      ...(answer?.flag ? { flag: answer.flag } : {}),
+      ...(answer?.savedRule ? { savedRule: answer.savedRule } : !answer && savedRule ? { savedRule } : {}),
       durationMs: 0,
       ...(answer?.scope ? { scope: answer.scope } : {}),
     };
@@ -73,6 +85,7 @@ export class Recorder {
       input,
       decision: 'denied',
       decidedBy: answer.decidedBy,
+      ...(answer.flag ? { flag: answer.flag } : {}),
       durationMs: 0,
       ...(answer.reason ? { reason: answer.reason } : {}),
     });

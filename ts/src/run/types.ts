@@ -6,9 +6,12 @@ import type {
   ApprovalContext,
   ApprovalHandler,
   ApprovalRequest,
+  SavedBy,
+  SaveOffer,
 } from '../approval/request.js';
+import type { SavedRule } from '../approval/saved-rules.js';
 
-export type { AlwaysScope, AlwaysScopeChoice, ApprovalAnswer, ApprovalContext, ApprovalHandler, ApprovalRequest };
+export type { AlwaysScope, AlwaysScopeChoice, ApprovalAnswer, ApprovalContext, ApprovalHandler, ApprovalRequest, SavedBy, SavedRule, SaveOffer };
 
 /**
  * The decision recorded for a call the model made: `preApproved`, `approved` (by a person),
@@ -17,7 +20,10 @@ export type { AlwaysScope, AlwaysScopeChoice, ApprovalAnswer, ApprovalContext, A
  */
 export type CallDecision = native.CallDecision;
 
-/** Who decided: `config`, `rule`, `user`, `always`, `no-handler`, `policy` or `schema`. */
+/**
+ * Who decided: `config`, `rule`, `user`, `flag` (`--yes` / `--deny`, named in `flag`), `saved`
+ * (a rule of the project permissions file), `always`, `no-handler`, `policy` or `schema`.
+ */
 export type DecidedBy = native.DecidedBy;
 
 /** Something that happened in a run. Events of a worker called by another carry its name in `worker`. */
@@ -44,6 +50,10 @@ export type RunEventBody =
   | { type: 'tool-error'; toolCallId: string; toolName: string; error: string; errorCode?: string; durationMs: number }
   /** Every call the model made ends with one of these, whatever was decided. */
   | { type: 'call-recorded'; record: ToolCallRecord }
+  /** An answer `save` wrote a rule to the project permissions file. */
+  | { type: 'rule-saved'; toolCallId: string; toolName: string; rule: SavedRule }
+  /** An answer `save` could not write its rule (the call was still approved, once). */
+  | { type: 'rule-not-saved'; toolCallId: string; toolName: string; error: string }
   /** Text the model is writing (`streamWorker` and the CLI only). */
   | { type: 'text-delta'; step: number; text: string }
   | { type: 'error'; error: unknown };
@@ -54,6 +64,13 @@ export interface ToolCallRecord {
   input: unknown;
   decision: CallDecision;
   decidedBy: DecidedBy;
+  /** With `decidedBy: 'flag'`: the flag that decided (`--yes`, `--deny`). */
+  flag?: string;
+  /**
+   * The saved rule behind the decision: the rule that answered the call (`decidedBy: 'saved'`),
+   * or the rule an answer `save` wrote.
+   */
+  savedRule?: SavedRule;
   /** Time spent in `execute`; 0 for calls that did not run. */
   durationMs: number;
   output?: unknown;

@@ -8,6 +8,8 @@ const call = (id: string, scope: PendingToolCall['scope'] = { kind: 'call', tool
   input: { n: 1 },
   toolCallId: `call-${id}`,
   scope,
+  review: 'n: 1',
+  reviewable: scope !== null,
   inputBytes: 7,
   inputSha256: 'ab'.repeat(32),
 });

@@ -65,7 +65,7 @@ export function checkAnswers(answers: unknown, pending: ReadonlyMap<string, Pend
       throw new TypeError(`no pending call has the id '${id}' (${known}); nothing was answered`);
     }
     const { decision } = readAnswer(id, (answers as Record<string, unknown>)[id]);
-    if (decision === 'always' && call.scope === null) {
+    if (decision === 'always' && (call.scope === null || !call.reviewable)) {
       throw new TypeError(
         `'${id}' cannot be answered 'always': its input (${call.inputBytes} bytes, sha256 ${call.inputSha256}) is too long to review, so it may only be approved once`,
       );

@@ -60,15 +60,22 @@ export interface PendingToolCall {
   toolCallId: string;
   /**
    * What answering `'always'` covers (decided by the core). `null` when the input is too long
-   * to review (`inputBytes` over `MAX_REVIEWABLE_INPUT_BYTES`): such a call may be approved
-   * once, after reading it, but not for always.
+   * to review (`reviewable: false`): such a call may be approved once, not for always.
    */
   scope: AlwaysScope | null;
   /** The command's words, for command tools. */
   argv?: string[];
-  /** The size of the input as JSON text, in bytes. */
+  /**
+   * The input as a person reviews it — show this, not `input`: the one display rule of every
+   * approval surface (keys and values as lines, long whitespace runs counted, control and
+   * invisible characters named; cut with its size and digest when too long).
+   */
+  review: string;
+  /** Whether `review` shows the whole input (its display is at most `MAX_REVIEWABLE_INPUT_BYTES`). */
+  reviewable: boolean;
+  /** The size of the input as canonical JSON text (keys sorted), in bytes. */
   inputBytes: number;
-  /** SHA-256 of the input as JSON text (hex): what an approver saw can be matched with what runs. */
+  /** SHA-256 of the input as canonical JSON text (hex): what an approver saw can be matched with what runs. */
   inputSha256: string;
 }
 

@@ -10,7 +10,7 @@ const SCOPE = { kind: 'call' as const, tool: 'bump', description: 'exactly this 
 const call = (id: string, action: PlannedCall['action'], extra: object = {}): PlannedCall =>
   ({ toolCallId: id, toolName: 'bump', input: { id }, action, ...extra }) as PlannedCall;
 const ask = (id: string) =>
-  call(id, 'ask', { request: { toolName: 'bump', input: { id }, toolCallId: id, scope: SCOPE, inputBytes: 10, inputSha256: 'x' } });
+  call(id, 'ask', { request: { toolName: 'bump', input: { id }, toolCallId: id, scope: SCOPE, review: `id: ${id}`, reviewable: true, inputBytes: 10, inputSha256: 'x' } });
 
 function reply(step: number, calls: PlannedCall[], extra: Partial<ModelStepResult> = {}): ModelStepResult {
   return {

@@ -1,6 +1,6 @@
-import { createHash } from 'node:crypto';
 import { generateText, stepCountIs, type LanguageModel, type ModelMessage, type StepResult, type ToolSet } from 'ai';
 import { native } from '../native/binding.js';
+import { LIMITS } from '../native/constants.js';
 import { callNative } from '../native/errors.js';
 import { needsApproval } from '../run/gated-call.js';
 import { ASK_QUESTION, CONVERSE, RESERVED_TOOL_NAMES, TASK_COMPLETION } from '../worker/loop-tools.js';
@@ -8,10 +8,11 @@ import { recordRejectedCalls, type RunSetup } from '../worker/run-loop.js';
 import type { ModelStepInput, ModelStepResult, PendingToolCall, PlannedCall, ToolResultPart } from './contract.js';
 
 /**
- * The size (bytes of JSON text) above which a call's input is too long to review: it is still
- * listed whole by `toolgate.pending`, but may only be approved once, never for always.
+ * The size (bytes of the review display, the core's `LIMITS.maxReviewBytes`) above which a
+ * call's input is too long to review: `toolgate.pending` still lists it (its `input` whole, its
+ * `review` cut with its size and digest), but it may only be approved once, never for always.
  */
-export const MAX_REVIEWABLE_INPUT_BYTES = 65_536;
+export const MAX_REVIEWABLE_INPUT_BYTES: number = LIMITS.maxReviewBytes;
 
 type AnyTool = ToolSet[string];
 
@@ -25,19 +26,22 @@ function offeredOnly(tools: ToolSet): ToolSet {
   return offered;
 }
 
-/** What `toolgate.pending` shows of a call: the request the gate would make, the input's size and digest. */
+/**
+ * What `toolgate.pending` shows of a call: the request the gate would make, with the input as
+ * every approval surface shows it (the core's review), its size and digest.
+ */
 export function reviewOf(setup: RunSetup, call: { toolCallId: string; toolName: string; input: unknown }): Omit<PendingToolCall, 'id'> {
   const request = setup.gate.request(setup.original.get(call.toolName), call.toolName, call.input, call.toolCallId);
-  const text = JSON.stringify(call.input) ?? 'null';
-  const inputBytes = Buffer.byteLength(text);
   return {
     toolName: call.toolName,
     input: call.input,
     toolCallId: call.toolCallId,
-    scope: inputBytes > MAX_REVIEWABLE_INPUT_BYTES ? null : request.scope,
+    scope: request.reviewable ? request.scope : null,
     ...(request.argv ? { argv: request.argv } : {}),
-    inputBytes,
-    inputSha256: createHash('sha256').update(text).digest('hex'),
+    review: request.review,
+    reviewable: request.reviewable,
+    inputBytes: request.inputBytes,
+    inputSha256: request.inputSha256,
   };
 }
 

@@ -1,6 +1,6 @@
 import { approvalOf } from '../approval/approval.js';
 import { ToolgateError } from '../native/errors.js';
-import { gatedCall, type CallRun, type GatedCallOutcome } from '../run/gated-call.js';
+import { gatedCall, needsApproval, type CallRun, type GatedCallOutcome } from '../run/gated-call.js';
 import { Recorder } from '../run/records.js';
 import type { RunEvent } from '../run/types.js';
 import type { LostCallInput, ToolCallInput, ToolCallResult } from './contract.js';
@@ -25,8 +25,9 @@ export async function runToolCall(hosted: HostedWorker, call: ToolCallInput, run
     outcome = { status: 'denied', answer: call.answer };
   } else {
     if (call.answer) gate.remember(call.toolCallId, call.answer);
-    else if (tool.needsApproval === true) {
-      // The model step said this call needs no approval; a tool that always asks never runs unanswered.
+    else if (approvalOf(tool)?.decision === 'ask' && !approvalOf(tool)?.dynamic && (await needsApproval(tool, call.input, { toolCallId: call.toolCallId, messages: [] }))) {
+      // The model step said this call needs no approval; a tool that always asks (unless a
+      // saved rule answers for it) never runs unanswered.
       throw new ToolgateError('INTERNAL_ERROR', `tool '${call.toolName}' needs approval and the call came without an answer; it was not run`);
     }
     outcome = await gatedCall(

@@ -1,7 +1,9 @@
+import { resolve } from 'node:path';
 import { jsonSchema, tool, type JSONSchema7 } from 'ai';
 import type { ApprovalConfig, ApprovalDecision, ResolvedApproval } from '../approval/approval.js';
 import { attachDecided, gateToolset } from '../approval/gate-toolset.js';
 import { named, type NamedTool } from '../approval/named-tool.js';
+import { bindTools, settingsOf } from '../approval/tool-binding.js';
 import { native } from '../native/binding.js';
 import { awaitNative, callNative } from '../native/errors.js';
 
@@ -70,5 +72,6 @@ export function buildBuiltinTools(builtins: native.BuiltinTools, decided: readon
  */
 export function builtinsToolset(options: BuiltinsOptions = {}): NamedTool[] {
   const builtins = callNative(() => new native.BuiltinTools(options));
-  return gateToolset('builtins', unapprovedTools(builtins), options.approval, BUILTIN_TOOL_NAMES, 'builtins approval');
+  const tools = gateToolset('builtins', unapprovedTools(builtins), options.approval, BUILTIN_TOOL_NAMES, 'builtins approval');
+  return bindTools(tools, { workDir: resolve(options.workDir ?? process.cwd()), settings: settingsOf(options, []) });
 }

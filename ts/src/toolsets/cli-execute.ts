@@ -3,6 +3,7 @@ import { z } from 'zod';
 import { type ApprovalConfig, type ResolvedApproval, setCommandWords } from '../approval/approval.js';
 import { attachDecided } from '../approval/gate-toolset.js';
 import { named, type NamedTool } from '../approval/named-tool.js';
+import { bindTool, settingsOf } from '../approval/tool-binding.js';
 import { native } from '../native/binding.js';
 import { callNative } from '../native/errors.js';
 import { type CommandResult, runCommand } from '../native/process-handle.js';
@@ -86,6 +87,9 @@ export function cliExecuteToolOf(policy: native.CliExecutePolicy, decided: Resol
       args: z.array(z.string()).describe('Arguments, one per element, passed verbatim (no quoting, no expansion)'),
       stdin: z.string().optional().describe('Text written to the program’s standard input'),
     }),
+    // Consulted only when the core marks the decision dynamic: a calling worker's shell rules
+    // may ask about a call this toolset would run without asking.
+    needsApproval: ({ binary, args }) => callNative(() => policy.needsApproval(binary, [...args])),
     execute: async ({ binary, args, stdin }, { abortSignal }): Promise<CommandResult> => {
       abortSignal?.throwIfAborted();
       const handle = callNative(() => policy.prepare(binary, [...args], stdin));
@@ -118,5 +122,17 @@ export function cliExecuteTool(options: CliExecuteOptions): CliExecuteTool {
   const [decided] = callNative(() =>
     native.decideToolsetApproval('cli_execute', [{ name: 'cli_execute', own: 'none' }], options.approval),
   );
-  return cliExecuteToolOf(policy, decided!);
+  const built = cliExecuteToolOf(policy, decided!);
+  return bindTool(built, {
+    workDir: policy.workDir,
+    readOnly: options.readOnly ?? false,
+    rules: {
+      // The programs as resolved: another file under the same name is another tool.
+      allowedBinaries: built.availability().map((binary) => [binary.name, binary.realPath]),
+      guardrails: options.guardrails ?? null,
+      readRoots: options.readRoots ?? [],
+    },
+    sandbox: options.sandbox ?? null,
+    settings: settingsOf(options, ['allowedBinaries', 'guardrails', 'readRoots']),
+  });
 }

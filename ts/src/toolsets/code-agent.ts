@@ -3,6 +3,7 @@ import { z } from 'zod';
 import type { ApprovalDecision, FileApprovalConfig, ResolvedApproval } from '../approval/approval.js';
 import { attachDecided } from '../approval/gate-toolset.js';
 import { named, type NamedTool } from '../approval/named-tool.js';
+import { bindTools, settingsOf } from '../approval/tool-binding.js';
 import { native } from '../native/binding.js';
 import { LIMITS } from '../native/constants.js';
 import { callNative } from '../native/errors.js';
@@ -224,5 +225,10 @@ export function buildCodeAgentTools(files: FileTools, decided: readonly Resolved
  */
 export function codeAgentTools(options: CodeAgentOptions = {}): NamedTool[] {
   const plan = callNative(() => native.planCodeAgentTools(options));
-  return buildCodeAgentTools(new FileTools(plan.workDir, plan.pathRules ?? undefined), plan.tools);
+  return bindTools(buildCodeAgentTools(new FileTools(plan.workDir, plan.pathRules ?? undefined), plan.tools), {
+    workDir: plan.workDir,
+    readOnly: (options as { readOnly?: boolean }).readOnly ?? false,
+    rules: { paths: plan.pathRules ?? null },
+    settings: settingsOf(options, []),
+  });
 }

@@ -2,6 +2,7 @@ import { relative } from 'node:path';
 import { jsonSchema, tool } from 'ai';
 import { attachApproval, type ApprovalConfig } from '../approval/approval.js';
 import { named, type NamedTool } from '../approval/named-tool.js';
+import { bindTool, settingsOf } from '../approval/tool-binding.js';
 import { native } from '../native/binding.js';
 import { LIMITS } from '../native/constants.js';
 import { awaitNative, callNative } from '../native/errors.js';
@@ -103,5 +104,9 @@ export function createCustomTool(options: CreateCustomToolOptions = {}): NamedTo
       };
     },
   });
-  return attachApproval(named(CREATE_CUSTOM_TOOL_NAME, base), plan.approval);
+  return bindTool(attachApproval(named(CREATE_CUSTOM_TOOL_NAME, base), plan.approval), {
+    workDir,
+    sandbox: (options as { sandbox?: unknown }).sandbox ?? null,
+    settings: settingsOf(options, []),
+  });
 }

@@ -3,11 +3,13 @@ import { jsonSchema, tool, type JSONSchema7 } from 'ai';
 import type { ApprovalConfig, ResolvedApproval } from '../approval/approval.js';
 import { attachDecided, gateToolset } from '../approval/gate-toolset.js';
 import { named, type NamedTool } from '../approval/named-tool.js';
+import { bindTools, settingsOf } from '../approval/tool-binding.js';
 import { native } from '../native/binding.js';
 import { LIMITS } from '../native/constants.js';
 import { awaitNative, callNative } from '../native/errors.js';
 import { runProcess } from '../native/process-handle.js';
 import { type SandboxOption, warnSandbox } from '../native/sandbox.js';
+import { terminalText } from '../native/terminal-text.js';
 
 /** The prefix of every executable tool's name as the model sees it (the core's). */
 export const EXECUTABLE_TOOL_PREFIX: string = LIMITS.executableToolPrefix;
@@ -165,7 +167,10 @@ export function defaultToolDirectories(workDir: string = process.cwd()): string[
 /** Prints what discovery found wrong, one `console.warn` line each, so that nothing is dropped silently. */
 export function reportDiagnostics(diagnostics: readonly ExecutableToolDiagnostic[]): void {
   for (const diagnostic of diagnostics) {
-    console.warn(`toolgate: executable tool ${diagnostic.kind.replace('_', ' ')}: ${diagnostic.path}: ${diagnostic.reason}`);
+    // The reason quotes what the tool printed, and the path is a repository's: printed safely.
+    console.warn(
+      `toolgate: executable tool ${terminalText(diagnostic.kind.replace('_', ' '))}: ${terminalText(diagnostic.path)}: ${terminalText(diagnostic.reason)}`,
+    );
   }
 }
 
@@ -211,9 +216,14 @@ export async function executableTools(options: ExecutableToolsOptions = {}): Pro
   const registry = new ExecutableToolRegistry(options);
   const discovery = await registry.refresh();
   if (discovery.diagnostics.length > 0) (options.onDiagnostics ?? reportDiagnostics)(discovery.diagnostics);
-  return gateToolset(
+  const tools = gateToolset(
     'executables',
     discovery.tools.map((spec) => unapprovedTool(registry, spec)),
     options.approval,
   );
+  return bindTools(tools, {
+    workDir: resolve(options.workDir ?? process.cwd()),
+    sandbox: (options as { sandbox?: unknown }).sandbox ?? null,
+    settings: { ...settingsOf(options, []), tools: discovery.tools.map((spec) => [spec.name, spec.program, spec.inputSchema]) },
+  });
 }

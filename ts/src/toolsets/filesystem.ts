@@ -3,6 +3,7 @@ import { z } from 'zod';
 import type { ApprovalDecision, FileApprovalConfig, ResolvedApproval } from '../approval/approval.js';
 import { attachDecided } from '../approval/gate-toolset.js';
 import { named, type NamedTool } from '../approval/named-tool.js';
+import { bindTools, settingsOf } from '../approval/tool-binding.js';
 import { native } from '../native/binding.js';
 import { LIMITS } from '../native/constants.js';
 import { warnDeprecated } from '../native/deprecation.js';
@@ -160,5 +161,10 @@ export function buildFilesystemTools(files: FileTools, decided: readonly Resolve
 export function filesystemToolset(options: FilesystemOptions = {}): NamedTool[] {
   const plan = callNative(() => native.planFilesystemToolset(options));
   warnDeprecated(plan.deprecations);
-  return buildFilesystemTools(new FileTools(plan.workDir, plan.pathRules ?? undefined), plan.tools);
+  return bindTools(buildFilesystemTools(new FileTools(plan.workDir, plan.pathRules ?? undefined), plan.tools), {
+    workDir: plan.workDir,
+    readOnly: (options as { readOnly?: boolean }).readOnly ?? false,
+    rules: { paths: plan.pathRules ?? null },
+    settings: settingsOf(options, []),
+  });
 }

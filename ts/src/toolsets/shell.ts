@@ -3,6 +3,7 @@ import { z } from 'zod';
 import { setCommandWords, type ApprovalConfig, type ApprovalDecision, type ResolvedApproval } from '../approval/approval.js';
 import { attachDecided } from '../approval/gate-toolset.js';
 import { named, type NamedTool } from '../approval/named-tool.js';
+import { bindTool, settingsOf } from '../approval/tool-binding.js';
 import { native } from '../native/binding.js';
 import { warnDeprecated } from '../native/deprecation.js';
 import { callNative } from '../native/errors.js';
@@ -90,7 +91,13 @@ export function shellToolset(options: ShellToolsetOptions = {}): NamedTool<Shell
   const [decided] = callNative(() =>
     native.decideToolsetApproval('shell', [{ name: 'shell', own: 'function' }], options.approval),
   );
-  return shellTool(policy, decided!);
+  return bindTool(shellTool(policy, decided!), {
+    workDir: policy.workDir,
+    readOnly: options.readOnly ?? false,
+    rules: { rules: options.rules ?? [], default: options.default ?? null },
+    sandbox: options.sandbox ?? null,
+    settings: settingsOf(options, ['rules', 'default']),
+  });
 }
 
 /** The words of a command, or `undefined` when it does not split (it will be refused anyway). */

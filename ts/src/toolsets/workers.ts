@@ -1,6 +1,7 @@
 import type { ApprovalConfig } from '../approval/approval.js';
 import { gateToolset } from '../approval/gate-toolset.js';
 import type { NamedTool } from '../approval/named-tool.js';
+import { bindTool } from '../approval/tool-binding.js';
 import { native } from '../native/binding.js';
 import { awaitNative, callNative } from '../native/errors.js';
 import { delegateTool } from '../worker/delegate-tool.js';
@@ -27,7 +28,8 @@ export async function workerTools(workerPaths: readonly string[], options: Worke
     const [info] = plan.workers();
     if (!called || !info) throw new Error(`the plan of '${path}' has no worker`);
     const description = info.description ?? `Runs the worker '${info.name}' on a task and returns its answer.`;
-    tools.push(delegateTool({ name: info.name, description, worker: 0 }, plan, () => called));
+    const binding = callNative(() => native.workerPlanFingerprint(plan));
+    tools.push(bindTool(delegateTool({ name: info.name, description, worker: 0 }, plan, () => called), { plan: binding, worker: 0 }));
   }
   return gateToolset('workers', tools, options.approval);
 }

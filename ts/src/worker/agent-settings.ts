@@ -1,7 +1,8 @@
-import { hasToolCall, stepCountIs, type LanguageModel, type StepResult, type StopCondition, type ToolSet } from 'ai';
+import { hasToolCall, stepCountIs, wrapLanguageModel, type LanguageModel, type StepResult, type StopCondition, type ToolSet } from 'ai';
 import { native } from '../native/binding.js';
 import { callNative, ToolgateError } from '../native/errors.js';
 import { gatedCall, outputOrThrow } from '../run/gated-call.js';
+import { answerAsText } from './answer-as-text.js';
 import { ASK_QUESTION, CONVERSE, RESERVED_TOOL_NAMES, TASK_COMPLETION } from './loop-tools.js';
 import { prepareRun, recordRejectedCalls, type RunSetup } from './run-loop.js';
 import { runContext } from './run-context.js';
@@ -35,7 +36,10 @@ export interface WorkerAgentSettings {
  * through toolgate: a call that needs one asks `onApproval` (with "always" scopes, as in
  * `runWorker`) before it runs, inside the tool, so the agent needs no approval round trips; a
  * denied call fails with `APPROVAL_DENIED` and the reason, which the model reads. Blocked tools
- * are not offered. Every call the model makes is reported to `onEvent` as `call-recorded`.
+ * are not offered. Every call the model makes is reported to `onEvent` as `call-recorded`. The
+ * answer of a run that ends with `task_completion` (or `ask_question`, `converse`) is the text of
+ * its last step: `result.text` of `agent.generate()` is the answer, as `runWorker`'s `text` is
+ * (`agent.stream()` streams it as text after what the model wrote in that step).
  */
 export async function toAgentSettings(worker: RunnableWorker, options: AgentSettingsOptions = {}): Promise<WorkerAgentSettings> {
   const maxSteps = callNative(() => native.checkAgentSettingsOptions(options));
@@ -48,7 +52,9 @@ export async function toAgentSettings(worker: RunnableWorker, options: AgentSett
     tools[name] = RESERVED_TOOL_NAMES.includes(name) ? tool : askingInside(name, tool, setup);
   }
   return {
-    model: setup.model,
+    // The run's answer (task_completion's result, the question, the reply) is the text of the
+    // step that ends it, so `result.text` is the answer, as `runWorker`'s `text` is.
+    model: wrapLanguageModel({ model: setup.model as Parameters<typeof wrapLanguageModel>[0]['model'], middleware: answerAsText() }),
     ...(worker.instructions ? { instructions: worker.instructions } : {}),
     tools,
     stopWhen: [stepCountIs(setup.maxSteps), hasToolCall(TASK_COMPLETION), hasToolCall(ASK_QUESTION), hasToolCall(CONVERSE)],

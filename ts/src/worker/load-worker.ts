@@ -3,6 +3,8 @@ import type { ToolSet } from 'ai';
 import { type ApprovalInfo, approvalOf, isBlocked, ownApproval, type ResolvedApproval } from '../approval/approval.js';
 import { attachDecided } from '../approval/gate-toolset.js';
 import { type NamedTool, toToolSet } from '../approval/named-tool.js';
+import { bindTools } from '../approval/tool-binding.js';
+import { SavedRules, withSavedRules } from '../approval/saved-rules.js';
 import { native } from '../native/binding.js';
 import { awaitNative, callNative } from '../native/errors.js';
 import { type CallerPathRules, FileTools } from '../native/file-tools.js';
@@ -91,15 +93,23 @@ export async function loadWorker(path: string, options: LoadWorkerOptions = {}):
   return top;
 }
 
-/** A plan's workers with their tools modules read, MCP servers connected and tools decided. */
-export interface DecidedPlan {
+/** A plan's workers with their tools modules read and MCP servers connected. */
+export interface ListedPlan {
   infos: native.PlannedWorkerInfo[];
   modules: Map<number, ModuleTools>;
   /** The connected MCP servers of each worker with an `mcp` toolset. */
   mcp: Map<number, McpConnection[]>;
-  decided: native.PlannedTool[][];
+  /** What they hold, as the core reads it (for `decide`, `report`, `checkPath`). */
+  reports: { modules: native.ModuleReport[]; mcp: native.McpWorkerReport[] };
+  /** Workers whose MCP servers could not be listed (only with `tolerateMcpFailures`), and why. */
+  mcpFailures: Map<number, string>;
   /** Ends every MCP server the plan connected. */
   close: () => Promise<void>;
+}
+
+/** A plan's workers with their tools modules read, MCP servers connected and tools decided. */
+export interface DecidedPlan extends ListedPlan {
+  decided: native.PlannedTool[][];
 }
 
 /**
@@ -108,6 +118,25 @@ export interface DecidedPlan {
  * call `close()` when done.
  */
 export async function decidePlannedWorkers(workerPlan: native.WorkerPlan): Promise<DecidedPlan> {
+  const listed = await listPlannedWorkers(workerPlan);
+  try {
+    const decided = callNative(() => workerPlan.decide(listed.reports.modules, listed.reports.mcp));
+    return { ...listed, decided };
+  } catch (error) {
+    await listed.close();
+    throw error;
+  }
+}
+
+/**
+ * Reads the tools modules of a plan and connects its MCP servers. With `tolerateMcpFailures`
+ * (for `toolgate check`), a worker whose servers cannot be listed is left without a report and
+ * the failure is kept in `mcpFailures`. The caller owns the servers: call `close()` when done.
+ */
+export async function listPlannedWorkers(
+  workerPlan: native.WorkerPlan,
+  options: { tolerateMcpFailures?: boolean } = {},
+): Promise<ListedPlan> {
   const infos = workerPlan.workers();
   const modules = new Map<number, ModuleTools>();
   for (const [index, info] of infos.entries()) {
@@ -121,22 +150,27 @@ export async function decidePlannedWorkers(workerPlan: native.WorkerPlan): Promi
     mcp.clear();
     await Promise.all(all.map((connection) => connection.close()));
   };
+  const mcpFailures = new Map<number, string>();
   try {
     for (const [index, info] of infos.entries()) {
       const toolset = info.mcp ? callNative(() => workerPlan.mcpToolset(index)) : null;
-      if (toolset) mcp.set(index, await connectServers(toolset));
+      if (!toolset) continue;
+      try {
+        mcp.set(index, await connectServers(toolset));
+      } catch (error) {
+        if (!options.tolerateMcpFailures) throw error;
+        mcpFailures.set(index, error instanceof Error ? error.message : String(error));
+      }
     }
-    const decided = callNative(() =>
-      workerPlan.decide(
-        [...modules].map(([worker, module]) => ({
-          worker,
-          available: module.available,
-          selected: module.tools.map((tool) => ({ name: tool.name, own: ownApproval(tool) })),
-        })),
-        [...mcp].map(([worker, connections]) => ({ worker, servers: reportOf(connections) })),
-      ),
-    );
-    return { infos, modules, mcp, decided, close };
+    const reports = {
+      modules: [...modules].map(([worker, module]) => ({
+        worker,
+        available: module.available,
+        selected: module.tools.map((tool) => ({ name: tool.name, own: ownApproval(tool) })),
+      })),
+      mcp: [...mcp].map(([worker, connections]) => ({ worker, servers: reportOf(connections) })),
+    };
+    return { infos, modules, mcp, reports, mcpFailures, close };
   } catch (error) {
     await close();
     throw error;
@@ -152,9 +186,12 @@ export async function buildPlannedWorkers(workerPlan: native.WorkerPlan): Promis
   const { infos, modules, mcp, decided, close } = await decidePlannedWorkers(workerPlan);
   for (const info of infos) warnSandbox(info.sandboxWarning);
   try {
+    // Every tool is bound to the plan it was built from: a run state it issues is never
+    // resumed on tools built from another plan (another work directory, rules, sandbox …).
+    const binding = callNative(() => native.workerPlanFingerprint(workerPlan));
     const workers: LoadedWorker[] = [];
     for (const [index, info] of infos.entries()) {
-      const context: BuildContext = { plan: workerPlan, index, info, infos, modules, mcp, decided: decided[index] ?? [], workers };
+      const context: BuildContext = { plan: workerPlan, binding, index, info, infos, modules, mcp, decided: decided[index] ?? [], workers };
       workers.push(buildWorker(context, close));
     }
     return workers;
@@ -166,6 +203,8 @@ export async function buildPlannedWorkers(workerPlan: native.WorkerPlan): Promis
 
 interface BuildContext {
   plan: native.WorkerPlan;
+  /** The plan's binding (see `tool-binding.ts`). */
+  binding: string;
   index: number;
   info: native.PlannedWorkerInfo;
   /** Every worker of the plan, by index (to find the callers' path rules). */
@@ -242,12 +281,14 @@ function buildTools(context: BuildContext): NamedTool[] {
   tools.push(...attachDecided(delegates, approvals(context, 'workers')));
   const mcpToolset = context.mcp.has(index) ? callNative(() => workerPlan.mcpToolset(index)) : null;
   if (mcpToolset) tools.push(...gatedMcpTools(mcpToolset, context.mcp.get(index)!, approvals(context, 'mcp')));
-  return tools;
+  return bindTools(tools, { plan: context.binding, worker: index });
 }
 
 function buildWorker(context: BuildContext, close: () => Promise<void>): LoadedWorker {
   const { info } = context;
-  const gated = buildTools(context);
+  // Rules saved in the project permissions file answer the questions of this worker's tools.
+  const saved = new SavedRules(context.plan, context.index);
+  const gated = buildTools(context).map((tool) => (isBlocked(tool) ? tool : withSavedRules(tool, saved)));
   const toolApproval: Record<string, ApprovalInfo> = {};
   for (const tool of gated) {
     const approval = approvalOf(tool);

@@ -11,6 +11,7 @@ import {
   type ToolSet,
 } from 'ai';
 import { approvalOf, commandWordsOf, isBlocked } from '../approval/approval.js';
+import { savedRulesOf } from '../approval/saved-rules.js';
 import { native } from '../native/binding.js';
 import { LIMITS } from '../native/constants.js';
 import { callNative, ToolgateError } from '../native/errors.js';
@@ -404,6 +405,11 @@ function deferRun(
     secret,
   );
   for (const request of sealed.pending) {
+    // What the answer `save` would write, for a tool of a loaded worker and a reviewable input.
+    const offer = request.reviewable
+      ? savedRulesOf(setup.original.get(request.toolName))?.offer(request.toolName, request.input, request.argv)
+      : undefined;
+    if (offer) request.save = offer;
     setup.emit({ type: 'approval-asked', toolCallId: request.toolCallId, toolName: request.toolName, input: request.input, scope: request.scope });
   }
   return sealed;

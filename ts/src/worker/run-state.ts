@@ -1,25 +1,29 @@
 import type { ModelMessage, ToolSet } from 'ai';
 import { approvalOf } from '../approval/approval.js';
+import { bindingOf } from '../approval/tool-binding.js';
 import { native } from '../native/binding.js';
 import { callNative } from '../native/errors.js';
 import { planOf } from './plans.js';
 import type { AlwaysScope, ApprovalAnswers, PendingApproval, RunnableWorker, RunUsage } from './types.js';
 
 /**
- * The fingerprint a run state carries. A worker loaded from a file: the content of every file
- * of its graph and its work directories (the core reads them). A worker built in code: its
- * name, instructions and tools (names, descriptions, approvals).
+ * The binding a run state carries (the core digests it: every policy that decides a call). Its
+ * name, instructions, the plan it was loaded from (every file, work directory, rule, sandbox and
+ * approval of the graph), and each tool: name, description, approval, and what toolgate built it
+ * with (its work directory, rules, sandbox and settings, or its plan). A state is resumed only on
+ * a worker with the same binding, whether it was loaded from a file or built in code.
  */
 export function workerFingerprint(worker: RunnableWorker, tools: ReadonlyMap<string, ToolSet[string]>): string {
   const plan = planOf(worker);
-  if (plan) return callNative(() => native.workerPlanFingerprint(plan));
   const description = {
     name: worker.name,
     instructions: worker.instructions ?? '',
+    plan: plan ? callNative(() => native.workerPlanFingerprint(plan)) : null,
     tools: [...tools].map(([name, tool]) => ({
       name,
       description: tool.description ?? '',
       approval: approvalOf(tool) ?? null,
+      binding: bindingOf(tool) ?? null,
     })),
   };
   return callNative(() => native.workerDescriptionFingerprint(JSON.stringify(description)));
@@ -50,7 +54,18 @@ export interface StateDraft {
 export function sealState(draft: StateDraft, secret: string): { state: string; pending: PendingApproval[] } {
   const sealed = callNative(() => native.sealRunState(JSON.stringify(draft), secret));
   const pending = (JSON.parse(sealed.pendingJson) as (PendingApproval & { approvalId: string })[]).map(
-    ({ id, toolName, input, toolCallId, scope, argv }): PendingApproval => ({ id, toolName, input, toolCallId, scope, ...(argv ? { argv } : {}) }),
+    ({ id, toolName, input, toolCallId, scope, argv, review, reviewable, inputBytes, inputSha256 }): PendingApproval => ({
+      id,
+      toolName,
+      input,
+      toolCallId,
+      scope,
+      ...(argv ? { argv } : {}),
+      review,
+      reviewable,
+      inputBytes,
+      inputSha256,
+    }),
   );
   return { state: sealed.state, pending };
 }
@@ -69,6 +84,8 @@ export interface OpenedState {
     approved: boolean;
     reason: string | null;
     always: AlwaysScope | null;
+    /** The answer was `save`: the call's scope is to be saved as a rule. */
+    save: boolean;
   }[];
 }
 

@@ -2,6 +2,8 @@ import type { FilePart, ModelMessage, ToolContent, UserContent } from 'ai';
 import { native } from '../native/binding.js';
 import { callNative, ToolgateError } from '../native/errors.js';
 import { audited, checkApprovalOption, checkInput, prepareRun, runLoop, type RunSetup } from './run-loop.js';
+import type { GateAnswer } from '../run/approval-gate.js';
+import { planOf } from './plans.js';
 import { openState, workerFingerprint } from './run-state.js';
 import type { ApprovalAnswers, ResumeWorkerOptions, RunnableWorker, RunWorkerOptions, WorkerRunResult } from './types.js';
 
@@ -61,6 +63,13 @@ export async function runWorkerWithFiles(
   return runFresh(setup, input, options.messages, files);
 }
 
+/** Whether any answer is `save`. */
+function answersSave(answers: ApprovalAnswers): boolean {
+  return Object.values(answers ?? {}).some(
+    (answer) => answer === 'save' || (typeof answer === 'object' && answer !== null && (answer as { decision?: unknown }).decision === 'save'),
+  );
+}
+
 /** Prepares a resumed run: the core checks the state and the answers before anything runs. */
 export async function prepareResumedRun(
   worker: RunnableWorker,
@@ -82,6 +91,14 @@ export async function prepareResumedRun(
     stateSecret: checked.stateSecret,
     audit: checked.audit ?? null,
   });
+  // An answer `save` writes to the project permissions file of a worker loaded from one:
+  // refused before the state is used up when there is none.
+  if (answersSave(answers) && !planOf(worker)) {
+    throw new ToolgateError(
+      'INVALID_INPUT',
+      "an answer 'save' writes a rule to the project permissions file of a worker loaded from a file (loadWorker); this worker was built in code: answer 'approve' or 'always'",
+    );
+  }
   const opened = openState(state, checked.stateSecret, workerFingerprint(worker, setup.original), answers, checked.stateLedger ?? undefined);
   setup.maxSteps = opened.maxSteps;
   setup.runId = opened.runId;
@@ -91,9 +108,13 @@ export async function prepareResumedRun(
       const responses = [];
       for (const answer of opened.answers) {
         const { pending } = answer;
-        const gateAnswer = answer.approved
+        const gateAnswer: GateAnswer = answer.approved
           ? { approved: true, decision: answer.always ? ('always' as const) : ('approved' as const), decidedBy: 'user' as const, ...(answer.always ? { scope: answer.always } : {}) }
           : { approved: false, decision: 'denied' as const, decidedBy: 'user' as const, reason: answer.reason ?? 'the user denied this tool call' };
+        if (answer.save) {
+          const rule = setup.gate.saveRule(setup.original.get(pending.toolName), pending, 'deferred-answer');
+          if (rule) gateAnswer.savedRule = rule;
+        }
         setup.gate.remember(pending.toolCallId, gateAnswer);
         setup.emit({
           type: 'approval-answered',
@@ -142,8 +163,10 @@ function withResponses(setup: RunSetup, stored: ModelMessage[], responses: ToolC
 
 /**
  * Continues a run that stopped with `approval-required`, in this process or another: `answers`
- * maps each pending `id` to `'approve' | 'always' | 'deny' | { decision: 'deny', reason }` (or
- * `{ decision: 'always', scope }` for a wider, explicit "always"). The core first checks that the
+ * maps each pending `id` to `'approve' | 'always' | 'save' | 'deny' | { decision: 'deny', reason }`
+ * (or `{ decision: 'always', scope }` for a wider, explicit "always"; `'save'` writes the call's
+ * scope as a rule to the project permissions file of a worker loaded from a file, see
+ * docs/permissions.md). The core first checks that the
  * state was signed with `stateSecret`, belongs to this version of the worker, was never resumed
  * before, and that the answers are for its pending requests (`STATE_INVALID` otherwise); then the
  * approved calls run (each exactly once) and the loop goes on. It may stop again with

@@ -14,6 +14,9 @@ import type {
   RunEventBody,
   RunStatus,
   RunUsage,
+  SavedBy,
+  SavedRule,
+  SaveOffer,
   ToolCallRecord,
 } from '../run/types.js';
 
@@ -32,6 +35,9 @@ export type {
   RunEventBody,
   RunStatus,
   RunUsage,
+  SavedBy,
+  SavedRule,
+  SaveOffer,
   ToolCallRecord,
 };
 
@@ -117,7 +123,10 @@ export interface StepRecord {
   toolCalls: { toolCallId: string; toolName: string; input: unknown }[];
 }
 
-/** A call waiting for an answer in a deferred run: answer it by `id`. */
+/**
+ * A call waiting for an answer in a deferred run: answer it by `id`. Show `review` (the whole
+ * input, readable, nothing hidden) to the person who decides.
+ */
 export interface PendingApproval {
   id: string;
   toolName: string;
@@ -126,6 +135,16 @@ export interface PendingApproval {
   /** What "always" covers for this request: exactly this call. */
   scope: AlwaysScope;
   argv?: string[];
+  /** The input as a person reviews it (see `ApprovalRequest.review`). */
+  review: string;
+  /** Whether `review` shows the whole input; when false only `approve` or `deny` is accepted. */
+  reviewable: boolean;
+  /** The size of the input as canonical JSON, in bytes. */
+  inputBytes: number;
+  /** SHA-256 (hex) of the input as canonical JSON. */
+  inputSha256: string;
+  /** Present when the answer `save` is accepted: the rule it writes, and the file. */
+  save?: SaveOffer;
 }
 
 export interface WorkerRunResult {

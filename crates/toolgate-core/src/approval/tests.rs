@@ -421,3 +421,60 @@ fn executable_entries_match_with_or_without_the_prefix_and_the_strictest_wins() 
     let typo: ApprovalConfig = serde_json::from_str(r#"{"tools":{"wether":"blocked"}}"#).unwrap();
     assert!(typo.check_names(&known, "executables").is_err());
 }
+
+#[test]
+fn the_source_is_the_input_that_reached_the_decision_first() {
+    use ApprovalSource::*;
+    let with = |change: &dyn Fn(&mut ApprovalInputs)| {
+        let mut inputs = inputs(Ask);
+        change(&mut inputs);
+        let resolved = resolve(&inputs);
+        (resolved.decision, resolved.source)
+    };
+    assert_eq!(with(&|_| {}), (Ask, DocumentedDefault));
+    assert_eq!(
+        with(&|i| i.toolset_default = Some(PreApproved)),
+        (PreApproved, ToolsetDefault)
+    );
+    assert_eq!(with(&|i| i.explicit = Some(Blocked)), (Blocked, ToolEntry));
+    assert_eq!(
+        with(&|i| i.own = OwnApproval::Static(Ask)),
+        (Ask, OwnNeedsApproval)
+    );
+    assert_eq!(
+        with(&|i| {
+            i.explicit = Some(PreApproved);
+            i.own = OwnApproval::Static(Ask);
+        }),
+        (Ask, OwnNeedsApproval)
+    );
+    assert_eq!(
+        with(&|i| i.own = OwnApproval::Dynamic),
+        (PreApproved, OwnNeedsApproval)
+    );
+    // A floor names itself only when it is stricter than what was already decided.
+    assert_eq!(
+        with(&|i| {
+            i.explicit = Some(Ask);
+            i.worker_floor = Some(Ask);
+        }),
+        (Ask, ToolEntry)
+    );
+    assert_eq!(
+        with(&|i| {
+            i.explicit = Some(PreApproved);
+            i.worker_floor = Some(Ask);
+            i.caller_floor = Some(Blocked);
+        }),
+        (Blocked, CallerFloor)
+    );
+    assert_eq!(
+        with(&|i| {
+            i.toolset_default = Some(PreApproved);
+            i.worker_floor = Some(Blocked);
+            i.caller_floor = Some(Ask);
+        }),
+        (Blocked, WorkerFloor)
+    );
+    assert_eq!(CallerFloor.as_str(), "caller-floor");
+}

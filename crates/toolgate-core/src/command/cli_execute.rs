@@ -3,12 +3,15 @@
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use super::config::CliExecuteConfig;
-use super::engine::{in_command, Engine};
+use super::callers::{CallerCommands, RunCommand};
+use super::config::{Approval, CliExecuteConfig};
+use super::engine::{in_command, Engine, ProgramCache};
 use super::guardrails::{compile, CommandGuardrails, OutputGuardrails};
 use super::indirection::{too_deep, MAX_DEPTH, MAX_JUDGED};
 use super::prepared::PreparedCommand;
 use super::program::{identity, Program};
+use super::rules::{DecisionSource, RuleDecision};
+use super::shell::{judge, Seen};
 use super::trampoline::refusal_reason;
 use super::{Layer, Refusal};
 use crate::error::{Error, Result};
@@ -36,6 +39,10 @@ pub struct CliExecute {
     programs: Vec<Option<Program>>,
     commands: CommandGuardrails,
     output: Arc<OutputGuardrails>,
+    /// The command policies of the workers that call this toolset's worker.
+    callers: CallerCommands,
+    /// Programs found for the callers' shell rules (a command's inner commands).
+    found: ProgramCache,
 }
 
 impl CliExecute {
@@ -85,7 +92,52 @@ impl CliExecute {
             programs,
             commands,
             output: Arc::new(output),
+            callers: CallerCommands::default(),
+            found: ProgramCache::default(),
         })
+    }
+
+    /// Binds every call to the command policies of the workers that call this toolset's
+    /// worker (see [`super::callers`]).
+    pub fn with_callers(mut self, callers: CallerCommands) -> Self {
+        self.callers = callers;
+        self
+    }
+
+    /// The command policies of the calling workers this toolset is bound by.
+    pub fn callers(&self) -> &CallerCommands {
+        &self.callers
+    }
+
+    /// Whether `program` is one of the allowlisted binaries, by file.
+    pub(crate) fn allows(&self, program: &Program) -> bool {
+        self.programs.iter().flatten().any(|allowed| {
+            (allowed.id.is_some() && allowed.id == program.id) || allowed.real == program.real
+        })
+    }
+
+    /// The compiled `deny_commands`.
+    pub(crate) fn command_guardrails(&self) -> &CommandGuardrails {
+        &self.commands
+    }
+
+    /// The compiled `deny_output`.
+    pub(crate) fn output_guardrails(&self) -> &Arc<OutputGuardrails> {
+        &self.output
+    }
+
+    /// The approval the calling workers' shell rules give a call (`preApproved` when no caller
+    /// has shell rules, and for a call that is refused anyway: it fails when run). A call a
+    /// caller's rule asks about needs a human's approval first, whatever this toolset's own
+    /// approval is.
+    pub fn callers_approval(&self, binary: &str, args: &[String]) -> Approval {
+        if !self.callers.has_rules() {
+            return Approval::PreApproved;
+        }
+        match self.check_all(binary, args, None) {
+            Ok((_, Some(decision))) => decision.approval,
+            _ => Approval::PreApproved,
+        }
     }
 
     /// Runs every call under `sandbox` (`None`: unconfined, as `sandbox: false` asks).
@@ -127,6 +179,17 @@ impl CliExecute {
         args: &[String],
         stdin: Option<Vec<u8>>,
     ) -> std::result::Result<PreparedCommand, Refusal> {
+        self.check_all(binary, args, stdin)
+            .map(|(prepared, _)| prepared)
+    }
+
+    /// [`check`](Self::check), with the decision of the calling workers' shell rules.
+    fn check_all(
+        &self,
+        binary: &str,
+        args: &[String],
+        stdin: Option<Vec<u8>>,
+    ) -> std::result::Result<(PreparedCommand, Option<RuleDecision>), Refusal> {
         if let Some(bytes) = stdin.as_ref().filter(|bytes| bytes.len() > MAX_STDIN_BYTES) {
             return Err(Refusal::new(
                 Layer::Arguments,
@@ -193,10 +256,59 @@ impl CliExecute {
                 .check(&argv[0], &argv[1..])
                 .map_err(|error| Refusal::new(Layer::Guardrails, in_command(error, within)))?;
         }
-        Ok(PreparedCommand::new(
-            self.engine.request(&program.path, args, stdin),
-            Some(Arc::clone(&self.output)),
+        let decision = self.check_callers(&argv, program, &inner)?;
+        let mut output = vec![Arc::clone(&self.output)];
+        output.extend(self.callers.output_guardrails());
+        Ok((
+            PreparedCommand::new(self.engine.request(&program.path, args, stdin), output),
+            decision,
         ))
+    }
+
+    /// What the calling workers make of a call that passed this toolset's own checks: their
+    /// shell rules (`blocked` refuses it; the decision is returned), their allowlists and
+    /// their `deny_commands`, over the call and every command it runs.
+    fn check_callers(
+        &self,
+        argv: &[String],
+        program: &Program,
+        inner: &[(Vec<String>, Program, String)],
+    ) -> std::result::Result<Option<RuleDecision>, Refusal> {
+        if self.callers.is_empty() {
+            return Ok(None);
+        }
+        let decision = self.callers.decide(|rules| {
+            judge(
+                rules,
+                &self.engine,
+                &self.found,
+                argv,
+                Some(program),
+                0,
+                &mut Seen::default(),
+            )
+        })?;
+        if let Some(decision) = decision
+            .as_ref()
+            .filter(|d| d.approval == Approval::Blocked)
+        {
+            return Err(Refusal::new(
+                Layer::Rules,
+                blocked_by_caller(&argv.join(" "), decision),
+            ));
+        }
+        let mut commands = vec![RunCommand {
+            argv,
+            program: Some(program),
+            within: None,
+        }];
+        commands.extend(inner.iter().map(|(argv, program, within)| RunCommand {
+            argv,
+            program: Some(program),
+            within: Some(within),
+        }));
+        self.callers.check_commands(&commands, None)?;
+        Ok(decision)
     }
 
     /// Refuses what `argv` (run as `program`) would run besides itself unless it is on the
@@ -321,4 +433,29 @@ fn availability_of(engine: &Engine, name: &str) -> Result<(BinaryAvailability, O
         real_path: program.as_ref().map(|program| program.real.clone()),
     };
     Ok((availability, program))
+}
+
+/// `COMMAND_BLOCKED` for a call a calling worker's shell rules block.
+fn blocked_by_caller(command: &str, decision: &RuleDecision) -> Error {
+    let caller = decision.caller.as_deref().unwrap_or("a calling worker");
+    let why = match &decision.source {
+        DecisionSource::Rule(rule) => format!(
+            "is blocked by rules[{}] (pattern '{}') of the shell toolset of {caller}",
+            rule.index, rule.pattern
+        ),
+        DecisionSource::Default => {
+            format!("matches no rule of the shell toolset of {caller}, whose default is blocked")
+        }
+        DecisionSource::NoDefault => format!(
+            "matches no rule of the shell toolset of {caller}, which has no default, so it is blocked"
+        ),
+    };
+    let via = decision
+        .via
+        .as_ref()
+        .map(|via| format!(" ({via})"))
+        .unwrap_or_default();
+    Error::CommandBlocked(format!(
+        "'{command}'{via} {why}; a calling worker's command rules bind every worker it calls, and blocked commands never run, so do not retry it. To allow it, add a rule for it to that worker's shell toolset"
+    ))
 }

@@ -59,8 +59,8 @@ pub struct CliExecuteConfig {
     /// Regexes that refuse command lines or block/redact output.
     #[serde(default)]
     pub guardrails: Guardrails,
-    /// Narrows the worker's kernel sandbox for this toolset (network off, fewer roots, a
-    /// stricter mode); it cannot widen it.
+    /// This toolset's kernel sandbox: its keys replace the worker's (an absent key keeps the
+    /// worker's value) and may widen them; in a called worker it stays within the caller's.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sandbox: Option<SandboxFields>,
 }
@@ -131,8 +131,8 @@ pub struct ShellConfig {
     /// Names of environment variables passed to the child when they are set.
     #[serde(default)]
     pub env_passthrough: Vec<String>,
-    /// Narrows the worker's kernel sandbox for this toolset (network off, fewer roots, a
-    /// stricter mode); it cannot widen it.
+    /// This toolset's kernel sandbox: its keys replace the worker's (an absent key keeps the
+    /// worker's value) and may widen them; in a called worker it stays within the caller's.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sandbox: Option<SandboxFields>,
 }

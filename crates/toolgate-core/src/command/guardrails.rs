@@ -97,8 +97,31 @@ impl OutputGuardrails {
     /// Fails with `OUTPUT_BLOCKED` when a block pattern matches either stream (the output is
     /// not returned), else returns both streams with every redact match replaced.
     pub fn apply(&self, stdout: Vec<u8>, stderr: Vec<u8>) -> Result<(Vec<u8>, Vec<u8>)> {
+        self.check_blocked(&stdout, &stderr)?;
+        Ok((self.redact_all(stdout), self.redact_all(stderr)))
+    }
+
+    /// [`apply`](Self::apply) for several sets at once (a tool's own and its calling workers'):
+    /// every block pattern is checked on the raw output first, then every redaction applies.
+    pub fn apply_all(
+        sets: &[std::sync::Arc<OutputGuardrails>],
+        stdout: Vec<u8>,
+        stderr: Vec<u8>,
+    ) -> Result<(Vec<u8>, Vec<u8>)> {
+        for set in sets {
+            set.check_blocked(&stdout, &stderr)?;
+        }
+        let (mut stdout, mut stderr) = (stdout, stderr);
+        for set in sets {
+            stdout = set.redact_all(stdout);
+            stderr = set.redact_all(stderr);
+        }
+        Ok((stdout, stderr))
+    }
+
+    fn check_blocked(&self, stdout: &[u8], stderr: &[u8]) -> Result<()> {
         for regex in &self.block {
-            for (name, stream) in [("stdout", &stdout), ("stderr", &stderr)] {
+            for (name, stream) in [("stdout", stdout), ("stderr", stderr)] {
                 if regex.is_match(stream) {
                     return Err(Error::OutputBlocked(format!(
                         "the command ran, but its {name} matches the deny_output pattern '{}', so the output is withheld",
@@ -107,7 +130,7 @@ impl OutputGuardrails {
                 }
             }
         }
-        Ok((self.redact_all(stdout), self.redact_all(stderr)))
+        Ok(())
     }
 
     fn redact_all(&self, mut stream: Vec<u8>) -> Vec<u8> {

@@ -12,9 +12,11 @@
 //! word splitting without a shell and approval rules that identify programs by file. What a
 //! program runs by its own means (`indirection`: git's aliases and configuration, the
 //! `exec`/`run` forms of runners, `make`) is judged like a command of its own, by the same rules
-//! or the same allowlist.
+//! or the same allowlist. The command policies of the workers that call a worker bind its
+//! commands too, strictest wins ([`callers`]).
 
 mod arguments;
+pub mod callers;
 mod cli_execute;
 pub mod config;
 mod engine;
@@ -40,6 +42,7 @@ mod indirection_tests;
 #[cfg(test)]
 mod tests;
 
+pub use callers::{CallerCommands, CallerLayer};
 pub use cli_execute::{BinaryAvailability, CliExecute};
 pub use config::{Approval, CliExecuteConfig, ShellConfig, ShellRule};
 pub use guardrails::REDACTED;

@@ -323,9 +323,12 @@ fn list_pieces(arg: &str) -> Vec<Candidate<'_>> {
 /// Where the RFC 3986 scheme name that `text` ends with starts (`https`, `git+ssh`,
 /// `--url=ftp`), or `None`.
 fn scheme_at_end(text: &str) -> Option<usize> {
+    // After the last character that cannot be in a scheme (which may take several bytes).
     let start = text
-        .rfind(|c: char| !(c.is_ascii_alphanumeric() || matches!(c, '+' | '-' | '.')))
-        .map_or(0, |i| i + 1);
+        .char_indices()
+        .rev()
+        .find(|(_, c)| !(c.is_ascii_alphanumeric() || matches!(c, '+' | '-' | '.')))
+        .map_or(0, |(i, c)| i + c.len_utf8());
     let scheme = text[start..].trim_start_matches(|c: char| !c.is_ascii_alphabetic());
     (!scheme.is_empty()).then(|| text.len() - scheme.len())
 }
@@ -430,6 +433,24 @@ mod tests {
 
     fn texts(arg: &str) -> Vec<&str> {
         candidates_of(arg).into_iter().map(|c| c.text).collect()
+    }
+
+    #[test]
+    fn lists_with_multibyte_characters_before_a_separator_are_read_without_panicking() {
+        for arg in [
+            "print('hello')\u{a0}\u{a0};import os",
+            "\u{2028}:x",
+            "é,f",
+            "a\u{3000}https://x",
+            "日本:語",
+        ] {
+            let _ = texts(arg);
+            assert_eq!(
+                scheme_at_end(&arg[..arg.find([':', ',', ';']).unwrap_or(arg.len())]).is_some(),
+                arg.contains("https"),
+                "{arg}"
+            );
+        }
     }
 
     #[test]

@@ -16,16 +16,20 @@ const GUARDRAIL_MARGIN: usize = 64 * 1024;
 #[derive(Debug)]
 pub struct PreparedCommand {
     request: ExecRequest,
-    output: Option<Arc<OutputGuardrails>>,
+    /// The output guardrails: the tool's own and those of the workers that call its worker.
+    output: Vec<Arc<OutputGuardrails>>,
     /// The cap the caller sees (the request may capture a margin more for the guardrails).
     cap: usize,
 }
 
 impl PreparedCommand {
-    pub(crate) fn new(mut request: ExecRequest, output: Option<Arc<OutputGuardrails>>) -> Self {
-        let output = output.filter(|guardrails| !guardrails.is_empty());
+    pub(crate) fn new(mut request: ExecRequest, output: Vec<Arc<OutputGuardrails>>) -> Self {
+        let output: Vec<_> = output
+            .into_iter()
+            .filter(|guardrails| !guardrails.is_empty())
+            .collect();
         let cap = request.max_output_bytes;
-        if output.is_some() {
+        if !output.is_empty() {
             request.max_output_bytes = cap.saturating_add(GUARDRAIL_MARGIN);
         }
         Self {
@@ -59,7 +63,7 @@ impl PreparedCommand {
 #[derive(Debug)]
 pub struct RunningCommand {
     process: RunningProcess,
-    output: Option<Arc<OutputGuardrails>>,
+    output: Vec<Arc<OutputGuardrails>>,
     cap: usize,
 }
 
@@ -75,9 +79,10 @@ impl RunningCommand {
     pub async fn wait(self) -> Result<CommandOutput> {
         let out = self.process.wait().await?;
         let mut truncated = out.truncated();
-        let (mut stdout, mut stderr) = match &self.output {
-            Some(guardrails) => guardrails.apply(out.stdout, out.stderr)?,
-            None => (out.stdout, out.stderr),
+        let (mut stdout, mut stderr) = match self.output.as_slice() {
+            [] => (out.stdout, out.stderr),
+            [guardrails] => guardrails.apply(out.stdout, out.stderr)?,
+            several => OutputGuardrails::apply_all(several, out.stdout, out.stderr)?,
         };
         for stream in [&mut stdout, &mut stderr] {
             if stream.len() > self.cap {

@@ -270,6 +270,9 @@ pub struct RuleDecision {
     /// When the decision is that of a command the command runs (`npx git push` runs `git
     /// push`), or of what it may run unseen (`make`): how it runs it.
     pub via: Option<String>,
+    /// When the rules of a calling worker made the decision (they bind every worker it calls):
+    /// that worker, as `the calling worker 'top' (/w/top.yaml)`.
+    pub caller: Option<String>,
 }
 
 impl RuleDecision {
@@ -360,11 +363,13 @@ impl RuleSet {
                 approval: default,
                 source: DecisionSource::Default,
                 via: None,
+                caller: None,
             },
             (None, None) => RuleDecision {
                 approval: Approval::Blocked,
                 source: DecisionSource::NoDefault,
                 via: None,
+                caller: None,
             },
         }
     }
@@ -378,11 +383,13 @@ impl RuleSet {
                 approval: default,
                 source: DecisionSource::Default,
                 via: None,
+                caller: None,
             },
             None => RuleDecision {
                 approval: Approval::Blocked,
                 source: DecisionSource::NoDefault,
                 via: None,
+                caller: None,
             },
         };
         let rule = self
@@ -406,6 +413,7 @@ impl CompiledRule {
                 approval: self.approval,
             }),
             via: None,
+            caller: None,
         }
     }
 }

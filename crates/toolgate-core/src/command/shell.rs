@@ -4,6 +4,7 @@
 
 use std::path::{Path, PathBuf};
 
+use super::callers::{CallerCommands, RunCommand};
 use super::config::{Approval, ShellConfig};
 use super::engine::{in_command, Engine, ProgramCache};
 use super::indirection::{too_deep, MAX_DEPTH, MAX_JUDGED};
@@ -22,6 +23,8 @@ pub struct ShellToolset {
     engine: Engine,
     rules: RuleSet,
     programs: ProgramCache,
+    /// The command policies of the workers that call this toolset's worker.
+    callers: CallerCommands,
 }
 
 /// Everything decided about one command: how it was split, which program it runs, which rule
@@ -101,7 +104,25 @@ impl ShellToolset {
             engine,
             rules,
             programs: ProgramCache::default(),
+            callers: CallerCommands::default(),
         })
+    }
+
+    /// Binds every command to the command policies of the workers that call this toolset's
+    /// worker (see [`super::callers`]).
+    pub fn with_callers(mut self, callers: CallerCommands) -> Self {
+        self.callers = callers;
+        self
+    }
+
+    /// The command policies of the calling workers this toolset is bound by.
+    pub fn callers(&self) -> &CallerCommands {
+        &self.callers
+    }
+
+    /// The compiled rules (a calling worker's bind the workers it calls).
+    pub(crate) fn rules(&self) -> &RuleSet {
+        &self.rules
     }
 
     /// Runs every call under `sandbox` (`None`: unconfined, as `sandbox: false` asks).
@@ -168,16 +189,51 @@ impl ShellToolset {
         self.engine
             .check_not_trampoline(program_text, program.as_ref().ok())
             .map_err(|error| Refusal::new(Layer::ShellOrTrampoline, error))?;
-        let mut inner = Vec::new();
-        let decision = self.judge(&argv, program.as_ref().ok(), 0, &mut 0, &mut inner)?;
+        let found = program.as_ref().ok();
+        let mut seen = Seen::default();
+        let own = judge(
+            &self.rules,
+            &self.engine,
+            &self.programs,
+            &argv,
+            found,
+            0,
+            &mut seen,
+        )?;
+        let by_callers = self.callers.decide(|rules| {
+            judge(
+                rules,
+                &self.engine,
+                &self.programs,
+                &argv,
+                found,
+                0,
+                &mut Seen::default(),
+            )
+        })?;
+        let decision = CallerCommands::stricter(own, by_callers);
         let blocked = decision.approval == Approval::Blocked;
         out.decision = Some(decision);
         if blocked {
             return Err(Refusal::new(Layer::Rules, self.blocked(command, out)));
         }
         let program = program.map_err(|error| Refusal::new(Layer::Program, error))?;
+        if !self.callers.is_empty() {
+            let mut commands = vec![RunCommand {
+                argv: &argv,
+                program: Some(&program),
+                within: None,
+            }];
+            commands.extend(seen.inner.iter().map(|found| RunCommand {
+                argv: &found.argv,
+                program: found.program.as_ref(),
+                within: Some(&found.within),
+            }));
+            self.callers
+                .check_commands(&commands, seen.unknowable.as_deref())?;
+        }
         self.engine.check_arguments(&program, args)?;
-        for found in &inner {
+        for found in &seen.inner {
             self.engine.check_inner_arguments(
                 found.program.as_ref(),
                 &found.argv[1..],
@@ -186,89 +242,39 @@ impl ShellToolset {
         }
         out.prepared = Some(PreparedCommand::new(
             self.engine.request(&program.path, args, None),
-            None,
+            self.callers.output_guardrails(),
         ));
         Ok(())
-    }
-
-    /// The decision for `argv` (its program as found, when it was): its own rule, made stricter
-    /// by every command it runs — judged the same way, recursively — and, when it may run
-    /// something toolgate cannot see, by the strictest rule of all. The commands it runs are
-    /// collected in `inner` for the argument checks.
-    fn judge(
-        &self,
-        argv: &[String],
-        program: Option<&Program>,
-        depth: usize,
-        judged: &mut usize,
-        inner: &mut Vec<InnerCommand>,
-    ) -> std::result::Result<RuleDecision, Refusal> {
-        let Some((text, args)) = argv.split_first() else {
-            return Err(Refusal::new(
-                Layer::Syntax,
-                Error::InvalidInput("a command runs an empty command".into()),
-            ));
-        };
-        let mut decision = self.rules.decide(&ProgramKey::new(text, program), args);
-        let runs = self.engine.runs(text, program, args)?;
-        if let Some(why) = runs.unknowable {
-            let mut strictest = self.rules.strictest();
-            strictest.via = Some(format!("may run anything: {why}"));
-            decision = stricter(decision, strictest);
-        }
-        let shown = argv.join(" ");
-        for found in runs.commands {
-            *judged += 1;
-            if depth + 1 >= MAX_DEPTH || *judged > MAX_JUDGED {
-                return Err(too_deep(argv));
-            }
-            let Some(inner_text) = found.argv.first() else {
-                continue;
-            };
-            let inner_shown = found.argv.join(" ");
-            let within = format!("'{inner_shown}', which '{shown}' runs");
-            let inner_program = self.programs.resolve(&self.engine, inner_text).ok();
-            self.engine
-                .check_not_trampoline(inner_text, inner_program.as_ref())
-                .map_err(|error| {
-                    Refusal::new(Layer::ShellOrTrampoline, in_command(error, &within))
-                })?;
-            let mut inner_decision = self.judge(
-                &found.argv,
-                inner_program.as_ref(),
-                depth + 1,
-                judged,
-                inner,
-            )?;
-            inner_decision.via = Some(match inner_decision.via.take() {
-                Some(deeper) => format!("runs '{inner_shown}' ({}), which {deeper}", found.via),
-                None => format!("runs '{inner_shown}' ({})", found.via),
-            });
-            inner.push(InnerCommand {
-                argv: found.argv,
-                program: inner_program,
-                within,
-            });
-            decision = stricter(decision, inner_decision);
-        }
-        Ok(decision)
     }
 
     fn blocked(&self, command: &str, out: &Explanation) -> Error {
         let Some(decision) = out.decision.as_ref() else {
             return Error::CommandBlocked(format!("'{command}' is blocked"));
         };
-        let why = match &decision.source {
-            DecisionSource::Rule(rule) => format!(
+        let why = match (&decision.source, &decision.caller) {
+            (DecisionSource::Rule(rule), None) => format!(
                 "is blocked by rules[{}] (pattern '{}')",
                 rule.index, rule.pattern
             ),
-            DecisionSource::Default => "matches no rule and the default is blocked".into(),
-            DecisionSource::NoDefault => {
+            (DecisionSource::Rule(rule), Some(caller)) => format!(
+                "is blocked by rules[{}] (pattern '{}') of the shell toolset of {caller}",
+                rule.index, rule.pattern
+            ),
+            (DecisionSource::Default, None) => "matches no rule and the default is blocked".into(),
+            (DecisionSource::Default, Some(caller)) => format!(
+                "matches no rule of the shell toolset of {caller}, whose default is blocked"
+            ),
+            (DecisionSource::NoDefault, None) => {
                 "matches no rule and no default is set, so it is blocked".into()
             }
+            (DecisionSource::NoDefault, Some(caller)) => format!(
+                "matches no rule of the shell toolset of {caller}, which has no default, so it is blocked"
+            ),
         };
-        let fix = "To allow it, add a rule for it";
+        let fix = match &decision.caller {
+            Some(_) => "A calling worker's command rules bind every worker it calls: to allow it, add a rule for it to that worker's shell toolset",
+            None => "To allow it, add a rule for it",
+        };
         let message = match &decision.via {
             Some(via) if via.contains("may run anything") => {
                 let could = match &decision.source {
@@ -283,8 +289,13 @@ impl ShellToolset {
                         "commands no rule allows, and without a default they are blocked".into()
                     }
                 };
+                let whose = decision
+                    .caller
+                    .as_ref()
+                    .map(|caller| format!(" (the shell toolset of {caller}, which binds every worker it calls)"))
+                    .unwrap_or_default();
                 format!(
-                    "'{command}' {via}; it could run {could}, so it is blocked too; blocked commands never run, so do not retry it. Run the commands it would run yourself, one by one, so that the rules judge each"
+                    "'{command}' {via}; it could run {could}{whose}, so it is blocked too; blocked commands never run, so do not retry it. Run the commands it would run yourself, one by one, so that the rules judge each"
                 )
             }
             Some(via) => format!(
@@ -298,12 +309,90 @@ impl ShellToolset {
     }
 }
 
-/// A command another command runs, for the argument checks.
-struct InnerCommand {
-    argv: Vec<String>,
-    program: Option<Program>,
+/// A command another command runs, for the argument checks and the callers' allowlists.
+pub(crate) struct InnerCommand {
+    pub argv: Vec<String>,
+    pub program: Option<Program>,
     /// Which command it is, for messages.
-    within: String,
+    pub within: String,
+}
+
+/// What judging a command saw besides its decision.
+#[derive(Default)]
+pub(crate) struct Seen {
+    /// How many commands were judged (bounded by [`MAX_JUDGED`]).
+    judged: usize,
+    /// The commands it runs.
+    pub inner: Vec<InnerCommand>,
+    /// Why it may also run something toolgate cannot see, if it may.
+    pub unknowable: Option<String>,
+}
+
+/// The decision `rules` make for `argv` (its program as found, when it was): its own rule,
+/// made stricter by every command it runs — judged the same way, recursively — and, when it
+/// may run something toolgate cannot see, by the strictest rule of all. What it runs is
+/// collected in `seen`. The rules are a toolset's own, or a calling worker's.
+pub(crate) fn judge(
+    rules: &RuleSet,
+    engine: &Engine,
+    programs: &ProgramCache,
+    argv: &[String],
+    program: Option<&Program>,
+    depth: usize,
+    seen: &mut Seen,
+) -> std::result::Result<RuleDecision, Refusal> {
+    let Some((text, args)) = argv.split_first() else {
+        return Err(Refusal::new(
+            Layer::Syntax,
+            Error::InvalidInput("a command runs an empty command".into()),
+        ));
+    };
+    let mut decision = rules.decide(&ProgramKey::new(text, program), args);
+    let runs = engine.runs(text, program, args)?;
+    let shown = argv.join(" ");
+    if let Some(why) = runs.unknowable {
+        let mut strictest = rules.strictest();
+        strictest.via = Some(format!("may run anything: {why}"));
+        decision = stricter(decision, strictest);
+        if seen.unknowable.is_none() {
+            seen.unknowable = Some(why);
+        }
+    }
+    for found in runs.commands {
+        seen.judged += 1;
+        if depth + 1 >= MAX_DEPTH || seen.judged > MAX_JUDGED {
+            return Err(too_deep(argv));
+        }
+        let Some(inner_text) = found.argv.first() else {
+            continue;
+        };
+        let inner_shown = found.argv.join(" ");
+        let within = format!("'{inner_shown}', which '{shown}' runs");
+        let inner_program = programs.resolve(engine, inner_text).ok();
+        engine
+            .check_not_trampoline(inner_text, inner_program.as_ref())
+            .map_err(|error| Refusal::new(Layer::ShellOrTrampoline, in_command(error, &within)))?;
+        let mut inner_decision = judge(
+            rules,
+            engine,
+            programs,
+            &found.argv,
+            inner_program.as_ref(),
+            depth + 1,
+            seen,
+        )?;
+        inner_decision.via = Some(match inner_decision.via.take() {
+            Some(deeper) => format!("runs '{inner_shown}' ({}), which {deeper}", found.via),
+            None => format!("runs '{inner_shown}' ({})", found.via),
+        });
+        seen.inner.push(InnerCommand {
+            argv: found.argv,
+            program: inner_program,
+            within,
+        });
+        decision = stricter(decision, inner_decision);
+    }
+    Ok(decision)
 }
 
 /// The stricter of two decisions (the first of equals).

@@ -57,9 +57,10 @@ pub struct ExecutablesConfig {
     /// Approval of the tools (default `ask`).
     #[serde(default)]
     pub approval: Option<ApprovalConfig>,
-    /// Narrows the worker's kernel sandbox for these tools (network off, fewer roots, a
-    /// stricter mode); it cannot widen it. `description` runs at discovery get no network and
-    /// a read-only work directory whatever it says.
+    /// These tools' kernel sandbox: its keys replace the worker's (an absent key keeps the
+    /// worker's value) and may widen them; in a called worker it stays within the caller's.
+    /// `description` runs at discovery get no network and a read-only work directory whatever
+    /// it says.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sandbox: Option<SandboxFields>,
 }

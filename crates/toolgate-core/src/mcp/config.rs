@@ -55,7 +55,9 @@ pub struct McpToolsetConfig {
     /// Approval of the tools, named `server.tool` or by their exposed name (default `ask`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub approval: Option<ApprovalConfig>,
-    /// Narrows the worker's kernel sandbox for the stdio servers.
+    /// The stdio servers' kernel sandbox: its keys replace the worker's (an absent key keeps the
+    /// worker's value) and may widen them (`network: true`, the servers' code in `read`); in a
+    /// called worker it stays within the caller's.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sandbox: Option<SandboxFields>,
     /// Seconds a tool call may take (default 60).

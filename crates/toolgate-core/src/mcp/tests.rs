@@ -591,32 +591,37 @@ fn a_worker_file_plans_and_decides_its_mcp_toolset() {
     plan.decide_with_mcp(&BTreeMap::new(), &reports).unwrap();
 }
 
+/// Issue 22 §8: the `mcp` toolset's `sandbox` is its own inside its worker file (docs/mcp.md's
+/// first example gives the servers the network); a called worker's stays within its caller's.
 #[test]
-fn the_mcp_sandbox_may_only_narrow_the_workers() {
+fn the_mcp_sandbox_is_the_toolsets_own_and_a_called_worker_stays_within_its_caller() {
     let (_temp, dir) = work();
     let path = dir.join("w.yaml");
     std::fs::write(
         &path,
-        "name: w\ntoolsets:\n  mcp:\n    servers: { a: { command: sh } }\n    sandbox: { network: true }\n",
+        "name: w\ntoolsets:\n  mcp:\n    servers: { a: { command: sh } }\n    sandbox: { network: true, mode: off }\n",
     )
     .unwrap();
-    let message = plan_worker(&path, &LoadOptions::default())
-        .unwrap_err()
-        .to_string();
-    assert!(
-        message.contains("toolsets.mcp: sandbox: network is true where it is false"),
-        "{message}"
-    );
+    let plan = plan_worker(&path, &LoadOptions::default()).unwrap();
+    let planned = &plan.workers()[0];
+    let (_, scope) = &planned.toolset_sandboxes[0];
+    assert!(scope.network && !planned.sandbox.network);
+    assert_eq!(scope.mode, crate::sandbox_config::SandboxModeName::Off);
     std::fs::write(
         &path,
-        "name: w\nsandbox: { mode: enforce }\ntoolsets:\n  mcp:\n    servers: { a: { command: sh } }\n    sandbox: { mode: off }\n",
+        "name: w\ntoolsets:\n  workers: { allowed_workers: [helper] }\n",
+    )
+    .unwrap();
+    std::fs::write(
+        dir.join("helper.yaml"),
+        "name: helper\ntoolsets:\n  mcp:\n    servers: { a: { command: sh } }\n    sandbox: { network: true }\n",
     )
     .unwrap();
     let message = plan_worker(&path, &LoadOptions::default())
         .unwrap_err()
         .to_string();
     assert!(
-        message.contains("mode is 'off' where it is 'enforce'"),
+        message.contains("helper.yaml: toolsets.mcp: sandbox: network is true where it is false"),
         "{message}"
     );
     std::fs::write(

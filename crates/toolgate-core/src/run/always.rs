@@ -15,6 +15,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use super::canonical::canonical_json;
+use super::review::{inline, review_input};
 use crate::command::split_command;
 use crate::error::{Error, Result};
 use crate::limits::MAX_PREFIX_PATTERN_BYTES;
@@ -89,13 +90,21 @@ impl AlwaysScope {
     pub fn exact(tool: &str, input: &Value, argv: Option<&[String]>) -> Self {
         let description = match argv {
             Some(words) => format!(
-                "exactly this command: {} (the same {tool} input; nothing else)",
-                short(&display_words(words))
+                "exactly this command: {} (the same {} input; nothing else)",
+                short(&display_words(words)),
+                short(tool)
             ),
-            None => format!(
-                "exactly this call: {tool} with the input {} (nothing else)",
-                short(&canonical_json(input))
-            ),
+            None => {
+                // The input itself is shown once, above the choices (`review`): the sentence
+                // names it by size and digest instead of repeating it.
+                let review = review_input(input);
+                format!(
+                    "exactly this call: {} with this input ({} bytes, sha256 {}…), nothing else",
+                    short(tool),
+                    review.input_bytes,
+                    &review.input_sha256[..16]
+                )
+            }
         };
         Self {
             kind: ScopeKind::Call,
@@ -122,7 +131,8 @@ impl AlwaysScope {
                 input: None,
                 prefix: None,
                 description: format!(
-                    "every call of {tool}, whatever its input, for the rest of the run"
+                    "every call of {}, whatever its input, for the rest of the run",
+                    short(tool)
                 ),
             }),
             ScopeChoice::Prefix(pattern) => {
@@ -144,7 +154,8 @@ impl AlwaysScope {
                     tool: tool.to_string(),
                     input: None,
                     description: format!(
-                        "every {tool} command starting with {} (word by word), for the rest of the run",
+                        "every {} command starting with {} (word by word), for the rest of the run",
+                        short(tool),
                         short(&display_words(&prefix))
                     ),
                     prefix: Some(prefix),
@@ -237,15 +248,10 @@ pub fn display_words(words: &[String]) -> String {
         .join(" ")
 }
 
-/// Text for a sentence: control characters escaped, long text shortened.
+/// Text for a sentence: shown by the review rule (nothing invisible, no JSON escaping), long
+/// text cut with a count of what was left out (the whole input is shown beside the sentence).
 fn short(text: &str) -> String {
-    const MAX: usize = 200;
-    let escaped: String = text.escape_debug().collect();
-    if escaped.chars().count() > MAX {
-        format!("{}…", escaped.chars().take(MAX).collect::<String>())
-    } else {
-        escaped
-    }
+    inline(text, 200)
 }
 
 #[cfg(test)]
@@ -437,5 +443,44 @@ mod tests {
                 .count()
                 < 300
         );
+    }
+
+    #[test]
+    fn descriptions_are_never_json_escaped_twice_and_hide_nothing() {
+        // The input is shown once, in the review; the sentence names it by size and digest.
+        let input = json!({ "content": "approved with a\n\"quote\"", "path": "a.txt" });
+        let description = AlwaysScope::exact("write_file", &input, None).description;
+        assert!(!description.contains('\\'), "{description}");
+        assert!(!description.contains("approved with"), "{description}");
+        let review = review_input(&input);
+        assert!(
+            description.contains(&format!(
+                "{} bytes, sha256 {}",
+                review.input_bytes,
+                &review.input_sha256[..16]
+            )),
+            "{description}"
+        );
+        // command words: quoted as typed, control characters named, long words cut with a count
+        let argv = vec![
+            "python3".to_string(),
+            "-c".to_string(),
+            format!("print(1){};import os", " ".repeat(4100)),
+        ];
+        let description = AlwaysScope::exact("shell", &json!({}), Some(&argv)).description;
+        assert!(
+            description.contains("⟨4100 spaces⟩;import os"),
+            "{description}"
+        );
+        let argv = vec!["echo".to_string(), "\u{1b}]52;c;aGk=\u{7}".to_string()];
+        let description = AlwaysScope::exact("shell", &json!({}), Some(&argv)).description;
+        assert!(
+            description.contains("⟨ESC⟩]52;c;aGk=⟨BEL⟩"),
+            "{description}"
+        );
+        assert!(!description.contains('\u{1b}'), "{description}");
+        let argv = vec!["echo".to_string(), "y".repeat(1000)];
+        let description = AlwaysScope::exact("shell", &json!({}), Some(&argv)).description;
+        assert!(description.contains("more characters⟩"), "{description}");
     }
 }

@@ -1,7 +1,8 @@
 //! Decisions of a worker run that outlive one approval prompt: what an "always" answer covers
 //! ([`always`]), how a call the model made is recorded when toolgate refused it ([`outcome`]),
 //! the authenticated state of a run that waits for approvals in another process or request
-//! ([`state`], [`ledger`], [`fingerprint`]). What a durable run pins and may repeat is the
+//! ([`state`], [`ledger`], [`fingerprint`]), and what a person sees of a call's input before
+//! approving it ([`review`]). What a durable run pins and may repeat is the
 //! plan's to say (`worker::durable`).
 //!
 //! The SDK runs the agent loop; everything here is what it asks before it acts: whether an
@@ -15,12 +16,14 @@ pub mod fingerprint;
 pub mod ledger;
 pub mod options;
 pub mod outcome;
+pub mod review;
 pub mod state;
 
 pub use always::{AlwaysScope, ScopeChoice, ScopeKind};
 pub use canonical::canonical_json;
 pub use options::{AgentSettingsOptions, AuditOptions, ResumeWorkerOptions, RunWorkerOptions};
 pub use outcome::{refusal_of, CallDecision, DecidedBy, Refusal};
+pub use review::{review_input, InputReview};
 pub use state::{
     check_secret, resume, seal, Answer, AnsweredApproval, PendingApproval, PendingDraft,
     ResumedRun, RunStateDraft, SealedRun,

@@ -68,6 +68,12 @@ pub enum DecidedBy {
     Rule,
     /// The person who answered the approval request.
     User,
+    /// A command-line flag that answers every request without asking (`--yes`, `--deny`); the
+    /// record names it (`flag`). A flag is not a person.
+    Flag,
+    /// A rule saved in the project permissions file (`toolgate.permissions.yaml`) from an
+    /// earlier answer.
+    Saved,
     /// An earlier "always" answer.
     Always,
     /// Nobody could be asked, so the request was denied (fail closed).
@@ -81,10 +87,12 @@ pub enum DecidedBy {
 
 impl DecidedBy {
     /// Every source, in documentation order.
-    pub const ALL: [DecidedBy; 7] = [
+    pub const ALL: [DecidedBy; 9] = [
         DecidedBy::Config,
         DecidedBy::Rule,
         DecidedBy::User,
+        DecidedBy::Flag,
+        DecidedBy::Saved,
         DecidedBy::Always,
         DecidedBy::NoHandler,
         DecidedBy::Policy,
@@ -97,6 +105,8 @@ impl DecidedBy {
             DecidedBy::Config => "config",
             DecidedBy::Rule => "rule",
             DecidedBy::User => "user",
+            DecidedBy::Flag => "flag",
+            DecidedBy::Saved => "saved",
             DecidedBy::Always => "always",
             DecidedBy::NoHandler => "no-handler",
             DecidedBy::Policy => "policy",

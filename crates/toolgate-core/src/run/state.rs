@@ -8,7 +8,8 @@
 //! "always" answers — makes it invalid. A resume is refused (`STATE_INVALID`) when
 //!
 //! - the signature does not match (changed, or issued under another secret);
-//! - the worker's fingerprint differs (its files or work directory changed);
+//! - the worker's binding differs: its files, work directory, tools, approvals, rules or sandbox
+//!   (see [`super::fingerprint`]; the message names the parts);
 //! - the state expired, or was already resumed once (see [`super::ledger`]);
 //! - an answer names a request this state never asked.
 //!
@@ -20,6 +21,7 @@ use serde_json::Value;
 use super::always::{AlwaysScope, ScopeChoice};
 use super::crypto::{hmac_hex, hmac_matches, random_hex};
 use super::ledger::Ledger;
+use super::review::review_input;
 use crate::error::{Error, Result};
 use crate::limits::{
     MAX_ALWAYS_SCOPES, MAX_PENDING, MAX_REASON_BYTES, MAX_STATE_BYTES, MIN_SECRET_BYTES,
@@ -84,6 +86,18 @@ pub struct PendingApproval {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub argv: Option<Vec<String>>,
     pub scope: AlwaysScope,
+    /// The input as a person reviews it ([`super::review`]): whole, or cut with a notice.
+    #[serde(default)]
+    pub review: String,
+    /// Whether `review` shows the whole input; when false only `approve` or `deny` is accepted.
+    #[serde(default)]
+    pub reviewable: bool,
+    /// The size of the input as canonical JSON, in bytes.
+    #[serde(default)]
+    pub input_bytes: usize,
+    /// SHA-256 (hex) of the input as canonical JSON.
+    #[serde(default)]
+    pub input_sha256: String,
 }
 
 #[derive(Debug, Serialize, Deserialize)]
@@ -127,16 +141,18 @@ pub struct SealedRun {
 pub enum Answer {
     Approve,
     Always(ScopeChoice),
+    /// Approve, and save the call's scope as a rule in the project permissions file.
+    Save,
     Deny(Option<String>),
 }
 
 impl Answer {
-    /// Reads `'approve' | 'always' | 'deny'`, `{ decision: 'approve' | 'always', scope? }` or
-    /// `{ decision: 'deny', reason? }`.
+    /// Reads `'approve' | 'always' | 'save' | 'deny'`, `{ decision: 'approve' | 'always' |
+    /// 'save', scope? }` or `{ decision: 'deny', reason? }`.
     pub fn from_value(value: &Value, id: &str) -> Result<Self> {
         let wrong = || {
             Error::InvalidInput(format!(
-                "the answer for '{id}' is not one of 'approve', 'always', 'deny', {{ decision: 'deny', reason }} or {{ decision: 'always', scope }}"
+                "the answer for '{id}' is not one of 'approve', 'always', 'save', 'deny', {{ decision: 'deny', reason }} or {{ decision: 'always', scope }}"
             ))
         };
         let (decision, rest) = match value {
@@ -162,6 +178,7 @@ impl Answer {
         };
         match decision {
             "approve" => only(&[]).map(|()| Answer::Approve),
+            "save" => only(&[]).map(|()| Answer::Save),
             "always" => {
                 only(&["scope"])?;
                 ScopeChoice::from_value(rest.get("scope")).map(Answer::Always)
@@ -197,6 +214,8 @@ pub struct AnsweredApproval {
     pub reason: Option<String>,
     /// The scope an "always" answer covers from now on.
     pub always: Option<AlwaysScope>,
+    /// The answer was `save`: the SDK writes the call's scope to the project permissions file.
+    pub save: bool,
 }
 
 /// A state that passed every check, with its answers resolved.
@@ -252,6 +271,7 @@ pub fn seal(draft: RunStateDraft, secret: &str) -> Result<SealedRun> {
     let mut pending = Vec::with_capacity(draft.pending.len());
     for call in draft.pending {
         let scope = AlwaysScope::exact(&call.tool_name, &call.input, call.argv.as_deref());
+        let review = review_input(&call.input);
         pending.push(PendingApproval {
             id: random_hex(6)?,
             tool_call_id: call.tool_call_id,
@@ -260,6 +280,10 @@ pub fn seal(draft: RunStateDraft, secret: &str) -> Result<SealedRun> {
             input: call.input,
             argv: call.argv,
             scope,
+            review: review.review,
+            reviewable: review.reviewable,
+            input_bytes: review.input_bytes,
+            input_sha256: review.input_sha256,
         });
     }
     let run_id = match draft.run_id {
@@ -325,6 +349,15 @@ fn not_a_state(detail: &str) -> Error {
     ))
 }
 
+/// `a, b and c`.
+fn join_and(items: &[String]) -> String {
+    match items {
+        [] => String::new(),
+        [one] => one.clone(),
+        [rest @ .., last] => format!("{} and {last}", rest.join(", ")),
+    }
+}
+
 /// Checks a state and the answers to it, and marks it resumed in `ledger`. Every check comes
 /// before the mark, so a refused resume leaves the state usable; a state that passed is never
 /// accepted again.
@@ -365,8 +398,14 @@ pub fn resume(
     let body: StateBody = serde_json::from_str(&envelope.body)
         .map_err(|err| not_a_state(&format!("its body cannot be read: {err}")))?;
     if body.fingerprint != fingerprint {
+        let parts = super::fingerprint::differing_parts(&body.fingerprint, fingerprint);
+        let what = if parts.is_empty() {
+            "a file of its graph, its work directory, its tools or a policy that decides its calls changed since".to_string()
+        } else {
+            format!("it differs in its {}", join_and(&parts))
+        };
         return Err(Error::StateInvalid(format!(
-            "the run state was issued for another version of worker '{}': a file of its graph, its work directory or its tools changed since. Approvals given for one version are never applied to another; start a new run",
+            "the run state was issued for another worker than this '{}': {what}. A state is bound to exactly the worker that issued it (work directory, tools, approvals, rules and sandbox included), and approvals given for one are never applied to another; resume it with that worker, or start a new run",
             body.worker
         )));
     }
@@ -413,7 +452,7 @@ fn describe_pending(pending: &[PendingApproval]) -> String {
 fn match_answers(pending: &[PendingApproval], answers: &Value) -> Result<Vec<AnsweredApproval>> {
     let Value::Object(answers) = answers else {
         return Err(Error::InvalidInput(
-            "answers map each pending request id to 'approve', 'always', 'deny' or { decision: 'deny', reason }".into(),
+            "answers map each pending request id to 'approve', 'always', 'save', 'deny' or { decision: 'deny', reason }".into(),
         ));
     };
     if let Some(foreign) = answers
@@ -437,8 +476,21 @@ fn match_answers(pending: &[PendingApproval], answers: &Value) -> Result<Vec<Ans
                     describe_pending(pending)
                 ))
             })?;
-            let (approved, reason, always) = match Answer::from_value(value, &request.id)? {
-                Answer::Approve => (true, None, None),
+            let answer = Answer::from_value(value, &request.id)?;
+            if matches!(answer, Answer::Always(_) | Answer::Save) {
+                // Decided again from the input itself: a state written before the review
+                // fields existed carries none.
+                let review = review_input(&request.input);
+                if !review.reviewable {
+                    return Err(Error::InvalidInput(format!(
+                        "'{}' cannot be answered 'always' or 'save': its input ({} bytes, sha256 {}) is too long to review, so it may only be approved once ('approve') or denied",
+                        request.id, review.input_bytes, review.input_sha256
+                    )));
+                }
+            }
+            let save = answer == Answer::Save;
+            let (approved, reason, always) = match answer {
+                Answer::Approve | Answer::Save => (true, None, None),
                 Answer::Deny(reason) => (false, reason, None),
                 Answer::Always(choice) => {
                     let scope = AlwaysScope::choose(
@@ -455,6 +507,7 @@ fn match_answers(pending: &[PendingApproval], answers: &Value) -> Result<Vec<Ans
                 approved,
                 reason,
                 always,
+                save,
             })
         })
         .collect()
@@ -494,6 +547,78 @@ mod tests {
             usage: json!({ "inputTokens": 10 }),
             messages: json!([{ "role": "user", "content": "go" }]),
         }
+    }
+
+    /// Issue 23 §6: a state resumed on a worker that differs in any part of its binding is
+    /// refused, and the message names the parts; nothing is marked resumed.
+    #[test]
+    fn a_state_is_bound_to_the_worker_that_issued_it_and_says_what_differs() {
+        use super::super::fingerprint::description_fingerprint;
+        let worker = |binding: Value, tools: Value| {
+            let mut described = json!({
+                "name": "w",
+                "instructions": "i",
+                "tools": [{ "name": "file_write", "description": "d", "approval": "ask", "binding": binding }],
+            });
+            if let Some(extra) = tools.as_array() {
+                described["tools"]
+                    .as_array_mut()
+                    .unwrap()
+                    .extend(extra.iter().cloned());
+            }
+            description_fingerprint(&described)
+        };
+        let binding = json!({ "workDir": "/w/a", "rules": { "paths": [] }, "sandbox": null });
+        let issued = worker(binding.clone(), json!([]));
+        let (_dir, ledger) = ledger();
+        let sealed = seal(
+            RunStateDraft {
+                fingerprint: issued.clone(),
+                ..draft()
+            },
+            SECRET,
+        )
+        .unwrap();
+        let given = answers(&sealed, json!("approve"), json!("approve"));
+        let cases = [
+            (
+                worker(
+                    json!({ "workDir": "/w/b", "rules": { "paths": [] }, "sandbox": null }),
+                    json!([]),
+                ),
+                "work directories",
+            ),
+            (
+                worker(
+                    json!({ "workDir": "/w/a", "rules": { "paths": [{ "pattern": "x", "approval": "ask" }] }, "sandbox": null }),
+                    json!([]),
+                ),
+                "rules",
+            ),
+            (
+                worker(
+                    json!({ "workDir": "/w/a", "rules": { "paths": [] }, "sandbox": false }),
+                    json!([]),
+                ),
+                "sandbox",
+            ),
+            (
+                worker(
+                    binding.clone(),
+                    json!([{ "name": "extra", "description": "", "approval": "ask" }]),
+                ),
+                "tools",
+            ),
+        ];
+        for (here, part) in cases {
+            let err = resume(&sealed.state, SECRET, &here, &given, &ledger).unwrap_err();
+            assert_eq!(err.code(), "STATE_INVALID", "{part}");
+            assert!(
+                err.to_string().contains(&format!("differs in its {part}")),
+                "{err}"
+            );
+        }
+        resume(&sealed.state, SECRET, &issued, &given, &ledger).unwrap();
     }
 
     fn ledger() -> (tempfile::TempDir, Ledger) {
@@ -544,6 +669,54 @@ mod tests {
         let err = resume(&sealed.state, SECRET, "f1", &given, &ledger).unwrap_err();
         assert_eq!(err.code(), "STATE_INVALID");
         assert!(err.to_string().contains("already resumed"), "{err}");
+    }
+
+    #[test]
+    fn pending_requests_carry_their_review_and_may_be_saved_unless_too_long() {
+        let sealed = seal(draft(), SECRET).unwrap();
+        assert_eq!(sealed.pending[0].review, "command: rm -rf build");
+        assert!(sealed.pending[0].reviewable);
+        assert_eq!(sealed.pending[0].input_sha256.len(), 64);
+        let (_dir, ledger) = ledger();
+        let given = answers(&sealed, json!("save"), json!({ "decision": "save" }));
+        let resumed = resume(&sealed.state, SECRET, "f1", &given, &ledger).unwrap();
+        assert!(resumed
+            .answers
+            .iter()
+            .all(|answer| answer.approved && answer.save));
+        assert!(
+            resumed.always.is_empty(),
+            "a saved rule is written by the SDK, not kept as always"
+        );
+        assert_eq!(
+            Answer::from_value(&json!({ "decision": "save", "scope": "tool" }), "x")
+                .unwrap_err()
+                .code(),
+            "INVALID_INPUT"
+        );
+        // an input too long to review: approve or deny only
+        let mut long = draft();
+        long.pending[1].input = json!({ "path": "a", "content": format!("x{}os.remove", "ab".repeat(crate::limits::MAX_REVIEW_BYTES)) });
+        let sealed = seal(long, SECRET).unwrap();
+        assert!(!sealed.pending[1].reviewable);
+        assert!(sealed.pending[1]
+            .review
+            .contains(&sealed.pending[1].input_sha256));
+        for refused in [
+            json!("always"),
+            json!("save"),
+            json!({ "decision": "always", "scope": "tool" }),
+        ] {
+            let given = answers(&sealed, json!("approve"), refused.clone());
+            let err = resume(&sealed.state, SECRET, "f1", &given, &ledger).unwrap_err();
+            assert_eq!(err.code(), "INVALID_INPUT", "{refused}");
+            assert!(err.to_string().contains("too long to review"), "{err}");
+        }
+        let given = answers(&sealed, json!("approve"), json!("approve"));
+        assert!(
+            resume(&sealed.state, SECRET, "f1", &given, &ledger).is_ok(),
+            "nothing was consumed by the refusals"
+        );
     }
 
     #[test]
@@ -604,7 +777,7 @@ mod tests {
         );
         let err = resume(&sealed.state, SECRET, "f2", &given, &ledger).unwrap_err();
         assert!(
-            err.to_string().contains("another version of worker 'w'"),
+            err.to_string().contains("another worker than this 'w'"),
             "{err}"
         );
         for bad in [

@@ -6,11 +6,13 @@
 //! becomes a [`SandboxScope`]: mode, network, read and write roots (canonical), the work
 //! directory and `readonly`, all decided. The default is `{ mode: 'enforce', network: false }`.
 //!
-//! Scopes nest: a toolset's `sandbox:` in a worker file may only narrow the worker-level
-//! `sandbox`, and a called worker may only narrow its caller's ([`SandboxScope::narrow`]):
-//! network off, fewer roots, a stricter mode. Widening is `CONFIG_INVALID`, saying where to
-//! widen instead. Any toolset that starts processes (shell, cli_execute, executables, and the
-//! ones to come) reads the same [`SandboxFields`] and resolves it the same way.
+//! Scopes nest. Inside one worker file a toolset's `sandbox:` is the author's choice for that
+//! toolset: its keys replace the worker-level ones and may widen them
+//! ([`SandboxScope::with_fields`]). A called worker, and every toolset in it, may only narrow
+//! its caller's worker-level sandbox ([`SandboxScope::narrow`], [`SandboxScope::check_within`]):
+//! network off, fewer roots, a stricter mode. Widening there is `CONFIG_INVALID`, saying where to
+//! widen instead. Any toolset that starts processes (shell, cli_execute, executables, mcp) reads
+//! the same [`SandboxFields`] and resolves it the same way.
 
 mod launch;
 mod report;
@@ -28,6 +30,7 @@ use serde::{Deserialize, Serialize};
 
 pub use launch::{Launch, LaunchOptions};
 pub use report::{grants, support_report, SupportReport};
+pub(crate) use scope::expand_home;
 pub use scope::{prepare_cached, version_manager_roots, SandboxScope, ToolSandbox, Widening};
 
 /// How strictly the sandbox is required, strictest first.

@@ -103,74 +103,103 @@ impl SandboxScope {
     /// (a read root inside the work directory or a read or write root, a write root inside a
     /// writable one). Anything wider is `CONFIG_INVALID`, in the words of `widening`.
     pub fn narrow(&self, fields: &SandboxFields, base: &Path, widening: &Widening) -> Result<Self> {
-        let refuse = |what: String| {
-            Error::ConfigInvalid(format!(
-                "{}: {what}, which widens {}; {} may only narrow it (network off, fewer roots, a stricter mode): {}",
-                widening.setting, widening.above, widening.narrower, widening.fix
-            ))
-        };
-        let mut narrowed = self.clone();
+        let narrowed = self.with_fields(fields, base, widening.setting)?;
+        narrowed.check_within(self, widening)?;
+        Ok(narrowed)
+    }
+
+    /// This scope with the keys `fields` writes replacing its own, unchecked: a toolset's
+    /// `sandbox` inside its own worker file, which is the author's choice for that toolset and
+    /// may widen the worker's (issue 22 §8). Roots resolve against `base`; `setting` names the
+    /// key in errors (a root that does not exist is `CONFIG_INVALID`).
+    ///
+    /// Network policy seam: `network` is still a boolean here; when the setting becomes a
+    /// [`crate::network::NetworkSetting`], a toolset's value joins the worker's with
+    /// [`NetworkSetting::extended_by`](crate::network::NetworkSetting::extended_by) at this
+    /// point, and [`check_within`](Self::check_within) uses
+    /// [`NetworkAccess::widening`](crate::network::NetworkAccess::widening).
+    pub fn with_fields(&self, fields: &SandboxFields, base: &Path, setting: &str) -> Result<Self> {
+        let mut adjusted = self.clone();
         if let Some(mode) = fields.mode {
-            if mode.strictness() < self.mode.strictness() {
-                return Err(refuse(format!(
-                    "mode is '{}' where it is '{}'",
-                    mode.as_str(),
-                    self.mode.as_str()
-                )));
-            }
-            narrowed.mode = mode;
+            adjusted.mode = mode;
         }
         if let Some(network) = fields.network {
-            if network && !self.network {
-                return Err(refuse("network is true where it is false".into()));
-            }
-            narrowed.network = network;
+            adjusted.network = network;
         }
         if let Some(read) = &fields.read {
-            let read = resolve_roots(Some(read), base, widening.setting, "read")?;
-            if let Some(outside) = read.iter().find(|root| !self.can_read(root)) {
-                return Err(refuse(format!(
-                    "read root '{}' is not readable there",
-                    outside.display()
-                )));
-            }
-            narrowed.read = read;
+            adjusted.read = resolve_roots(Some(read), base, setting, "read")?;
         }
         if let Some(write) = &fields.write {
-            let write = resolve_roots(Some(write), base, widening.setting, "write")?;
-            if let Some(outside) = write.iter().find(|root| !self.can_write(root)) {
-                return Err(refuse(format!(
-                    "write root '{}' is not writable there",
-                    outside.display()
-                )));
-            }
-            narrowed.write = write;
+            adjusted.write = resolve_roots(Some(write), base, setting, "write")?;
         }
         if let Some(limits) = &fields.limits {
-            let inner = limits.to_limits().effective();
             // Only a key written counts (an absent one keeps the value above).
-            let written = limits.to_limits();
-            let written = [
-                written.processes,
-                written.memory_mb,
-                written.tmp_mb,
-                written.cpu_seconds,
-                written.file_size_mb,
-            ];
-            for (((name, above), (_, value)), set) in
-                self.limits.effective().into_iter().zip(inner).zip(written)
-            {
-                if let (Some(value), Some(above), Some(_)) = (value, above, set) {
-                    if value > above {
-                        return Err(refuse(format!(
-                            "limits.{name} is {value} where it is {above}"
-                        )));
-                    }
+            adjusted.limits = overlay_limits(&self.limits, &limits.to_limits());
+        }
+        Ok(adjusted)
+    }
+
+    /// What this scope reaches that `outer` does not, in words, or `None` when it is inside
+    /// `outer`: a less strict mode, the network where `outer` has none, a read root `outer`
+    /// cannot read, a write root (or a writable work directory) `outer` cannot write, a work
+    /// directory outside `outer`'s, a limit higher than `outer`'s.
+    pub fn widening_over(&self, outer: &SandboxScope) -> Option<String> {
+        if self.mode.strictness() < outer.mode.strictness() {
+            return Some(format!(
+                "mode is '{}' where it is '{}'",
+                self.mode.as_str(),
+                outer.mode.as_str()
+            ));
+        }
+        if self.network && !outer.network {
+            return Some("network is true where it is false".into());
+        }
+        if let Some(root) = self.read.iter().find(|root| !outer.can_read(root)) {
+            return Some(format!(
+                "read root '{}' is not readable there",
+                root.display()
+            ));
+        }
+        if let Some(root) = self.write.iter().find(|root| !outer.can_write(root)) {
+            return Some(format!(
+                "write root '{}' is not writable there",
+                root.display()
+            ));
+        }
+        if !outer.can_read(&self.work_dir) {
+            return Some(format!(
+                "the work directory '{}' is outside it",
+                self.work_dir.display()
+            ));
+        }
+        for ((name, value), (_, above)) in self.limits.effective().into_iter().zip(outer.limits.effective()) {
+            if let Some(above) = above {
+                match value {
+                    Some(value) if value <= above => {}
+                    Some(value) => return Some(format!("limits.{name} is {value} where it is {above}")),
+                    None => return Some(format!("limits.{name} is unlimited where it is {above}")),
                 }
             }
-            narrowed.limits = narrow_limits(&self.limits, &limits.to_limits());
         }
-        Ok(narrowed)
+        if !self.readonly && !outer.can_write(&self.work_dir) {
+            return Some(format!(
+                "the work directory '{}' is writable where it is read-only",
+                self.work_dir.display()
+            ));
+        }
+        None
+    }
+
+    /// `CONFIG_INVALID`, in the words of `widening`, when this scope reaches anything `outer`
+    /// does not ([`widening_over`](Self::widening_over)).
+    pub fn check_within(&self, outer: &SandboxScope, widening: &Widening) -> Result<()> {
+        match self.widening_over(outer) {
+            None => Ok(()),
+            Some(what) => Err(Error::ConfigInvalid(format!(
+                "{}: {what}, which widens {}; {} may only narrow it (network off, fewer roots, a stricter mode): {}",
+                widening.setting, widening.above, widening.narrower, widening.fix
+            ))),
+        }
     }
 
     /// This scope for a called worker whose work directory is `work_dir` (the caller's, or a
@@ -311,8 +340,9 @@ impl SandboxScope {
     }
 }
 
-/// `outer`'s limits with the keys `inner` sets (each checked not to be higher).
-fn narrow_limits(outer: &SandboxLimits, inner: &SandboxLimits) -> SandboxLimits {
+/// `outer`'s limits with the keys `inner` sets replacing them (whether that widens is
+/// [`SandboxScope::widening_over`]'s to say).
+fn overlay_limits(outer: &SandboxLimits, inner: &SandboxLimits) -> SandboxLimits {
     SandboxLimits {
         processes: inner.processes.or(outer.processes),
         memory_mb: inner.memory_mb.or(outer.memory_mb),
@@ -418,7 +448,8 @@ fn resolve_roots(
     Ok(resolved)
 }
 
-fn expand_home(root: &Path, setting: &str, key: &str) -> Result<PathBuf> {
+/// `root` with a leading `~` replaced by this user's home (`HOME`); other paths as they are.
+pub(crate) fn expand_home(root: &Path, setting: &str, key: &str) -> Result<PathBuf> {
     let Ok(rest) = root.strip_prefix("~") else {
         return Ok(root.to_path_buf());
     };

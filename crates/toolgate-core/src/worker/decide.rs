@@ -51,6 +51,18 @@ impl WorkerPlan {
         modules: &BTreeMap<usize, ModuleTools>,
         mcp: &McpReports,
     ) -> Result<Vec<Vec<DecidedTool>>> {
+        self.decide_all(modules, mcp, true)
+    }
+
+    /// [`WorkerPlan::decide_with_mcp`]; with `mcp_required` false, the `mcp` toolset of a
+    /// worker without a report offers no tools (`toolgate check` when a server could not be
+    /// listed).
+    pub(super) fn decide_all(
+        &self,
+        modules: &BTreeMap<usize, ModuleTools>,
+        mcp: &McpReports,
+        mcp_required: bool,
+    ) -> Result<Vec<Vec<DecidedTool>>> {
         let mut decided: Vec<Vec<DecidedTool>> = Vec::with_capacity(self.workers().len());
         let mut floors: Vec<CallerFloor> = Vec::with_capacity(self.workers().len());
         for (index, planned) in self.workers().iter().enumerate() {
@@ -67,7 +79,13 @@ impl WorkerPlan {
                 ),
                 None => CallerFloor::default(),
             };
-            let tools = decide_worker(planned, modules.get(&index), mcp.get(&index), &floor)?;
+            let tools = decide_worker(
+                planned,
+                modules.get(&index),
+                mcp.get(&index),
+                mcp_required,
+                &floor,
+            )?;
             decided.push(tools);
             floors.push(floor);
         }
@@ -79,6 +97,7 @@ fn decide_worker(
     planned: &PlannedWorker,
     module: Option<&ModuleTools>,
     mcp: Option<&Vec<ServerTools>>,
+    mcp_required: bool,
     floor: &CallerFloor,
 ) -> Result<Vec<DecidedTool>> {
     let worker = &planned.worker;
@@ -205,7 +224,11 @@ fn decide_worker(
             names.clone(),
         )?;
     }
-    if let Some(toolset) = &planned.mcp {
+    if let Some(toolset) = planned
+        .mcp
+        .as_ref()
+        .filter(|_| mcp.is_some() || mcp_required)
+    {
         let listed = mcp.ok_or_else(|| {
             Error::ConfigInvalid(format!(
                 "{source}: the MCP servers of toolsets.mcp were not listed before the approvals were decided"
@@ -225,6 +248,17 @@ fn decide_worker(
     }
     for (toolset, approval) in &path_rules {
         mark_per_call(&mut tools, *toolset, approval);
+    }
+    if planned.callers.has_rules() {
+        // A calling worker's shell rules may ask about a command this worker's `cli_execute`
+        // runs without asking: the policy decides each call (`CliExecute::callers_approval`).
+        for tool in tools
+            .iter_mut()
+            .filter(|tool| tool.toolset == Toolset::CliExecute)
+        {
+            tool.resolved.dynamic =
+                tool.resolved.decision == crate::approval::Decision::PreApproved;
+        }
     }
     check_names(&source, worker.approval.as_ref(), &tools)?;
     Ok(tools)

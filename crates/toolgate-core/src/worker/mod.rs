@@ -27,15 +27,21 @@ mod decide;
 pub mod durable;
 pub mod golem;
 pub mod options;
+mod path_check;
 mod plan;
 mod program;
 mod registry;
+pub mod report;
+mod saved;
 
 pub use decide::{DecidedTool, McpReports, ModuleTools};
 pub use options::{
     LoadCustomToolsOptions, LoadWorkerOptions, ResolveModelOptions, WorkerToolsOptions,
 };
+pub use path_check::{PathCheck, PathRefusal};
 pub use plan::{plan_worker, Delegate, PlannedWorker, WorkerPlan};
+pub use report::{PlanReport, PLAN_REPORT_VERSION};
+pub use saved::SaveOffer;
 
 /// A worker file as written. Its JSON Schema (`schemas/worker.schema.json`) is generated from
 /// this type, so editors validate and complete worker files.
@@ -307,6 +313,11 @@ pub fn load_worker_stamped(given: &Path, options: &LoadOptions) -> Result<(Worke
     parse_worker(&text, &path, options).map(|worker| (worker, stamp))
 }
 
+/// Where the worker files' JSON Schema is found in a project that installed toolgate: its
+/// package path (`node_modules/toolgate/schemas/…`, and importable by that name). Error messages
+/// name it, since `schemas/…` alone is no path in the user's project.
+pub const WORKER_SCHEMA_PATH: &str = "toolgate/schemas/worker.schema.json";
+
 /// Parses worker `text` that was read from `path` (an absolute path; its extension selects the
 /// format and its directory anchors relative paths).
 pub fn parse_worker(text: &str, path: &Path, options: &LoadOptions) -> Result<Worker> {
@@ -318,7 +329,7 @@ pub fn parse_worker(text: &str, path: &Path, options: &LoadOptions) -> Result<Wo
             .map(|(line, column)| format!("{}:{column}", line + line_offset))
             .unwrap_or_else(|| "?".into());
         Error::ConfigInvalid(format!(
-            "{source}:{place}: {}; see schemas/worker.schema.json for the accepted shape",
+            "{source}:{place}: {}; see the JSON Schema {WORKER_SCHEMA_PATH} for the accepted shape",
             clean_serde_message(&err.to_string())
         ))
     })?;
@@ -497,7 +508,13 @@ fn resolve(
     }
     if let Some(cli) = &mut toolsets.cli_execute {
         for read_root in cli.read_roots.iter_mut() {
-            *read_root = anchored(read_root);
+            // `~/` is the user's home, as in every other root of a worker file.
+            let expanded = crate::sandbox_config::expand_home(
+                read_root,
+                &format!("{source}: toolsets.cli_execute"),
+                "read_roots",
+            )?;
+            *read_root = anchored(&expanded);
         }
         cli.sandbox = cli.sandbox.as_ref().map(|fields| fields.anchored(&dir));
     }

@@ -8,19 +8,25 @@
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+use serde_json::{json, Value};
+
 use super::{load_worker_stamped, LoadOptions, Worker};
 use crate::builtins::http::system_lookup;
 use crate::builtins::Builtins;
-use crate::command::{CliExecute, ShellToolset};
+use crate::command::{CallerCommands, CliExecute, ShellToolset};
 use crate::error::{Error, Result};
 use crate::executables::Registry;
 use crate::frozen::FrozenFiles;
 use crate::fs::config::{filesystem_tools, CodeAgentGroup};
 use crate::limits::{MAX_WORKERS_IN_GRAPH, MAX_WORKER_DEPTH};
 use crate::mcp::McpToolset;
-use crate::run::fingerprint::{graph_fingerprint, GraphWorker};
+use crate::permissions::Permissions;
+use crate::run::crypto::sha256_hex;
+use crate::run::fingerprint::{graph_fingerprint, path_value, BindingParts};
 use crate::sandbox_config::{SandboxFields, SandboxModeName, SandboxScope, ToolSandbox, Widening};
 
+#[cfg(test)]
+mod caller_tests;
 #[cfg(test)]
 mod tests;
 
@@ -66,6 +72,9 @@ pub struct PlannedWorker {
     /// The one best-effort sandbox warning of the process, when preparing this worker's
     /// sandboxes was the first to have one.
     pub sandbox_warning: Option<String>,
+    /// The command policies of the workers above this one, which bind its `shell` and
+    /// `cli_execute` commands too (see [`crate::command::callers`]).
+    pub callers: CallerCommands,
     /// This worker's own files (its worker file, its tools module, its executable tools).
     files: Vec<PathBuf>,
 }
@@ -82,6 +91,9 @@ impl PlannedWorker {
 pub struct WorkerPlan {
     workers: Vec<PlannedWorker>,
     files: FrozenFiles,
+    /// Saved approvals: the project permissions file of the top worker's folder (see
+    /// `worker/saved.rs`). Not frozen: saving a rule during a run changes it.
+    permissions: Option<Permissions>,
 }
 
 /// Reads the worker file at `path` and every worker it may call (transitively, each with its
@@ -92,9 +104,17 @@ pub fn plan_worker(path: &Path, options: &LoadOptions) -> Result<WorkerPlan> {
     let mut plan = WorkerPlan {
         workers: Vec::new(),
         files: FrozenFiles::default(),
+        permissions: None,
     };
     let mut chain = Vec::new();
     plan.add(path, options, None, &mut chain)?;
+    // Saved approvals (`toolgate.permissions.yaml` beside the top worker file), read strictly.
+    let folder = plan.workers[0]
+        .worker
+        .path
+        .parent()
+        .unwrap_or(Path::new("/"));
+    plan.permissions = Some(Permissions::load(folder)?);
     Ok(plan)
 }
 
@@ -119,6 +139,11 @@ impl WorkerPlan {
         &self.files
     }
 
+    /// The project permissions file of the plan and the rules saved in it.
+    pub fn permissions(&self) -> Option<&Permissions> {
+        self.permissions.as_ref()
+    }
+
     /// Every `deny_output` pattern of the graph, once each: the audit log redacts them (output a
     /// guardrail keeps from the model is kept from the log too).
     pub fn redaction_patterns(&self) -> Vec<String> {
@@ -135,17 +160,49 @@ impl WorkerPlan {
         patterns
     }
 
-    /// The fingerprint a run state carries (see [`crate::run::fingerprint`]): every file of the
-    /// graph and each worker's name, file, work directory and `readonly`. `CONFIG_INVALID` when
-    /// a file changed since the plan was made.
+    /// The binding a run state carries (see [`crate::run::fingerprint`]): every policy that
+    /// decides a call of the graph — each worker's name, file, work directory, tools,
+    /// approvals, rules (as resolved: allowlisted programs by their real file), sandboxes and
+    /// callers — and the content of every file. `CONFIG_INVALID` when a file changed since the
+    /// plan was made.
+    pub fn binding(&self) -> Result<String> {
+        let mut parts = BindingParts::default();
+        for planned in &self.workers {
+            let worker = &planned.worker;
+            parts.add(
+                "workers",
+                json!({
+                    "name": worker.name,
+                    "path": path_value(&worker.path),
+                    "parent": planned.parent,
+                }),
+            );
+            parts.add(
+                "work directories",
+                json!({ "workDir": path_value(&worker.work_dir), "readonly": worker.readonly }),
+            );
+            parts.add("tools", tools_binding(planned));
+            parts.add("approvals", approvals_binding(worker));
+            parts.add("rules", rules_binding(planned));
+            parts.add(
+                "sandbox",
+                json!({
+                    "worker": scope_binding(&planned.sandbox),
+                    "toolsets": planned
+                        .toolset_sandboxes
+                        .iter()
+                        .map(|(name, scope)| json!([name, scope_binding(scope)]))
+                        .collect::<Vec<_>>(),
+                }),
+            );
+        }
+        graph_fingerprint(parts, &self.files)
+    }
+
+    /// The identity of the plan in one digest (a durable run pins it): the SHA-256 of its
+    /// [`binding`](Self::binding).
     pub fn fingerprint(&self) -> Result<String> {
-        let workers = self.workers.iter().map(|planned| GraphWorker {
-            name: &planned.worker.name,
-            path: &planned.worker.path,
-            work_dir: &planned.worker.work_dir,
-            readonly: planned.worker.readonly,
-        });
-        graph_fingerprint(workers, &self.files)
+        Ok(sha256_hex(self.binding()?.as_bytes()))
     }
 
     fn add(
@@ -180,7 +237,36 @@ impl WorkerPlan {
             .map(|index| self.workers[index].chain.clone())
             .unwrap_or_default();
         let index = self.workers.len();
-        let planned = build(worker, parent, names, files, scope)?;
+        let caller = parent.map(|index| {
+            let caller = &self.workers[index];
+            CallerSandbox {
+                scope: caller.sandbox.clone(),
+                above: format!(
+                    "the sandbox of its caller '{}'",
+                    caller.worker.path.display()
+                ),
+            }
+        });
+        let callers = parent
+            .map(|index| {
+                let caller = &self.workers[index];
+                caller.callers.handed_down(
+                    &caller.worker.name,
+                    &caller.worker.path,
+                    caller.shell.as_ref(),
+                    caller.cli_execute.as_ref(),
+                )
+            })
+            .unwrap_or_default();
+        let planned = build(
+            worker,
+            parent,
+            names,
+            files,
+            scope,
+            caller.as_ref(),
+            callers,
+        )?;
         let children = planned.worker.allowed_worker_paths.clone();
         let sandbox = LoadOptions {
             work_dir: Some(planned.worker.work_dir.clone()),
@@ -306,23 +392,41 @@ fn worker_dir(worker: &Worker) -> &Path {
     worker.path.parent().unwrap_or(Path::new("/"))
 }
 
-/// How a toolset's `sandbox` that widens its worker's is refused.
-const TOOLSET_WIDENING: Widening<'static> = Widening {
-    setting: "sandbox",
-    above: "the worker's sandbox",
-    narrower: "a toolset",
-    fix: "widen the worker-level `sandbox` instead",
-};
-
-/// The worker's sandbox narrowed by a toolset's own `sandbox`.
+/// The sandbox of a toolset: the worker's, with the keys of the toolset's own `sandbox` in
+/// their place. Inside one worker file that is the author's choice and may widen the worker's
+/// (issue 22 §8); in a called worker the result must still lie inside the caller's worker-level
+/// sandbox (`caller`), else `CONFIG_INVALID`.
 fn toolset_scope(
     worker: &Worker,
     scope: &SandboxScope,
     own: Option<&SandboxFields>,
+    caller: Option<&CallerSandbox>,
 ) -> Result<SandboxScope> {
-    match own {
-        Some(fields) => scope.narrow(fields, worker_dir(worker), &TOOLSET_WIDENING),
-        None => Ok(scope.clone()),
+    let Some(fields) = own else {
+        return Ok(scope.clone());
+    };
+    let adjusted = scope.with_fields(fields, worker_dir(worker), "sandbox")?;
+    if let Some(caller) = caller {
+        adjusted.check_within(&caller.scope, &caller.widening("sandbox"))?;
+    }
+    Ok(adjusted)
+}
+
+/// The worker-level sandbox of the worker that calls a worker, which bounds every toolset of
+/// the called worker.
+struct CallerSandbox {
+    scope: SandboxScope,
+    above: String,
+}
+
+impl CallerSandbox {
+    fn widening<'a>(&'a self, setting: &'a str) -> Widening<'a> {
+        Widening {
+            setting,
+            above: &self.above,
+            narrower: "a called worker (and every toolset in it)",
+            fix: "widen the calling worker's `sandbox` instead",
+        }
     }
 }
 
@@ -351,6 +455,8 @@ fn build(
     mut chain: Vec<String>,
     files: Vec<PathBuf>,
     scope: SandboxScope,
+    caller: Option<&CallerSandbox>,
+    callers: CallerCommands,
 ) -> Result<PlannedWorker> {
     let place = |toolset: &str, err: Error| match err {
         Error::ConfigInvalid(message) => Error::ConfigInvalid(format!(
@@ -378,8 +484,8 @@ fn build(
         .shell
         .as_ref()
         .map(|config| -> Result<_> {
-            let policy = ShellToolset::new(&worker.work_dir, config)?;
-            let scope = toolset_scope(&worker, &scope, config.sandbox.as_ref())?;
+            let policy = ShellToolset::new(&worker.work_dir, config)?.with_callers(callers.clone());
+            let scope = toolset_scope(&worker, &scope, config.sandbox.as_ref(), caller)?;
             let built = prepare_sandbox(&worker, &scope, &mut warnings)?;
             toolset_sandboxes.push(("shell", scope));
             Ok(Arc::new(policy.with_sandbox(built.sandbox)))
@@ -390,16 +496,16 @@ fn build(
         .cli_execute
         .as_ref()
         .map(|config| -> Result<_> {
-            let policy = CliExecute::new(&worker.work_dir, config)?;
-            let read_roots = Widening {
-                fix: "add it to the worker-level `sandbox.read`",
-                ..TOOLSET_WIDENING
-            };
-            let scope = toolset_scope(&worker, &scope, config.sandbox.as_ref())?.with_read_roots(
-                &config.read_roots,
-                worker_dir(&worker),
-                Some((&scope, &read_roots)),
-            )?;
+            let policy = CliExecute::new(&worker.work_dir, config)?.with_callers(callers.clone());
+            let read_roots = caller.map(|caller| caller.widening("sandbox"));
+            let scope = toolset_scope(&worker, &scope, config.sandbox.as_ref(), caller)?
+                .with_read_roots(
+                    &config.read_roots,
+                    worker_dir(&worker),
+                    caller
+                        .zip(read_roots.as_ref())
+                        .map(|(caller, widening)| (&caller.scope, widening)),
+                )?;
             let built = prepare_sandbox(&worker, &scope, &mut warnings)?;
             toolset_sandboxes.push(("cli_execute", scope));
             Ok(Arc::new(policy.with_sandbox(built.sandbox)))
@@ -412,7 +518,7 @@ fn build(
         .as_ref()
         .map(|config| -> Result<_> {
             let options = config.registry_options(config_dir, &worker.work_dir)?;
-            let scope = toolset_scope(&worker, &scope, config.sandbox.as_ref())?;
+            let scope = toolset_scope(&worker, &scope, config.sandbox.as_ref(), caller)?;
             let (options, warning) = options.with_sandbox(&scope).map_err(|err| match err {
                 Error::SandboxUnavailable(message) => Error::SandboxUnavailable(format!(
                     "{}: {message} (in a worker file: sandbox: {{ mode: best-effort }} or mode: off)",
@@ -440,7 +546,7 @@ fn build(
         .mcp
         .as_ref()
         .map(|config| -> Result<_> {
-            let scope = toolset_scope(&worker, &scope, config.sandbox.as_ref())
+            let scope = toolset_scope(&worker, &scope, config.sandbox.as_ref(), caller)
                 .map_err(|err| place("mcp", err))?;
             let place = format!("{}: toolsets.mcp", worker.path.display());
             let toolset = McpToolset::from_config(config, &scope, &place).map_err(|err| match err {
@@ -482,7 +588,116 @@ fn build(
         sandbox: scope,
         toolset_sandboxes,
         sandbox_warning,
+        callers,
         files,
         worker,
+    })
+}
+
+/// A sandbox scope as a binding part sees it.
+fn scope_binding(scope: &SandboxScope) -> Value {
+    json!({
+        "mode": scope.mode.as_str(),
+        "network": scope.network,
+        "read": scope.read.iter().map(|p| path_value(p)).collect::<Vec<_>>(),
+        "write": scope.write.iter().map(|p| path_value(p)).collect::<Vec<_>>(),
+        "workDir": path_value(&scope.work_dir),
+        "readonly": scope.readonly,
+    })
+}
+
+/// Keys of a toolset block that belong to other parts of a binding than `tools`.
+const NOT_TOOLS: [&str; 7] = [
+    "approval",
+    "rules",
+    "default",
+    "sandbox",
+    "guardrails",
+    "allowed_binaries",
+    "read_roots",
+];
+
+/// The tools of a worker: its toolset blocks (but for approvals, rules and sandboxes), the
+/// file tools it is offered, its executable tools as discovered and the workers it calls.
+fn tools_binding(planned: &PlannedWorker) -> Value {
+    let mut toolsets = serde_json::to_value(&planned.worker.toolsets).unwrap_or(Value::Null);
+    if let Some(blocks) = toolsets.as_object_mut() {
+        for block in blocks.values_mut() {
+            if let Some(keys) = block.as_object_mut() {
+                keys.retain(|key, _| !NOT_TOOLS.contains(&key.as_str()));
+            }
+        }
+    }
+    let executables = planned.executables.as_ref().map(|registry| {
+        registry
+            .tools()
+            .into_iter()
+            .map(|spec| json!([spec.name, spec.description]))
+            .collect::<Vec<_>>()
+    });
+    json!({
+        "toolsets": toolsets,
+        "filesystem": planned.filesystem_tools,
+        "codeAgent": planned.code_agent_group,
+        "executables": executables,
+        "delegates": planned.delegates.iter().map(|d| json!([d.name, d.worker])).collect::<Vec<_>>(),
+    })
+}
+
+/// Every approval block of a worker: the worker-level one and each toolset's.
+fn approvals_binding(worker: &Worker) -> Value {
+    let toolsets = serde_json::to_value(&worker.toolsets).unwrap_or(Value::Null);
+    let blocks: serde_json::Map<String, Value> = toolsets
+        .as_object()
+        .map(|blocks| {
+            blocks
+                .iter()
+                .map(|(name, block)| {
+                    (
+                        name.clone(),
+                        block.get("approval").cloned().unwrap_or(Value::Null),
+                    )
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    json!({ "worker": worker.approval, "toolsets": blocks })
+}
+
+/// The rules of a worker: shell rules, the allowlist as resolved (each program by its real
+/// file), guardrails, read roots, path rules, and the workers above whose command policies bind
+/// it.
+fn rules_binding(planned: &PlannedWorker) -> Value {
+    let toolsets = &planned.worker.toolsets;
+    let shell = toolsets
+        .shell
+        .as_ref()
+        .map(|config| json!({ "rules": config.rules, "default": config.default }));
+    let cli = toolsets.cli_execute.as_ref().map(|config| {
+        let resolved = planned.cli_execute.as_ref().map(|cli| {
+            cli.availability()
+                .iter()
+                .map(|binary| json!([binary.name, binary.real_path.as_deref().map(path_value)]))
+                .collect::<Vec<_>>()
+        });
+        json!({
+            "binaries": resolved,
+            "guardrails": config.guardrails,
+            "readRoots": config.read_roots.iter().map(|p| path_value(p)).collect::<Vec<_>>(),
+        })
+    });
+    let paths = |approval: Option<&crate::fs::config::FileApprovalConfig>| {
+        approval.map(|approval| approval.paths.clone())
+    };
+    json!({
+        "shell": shell,
+        "cliExecute": cli,
+        "filesystemPaths": paths(toolsets.filesystem.as_ref().and_then(|c| c.approval.as_ref())),
+        "codeAgentPaths": paths(toolsets.code_agent.as_ref().and_then(|c| c.approval.as_ref())),
+        "callers": planned
+            .callers
+            .layers()
+            .map(|layer| path_value(&layer.file))
+            .collect::<Vec<_>>(),
     })
 }

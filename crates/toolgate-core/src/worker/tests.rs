@@ -260,6 +260,33 @@ fn the_published_schema_is_up_to_date() {
 }
 
 #[test]
+fn a_malformed_file_names_the_schema_by_its_package_path() {
+    // A user's project has no schemas/ folder: the message names the schema as the package
+    // ships it (package.json exports `./schemas/*`), which is where it is in node_modules.
+    let d = dir();
+    let path = write(&d.path, "worker.yaml", "name: w\nmax_steps: many\n");
+    let message = config_error(load(&path));
+    assert!(
+        message.contains("worker.yaml:2:")
+            && message.contains(
+                "see the JSON Schema toolgate/schemas/worker.schema.json for the accepted shape"
+            ),
+        "{message}"
+    );
+    let package = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let relative = WORKER_SCHEMA_PATH.strip_prefix("toolgate/").unwrap();
+    assert!(
+        package.join(relative).is_file(),
+        "{relative} is not in the package"
+    );
+    let manifest = std::fs::read_to_string(package.join("package.json")).unwrap();
+    assert!(
+        manifest.contains(r#""./schemas/*": "./schemas/*""#),
+        "package.json does not export ./schemas/*"
+    );
+}
+
+#[test]
 fn delegation_cycles_and_depth_are_refused_with_the_chain() {
     let d = dir();
     write(

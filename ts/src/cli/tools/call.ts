@@ -1,8 +1,10 @@
 import { ToolgateError } from '../../native/errors.js';
 import { alwaysScopeFor } from '../../approval/always.js';
+import { reviewOf } from '../../run/approval-gate.js';
 import { terminalApproval } from '../terminal-approval.js';
+import { terminalText } from '../../native/terminal-text.js';
 import { UsageError } from './errors.js';
-import { writeJson } from './format.js';
+import { writeJson, writeText } from './format.js';
 import type { Flags } from './options.js';
 import { registryFor } from './registry.js';
 
@@ -30,7 +32,7 @@ async function askApproval(name: string, input: unknown): Promise<{ approved: bo
   let interrupted = false;
   const prompt = terminalApproval({ mode: 'ask', always: false, onInterrupt: () => (interrupted = true) });
   try {
-    const request = { toolName: name, input, toolCallId: 'toolgate-tools-call', scope: alwaysScopeFor(name, input, undefined) };
+    const request = { toolName: name, input, toolCallId: 'toolgate-tools-call', scope: alwaysScopeFor(name, input, undefined), ...reviewOf(input) };
     const answer = await prompt(request, {});
     const decision = typeof answer === 'string' ? answer : answer.decision;
     const reason = typeof answer === 'object' && 'reason' in answer ? answer.reason : undefined;
@@ -60,7 +62,7 @@ export async function call(flags: Flags, [name, json]: string[]): Promise<number
     if (!answer.approved) {
       prepared.kill();
       if (answer.interrupted) {
-        process.stderr.write(`toolgate tools call: interrupted (Ctrl-C): tool '${name}' was not run\n`);
+        process.stderr.write(`toolgate tools call: interrupted (Ctrl-C): tool '${terminalText(name ?? '')}' was not run\n`);
         return 130;
       }
       throw new ToolgateError('APPROVAL_DENIED', `tool '${name}' was not approved${answer.reason ? ` (${answer.reason})` : ''}; nothing ran`);
@@ -76,7 +78,7 @@ export async function call(flags: Flags, [name, json]: string[]): Promise<number
       writeJson({ result: output.result, durationMs: output.durationMs, truncated: output.truncated });
     } else {
       const text = typeof output.result === 'string' ? output.result : JSON.stringify(output.result, null, 2);
-      process.stdout.write(`${text}\n`);
+      writeText(`${text}\n`);
       if (relevant.length > 0 && process.stderr.isTTY) {
         process.stderr.write(`(${relevant.length} other tool problem(s); see 'toolgate tools list')\n`);
       }

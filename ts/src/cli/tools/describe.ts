@@ -1,6 +1,6 @@
 import { ToolgateError } from '../../native/errors.js';
 import { LIMITS } from '../../native/constants.js';
-import { shown, specJson, table, writeJson } from './format.js';
+import { shown, specJson, table, writeJson, writeText } from './format.js';
 import type { Flags } from './options.js';
 import { registryFor } from './registry.js';
 
@@ -38,6 +38,6 @@ export async function describe(flags: Flags, [name]: string[]): Promise<number> 
     lines.push(table(rows));
   }
   lines.push('', 'input schema:', JSON.stringify(spec.inputSchema, null, 2).replace(/^/gm, '  '));
-  process.stdout.write(`${lines.join('\n')}\n`);
+  writeText(`${lines.join('\n')}\n`);
   return 0;
 }

@@ -11,6 +11,7 @@ import { list } from './list.js';
 import { scaffold } from './new.js';
 import { type Flags, optionsHelp, parseFlags } from './options.js';
 import { validate } from './validate.js';
+import { terminalText } from '../../native/terminal-text.js';
 
 const USAGE = `Usage: toolgate tools <command> [options]
 
@@ -66,7 +67,7 @@ export async function run(argv: readonly string[]): Promise<number> {
 }
 
 function usageError(message: string): number {
-  process.stderr.write(`toolgate tools: ${message}\n\n${USAGE}`);
+  process.stderr.write(`toolgate tools: ${terminalText(message)}\n\n${USAGE}`);
   return 2;
 }
 

@@ -1,4 +1,4 @@
-import { firstLine, problems, shown, specJson, table, writeJson } from './format.js';
+import { firstLine, problems, shown, specJson, table, writeJson, writeText } from './format.js';
 import type { Flags } from './options.js';
 import { registryFor, searched } from './registry.js';
 
@@ -10,12 +10,12 @@ export async function list(flags: Flags): Promise<number> {
     return 0;
   }
   if (discovery.tools.length === 0) {
-    process.stdout.write(`No executable tools found in: ${searched(flags).map(shown).join(', ')}\nCreate one with: toolgate tools new <name>\n`);
+    writeText(`No executable tools found in: ${searched(flags).map(shown).join(', ')}\nCreate one with: toolgate tools new <name>\n`);
   } else {
     const rows = [['NAME', 'FORMAT', 'DESCRIPTION', 'SOURCE']];
-    for (const spec of discovery.tools) rows.push([spec.name, spec.format, firstLine(spec.description, 60), shown(spec.source)]);
-    process.stdout.write(`${table(rows)}\n`);
+    for (const spec of discovery.tools) rows.push([firstLine(spec.name, 64), spec.format, firstLine(spec.description, 60), shown(spec.source)]);
+    writeText(`${table(rows)}\n`);
   }
-  process.stdout.write(problems(discovery.diagnostics));
+  writeText(problems(discovery.diagnostics));
   return 0;
 }

@@ -2,7 +2,7 @@ import { resolve } from 'node:path';
 import { native } from '../../native/binding.js';
 import { LIMITS } from '../../native/constants.js';
 import { callNative } from '../../native/errors.js';
-import { shown, writeJson } from './format.js';
+import { shown, writeJson, writeText } from './format.js';
 import type { Flags } from './options.js';
 import { workDirOf } from './registry.js';
 
@@ -17,7 +17,7 @@ export function scaffold(flags: Flags, [name = '']: string[]): number {
     return 0;
   }
   const example = language === 'bash' && !flags.manifest ? '{"text": "hello"}' : '{"name": "Ada"}';
-  process.stdout.write(
+  writeText(
     `Created ${shown(path)} (${language} ${format} tool '${name}').\n` +
       `Edit it, then check and try it:\n` +
       `  toolgate tools validate ${shown(dir)}\n` +

@@ -1,4 +1,4 @@
-import { problems, shown, specJson, table, writeJson } from './format.js';
+import { problems, shown, specJson, table, writeJson, writeText } from './format.js';
 import type { Flags } from './options.js';
 import { registryFor, searched } from './registry.js';
 
@@ -13,10 +13,10 @@ export async function validate(flags: Flags, [dir]: string[]): Promise<number> {
     return ok ? 0 : 1;
   }
   const rows = discovery.tools.map((spec) => ['ok', spec.name, spec.format, shown(spec.source)]);
-  if (rows.length > 0) process.stdout.write(`${table(rows)}\n`);
-  process.stdout.write(problems(discovery.diagnostics));
+  if (rows.length > 0) writeText(`${table(rows)}\n`);
+  writeText(problems(discovery.diagnostics));
   const where = searched(flags, dirs).map(shown).join(', ');
-  process.stdout.write(
+  writeText(
     `\n${discovery.tools.length} valid tool(s), ${failures.length} problem(s) in ${where}${ok ? '' : ' — fix the problems above'}\n`,
   );
   return ok ? 0 : 1;

@@ -362,55 +362,133 @@ fn a_toolset_may_narrow_the_worker_sandbox() {
     assert_eq!(main.sandbox.mode, SandboxModeName::BestEffort);
 }
 
+/// Issue 22 §8: inside one worker file a toolset's `sandbox` is the author's choice for that
+/// toolset, and may widen the worker's.
 #[test]
-fn a_toolset_cannot_widen_the_worker_sandbox() {
+fn a_toolset_may_widen_its_workers_sandbox_inside_the_file() {
     let temp = dir();
     let d = temp.path.clone();
     std::fs::create_dir(d.join("data")).unwrap();
     std::fs::create_dir(d.join("work")).unwrap();
+    let top = write(
+        &d,
+        "main.yaml",
+        "name: main\nsandbox: { root: ./work, mode: best-effort }\ntoolsets:\n  shell:\n    default: ask\n    sandbox: { network: true, mode: off }\n  cli_execute:\n    allowed_binaries: [ls]\n    read_roots: [./data]\n  executables:\n    sandbox: { write: [./data] }\n  mcp:\n    servers: { files: { command: node, args: [server.js] } }\n    sandbox: { network: true, read: [./data] }\n",
+    );
+    let plan = plan(&top);
+    let main = &plan.workers()[0];
+    let scopes: BTreeMap<&str, &SandboxScope> = main
+        .toolset_sandboxes
+        .iter()
+        .map(|(name, scope)| (*name, scope))
+        .collect();
+    assert!(scopes["shell"].network);
+    assert_eq!(scopes["shell"].mode, SandboxModeName::Off);
+    assert_eq!(scopes["cli_execute"].read, [d.join("data")]);
+    assert_eq!(scopes["executables"].write, [d.join("data")]);
+    assert!(scopes["mcp"].network);
+    assert_eq!(scopes["mcp"].read, [d.join("data")]);
+    // The worker's own sandbox, and every toolset that says nothing, stay as written.
+    assert!(!main.sandbox.network);
+    assert!(main.sandbox.read.is_empty() && main.sandbox.write.is_empty());
+    assert!(!scopes["cli_execute"].network && !scopes["executables"].network);
+    // A root that does not exist is still an error naming the toolset.
+    std::fs::write(
+        &top,
+        "name: main\ntoolsets:\n  shell:\n    default: ask\n    sandbox: { read: [./nowhere] }\n",
+    )
+    .unwrap();
+    let message = plan_error(&top);
+    assert!(message.contains("toolsets.shell"), "{message}");
+    assert!(message.contains("nowhere"), "{message}");
+}
+
+/// Issue 22 §8: a called worker, and every toolset in it, may only narrow its caller's
+/// worker-level sandbox; a toolset of a called worker may widen its own worker's narrowed
+/// sandbox back up to the caller's, never past it.
+#[test]
+fn a_called_workers_toolsets_may_only_narrow_the_callers_sandbox() {
+    let temp = dir();
+    let d = temp.path.clone();
+    std::fs::create_dir_all(d.join("data/deep")).unwrap();
+    std::fs::create_dir(d.join("other")).unwrap();
+    std::fs::create_dir(d.join("work")).unwrap();
+    let top = write(
+        &d,
+        "main.yaml",
+        "name: main\nsandbox: { root: ./work, mode: best-effort, network: true, read: [./data] }\ntoolsets:\n  shell: { default: ask, sandbox: { write: [./other] } }\n  workers:\n    allowed_workers: [helper]\n",
+    );
+    let helper = write(
+        &d,
+        "helper.yaml",
+        "name: helper\nsandbox: { network: false, read: [] }\ntoolsets:\n  shell: { default: ask, sandbox: { network: true, read: [./data/deep] } }\n",
+    );
+    let plan = plan(&top);
+    let called = &plan.workers()[1];
+    assert!(!called.sandbox.network);
+    let (_, shell) = &called.toolset_sandboxes[0];
+    assert!(shell.network, "back up to the caller's network");
+    assert_eq!(shell.read, [d.join("data/deep")]);
     let cases = [
+        ("shell: { default: ask, sandbox: { mode: off } }", "toolsets.shell", "mode is 'off'"),
+        ("shell: { default: ask, sandbox: { read: [./other] } }", "toolsets.shell", "read root"),
         (
-            "shell:\n    default: ask\n    sandbox: { network: true }",
+            "shell: { default: ask, sandbox: { write: [./other] } }",
             "toolsets.shell",
-            "network is true",
+            "write root",
         ),
         (
-            "shell:\n    default: ask\n    sandbox: { mode: off }",
-            "toolsets.shell",
-            "mode is 'off'",
-        ),
-        (
-            "cli_execute:\n    allowed_binaries: [ls]\n    sandbox: { read: [./data] }",
-            "toolsets.cli_execute",
-            "read root",
-        ),
-        (
-            "cli_execute:\n    allowed_binaries: [ls]\n    read_roots: [./data]",
+            "cli_execute: { allowed_binaries: [ls], read_roots: [./other] }",
             "toolsets.cli_execute",
             "read_roots entry",
         ),
         (
-            "executables:\n    sandbox: { write: [./data] }",
-            "toolsets.executables",
+            "cli_execute: { allowed_binaries: [ls], sandbox: { write: [./data] } }",
+            "toolsets.cli_execute",
             "write root",
+        ),
+        (
+            "executables: { sandbox: { read: [/] } }",
+            "toolsets.executables",
+            "read root '/'",
+        ),
+        (
+            "mcp: { servers: { s: { command: node, args: [x.js] } }, sandbox: { read: [./other] } }",
+            "toolsets.mcp",
+            "read root",
         ),
     ];
     for (toolset, place, expected) in cases {
-        let top = write(
-            &d,
-            "main.yaml",
-            &format!(
-                "name: main\nsandbox: {{ root: ./work, mode: best-effort }}\ntoolsets:\n  {toolset}\n"
-            ),
-        );
+        std::fs::write(&helper, format!("name: helper\ntoolsets:\n  {toolset}\n")).unwrap();
         let message = plan_error(&top);
+        assert!(message.contains("helper.yaml"), "{toolset}: {message}");
         assert!(message.contains(place), "{toolset}: {message}");
         assert!(message.contains(expected), "{toolset}: {message}");
         assert!(
-            message.contains("widen the worker-level `sandbox`")
-                || message.contains("add it to the worker-level `sandbox.read`"),
+            message.contains("widen the calling worker's `sandbox` instead"),
             "{toolset}: {message}"
         );
+    }
+    // The caller's own toolset widening does not reach the called worker: its bound is the
+    // caller's worker-level sandbox (no write root there).
+    std::fs::write(
+        &helper,
+        "name: helper\ntoolsets:\n  shell: { default: ask, sandbox: { write: [./other] } }\n",
+    )
+    .unwrap();
+    assert!(plan_error(&top).contains("write root"));
+    // Without network above, no toolset below can turn it on.
+    std::fs::write(
+        &top,
+        "name: main\nsandbox: { root: ./work, mode: best-effort }\ntoolsets:\n  workers:\n    allowed_workers: [helper]\n",
+    )
+    .unwrap();
+    for toolset in [
+        "shell: { default: ask, sandbox: { network: true } }",
+        "mcp: { servers: { s: { command: node, args: [x.js] } }, sandbox: { network: true } }",
+    ] {
+        std::fs::write(&helper, format!("name: helper\ntoolsets:\n  {toolset}\n")).unwrap();
+        assert!(plan_error(&top).contains("network is true"), "{toolset}");
     }
 }
 

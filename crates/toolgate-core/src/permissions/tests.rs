@@ -1,0 +1,439 @@
+use super::*;
+use serde_json::json;
+
+fn folder() -> tempfile::TempDir {
+    tempfile::tempdir().unwrap()
+}
+
+fn words(text: &str) -> Vec<String> {
+    split_command(text).unwrap()
+}
+
+const WORK: &str = "/srv/project";
+
+fn write(dir: &Path, text: &str) {
+    std::fs::write(dir.join(PERMISSIONS_FILE_NAME), text).unwrap();
+}
+
+fn load_error(text: &str) -> String {
+    let dir = folder();
+    write(dir.path(), text);
+    let err = Permissions::load(dir.path()).unwrap_err();
+    assert_eq!(err.code(), "CONFIG_INVALID", "{err}");
+    err.to_string()
+}
+
+#[test]
+fn a_folder_without_a_file_has_no_rules() {
+    let dir = folder();
+    let permissions = Permissions::load(dir.path()).unwrap();
+    assert!(permissions.rules().is_empty());
+    assert_eq!(permissions.path(), dir.path().join(PERMISSIONS_FILE_NAME));
+}
+
+#[test]
+fn rules_are_read_with_their_lines_and_cover_exactly_their_scope() {
+    let dir = folder();
+    write(
+        dir.path(),
+        "# mine\nversion: 1\nrules:\n  - worker: w\n    tool: shell\n    command: git status\n    saved: 2026-01-31T09:30:00Z\n    by: terminal\n  - worker: w\n    tool: shell\n    prefix: npm run\n    saved: 2026-01-31T09:30:00Z\n    by: terminal\n  - worker: w\n    tool: file_write\n    path: ./notes/a.txt\n    saved: 2026-01-31T09:30:00+01:00\n    by: mcp-elicitation\n  - worker: w\n    tool: lookup\n    input: { b: [1, 2], a: x }\n    saved: 2026-01-31T09:30:00Z\n    by: deferred-answer\n  - worker: w\n    tool: network\n    host: API.example.com:443\n    saved: 2026-01-31T09:30:00Z\n    by: approval-handler\n",
+    );
+    let permissions = Permissions::load(dir.path()).unwrap();
+    let rules = permissions.rules();
+    assert_eq!(
+        rules.iter().map(|rule| rule.line).collect::<Vec<_>>(),
+        [4, 9, 14, 19, 24]
+    );
+    assert_eq!(
+        rules[2].saved, "2026-01-31T08:30:00Z",
+        "dates are kept in UTC"
+    );
+    assert_eq!(rules[2].by, SavedBy::McpElicitation);
+    let work = Path::new(WORK);
+    let shell = |command: &str| {
+        permissions
+            .covering(
+                "w",
+                "shell",
+                &json!({ "command": command }),
+                Some(&words(command)),
+                work,
+            )
+            .map(|rule| rule.line)
+    };
+    assert_eq!(shell("git status"), Some(4));
+    for other in [
+        "git status -s",
+        "git  statu",
+        "git",
+        "git push",
+        "gitstatus",
+    ] {
+        assert_eq!(shell(other), None, "{other}");
+    }
+    assert_eq!(shell("npm run test"), Some(9));
+    assert_eq!(shell("npm runx"), None);
+    // another worker or tool is not covered
+    assert!(permissions
+        .covering("v", "shell", &json!({}), Some(&words("git status")), work)
+        .is_none());
+    assert!(permissions
+        .covering(
+            "w",
+            "cli_execute",
+            &json!({}),
+            Some(&words("git status")),
+            work
+        )
+        .is_none());
+    // paths: normalised, as written, never through `..`
+    let file = |path: &str| {
+        permissions
+            .covering(
+                "w",
+                "file_write",
+                &json!({ "path": path, "content": "anything" }),
+                None,
+                work,
+            )
+            .is_some()
+    };
+    for same in [
+        "notes/a.txt",
+        "./notes/a.txt",
+        "notes//a.txt",
+        "/srv/project/notes/a.txt",
+        "notes/./a.txt",
+    ] {
+        assert!(file(same), "{same}");
+    }
+    for other in [
+        "notes/a.txt/..",
+        "notes/../notes/a.txt",
+        "notes/b.txt",
+        "/elsewhere/notes/a.txt",
+        "notes",
+        "a.txt",
+    ] {
+        assert!(!file(other), "{other}");
+    }
+    assert!(permissions
+        .covering(
+            "w",
+            "file_edit",
+            &json!({ "path": "notes/a.txt" }),
+            None,
+            work
+        )
+        .is_none());
+    // exact input, in any key order
+    let lookup = |input: Value| {
+        permissions
+            .covering("w", "lookup", &input, None, work)
+            .is_some()
+    };
+    assert!(lookup(json!({ "a": "x", "b": [1, 2] })));
+    assert!(!lookup(json!({ "a": "x", "b": [2, 1] })));
+    assert!(!lookup(json!({ "a": "x", "b": [1, 2], "c": 1 })));
+    // hosts: normalised, on the port saved
+    let net = |host: &str, port: u64| {
+        permissions
+            .covering(
+                "w",
+                "network",
+                &json!({ "host": host, "port": port, "tool": "shell" }),
+                None,
+                work,
+            )
+            .is_some()
+    };
+    assert!(net("api.example.com", 443));
+    assert!(net("API.Example.COM.", 443));
+    assert!(!net("api.example.com", 80));
+    assert!(!net("evil.api.example.com", 443));
+    assert!(!net("example.com", 443));
+}
+
+#[test]
+fn a_malformed_file_is_refused_with_file_line_and_column() {
+    let entry = "  - worker: w\n    tool: shell\n    command: ls\n    saved: 2026-01-31T09:30:00Z\n    by: terminal\n";
+    for (text, place, says) in [
+        ("version: 1\nrules:\n  - worker: w\n    tool: shell\n    command: ls\n    sved: x\n", ":6:5:", "unknown field `sved`"),
+        ("version: 1\nrules: [\n", ":3:1:", ""),
+        ("version: 2\nrules: []\n", ":1:1:", "version 2"),
+        ("versoin: 1\n", ":1:1:", "unknown field `versoin`"),
+        (&format!("version: 1\nrules:\n{entry}  - worker: w\n    tool: shell\n    command: ls\n    path: a\n    saved: 2026-01-31T09:30:00Z\n    by: terminal\n"), ":8:5:", "exactly one of command, prefix, path, input, host; this one gives command and path"),
+        (&format!("version: 1\nrules:\n{entry}  - worker: w\n    tool: shell\n    saved: 2026-01-31T09:30:00Z\n    by: terminal\n"), ":8:5:", "gives none"),
+        (&format!("version: 1\nrules:\n{entry}{}", entry.replace("2026-01-31T09:30:00Z", "yesterday")), ":8:5:", "'saved' yesterday is not a date"),
+        (&format!("version: 1\nrules:\n{}", entry.replace("command: ls", "path: ../x")), ":3:5:", "without '..'"),
+        (&format!("version: 1\nrules:\n{}", entry.replace("command: ls", "path: /etc/passwd")), ":3:5:", "relative to the work directory"),
+        (&format!("version: 1\nrules:\n{}", entry.replace("command: ls", "host: http://x.com/")), ":3:5:", "it is a URL"),
+        (&format!("version: 1\nrules:\n{}", entry.replace("command: ls", "command: \"ls $(x\"")), ":3:5:", "does not split"),
+        (&format!("version: 1\nrules:\n{}", entry.replace("by: terminal", "by: someone")), ":7:9:", "unknown variant `someone`"),
+        (&format!("version: 1\nrules:\n{}", entry.replace("worker: w", "worker: \"\"")), ":3:5:", "'worker' is empty"),
+    ] {
+        let message = load_error(text);
+        assert!(message.contains(&format!("{PERMISSIONS_FILE_NAME}{place}")), "{place} in {message}");
+        assert!(message.contains(says), "{says} in {message}");
+    }
+    // too large
+    let dir = folder();
+    write(
+        dir.path(),
+        &format!("version: 1\n#{}\n", "x".repeat(MAX_PERMISSIONS_FILE_BYTES)),
+    );
+    assert!(Permissions::load(dir.path())
+        .unwrap_err()
+        .to_string()
+        .contains("larger than"));
+}
+
+#[test]
+fn saving_writes_the_rule_with_its_date_and_line_and_keeps_comments() {
+    let dir = folder();
+    let permissions = Permissions::load(dir.path()).unwrap();
+    let saved = permissions
+        .save(
+            "w",
+            "shell",
+            SavedScope::Command(words("git commit -m 'a b'")),
+            SavedBy::Terminal,
+        )
+        .unwrap();
+    assert_eq!(saved.line, 6, "after the header comment");
+    assert!(
+        saved.saved.ends_with('Z') && saved.saved.len() == 20,
+        "{}",
+        saved.saved
+    );
+    assert_eq!(
+        saved.describe(),
+        "worker w: shell command exactly: git commit -m 'a b'"
+    );
+    let text = std::fs::read_to_string(permissions.path()).unwrap();
+    assert!(text.starts_with("# Approvals saved"), "{text}");
+    // a comment the person added is kept by the next save
+    std::fs::write(permissions.path(), format!("{text}# mine\n")).unwrap();
+    let second = permissions
+        .save(
+            "w",
+            "file_write",
+            SavedScope::Path("notes/a.txt".into()),
+            SavedBy::McpElicitation,
+        )
+        .unwrap();
+    let text = std::fs::read_to_string(permissions.path()).unwrap();
+    assert!(
+        text.contains("# mine\n  - worker: w\n    tool: file_write\n    path: notes/a.txt\n"),
+        "{text}"
+    );
+    assert_eq!(second.line, 12);
+    // the same rule is not written twice
+    let again = permissions
+        .save(
+            "w",
+            "file_write",
+            SavedScope::Path("notes/a.txt".into()),
+            SavedBy::Terminal,
+        )
+        .unwrap();
+    assert_eq!(again.line, 12);
+    // a new process reads them
+    let fresh = Permissions::load(dir.path()).unwrap();
+    assert_eq!(fresh.rules().len(), 2);
+    assert!(fresh
+        .covering(
+            "w",
+            "shell",
+            &json!({}),
+            Some(&words("git commit -m 'a b'")),
+            Path::new(WORK)
+        )
+        .is_some());
+}
+
+#[test]
+fn any_value_saved_reads_back_as_the_same_rule() {
+    let dir = folder();
+    let permissions = Permissions::load(dir.path()).unwrap();
+    let nasty = [
+        "echo '\u{1b}]52;c;aGk=\u{7}'",
+        "printf 'a\\tb'",
+        "python3 -c \"print('x')    ;import os\"",
+        "echo \u{202e}txt \u{200b} '#not a comment' ': colon'",
+        "echo 'it'\\''s' \"--\" - ---",
+    ];
+    for command in nasty {
+        let scope = SavedScope::Command(words(command));
+        permissions
+            .save("w", "shell", scope, SavedBy::Terminal)
+            .unwrap();
+    }
+    let input = json!({ "key: with colon": "- dash", "n": [null, true, 1.5, "\u{0}\u{85}"], "e": {}, "#": "'\"" });
+    permissions
+        .save(
+            "w",
+            "lookup",
+            SavedScope::Input(input.clone()),
+            SavedBy::ApprovalHandler,
+        )
+        .unwrap();
+    let host = SavedScope::for_call(
+        ToolKind::Network,
+        &json!({ "host": "Example.COM", "port": 8443 }),
+        None,
+        Path::new(WORK),
+    )
+    .unwrap();
+    permissions
+        .save("w", "network", host, SavedBy::Terminal)
+        .unwrap();
+    let fresh = Permissions::load(dir.path()).unwrap();
+    assert_eq!(fresh.rules().len(), nasty.len() + 2);
+    for command in nasty {
+        assert!(
+            fresh
+                .covering(
+                    "w",
+                    "shell",
+                    &json!({}),
+                    Some(&words(command)),
+                    Path::new(WORK)
+                )
+                .is_some(),
+            "{command:?}"
+        );
+    }
+    assert!(fresh
+        .covering("w", "lookup", &input, None, Path::new(WORK))
+        .is_some());
+    assert!(fresh
+        .covering(
+            "w",
+            "network",
+            &json!({ "host": "example.com", "port": 8443 }),
+            None,
+            Path::new(WORK)
+        )
+        .is_some());
+    let text = std::fs::read_to_string(fresh.path()).unwrap();
+    assert!(text.contains("host: example.com:8443"), "{text}");
+}
+
+#[test]
+fn the_scope_saved_for_a_call_is_what_the_person_was_shown() {
+    let work = Path::new(WORK);
+    let argv = words("rm -rf build");
+    assert_eq!(
+        SavedScope::for_call(ToolKind::Command, &json!({}), Some(&argv), work),
+        Some(SavedScope::Command(argv.clone()))
+    );
+    assert_eq!(
+        SavedScope::for_call(ToolKind::Command, &json!({}), None, work),
+        None
+    );
+    assert_eq!(
+        SavedScope::for_call(
+            ToolKind::File,
+            &json!({ "path": "./a/b.txt", "content": "x" }),
+            None,
+            work
+        ),
+        Some(SavedScope::Path("a/b.txt".into()))
+    );
+    // a path through `..`, or outside the work directory, is saved as the exact call
+    for path in ["a/../b.txt", "/etc/passwd"] {
+        let input = json!({ "path": path, "content": "x" });
+        assert_eq!(
+            SavedScope::for_call(ToolKind::File, &input, None, work),
+            Some(SavedScope::Input(input.clone())),
+            "{path}"
+        );
+    }
+    let patch = json!({ "operations": [{ "action": "add", "path": "a" }] });
+    assert_eq!(
+        SavedScope::for_call(ToolKind::File, &patch, None, work),
+        Some(SavedScope::Input(patch.clone()))
+    );
+    for bad in [
+        json!({ "host": "x.com" }),
+        json!({ "host": "x.com", "port": 70000 }),
+        json!({ "host": "http://x", "port": 1 }),
+    ] {
+        assert_eq!(
+            SavedScope::for_call(ToolKind::Network, &bad, None, work),
+            None,
+            "{bad}"
+        );
+    }
+    assert!(SavedScope::Path("a".into())
+        .describe("file_edit")
+        .contains("whatever else its input says"));
+}
+
+#[test]
+fn concurrent_saves_all_land() {
+    let dir = folder();
+    let threads: Vec<_> = (0..8)
+        .map(|thread| {
+            let folder = dir.path().to_path_buf();
+            std::thread::spawn(move || {
+                // each thread is its own "process": its own Permissions over the same folder
+                let permissions = Permissions::load(&folder).unwrap();
+                for index in 0..10 {
+                    let command = format!("echo {thread} {index}");
+                    permissions
+                        .save(
+                            "w",
+                            "shell",
+                            SavedScope::Command(words(&command)),
+                            SavedBy::Terminal,
+                        )
+                        .unwrap();
+                }
+            })
+        })
+        .collect();
+    for thread in threads {
+        thread.join().unwrap();
+    }
+    let rules = Permissions::load(dir.path()).unwrap().rules();
+    assert_eq!(rules.len(), 80);
+    // no temporary file is left behind
+    let names: Vec<_> = std::fs::read_dir(dir.path())
+        .unwrap()
+        .map(|entry| entry.unwrap().file_name())
+        .collect();
+    assert_eq!(names, [std::ffi::OsString::from(PERMISSIONS_FILE_NAME)]);
+}
+
+#[test]
+fn a_file_broken_since_it_was_read_is_left_as_it_is() {
+    let dir = folder();
+    let permissions = Permissions::load(dir.path()).unwrap();
+    write(dir.path(), "version: 1\nrules: [\n");
+    let err = permissions
+        .save(
+            "w",
+            "shell",
+            SavedScope::Command(words("ls")),
+            SavedBy::Terminal,
+        )
+        .unwrap_err();
+    assert_eq!(err.code(), "CONFIG_INVALID");
+    assert_eq!(
+        std::fs::read_to_string(dir.path().join(PERMISSIONS_FILE_NAME)).unwrap(),
+        "version: 1\nrules: [\n"
+    );
+    // a flow-style file takes the rule too (written anew)
+    write(dir.path(), "version: 1\nrules: []\n");
+    permissions
+        .save(
+            "w",
+            "shell",
+            SavedScope::Command(words("ls")),
+            SavedBy::Terminal,
+        )
+        .unwrap();
+    assert_eq!(Permissions::load(dir.path()).unwrap().rules().len(), 1);
+}
