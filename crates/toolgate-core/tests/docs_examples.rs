@@ -229,7 +229,9 @@ fn load(example: &Example) -> Result<(), String> {
     if example.kind == "permissions" {
         let scratch = scratch();
         std::fs::write(
-            scratch.project.join(toolgate_core::limits::PERMISSIONS_FILE_NAME),
+            scratch
+                .project
+                .join(toolgate_core::limits::PERMISSIONS_FILE_NAME),
             &example.text,
         )
         .unwrap();

@@ -172,11 +172,18 @@ impl SandboxScope {
                 self.work_dir.display()
             ));
         }
-        for ((name, value), (_, above)) in self.limits.effective().into_iter().zip(outer.limits.effective()) {
+        for ((name, value), (_, above)) in self
+            .limits
+            .effective()
+            .into_iter()
+            .zip(outer.limits.effective())
+        {
             if let Some(above) = above {
                 match value {
                     Some(value) if value <= above => {}
-                    Some(value) => return Some(format!("limits.{name} is {value} where it is {above}")),
+                    Some(value) => {
+                        return Some(format!("limits.{name} is {value} where it is {above}"))
+                    }
                     None => return Some(format!("limits.{name} is unlimited where it is {above}")),
                 }
             }
