@@ -2,8 +2,8 @@
  * The kernel sandbox's cost, in the same run: a sandboxed `/bin/true` through `exec` (the view,
  * Landlock, seccomp, PID/IPC/network namespaces, limits) against an unsandboxed `exec`, against
  * a bare Rust `std::process::Command` spawn (the floor, crates/toolgate-core/examples/
- * spawn_baseline.rs), against a sandboxed call with `network: true` (no network namespace: the
- * difference is that layer's cost), against `bwrap` with the equivalent policy (`--ro-bind / / --bind WORK
+ * spawn_baseline.rs), against a sandboxed call with `network: true` (no network namespace),
+ * against `bwrap` with the equivalent policy (`--ro-bind / / --bind WORK
  * WORK --unshare-net --unshare-pid --die-with-parent`) and against Anthropic's sandbox-runtime
  * `srt` where it runs here (all started through `exec`, so that only the sandbox differs). Then
  * the policy's share of a sandboxed `cli_execute` call. Sequential calls, interleaved call by
@@ -11,7 +11,7 @@
  * of its calls (a busy machine's spikes move a median less than a total).
  */
 import { execFileSync } from 'node:child_process';
-import { existsSync, mkdtempSync, readFileSync, realpathSync, rmSync } from 'node:fs';
+import { existsSync, lstatSync, mkdtempSync, readFileSync, readlinkSync, realpathSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { cliExecuteTool, exec, type ExecOptions } from '../../ts/src/index.js';
@@ -24,6 +24,7 @@ const CALLS = Number(process.env.TOOLGATE_BENCH_CALLS ?? 1000);
 const ROUNDS = 5;
 const POLICY_CALLS = 20_000;
 const FLOOR_BATCH = 50;
+const HYPERFINE_RUNS = Number(process.env.TOOLGATE_BENCH_CALLS ?? 1000);
 const PROGRAM = '/bin/true';
 const CALL = { toolCallId: 'bench', messages: [] };
 
@@ -64,6 +65,70 @@ async function unusable(options: ExecOptions): Promise<string | null> {
     return result.exitCode === 0 ? null : `exit ${result.exitCode}: ${(result.stderr || result.stdout).trim().split('\n')[0]}`;
   } catch (error) {
     return (error as Error).message;
+  }
+}
+
+/** A word for hyperfine's command line (it splits commands like a shell). */
+const quote = (word: string) => (/^[\w@%+=:,./-]+$/.test(word) ? word : `'${word.replaceAll("'", "'\\''")}'`);
+
+/**
+ * bwrap arguments that build a view like toolgate's: the runtime read-only (the top-level
+ * symlinks of a merged /usr recreated), the work directory read-write, its own /proc, /dev and
+ * /tmp, every namespace, a new session, no capabilities.
+ */
+function bwrapViewArgs(work: string): string[] {
+  const args = ['--unshare-all', '--new-session', '--die-with-parent', '--cap-drop', 'ALL', '--ro-bind', '/usr', '/usr', '--ro-bind', '/etc', '/etc'];
+  for (const top of ['/bin', '/sbin', '/lib', '/lib64']) {
+    if (!existsSync(top)) continue;
+    if (lstatSync(top).isSymbolicLink()) args.push('--symlink', readlinkSync(top), top);
+    else args.push('--ro-bind', top, top);
+  }
+  return [...args, '--proc', '/proc', '--dev', '/dev', '--tmpfs', '/tmp', '--bind', work, work, '--chdir', work, PROGRAM];
+}
+
+/** The launcher's words without `--parent PID` (it watches its parent: here that is hyperfine). */
+function withoutParent(args: readonly string[]): string[] {
+  const at = args.indexOf('--parent');
+  return at < 0 ? [...args] : [...args.slice(0, at), ...args.slice(at + 2)];
+}
+
+/**
+ * The cost of building a view per call, without toolgate's server or Node in the way: the
+ * one-shot launcher (`toolgate sandbox`'s, which builds the call's view, namespaces, limits,
+ * Landlock and seccomp in its own process) against bwrap building a comparable one, and the
+ * bare program, timed by hyperfine (Debian packages hyperfine, bubblewrap).
+ */
+async function oneShotViewAgainstBwrap(work: string, bwrap: string | null): Promise<void> {
+  const hyperfine = which('hyperfine');
+  if (!hyperfine || !bwrap) {
+    printLine('  hyperfine or bwrap is not installed (Debian packages hyperfine, bubblewrap): the one-shot view comparison is skipped');
+    return;
+  }
+  const launch = new native.SandboxLaunch({ workDir: work }, PROGRAM, []);
+  const out = join(mkdtempSync(join(tmpdir(), 'toolgate-bench-hf-')), 'hyperfine.json');
+  try {
+    const contenders: [string, string[]][] = [
+      ['bare /bin/true (hyperfine -N)', [PROGRAM]],
+      ['toolgate-sandbox one-shot (a view per call)', [launch.file, ...withoutParent(launch.args)]],
+      ['bwrap, a comparable view', [bwrap, ...bwrapViewArgs(work)]],
+      ['bwrap --ro-bind / / (the exec contender)', [bwrap, '--ro-bind', '/', '/', '--bind', work, work, '--unshare-net', '--unshare-pid', '--die-with-parent', PROGRAM]],
+    ];
+    const args = ['-N', '--style', 'none', '--warmup', '30', '--runs', String(HYPERFINE_RUNS), '--export-json', out];
+    for (const [name, command] of contenders) args.push('-n', name, command.map(quote).join(' '));
+    execFileSync(hyperfine, args, { cwd: launch.cwd, env: { ...launch.env }, stdio: ['ignore', 'ignore', 'inherit'] });
+    const { results } = JSON.parse(readFileSync(out, 'utf8')) as { results: { command: string; median: number }[] };
+    const ms = (name: string) => 1000 * results.find((result) => result.command === name)!.median;
+    printComparison(
+      `one process per call, no Node in the way (hyperfine, ${HYPERFINE_RUNS} runs each, medians)`,
+      contenders.map(([name]) => ({ name, value: ms(name), unit: 'ms/call' })),
+      'toolgate-sandbox one-shot (a view per call)',
+    );
+    const ours = ms(contenders[1]![0]);
+    printLine(`  bwrap (comparable view) / toolgate one-shot: ${(ms(contenders[2]![0]) / ours).toFixed(2)}x`);
+    printLine(`  toolgate one-shot - bare program:            ${(ours - ms(contenders[0]![0])).toFixed(3)} ms/call (building the view, namespaces, limits, Landlock, seccomp)`);
+  } finally {
+    launch.finish();
+    rmSync(join(out, '..'), { recursive: true, force: true });
   }
 }
 
@@ -121,10 +186,14 @@ export async function benchSandbox(): Promise<void> {
     const [open, sandboxed, noNetns, ...others] = perCall;
     printLine(`  sandboxed / unsandboxed exec:      ${(sandboxed! / open!).toFixed(2)}x (target ≤ 1.5x)`);
     printLine(`  sandboxed / bare Rust spawn:       ${(sandboxed! / floorMs).toFixed(2)}x (target ≤ 1.6x)`);
-    printLine(`  the network namespace's share:     ${(sandboxed! - noNetns!).toFixed(3)} ms/call`);
+    // Calls without network share their view's network namespace (made once with the view), so
+    // this is the per-call difference between the two policies, not the cost of making one.
+    printLine(`  network off - network: true:       ${(sandboxed! - noNetns!).toFixed(3)} ms/call`);
     for (const [index, value] of others.entries()) {
       printLine(`  ${contenders[index + FIRST_OTHER]!.name} / sandboxed exec: ${(value / sandboxed!).toFixed(2)}x${index === 0 && bwrap ? ' (target ≥ 4x)' : ''}`);
     }
+
+    await oneShotViewAgainstBwrap(work, bwrap);
 
     // The policy's share of a sandboxed cli_execute call: every check and the request with its
     // sandbox (the native prepare, no process), against the whole call.
