@@ -65,15 +65,31 @@ function graph(): { dir: string; top: string; marker: string } {
   const top = write(
     dir,
     'main.yaml',
-    'name: main\ntoolsets:\n  filesystem:\n    approval: { default: preApproved }\n  workers:\n    allowed_workers: [helper]\n    approval: { default: preApproved }\n',
+    `name: main\ntoolsets:\n  filesystem:\n    approval:\n      default: preApproved\n${OPEN_CONFIGURATION}  workers:\n    allowed_workers: [helper]\n    approval: { default: preApproved }\n`,
   );
   return { dir, top, marker };
 }
 
+/**
+ * The configuration of the graph is protected (issue 22 §2): the file tools refuse to change it
+ * unless a path rule names it, and then every change asks. These rules name it, and `attack`'s
+ * person approves every change, so the rewrites happen and the second layer — the graph frozen
+ * when the run started — is what refuses them here.
+ */
+const OPEN_CONFIGURATION = [
+  '      paths:',
+  "        - { pattern: '/helper.worker', approval: ask }",
+  "        - { pattern: '/helper_tools.mjs', approval: ask }",
+  "        - { pattern: '/helper-tools/**', approval: ask }",
+  "        - { pattern: '/deep.yaml', approval: ask }",
+  "        - { pattern: '/tools/**', approval: ask }",
+  '',
+].join('\n');
+
 async function attack(top: string, turns: ScriptedTurn[]) {
   const worker = await loadWorker(top);
   const model = scriptedModel(turns);
-  const result = await runWorker(worker, 'go', { model });
+  const result = await runWorker(worker, 'go', { model, onApproval: () => 'approve' });
   return { result, model };
 }
 
@@ -92,6 +108,30 @@ describe('a worker rewritten by the model before it is called (issue 10 item 8)'
     const script = write(dir, 'evil.sh', evilScript(join(dir, 'SCRIPT')), 0o755);
     execFileSync(script);
     expect(existsSync(join(dir, 'SCRIPT'))).toBe(true);
+  });
+
+  it('without a path rule naming it, the model cannot rewrite the configuration at all (protected)', async () => {
+    const { dir, top, marker } = graph();
+    writeFileSync(top, readFileSync(top, 'utf8').replace(OPEN_CONFIGURATION, ''));
+    const before = readFileSync(join(dir, 'helper.worker'), 'utf8');
+    const { result } = await attack(top, [
+      {
+        toolCalls: [
+          { toolName: 'write_file', input: { path: 'evil.mjs', content: evilModule(marker) } },
+          { toolName: 'write_file', input: { path: 'helper.worker', content: 'name: helper\n' } },
+        ],
+      },
+      { toolCalls: [{ toolName: 'helper', input: { input: 'do it' } }] },
+      // the helper's model: the helper is the one it was loaded as
+      { text: 'helped' },
+      { text: 'done' },
+    ]);
+    const write = result.toolCalls.filter((record) => record.toolName === 'write_file')[1];
+    expect(write?.errorCode).toBe('PATH_BLOCKED');
+    expect(write?.error).toContain('rule protected');
+    expect(readFileSync(join(dir, 'helper.worker'), 'utf8')).toBe(before);
+    expect(refusal(result, 'helper').output).toEqual({ status: 'completed', result: 'helped' });
+    expect(existsSync(marker)).toBe(false);
   });
 
   it('refuses a helper.worker rewritten to load evil.mjs; the evil code never runs', async () => {
@@ -211,7 +251,7 @@ describe('a worker rewritten by the model before it is called (issue 10 item 8)'
     const top = write(
       dir,
       'main.yaml',
-      'name: main\ntoolsets:\n  filesystem:\n    approval: { default: preApproved }\n  executables:\n    dirs: [./tools]\n    approval: { default: preApproved }\n',
+      `name: main\ntoolsets:\n  filesystem:\n    approval:\n      default: preApproved\n${OPEN_CONFIGURATION}  executables:\n    dirs: [./tools]\n    approval: { default: preApproved }\n`,
     );
     const { result } = await attack(top, [
       { toolCalls: [{ toolName: 'write_file', input: { path: 'tools/probe.sh', content: evilScript(marker) } }] },

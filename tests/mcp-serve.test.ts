@@ -13,7 +13,7 @@ import { mcpToolset, ToolgateError } from '../ts/src/index.js';
 const ROOT = join(import.meta.dirname, '..');
 const BIN = join(ROOT, 'dist/cli/main.js');
 const WORKER = 'examples/mcp/worker.yaml';
-const WRITTEN = join(ROOT, 'examples/mcp/written-by-test.txt');
+const WRITTEN = join(ROOT, 'examples/mcp/workspace/written-by-test.txt');
 
 const cleanup: (() => Promise<void> | void)[] = [];
 afterEach(async () => {
@@ -90,7 +90,7 @@ describe('toolgate mcp serve over stdio (the official SDK client)', () => {
     expect(names).toEqual(['files_list_directory', 'files_read_text_file', 'files_write_file']);
     expect(names).not.toContain('files_move_file');
     expect(tools.find((tool) => tool.name === 'files_read_text_file')?.inputSchema.type).toBe('object');
-    const read = await mcp.callTool({ name: 'files_read_text_file', arguments: { path: join(ROOT, 'examples/mcp/notes.md') } });
+    const read = await mcp.callTool({ name: 'files_read_text_file', arguments: { path: join(ROOT, 'examples/mcp/workspace/notes.md') } });
     expect(read.isError).toBeFalsy();
     expect(textOf(read)).toContain('toolgate gates and sandboxes');
     // The served server is itself sandboxed: a file outside the work directory stays unread.
@@ -182,7 +182,7 @@ describe('toolgate mcp serve and the MCP Inspector CLI', () => {
     const listed = JSON.parse(await inspect(['--method', 'tools/list'])) as { tools: { name: string }[] };
     expect(listed.tools.map((tool) => tool.name).sort()).toEqual(['files_list_directory', 'files_read_text_file', 'files_write_file']);
     const called = JSON.parse(
-      await inspect(['--method', 'tools/call', '--tool-name', 'files_read_text_file', '--tool-arg', `path=${join(ROOT, 'examples/mcp/notes.md')}`]),
+      await inspect(['--method', 'tools/call', '--tool-name', 'files_read_text_file', '--tool-arg', `path=${join(ROOT, 'examples/mcp/workspace/notes.md')}`]),
     ) as CallToolResult;
     expect(textOf(called)).toContain('toolgate gates and sandboxes');
     const denied = JSON.parse(
@@ -271,7 +271,7 @@ describe('the mcp toolset over Streamable HTTP', () => {
       cleanup.push(() => remote.close());
       expect(remote.tools.map((tool) => tool.name).sort()).toEqual(['remote_files_list_directory', 'remote_files_read_text_file', 'remote_files_write_file']);
       const read = remote.tools.find((tool) => tool.name === 'remote_files_read_text_file')!;
-      const output = await read.execute!({ path: join(ROOT, 'examples/mcp/notes.md') } as never, { toolCallId: 'h1', messages: [] });
+      const output = await read.execute!({ path: join(ROOT, 'examples/mcp/workspace/notes.md') } as never, { toolCallId: 'h1', messages: [] });
       expect(textOf(output)).toContain('toolgate gates and sandboxes');
       // The remote write asks on the serving side, which has no way to ask: denied there.
       const write = remote.tools.find((tool) => tool.name === 'remote_files_write_file')!;

@@ -61,6 +61,6 @@ describe("the README's quickstart", () => {
     const run = runToolgate([...words(scripted).slice(2), '--yes'], { cwd: dir, env });
     expect(run.status, run.stderr).toBe(0);
     expect(run.stdout).toContain('The 30th Fibonacci number is 832040');
-    expect(readFileSync(join(dir, 'examples', 'quickstart', 'notes', 'fib.txt'), 'utf8')).toBe('F(30) = 832040\n');
+    expect(readFileSync(join(dir, 'examples', 'quickstart', 'workspace', 'notes', 'fib.txt'), 'utf8')).toBe('F(30) = 832040\n');
   });
 });

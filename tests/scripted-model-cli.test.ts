@@ -30,7 +30,7 @@ function quickstartCopy(): string {
   for (const folder of ['quickstart', 'executable-tools']) {
     cpSync(join(ROOT, 'examples', folder), join(dir, 'examples', folder), {
       recursive: true,
-      filter: (source) => !source.startsWith(join(ROOT, 'examples', 'quickstart', 'notes')),
+      filter: (source) => !source.startsWith(join(ROOT, 'examples', 'quickstart', 'workspace', 'notes')),
     });
   }
   // tools.ts imports ai and zod: a user's project has them installed.
@@ -63,7 +63,7 @@ function callsOf(run: Run): CallRecord[] {
   return (JSON.parse(run.stdout) as { toolCalls: CallRecord[] }).toolCalls;
 }
 
-const fibFile = (dir: string) => join(dir, 'examples', 'quickstart', 'notes', 'fib.txt');
+const fibFile = (dir: string) => join(dir, 'examples', 'quickstart', 'workspace', 'notes', 'fib.txt');
 
 describe('toolgate run --model scripted:<file>', () => {
   it('runs the quickstart offline through a tools.ts function, a file write and the shell', async () => {
@@ -160,7 +160,7 @@ describe('toolgate run --model scripted:<file>', () => {
     const bad = await toolgate(dir, ['run', WORKER, TASK, '--model', 'scripted:bad.json', '--yes']);
     expect(bad.status).toBe(1);
     expect(bad.stderr).toContain(`CONFIG_INVALID: scripted model script ${join(dir, 'bad.json')}: turns[0].toolCalls[0].inputs: unknown key 'inputs'; accepted keys are toolName, input`);
-    expect(existsSync(join(dir, 'examples', 'quickstart', 'notes'))).toBe(false);
+    expect(existsSync(join(dir, 'examples', 'quickstart', 'workspace', 'notes'))).toBe(false);
 
     writeFileSync(join(dir, 'syntax.json'), '{ "turns": [\n  { "text": "hi" }\n  { "text": "again" }\n] }');
     const syntax = await toolgate(dir, ['run', WORKER, TASK, '--model', 'scripted:syntax.json']);

@@ -51,6 +51,7 @@ export type {
   GrepResult,
   PatchOperation,
   PatchResult,
+  ProtectedPath,
   ReadOptions,
   ReadResult,
   TreeOptions,

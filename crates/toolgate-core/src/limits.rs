@@ -86,6 +86,14 @@ pub const DEFAULT_TOOL_DIRECTORY: &str = "toolgate-tools";
 /// The user's executable tool directory, relative to the home directory.
 pub const GLOBAL_TOOL_DIRECTORY: &str = ".toolgate/tools";
 
+/// How many directory entries finding the paths of `blocked` path rules and `sandbox.protect`
+/// patterns may judge (a walk of the work directory, `node_modules` included). Past it, loading
+/// fails and says how to anchor the pattern: a partial list would hide only some of the files.
+pub const MAX_GUARD_WALK_ENTRIES: usize = 200_000;
+
+/// Most patterns in one `sandbox.protect` list.
+pub const MAX_PROTECT_PATTERNS: usize = 256;
+
 /// Most lines of context `grep` shows on each side of a match.
 pub const MAX_GREP_CONTEXT: usize = 20;
 
@@ -270,7 +278,9 @@ pub const MAX_PREFIX_PATTERN_BYTES: usize = 4096;
 /// its size and SHA-256, and may only be approved once (no "always", no saved rule).
 pub const MAX_REVIEW_BYTES: usize = 64 * 1024;
 
-/// The project permissions file: saved approvals, read by every run of a worker in its folder.
+/// The project permissions file, beside the top-level worker file: saved approvals, read by
+/// every run of a worker in its folder, written by the "save" answers; protected configuration
+/// (no sandboxed process or file tool of the agent may change it).
 pub const PERMISSIONS_FILE_NAME: &str = "toolgate.permissions.yaml";
 
 /// Largest project permissions file read, in bytes.

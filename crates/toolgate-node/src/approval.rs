@@ -23,7 +23,7 @@ use toolgate_core::worker::{LoadCustomToolsOptions, ResolveModelOptions};
 use crate::enums::{CodeAgentGroup, Decision, OwnApproval, ToolsetKind};
 use crate::error::{guarded, infallible, sync, Settled};
 use crate::executables::{CreatedTool, NewTool};
-use crate::files::PathRules;
+use crate::files::{PathRules, ProtectedPath};
 use crate::js_value;
 
 /// A tool to decide: its name and its own `needsApproval`.
@@ -161,7 +161,15 @@ pub struct FileToolsetPlan {
     pub tools: Vec<ResolvedApproval>,
     /// `approval.paths`, checked, for `new FileTools(workDir, pathRules)`.
     pub path_rules: Option<PathRules>,
+    /// What the tools may not change (the work directory's git hooks and config), for
+    /// `new FileTools(workDir, pathRules, [], protectedPaths)`.
+    pub protected_paths: Vec<ProtectedPath>,
     pub deprecations: Vec<String>,
+}
+
+/// The protected paths of file tools built on their own in `work_dir`.
+fn standalone_protection(work_dir: &std::path::Path) -> Vec<ProtectedPath> {
+    ProtectedPath::list(toolgate_core::sandbox_config::protect::file_tool_protection(work_dir))
 }
 
 /// The per-tool approval block of a file toolset and its checked path rules.
@@ -217,6 +225,7 @@ pub fn plan_filesystem_toolset(env: Env, options: Unknown<'_>) -> napi::Result<F
                 )?,
             ),
             path_rules,
+            protected_paths: standalone_protection(&work_dir.path),
             deprecations: work_dir.deprecation.into_iter().collect(),
         })
     })
@@ -255,6 +264,7 @@ pub fn plan_code_agent_tools(env: Env, options: Unknown<'_>) -> napi::Result<Fil
                 )?,
             ),
             path_rules,
+            protected_paths: standalone_protection(&work_dir),
             deprecations: Vec::new(),
         })
     })

@@ -18,7 +18,7 @@ use crate::command::{CliExecutePolicy, ShellPolicy};
 use crate::enums::{CodeAgentGroup, ToolCallFormat, ToolsetKind};
 use crate::error::{guarded, infallible, sync, Settled};
 use crate::executables::ExecutableToolRegistry;
-use crate::files::PathRules;
+use crate::files::{PathRules, ProtectedPath};
 use crate::js_value;
 use crate::mcp::{McpToolsetPlan, McpWorkerReport};
 use crate::sandbox::SandboxSummary;
@@ -280,6 +280,39 @@ pub struct ModuleReport {
     pub selected: Vec<ToolCandidate>,
 }
 
+/// The files a worker's tools module loaded when the SDK imported it.
+#[napi(object, object_to_js = false)]
+pub struct ModuleImportReport {
+    /// Index of the worker in the plan.
+    pub worker: u32,
+    /// Every file the import loaded (the module, what it imports, packages included), absolute.
+    pub files: Vec<String>,
+}
+
+/// One protected or hidden path of a sandbox and why.
+#[napi(object, object_from_js = false)]
+pub struct GuardedPathInfo {
+    pub path: String,
+    /// `protected` (read-only for processes, never changed by the file tools) or `hidden`
+    /// (processes cannot read, write, link or create it).
+    pub kind: String,
+    /// Why: `the worker file of 'main'`, `the path rule … '.env*' (blocked)`, …
+    pub reason: String,
+    pub exists: bool,
+    /// Whether the kernel acts on it in this sandbox (a protected path inside a writable
+    /// root, a hidden one inside a readable root); elsewhere the sandbox refuses it anyway.
+    pub enforced: bool,
+}
+
+/// The protected and hidden paths of one sandbox of a worker.
+#[napi(object, object_from_js = false)]
+pub struct SandboxGuardsInfo {
+    /// `worker` (the worker-level sandbox, whose paths its file tools also refuse to change),
+    /// or the process toolset: `shell`, `cli_execute`, `executables`, `mcp`.
+    pub sandbox: String,
+    pub paths: Vec<GuardedPathInfo>,
+}
+
 /// One tool of a worker with its toolset and effective approval.
 #[napi(object, object_from_js = false)]
 pub struct PlannedTool {
@@ -415,6 +448,74 @@ impl WorkerPlan {
                             approval: ResolvedApproval::new(tool.name, tool.resolved),
                         })
                         .collect()
+                })
+                .collect())
+        })
+    }
+
+    /// Protects what the tools modules imported (the SDK reports every file each import
+    /// loaded), and the SDK's own package folder `sdkRoot` when it is an installation (below
+    /// `node_modules`), in every sandbox of the graph, preparing again the sandboxes that now
+    /// protect more. Call it before taking the plan's tools. Throws `INVALID_INPUT` for an
+    /// unknown worker or a relative path, `SANDBOX_UNAVAILABLE` where the kernel cannot protect
+    /// them.
+    #[napi]
+    pub fn protect_module_imports(
+        &mut self,
+        env: Env,
+        reports: Vec<ModuleImportReport>,
+        sdk_root: Option<String>,
+    ) -> napi::Result<()> {
+        sync(&env, "WorkerPlan.protectModuleImports", || {
+            let reports: Vec<worker::ModuleImports> = reports
+                .into_iter()
+                .map(|report| worker::ModuleImports {
+                    worker: report.worker as usize,
+                    files: report.files.into_iter().map(PathBuf::from).collect(),
+                })
+                .collect();
+            let plan = Arc::get_mut(&mut self.inner).ok_or_else(|| {
+                toolgate_core::Error::Internal(
+                    "WorkerPlan.protectModuleImports: the plan is in use by another call; report the imports right after importing the modules".into(),
+                )
+            })?;
+            plan.protect_module_imports(&reports, sdk_root.as_deref().map(std::path::Path::new))
+        })
+    }
+
+    /// The protected paths the file tools of worker `index` refuse to change, with the reason
+    /// for each, for `new FileTools(…, protectedPaths)`.
+    #[napi]
+    pub fn file_protection(&self, env: Env, index: u32) -> napi::Result<Vec<ProtectedPath>> {
+        sync(&env, "WorkerPlan.fileProtection", || {
+            Ok(ProtectedPath::list(
+                self.inner.file_protection(index as usize)?,
+            ))
+        })
+    }
+
+    /// The protected and hidden paths of every sandbox of worker `index` (the worker's own,
+    /// then each process toolset's), each with its reason, for `toolgate check`.
+    #[napi]
+    pub fn guarded_paths(&self, env: Env, index: u32) -> napi::Result<Vec<SandboxGuardsInfo>> {
+        sync(&env, "WorkerPlan.guardedPaths", || {
+            Ok(self
+                .inner
+                .guarded_paths(index as usize)?
+                .into_iter()
+                .map(|sandbox| SandboxGuardsInfo {
+                    sandbox: sandbox.sandbox.to_string(),
+                    paths: sandbox
+                        .paths
+                        .into_iter()
+                        .map(|line| GuardedPathInfo {
+                            path: line.path.display().to_string(),
+                            kind: line.kind.as_str().to_string(),
+                            reason: line.reason,
+                            exists: line.exists,
+                            enforced: line.enforced,
+                        })
+                        .collect(),
                 })
                 .collect())
         })

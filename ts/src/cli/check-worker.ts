@@ -1,5 +1,6 @@
 import { parseArgs } from 'node:util';
 import type { ApprovalConfig, ApprovalDecision } from '../approval/approval.js';
+import type { SavedRule } from '../approval/saved-rules.js';
 import { native } from '../native/binding.js';
 import { awaitNative, callNative, ToolgateError } from '../native/errors.js';
 import { listPlannedWorkers } from '../worker/load-worker.js';
@@ -10,7 +11,8 @@ Loads the worker file and every worker it may call, without running the agent, a
 each: the tools offered with their decision (preApproved or ask) and what decided it, the tools
 left out and why, the sandbox of the worker and of each process toolset (roots, network,
 protected paths), path rules, command rules and allowlists, what the workers above it impose,
-MCP servers (connected to list their tools), the workers it may call, and warnings.
+MCP servers (connected to list their tools), the workers it may call, and warnings; then the
+saved rules of the project permissions file, each with its line, date and who saved it.
 
   --work-dir <dir>   Replaces the worker's work directory (as for toolgate run)
   --json             Print the report as JSON (layout: docs/check.md)
@@ -25,6 +27,10 @@ export interface PlanReport {
   version: number;
   file: string;
   workers: WorkerReport[];
+  /** The permissions file saved rules are read from (it may not exist yet). */
+  permissionsFile: string | null;
+  /** Every saved rule, with the file and line it is written on, when and by whom. */
+  savedRules: SavedRule[];
 }
 
 export interface WorkerReport {
@@ -193,6 +199,12 @@ export function formatWorkerReport(report: PlanReport): string {
       worker.delegates.map((delegate) => `${delegate.name} (${delegate.path})`),
     );
     list('warnings', worker.warnings);
+  }
+  if (report.permissionsFile !== null) {
+    lines.push('', `saved rules: ${report.permissionsFile}${report.savedRules.length === 0 ? ' (none)' : ''}`);
+    for (const rule of report.savedRules) {
+      lines.push(`  line ${String(rule.line).padEnd(4)} ${rule.rule} (saved ${rule.saved} by ${rule.by})`);
+    }
   }
   return `${lines.join('\n')}\n`;
 }

@@ -19,6 +19,8 @@ export type PathRule = native.PathRule;
 export type PathRules = native.PathRules;
 /** The path rules of a calling worker, with the work directory they are relative to. */
 export type CallerPathRules = native.CallerPathRules;
+/** A path the file tools never change (the core's protected configuration), and why. */
+export type ProtectedPath = native.ProtectedPath;
 /** The tool making a call: its own decision, its floor, and the decision it was approved at. */
 export type FileCall = native.FileCall;
 /** What a file-tool call needs under the path rules, and which rule decided. */
@@ -92,18 +94,32 @@ export class FileTools {
 
   /**
    * `root` must be an existing directory. With `pathRules`, a blocked path is refused with
-   * `PATH_BLOCKED` and never listed or searched (decided in Rust); `callerRules` (the rules of
-   * calling workers) only ever make a call stricter. Throws `CONFIG_INVALID`.
+   * `PATH_BLOCKED` and never listed or searched, under any name (a hard link to it is refused
+   * too; decided in Rust); `callerRules` (the rules of calling workers) only ever make a call
+   * stricter. `protectedPaths` (what the core protects: a worker plan's `fileProtection`, a
+   * toolset plan's `protectedPaths`) are never changed (`PATH_BLOCKED`, rule `protected`) unless a
+   * path rule names them, and then a change asks. Throws `CONFIG_INVALID`.
    */
-  constructor(root: string, pathRules?: PathRules, callerRules?: readonly CallerPathRules[]);
-  constructor(root: string | typeof SHARED, pathRules?: PathRules, callerRules?: readonly CallerPathRules[], inner?: Native, call?: FileCall) {
-    if (root === SHARED && inner) {
-      this.#inner = inner;
+  constructor(root: string, pathRules?: PathRules, callerRules?: readonly CallerPathRules[], protectedPaths?: readonly ProtectedPath[]);
+  constructor(
+    root: string | typeof SHARED,
+    pathRules?: PathRules,
+    callerRules?: readonly CallerPathRules[],
+    protectedPaths?: readonly ProtectedPath[] | Native,
+    call?: FileCall,
+  ) {
+    if (root === SHARED) {
+      this.#inner = protectedPaths as Native;
       this.#call = call;
       return;
     }
     try {
-      this.#inner = new native.FileTools(String(root), pathRules, callerRules ? [...callerRules] : undefined);
+      this.#inner = new native.FileTools(
+        String(root),
+        pathRules,
+        callerRules ? [...callerRules] : undefined,
+        protectedPaths ? [...(protectedPaths as readonly ProtectedPath[])] : undefined,
+      );
     } catch (error) {
       throw fromNativeError(error);
     }
@@ -120,13 +136,7 @@ export class FileTools {
       callerRules: undefined,
       inner: Native,
       call: FileCall,
-    ) => FileTools)(
-      SHARED,
-      undefined,
-      undefined,
-      this.#inner,
-      call,
-    );
+    ) => FileTools)(SHARED, undefined, undefined, this.#inner, call);
   }
 
   /**

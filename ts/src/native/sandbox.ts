@@ -23,7 +23,9 @@ export interface SandboxLimits {
  * network: false }` — the work directory read-write, the system runtime read-only, nothing
  * else, no network. `false` turns it off; `'best-effort'` runs with what the kernel offers and
  * warns once; the object form widens it with `network` and extra `read`/`write` roots
- * (absolute, relative to `workDir`, or under `~/`) and sets `limits`. The core reads it
+ * (absolute, relative to `workDir`, or under `~/`), `protect` makes more paths read-only for
+ * processes (gitignore-style patterns relative to `workDir`, on top of the work directory's git
+ * hooks and config, which are always protected), and `limits` bounds each call. The core reads it
  * strictly (`CONFIG_INVALID` for an unknown key). See docs/sandbox.md.
  */
 export type SandboxOption =
@@ -35,6 +37,7 @@ export type SandboxOption =
       network?: boolean;
       read?: readonly string[];
       write?: readonly string[];
+      protect?: readonly string[];
       limits?: SandboxLimits;
     };
 

@@ -2,7 +2,7 @@ import { spawnSync } from 'node:child_process';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { importModule } from './import-module.js';
+import { importModule, loadedFiles } from './import-module.js';
 import { loadCustomTools } from './load-custom-tools.js';
 import { LIMITS } from '../native/constants.js';
 import { tempDir } from '../../../tests/helpers/fs.js';
@@ -109,5 +109,36 @@ describe('importModule errors', () => {
     const error = await rejection(importModule(path, { timeoutMs: 5_000 }));
     expect(error.code).toBe('MODULE_INVALID');
     expect(error.message).toMatch(new RegExp(`threw while loading: boom 1 \\(at ${escapeRegExp(path)}:3:\\d+\\)$`));
+  });
+});
+
+describe('loadedFiles', () => {
+  it('lists the module, the local files it imports at any depth, and JSON it reads', async () => {
+    const dir = tempDir();
+    writeFileSync(join(dir, 'tools.ts'), "import { helper } from './lib/helper';\nexport const x = helper();\n");
+    mkdirSync(join(dir, 'lib'));
+    writeFileSync(join(dir, 'lib/helper.ts'), "import data from './data.json';\nimport { deep } from './deep/deep';\nexport const helper = () => data.a + deep;\n");
+    writeFileSync(join(dir, 'lib/data.json'), '{ "a": 1 }\n');
+    mkdirSync(join(dir, 'lib/deep'));
+    writeFileSync(join(dir, 'lib/deep/deep.ts'), 'export const deep = 2;\n');
+    const path = join(dir, 'tools.ts');
+    await importModule(path);
+    const files = loadedFiles(path);
+    for (const file of ['tools.ts', 'lib/helper.ts', 'lib/data.json', 'lib/deep/deep.ts']) expect(files).toContain(join(dir, file));
+    // Imported again (the module is cached), the answer is the same.
+    await importModule(path);
+    expect(loadedFiles(path).sort()).toEqual(files.sort());
+  });
+
+  it('includes the packages a module imports first, and knows a module it never imported only by itself', async () => {
+    const dir = tempDir();
+    mkdirSync(join(dir, 'node_modules/leftpad-toolgate-test'), { recursive: true });
+    writeFileSync(join(dir, 'node_modules/leftpad-toolgate-test/package.json'), '{ "name": "leftpad-toolgate-test", "main": "index.js" }\n');
+    writeFileSync(join(dir, 'node_modules/leftpad-toolgate-test/index.js'), "module.exports = (s) => ' ' + s;\n");
+    writeFileSync(join(dir, 'tools.ts'), "import pad from 'leftpad-toolgate-test';\nexport const x = pad('x');\n");
+    const path = join(dir, 'tools.ts');
+    await importModule(path);
+    expect(loadedFiles(path)).toContain(join(dir, 'node_modules/leftpad-toolgate-test/index.js'));
+    expect(loadedFiles('/nowhere/tools.ts')).toEqual(['/nowhere/tools.ts']);
   });
 });

@@ -4,7 +4,7 @@
  */
 import { existsSync, lstatSync, mkdirSync, readFileSync, realpathSync, statSync } from 'node:fs';
 import { homedir } from 'node:os';
-import { dirname, extname, join, resolve } from 'node:path';
+import { dirname, extname, isAbsolute, join, resolve } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import type { Jiti } from 'jiti';
 import { LIMITS } from '../native/constants.js';
@@ -47,6 +47,10 @@ export function checkModuleFile(path: string, modulePath: string): void {
 }
 
 let jiti: Promise<Jiti> | undefined;
+/** The instance once created (its module cache is what `loadedFiles` reads). */
+let loaded: Jiti | undefined;
+/** The files each module's first import added to the module cache. */
+const addedBy = new Map<string, readonly string[]>();
 
 /**
  * One jiti instance per process, created on first use so that importing toolgate does not pay
@@ -54,14 +58,15 @@ let jiti: Promise<Jiti> | undefined;
  * cached on disk in a directory only this user can write (see `privateCacheDir`).
  */
 function loader(): Promise<Jiti> {
-  jiti ??= import('jiti').then(({ createJiti }) =>
-    createJiti(import.meta.url, {
+  jiti ??= import('jiti').then(({ createJiti }) => {
+    loaded = createJiti(import.meta.url, {
       fsCache: privateCacheDir(),
       moduleCache: true,
       // Keep the module's real namespace: interop would merge a default export's properties into it.
       interopDefault: false,
-    }),
-  );
+    });
+    return loaded;
+  });
   return jiti;
 }
 
@@ -103,8 +108,12 @@ export interface ImportModuleOptions {
 export async function importModule(path: string, options: ImportModuleOptions = {}): Promise<Record<string, unknown>> {
   const timeoutMs = options.timeoutMs ?? LIMITS.defaultImportTimeoutMs;
   const instance = await loader();
+  const before = new Set(Object.keys(instance.cache));
   const imported = instance.import(path).then(
-    (namespace) => namespace as Record<string, unknown>,
+    (namespace) => {
+      if (!addedBy.has(path)) addedBy.set(path, Object.keys(instance.cache).filter((file) => !before.has(file)));
+      return namespace as Record<string, unknown>;
+    },
     (error: unknown) => {
       throw loadError(path, error);
     },
@@ -120,6 +129,44 @@ export async function importModule(path: string, options: ImportModuleOptions = 
   } finally {
     clearTimeout(timer);
   }
+}
+
+/**
+ * Every file importing the module at `path` loaded: the module, the files it imports and theirs
+ * (packages included), as far as the module cache tells: what its first import in this process
+ * added to the cache, and what the cache links to the module (children, and files whose parent
+ * it is), transitively. The core protects them from the agent's processes
+ * (`WorkerPlan.protectModuleImports`). A file a tool imports later, when it runs, is not known here.
+ */
+export function loadedFiles(path: string): string[] {
+  const cache = (loaded?.cache ?? {}) as Record<string, CachedModule | undefined>;
+  const children = new Map<string, Set<string>>();
+  const link = (from: string, to: string) => {
+    if (!children.has(from)) children.set(from, new Set());
+    children.get(from)!.add(to);
+  };
+  for (const [file, module] of Object.entries(cache)) {
+    for (const child of module?.children ?? []) if (child?.filename) link(file, child.filename);
+    if (module?.parent?.filename) link(module.parent.filename, file);
+  }
+  const files = new Set<string>([path, ...(addedBy.get(path) ?? [])]);
+  const pending = [...files];
+  while (pending.length > 0) {
+    for (const child of children.get(pending.pop()!) ?? []) {
+      if (!files.has(child)) {
+        files.add(child);
+        pending.push(child);
+      }
+    }
+  }
+  return [...files].filter((file) => isAbsolute(file));
+}
+
+/** What `loadedFiles` reads of a module cache entry. */
+interface CachedModule {
+  filename?: string;
+  children?: readonly (CachedModule | undefined)[];
+  parent?: CachedModule | null;
 }
 
 function timeoutError(path: string, timeoutMs: number): ToolgateError {

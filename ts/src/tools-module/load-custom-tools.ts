@@ -14,7 +14,7 @@ import type { NamedTool } from '../approval/named-tool.js';
 import { native } from '../native/binding.js';
 import { callNative, ToolgateError } from '../native/errors.js';
 import { type Candidate, classifyExports } from './classify.js';
-import { checkModuleFile, importModule, resolveModulePath } from './import-module.js';
+import { checkModuleFile, importModule, loadedFiles, resolveModulePath } from './import-module.js';
 import { jsDocOfExport, type ModuleDocs, renderJsDoc, scanModuleDocs } from './jsdoc.js';
 
 export interface LoadCustomToolsOptions {
@@ -43,6 +43,8 @@ export interface ModuleTools {
   tools: NamedTool[];
   /** Every valid tool name of the module, whitelisted or not (approval entries may name them). */
   available: string[];
+  /** Every file importing the module loaded (see `loadedFiles`): the core protects them. */
+  files: string[];
 }
 
 /**
@@ -72,7 +74,11 @@ export async function readToolsModule(
     return (comment && renderJsDoc(comment)) || `Custom tool: ${exportName}`;
   };
   const ordered = whitelist ? selected : [...selected].sort((a, b) => compare(a.toolName ?? '', b.toolName ?? ''));
-  return { tools: ordered.map((candidate) => build(candidate, descriptionOf)), available: toolNames(candidates) };
+  return {
+    tools: ordered.map((candidate) => build(candidate, descriptionOf)),
+    available: toolNames(candidates),
+    files: loadedFiles(path),
+  };
 }
 
 /**

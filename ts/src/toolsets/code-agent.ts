@@ -225,7 +225,7 @@ export function buildCodeAgentTools(files: FileTools, decided: readonly Resolved
  */
 export function codeAgentTools(options: CodeAgentOptions = {}): NamedTool[] {
   const plan = callNative(() => native.planCodeAgentTools(options));
-  return bindTools(buildCodeAgentTools(new FileTools(plan.workDir, plan.pathRules ?? undefined), plan.tools), {
+  return bindTools(buildCodeAgentTools(new FileTools(plan.workDir, plan.pathRules ?? undefined, [], plan.protectedPaths), plan.tools), {
     workDir: plan.workDir,
     readOnly: (options as { readOnly?: boolean }).readOnly ?? false,
     rules: { paths: plan.pathRules ?? null },

@@ -161,7 +161,7 @@ export function buildFilesystemTools(files: FileTools, decided: readonly Resolve
 export function filesystemToolset(options: FilesystemOptions = {}): NamedTool[] {
   const plan = callNative(() => native.planFilesystemToolset(options));
   warnDeprecated(plan.deprecations);
-  return bindTools(buildFilesystemTools(new FileTools(plan.workDir, plan.pathRules ?? undefined), plan.tools), {
+  return bindTools(buildFilesystemTools(new FileTools(plan.workDir, plan.pathRules ?? undefined, [], plan.protectedPaths), plan.tools), {
     workDir: plan.workDir,
     readOnly: (options as { readOnly?: boolean }).readOnly ?? false,
     rules: { paths: plan.pathRules ?? null },

@@ -8,6 +8,7 @@ import { SavedRules, withSavedRules } from '../approval/saved-rules.js';
 import { native } from '../native/binding.js';
 import { awaitNative, callNative } from '../native/errors.js';
 import { type CallerPathRules, FileTools } from '../native/file-tools.js';
+import { PACKAGE_ROOT } from '../native/package-root.js';
 import { warnSandbox } from '../native/sandbox.js';
 import { connectServers, type McpConnection, reportOf } from '../mcp/connect.js';
 import { gatedMcpTools } from '../mcp/toolset.js';
@@ -144,6 +145,15 @@ export async function listPlannedWorkers(
   }
   // The modules were read after the plan froze them: make sure they are the versions it froze.
   for (const index of modules.keys()) callNative(() => workerPlan.verify(index));
+  // What they imported is configuration too, and so is toolgate's own installation: every
+  // sandbox of the graph protects them, before any process that could write them starts (the
+  // MCP servers below are the first).
+  callNative(() =>
+    workerPlan.protectModuleImports(
+      [...modules].map(([worker, module]) => ({ worker, files: module.files })),
+      PACKAGE_ROOT,
+    ),
+  );
   const mcp = new Map<number, McpConnection[]>();
   const close = async () => {
     const all = [...mcp.values()].flat();
@@ -244,14 +254,16 @@ function buildTools(context: BuildContext): NamedTool[] {
   const { plan: workerPlan, index, info } = context;
   const tools: NamedTool[] = [];
   // Each file toolset has its own path rules, so each gets its own FileTools; the rules of
-  // every calling worker apply below it too (they only make calls stricter).
+  // every calling worker apply below it too (they only make calls stricter). Neither may
+  // change the graph's configuration (the plan's protected paths).
   const callerRules = callerPathRules(context);
+  const protectedPaths = info.filesystemTools || info.codeAgentGroup ? callNative(() => workerPlan.fileProtection(index)) : [];
   if (info.filesystemTools) {
-    const files = new FileTools(info.workDir, info.filesystemPathRules ?? undefined, callerRules);
+    const files = new FileTools(info.workDir, info.filesystemPathRules ?? undefined, callerRules, protectedPaths);
     tools.push(...buildFilesystemTools(files, approvals(context, 'filesystem')));
   }
   if (info.codeAgentGroup) {
-    const files = new FileTools(info.workDir, info.codeAgentPathRules ?? undefined, callerRules);
+    const files = new FileTools(info.workDir, info.codeAgentPathRules ?? undefined, callerRules, protectedPaths);
     tools.push(...buildCodeAgentTools(files, approvals(context, 'code_agent')));
   }
   const shell = callNative(() => workerPlan.shellPolicy(index));

@@ -146,6 +146,12 @@ impl CliExecute {
         self
     }
 
+    /// Replaces the sandbox calls run under (a worker plan prepares it again once it knows
+    /// every protected path of its graph).
+    pub fn set_sandbox(&mut self, sandbox: Option<Arc<crate::sandbox::Sandbox>>) {
+        self.engine.set_sandbox(sandbox);
+    }
+
     /// The sandbox calls run under.
     pub fn sandbox(&self) -> Option<&Arc<crate::sandbox::Sandbox>> {
         self.engine.sandbox()

@@ -134,6 +134,12 @@ impl ShellToolset {
         self
     }
 
+    /// Replaces the sandbox calls run under (a worker plan prepares it again once it knows
+    /// every protected path of its graph).
+    pub fn set_sandbox(&mut self, sandbox: Option<std::sync::Arc<crate::sandbox::Sandbox>>) {
+        self.engine.set_sandbox(sandbox);
+    }
+
     /// The sandbox calls run under.
     pub fn sandbox(&self) -> Option<&std::sync::Arc<crate::sandbox::Sandbox>> {
         self.engine.sandbox()

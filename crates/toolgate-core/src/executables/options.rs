@@ -51,7 +51,12 @@ impl ExecutableToolsOptions {
         let options = self.registry_options()?;
         let fields = self.sandbox.clone().map(SandboxOption::into_fields);
         let scope = SandboxScope::standalone(&options.run.work_dir, false, fields.as_ref())?;
-        options.with_sandbox(&scope)
+        // The tool directories are the toolset's code: its processes must not change them.
+        let mut guards = crate::sandbox_config::Guards::default();
+        for directory in &options.discovery.directories {
+            guards.protect(&directory.path, "an executable-tool directory");
+        }
+        options.with_sandbox(&scope.with_guards(&guards))
     }
 
     /// The registry options without sandboxes; `CONFIG_INVALID` for a bad tool name in

@@ -98,6 +98,17 @@ impl Registry {
         })
     }
 
+    /// Replaces the sandboxes of runs and of `description` at discovery (a worker plan
+    /// prepares them again once it knows every protected path of its graph).
+    pub fn set_sandboxes(
+        &mut self,
+        run: Option<Arc<crate::sandbox::Sandbox>>,
+        discovery: Option<Arc<crate::sandbox::Sandbox>>,
+    ) {
+        self.options.run.sandbox = run;
+        self.options.discovery.sandbox = discovery;
+    }
+
     /// The options the registry was made with.
     pub fn options(&self) -> &RegistryOptions {
         &self.options

@@ -19,6 +19,7 @@ use std::sync::Arc;
 
 use serde_json::Value;
 
+use super::guards::FileGuards;
 use super::rules::{EntryKind, PathRule, PathRules, RuleRef};
 use crate::approval::{Decision, Resolved};
 use crate::error::{Error, Result};
@@ -32,6 +33,8 @@ pub struct PathGate {
     root: PathBuf,
     own: Option<Arc<PathRules>>,
     inherited: Vec<InheritedRules>,
+    /// Protected paths and the identities of hidden and protected files (see `fs::guards`).
+    guards: Option<Arc<FileGuards>>,
 }
 
 /// The rules of a calling worker, with the work directory they are relative to.
@@ -83,7 +86,51 @@ impl PathGate {
             root,
             own,
             inherited: Vec::new(),
+            guards: None,
         })
+    }
+
+    /// Adds what the file tools refuse besides the rules: protected paths, and files that are
+    /// the same file as a hidden or protected one.
+    pub fn with_guards(mut self, guards: FileGuards) -> PathGate {
+        self.guards = (!guards.is_empty()).then(|| Arc::new(guards));
+        self
+    }
+
+    /// The guards, when there are some.
+    pub(crate) fn guards(&self) -> Option<&FileGuards> {
+        self.guards.as_deref()
+    }
+
+    /// The canonical work directory the rules are relative to.
+    pub fn root(&self) -> &Path {
+        &self.root
+    }
+
+    /// Whether the entry at `absolute` is blocked, for a walk from the work directory that
+    /// enters only directories this returned `false` for (see [`PathRules::blocks_in_walk`]).
+    pub fn blocks_in_walk(&self, absolute: &Path, kind: EntryKind) -> bool {
+        let own = self.own.as_ref().is_some_and(|rules| {
+            absolute
+                .strip_prefix(&self.root)
+                .is_ok_and(|relative| rules.blocks_in_walk(relative, kind))
+        });
+        // The callers' rules are relative to their own work directories, above this walk's
+        // start: each entry is judged in full.
+        own || self.inherited.iter().any(|above| {
+            absolute.strip_prefix(&above.root).is_ok_and(|relative| {
+                above
+                    .rules
+                    .decide(relative, kind)
+                    .is_some_and(|rule| rule.approval == Decision::Blocked)
+            })
+        })
+    }
+
+    /// Whether a rule of this toolset or of a calling worker is `blocked`.
+    pub fn has_blocking_rules(&self) -> bool {
+        self.own.as_ref().is_some_and(|rules| rules.has_blocked())
+            || self.inherited.iter().any(|above| above.rules.has_blocked())
     }
 
     /// Adds the rules handed down by the calling workers.
@@ -94,7 +141,7 @@ impl PathGate {
 
     /// Whether no rule applies at all (then calls are decided per tool, as without rules).
     pub fn is_empty(&self) -> bool {
-        self.own.is_none() && self.inherited.is_empty()
+        self.own.is_none() && self.inherited.is_empty() && self.guards.is_none()
     }
 
     /// The rules deciding `absolute` (a resolved path inside the work directory).
@@ -112,6 +159,38 @@ impl PathGate {
             })
             .max_by_key(|rule| rule.approval);
         PathVerdict { own, inherited }
+    }
+
+    /// What protection asks of a call that changes `absolute`: `None` when it is not
+    /// protected; `blocked` (by `protected`) when no explicit rule of this toolset names it;
+    /// else the rule's decision, at least `ask`. Also returns the protected path and why.
+    fn judge_change(
+        &self,
+        tool: ToolApproval,
+        absolute: &Path,
+    ) -> Option<(CallDecision, PathBuf, String)> {
+        let (path, reason) = self.guards.as_ref()?.protection_of(absolute)?.clone();
+        let explicit = self.own.as_ref().and_then(|rules| {
+            let relative = absolute.strip_prefix(&self.root).ok()?;
+            rules.decide_explicit(relative, kind_of(absolute))
+        });
+        let decided = match explicit {
+            None => CallDecision {
+                decision: Decision::Blocked,
+                by: DecidedBy::Protected,
+                rule: None,
+                path: None,
+            },
+            Some(rule) => {
+                let mut decided = tool.decide(&PathVerdict {
+                    own: Some(rule),
+                    inherited: None,
+                });
+                decided.decision = decided.decision.max(Decision::Ask);
+                decided
+            }
+        };
+        Some((decided, path, reason))
     }
 
     /// Judges `spelled`, a path a call names that resolved to `absolute`, both where it lands
@@ -163,6 +242,8 @@ pub enum DecidedBy {
     Floor,
     /// A rule of a calling worker.
     CallerRule,
+    /// The path is protected configuration (see `fs::guards`).
+    Protected,
 }
 
 impl DecidedBy {
@@ -173,6 +254,7 @@ impl DecidedBy {
             DecidedBy::Rule => "rule",
             DecidedBy::Floor => "floor",
             DecidedBy::CallerRule => "caller-rule",
+            DecidedBy::Protected => "protected",
         }
     }
 }
@@ -282,17 +364,40 @@ impl<'a> Access<'a> {
         if decided.decision == Decision::Blocked {
             return Err(blocked(spelled, &decided));
         }
-        if let Some(approved) = gate.approved {
-            if decided.decision > approved {
-                return Err(Error::ApprovalDenied(format!(
-                    "'{spelled}' needs '{}' ({}) but the call was approved as '{}': the path changed after the call was approved. Call the tool again",
-                    decided.decision.as_str(),
-                    describe(&decided),
-                    approved.as_str()
-                )));
-            }
+        check_approved(gate, spelled, &decided)?;
+        if let Some(guards) = gate.gate.guards() {
+            guards.check_path(spelled, &absolute, false)?;
         }
         Ok((absolute, decided.decision))
+    }
+
+    /// [`target`](Self::target) for a call that changes the path (writes, edits, patches,
+    /// deletes): a protected path is refused (`PATH_BLOCKED`, rule `protected`) unless an
+    /// explicit rule of the toolset names it, and then needs at least `ask`; so is a file that
+    /// is the same file as a protected one.
+    pub(crate) fn target_to_change(&self, spelled: &str) -> Result<(PathBuf, Decision)> {
+        let (absolute, decision) = self.target(spelled)?;
+        let Some(gate) = self.gate else {
+            return Ok((absolute, decision));
+        };
+        let Some(guards) = gate.gate.guards() else {
+            return Ok((absolute, decision));
+        };
+        let mut decision = decision;
+        if let Some((decided, path, reason)) = gate.gate.judge_change(gate.tool, &absolute) {
+            if decided.by == DecidedBy::Protected {
+                return Err(guards.protected_error(spelled, &path, &reason));
+            }
+            check_approved(gate, spelled, &decided)?;
+            decision = decision.max(decided.decision);
+        }
+        guards.check_path(spelled, &absolute, true)?;
+        Ok((absolute, decision))
+    }
+
+    /// The guards of the call, when its toolset has some.
+    pub(crate) fn guards(&self) -> Option<&'a FileGuards> {
+        self.gate.and_then(|gate| gate.gate.guards())
     }
 
     /// What a walk below a target decided at `level` may show, or `None` without rules.
@@ -302,6 +407,19 @@ impl<'a> Access<'a> {
             tool: gate.tool,
             level,
         })
+    }
+}
+
+/// `APPROVAL_DENIED` when the call was approved at a lower decision than `decided`.
+fn check_approved(gate: &CallGate, spelled: &str, decided: &CallDecision) -> Result<()> {
+    match gate.approved {
+        Some(approved) if decided.decision > approved => Err(Error::ApprovalDenied(format!(
+            "'{spelled}' needs '{}' ({}) but the call was approved as '{}': the path changed after the call was approved. Call the tool again",
+            decided.decision.as_str(),
+            describe(decided),
+            approved.as_str()
+        ))),
+        _ => Ok(()),
     }
 }
 
@@ -320,6 +438,7 @@ fn describe(decided: &CallDecision) -> String {
             format!("{}, raised by the tool's own approval", rule.describe())
         }
         (Some(rule), _) => rule.describe(),
+        (None, DecidedBy::Protected) => "protected configuration".into(),
         (None, _) => "of the tool's own approval".into(),
     }
 }
@@ -344,12 +463,34 @@ impl WalkFilter {
         self.gate.judge(absolute, kind).blocking().is_some()
     }
 
-    /// Whether the resolved target of a symlink is blocked.
+    /// Whether the regular file at `absolute` with inode `ino` (as the walk found it) is the
+    /// same file as a hidden one under another name.
+    pub fn hides_file(&self, absolute: &Path, ino: u64) -> bool {
+        self.gate
+            .guards()
+            .is_some_and(|guards| guards.hides_file(absolute, ino))
+    }
+
+    /// Whether the open file `file`, found at `absolute`, is the same file as a hidden one
+    /// under another name.
+    pub fn hides_open(&self, absolute: &Path, file: &std::fs::File) -> bool {
+        let Some(guards) = self.gate.guards() else {
+            return false;
+        };
+        file.metadata()
+            .is_ok_and(|meta| guards.check_identity("", absolute, &meta, false).is_err())
+    }
+
+    /// Whether the resolved target of a symlink is blocked, or is the same file as a hidden one.
     pub fn target_blocked(&self, target: &Path) -> bool {
         self.gate
             .judge(target, kind_of(target))
             .blocking()
             .is_some()
+            || self
+                .gate
+                .guards()
+                .is_some_and(|guards| guards.check_path("", target, false).is_err())
     }
 
     /// The rule that keeps a search from reading the file at `absolute` without approval, when
@@ -461,17 +602,33 @@ pub fn decide_call(
         rule: None,
         path: None,
     };
+    let changes = changes_files(tool);
     for spelled in paths {
         let Ok(absolute) = validator.resolve(&spelled) else {
             continue;
         };
         let mut here = gate.judge_spelled(validator.root(), approval, &spelled, &absolute);
+        if changes {
+            if let Some((protected, _, _)) = gate.judge_change(approval, &absolute) {
+                if protected.decision > here.decision {
+                    here = protected;
+                }
+            }
+        }
         here.path = Some(validator.relative(&absolute).display().to_string());
         if decided.path.is_none() || here.decision > decided.decision {
             decided = here;
         }
     }
     Ok(decided)
+}
+
+/// Whether file tool `tool` changes the files it names (protected paths refuse it).
+fn changes_files(tool: &str) -> bool {
+    matches!(
+        tool,
+        "write_file" | "file_write" | "file_edit" | "file_patch" | "delete_file"
+    )
 }
 
 /// What is at `absolute`, not following a final symlink; `Unknown` when nothing is.

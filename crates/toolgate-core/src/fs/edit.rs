@@ -54,7 +54,7 @@ pub struct EditOutput {
 /// With path rules, a blocked path is refused.
 pub fn edit<'a>(access: impl Into<Access<'a>>, request: &EditRequest) -> Result<EditOutput> {
     let access = access.into();
-    let (absolute, _) = access.target(&request.path)?;
+    let (absolute, _) = access.target_to_change(&request.path)?;
     let target = Target::at(access.validator(), absolute, false, &mut Vec::new())?;
     let path = target.relative.display().to_string();
     check_request(request, &path)?;

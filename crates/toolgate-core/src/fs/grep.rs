@@ -297,7 +297,10 @@ impl<'a> Worker<'a> {
         };
         // A file swapped for a symlink after the walk is skipped, not followed; one swapped for
         // a FIFO, socket or device is opened without blocking and skipped, never read.
+        let filter = self.filter;
         let outcome = special::open_regular_path(path).and_then(|file| match file {
+            // The same file as a hidden one (a hard link) is judged on the opened descriptor.
+            Some(file) if filter.is_some_and(|filter| filter.hides_open(path, &file)) => Ok(()),
             Some(file) => searcher.search_file(self.matcher, &file, &mut sink),
             None => Ok(()),
         });

@@ -119,7 +119,7 @@ pub fn delete<'a>(access: impl Into<Access<'a>>, path: &str) -> Result<DeleteOut
     let access = access.into();
     let validator = access.validator();
     // Refuse anything that resolves outside, symlinks included, before looking closer.
-    access.target(path)?;
+    access.target_to_change(path)?;
     let given = Path::new(path);
     let name = match given.components().next_back() {
         Some(Component::Normal(name)) => name.to_os_string(),

@@ -118,7 +118,7 @@ fn check_rules(access: &Access<'_>, operations: &[PatchOperation]) -> Result<()>
     for (index, op) in operations.iter().enumerate() {
         for path in std::iter::once(&op.path).chain(op.new_path.as_ref()) {
             if let Err(err @ (Error::PathBlocked(_) | Error::ApprovalDenied(_))) =
-                access.target(path)
+                access.target_to_change(path)
             {
                 return Err(in_operation(index + 1, op, err));
             }

@@ -110,7 +110,7 @@ pub fn read<'a>(access: impl Into<Access<'a>>, request: &ReadRequest) -> Result<
             let dir = Dir::open(validator, &target.absolute, false, &mut Vec::new())?;
             list_directory(validator, &dir, request, filter.as_ref())
         }
-        Kind::File => read_file(&target, request),
+        Kind::File => read_file(&target, request, access),
         Kind::Symlink | Kind::Other => {
             let what = target.stat().map_or("a special file", |stat| {
                 super::special::describe(rustix::fs::FileType::from_raw_mode(stat.st_mode))
@@ -123,12 +123,16 @@ pub fn read<'a>(access: impl Into<Access<'a>>, request: &ReadRequest) -> Result<
     }
 }
 
-fn read_file(target: &Target, request: &ReadRequest) -> Result<ReadOutput> {
+fn read_file(target: &Target, request: &ReadRequest, access: Access<'_>) -> Result<ReadOutput> {
     let file = target.open_read()?;
-    let size = file
+    let meta = file
         .metadata()
-        .map_err(|err| Error::io("reading", &target.absolute, err))?
-        .len();
+        .map_err(|err| Error::io("reading", &target.absolute, err))?;
+    if let Some(guards) = access.guards() {
+        // Judged again on what was opened: a hard link swapped in since the check is refused.
+        guards.check_identity(&request.path, &target.absolute, &meta, false)?;
+    }
+    let size = meta.len();
     let mut reader = BufReader::with_capacity(64 * 1024, file);
     let probe = reader
         .fill_buf()
@@ -403,7 +407,11 @@ fn list_directory(
         let stat = rustix::fs::statat(dir.fd(), &name, rustix::fs::AtFlags::SYMLINK_NOFOLLOW);
         let Ok(stat) = stat else { continue }; // removed while we listed
         let kind = anchor::kind_of(rustix::fs::FileType::from_raw_mode(stat.st_mode));
-        if filter.is_some_and(|filter| hidden(validator, filter, &dir.path.join(&name), kind)) {
+        let path = dir.path.join(&name);
+        if filter.is_some_and(|filter| {
+            hidden(validator, filter, &path, kind)
+                || (kind == Kind::File && filter.hides_file(&path, stat.st_ino))
+        }) {
             continue;
         }
         entries.push((kind, name, stat.st_size as u64));

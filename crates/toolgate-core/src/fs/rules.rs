@@ -163,9 +163,43 @@ impl PathRules {
         self.rules.is_empty()
     }
 
+    /// Whether some rule is `blocked`.
+    pub fn has_blocked(&self) -> bool {
+        self.rules
+            .iter()
+            .any(|compiled| compiled.rule.approval == Decision::Blocked)
+    }
+
+    /// The rule that names `relative` itself or a directory above it, leaving out the `**`
+    /// rule for every path: a rule written for this path (`/tools.ts`, `src/**`), as opposed to
+    /// the fallback of the whole work directory.
+    pub fn decide_explicit(&self, relative: &Path, kind: EntryKind) -> Option<RuleRef> {
+        self.decide_with(relative, kind, false)
+    }
+
     /// The rule that decides `relative` (a normalised path below the work directory; empty
     /// or `.` is the work directory), or `None` when no rule matches it or a directory above it.
     pub fn decide(&self, relative: &Path, kind: EntryKind) -> Option<RuleRef> {
+        self.decide_with(relative, kind, true)
+    }
+
+    /// Whether a `blocked` rule decides `relative`, for a walk from the work directory that
+    /// enters only directories this returned `false` for (`fs::expand`). Such an entry whose own
+    /// path no pattern matches has its parent's decision, known not to be `blocked` (at the top:
+    /// the `**` rules'), so one glob match answers for most entries.
+    pub fn blocks_in_walk(&self, relative: &Path, kind: EntryKind) -> bool {
+        if !self.set.is_match(relative) {
+            let top = relative.components().count() <= 1;
+            return top
+                && self
+                    .best(self.root.iter().copied())
+                    .is_some_and(|root| root.rule.approval == Decision::Blocked);
+        }
+        self.decide(relative, kind)
+            .is_some_and(|rule| rule.approval == Decision::Blocked)
+    }
+
+    fn decide_with(&self, relative: &Path, kind: EntryKind, root: bool) -> Option<RuleRef> {
         let components: Vec<&std::ffi::OsStr> = relative
             .components()
             .filter_map(|component| match component {
@@ -173,7 +207,11 @@ impl PathRules {
                 _ => None,
             })
             .collect();
-        let mut best = self.best(self.root.iter().copied());
+        let mut best = if root {
+            self.best(self.root.iter().copied())
+        } else {
+            None
+        };
         let mut prefix = PathBuf::new();
         let mut matched = Vec::new();
         for (depth, name) in components.iter().enumerate() {

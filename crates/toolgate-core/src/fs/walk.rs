@@ -101,9 +101,14 @@ pub fn walker_pruned<'a>(
                 return false;
             }
             let is_symlink = file_type.is_some_and(|t| t.is_symlink());
-            !filter
-                .as_ref()
-                .is_some_and(|filter| filter.is_blocked(entry.path(), is_dir, is_symlink))
+            let is_file = file_type.is_some_and(|t| t.is_file());
+            !filter.as_ref().is_some_and(|filter| {
+                filter.is_blocked(entry.path(), is_dir, is_symlink)
+                    || (is_file
+                        && entry
+                            .ino()
+                            .is_some_and(|ino| filter.hides_file(entry.path(), ino)))
+            })
         });
     builder
 }

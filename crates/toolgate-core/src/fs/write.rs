@@ -43,7 +43,7 @@ pub struct WriteOutput {
 pub fn write<'a>(access: impl Into<Access<'a>>, path: &str, content: &[u8]) -> Result<WriteOutput> {
     check_content_size("content", content.len())?;
     let access = access.into();
-    let (absolute, _) = access.target(path)?;
+    let (absolute, _) = access.target_to_change(path)?;
     let mut created = Vec::new();
     let outcome = write_creating(access.validator(), absolute, content, &mut created);
     if outcome.is_err() {

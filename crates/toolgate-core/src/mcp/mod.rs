@@ -102,12 +102,28 @@ impl McpToolset {
     pub fn from_options(options: McpToolsetOptions) -> Result<Self> {
         let (config, work_dir, fields) = options.into_config()?;
         let scope = SandboxScope::new(&work_dir, false, &fields, &work_dir, "mcpToolset: sandbox")?;
-        Self::from_config(&config, &scope, "mcpToolset")
+        // A server's script named by path is its code: its processes must not change it.
+        let mut guards = crate::sandbox_config::Guards::default();
+        for server in config.servers.values() {
+            let words = server.command.iter().chain(&server.args);
+            for script in words.filter_map(|word| {
+                crate::sandbox_config::protect::script_inside(&scope.work_dir, word)
+            }) {
+                guards.protect(&script, "a file an MCP server runs");
+            }
+        }
+        Self::from_config(&config, &scope.with_guards(&guards), "mcpToolset")
     }
 
     /// The servers, in name order.
     pub fn servers(&self) -> &[McpServer] {
         &self.servers
+    }
+
+    /// Replaces the sandbox its stdio servers run in (a worker plan prepares it again once it
+    /// knows every protected path of its graph).
+    pub fn set_sandbox(&mut self, sandbox: ToolSandbox) {
+        self.sandbox = sandbox;
     }
 
     /// The kernel sandbox its stdio servers run in.

@@ -159,11 +159,12 @@ pub struct SandboxPolicy {
     pub work_dir: PathBuf,
     pub readonly: bool,
     /// Paths (files or directories, absolute or relative to `work_dir`) every process sees
-    /// read-only, whatever else is writable; a missing one may not be created (see
-    /// `guard.rs`).
+    /// read-only, whatever else is writable: protected configuration (worker files, tools
+    /// modules, git hooks, …) and read-only path rules. A path may not exist yet: a missing one
+    /// may not be created (see `guard.rs`).
     pub protect: Vec<PathBuf>,
-    /// Paths processes must not read, write, link or create: an empty read-only node of the
-    /// same type takes their place.
+    /// Paths processes must not read, write, link or create: what `blocked` path rules match.
+    /// An empty read-only node of the same type takes their place.
     pub hide: Vec<PathBuf>,
     pub limits: SandboxLimits,
 }

@@ -15,6 +15,7 @@
 //! the same [`SandboxFields`] and resolves it the same way.
 
 mod launch;
+pub mod protect;
 mod report;
 mod scope;
 
@@ -29,6 +30,7 @@ use serde::de::{self, Deserializer, MapAccess, Visitor};
 use serde::{Deserialize, Serialize};
 
 pub use launch::{Launch, LaunchOptions};
+pub use protect::{GuardKind, GuardReport, GuardedPath, Guards};
 pub use report::{grants, support_report, SupportReport};
 pub(crate) use scope::expand_home;
 pub use scope::{prepare_cached, version_manager_roots, SandboxScope, ToolSandbox, Widening};
@@ -83,6 +85,11 @@ pub struct SandboxFields {
     /// Extra directories or files processes may write (`~/` is your home).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub write: Option<Vec<PathBuf>>,
+    /// Paths processes may read but never change, on top of what toolgate protects by default
+    /// (worker files, tools modules, git hooks and config): gitignore-style patterns relative to
+    /// the work directory (`Makefile`, `.npmrc`, `scripts/**`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub protect: Option<Vec<String>>,
     /// Limits of each call (`processes`, `memory_mb`, `tmp_mb`, `cpu_seconds`,
     /// `file_size_mb`; JavaScript: `memoryMb`, …); an absent one has its default.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -154,12 +161,14 @@ impl SandboxFields {
             read: anchor_all(&self.read),
             write: anchor_all(&self.write),
             limits: self.limits,
+            // Patterns are relative to the work directory, not to the file.
+            protect: self.protect.clone(),
         }
     }
 }
 
 /// The `sandbox` option of a JavaScript caller: `false`, `'enforce'`, `'best-effort'`, or the
-/// object form `{ mode, network, read, write }`.
+/// object form `{ mode, network, read, write, protect }`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum SandboxOption {
     /// `false`: explicitly unsandboxed.
@@ -189,7 +198,7 @@ impl SandboxOption {
 
 /// What the option accepts, for messages.
 const OPTION_FORMS: &str =
-    "false, 'enforce', 'best-effort' or an object { mode, network, read, write, limits }";
+    "false, 'enforce', 'best-effort' or an object { mode, network, read, write, protect, limits }";
 
 impl<'de> Deserialize<'de> for SandboxOption {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {

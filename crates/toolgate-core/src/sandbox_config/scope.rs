@@ -3,6 +3,7 @@
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
+use super::protect::{git_guards, protect_patterns, GuardReport, Guards};
 use super::{SandboxFields, SandboxModeName};
 use crate::error::{Error, Result};
 use crate::sandbox::{NetworkMode, Sandbox, SandboxLimits, SandboxMode, SandboxPolicy};
@@ -24,6 +25,9 @@ pub struct SandboxScope {
     pub readonly: bool,
     /// Each call's limits (`None`: the default).
     pub limits: SandboxLimits,
+    /// Protected and hidden paths: the work directory's git configuration, what `protect`
+    /// patterns match, and (for a worker) the files of its graph and its blocked path rules.
+    pub guards: Guards,
 }
 
 /// Where a narrowing setting was written and what to do instead of widening, for the error.
@@ -66,6 +70,12 @@ impl SandboxScope {
                 work_dir.display()
             ))
         })?;
+        let mut guards = git_guards(&work_dir);
+        guards.extend(&protect_patterns(
+            &work_dir,
+            fields.protect.as_deref().unwrap_or_default(),
+            &format!("{setting}: protect"),
+        )?);
         Ok(SandboxScope {
             mode: fields.mode.unwrap_or(SandboxModeName::Enforce),
             network: fields.network.unwrap_or(false),
@@ -77,7 +87,22 @@ impl SandboxScope {
                 .limits
                 .map(|limits| limits.to_limits())
                 .unwrap_or_default(),
+            guards,
         })
+    }
+
+    /// This scope with the paths of `guards` protected or hidden too.
+    pub fn with_guards(&self, guards: &Guards) -> Self {
+        let mut guarded = self.clone();
+        guarded.guards.extend(guards);
+        guarded
+    }
+
+    /// Every protected and hidden path of this scope with its reason, and whether the kernel
+    /// acts on it here (see [`Guards::report`]).
+    pub fn guard_report(&self) -> Vec<GuardReport> {
+        self.guards
+            .report(|path| self.can_write(path), |path| self.can_read(path))
     }
 
     /// The sandbox of a tool built on its own (a TypeScript toolset): its `sandbox` option
@@ -135,6 +160,13 @@ impl SandboxScope {
         if let Some(limits) = &fields.limits {
             // Only a key written counts (an absent one keeps the value above).
             adjusted.limits = overlay_limits(&self.limits, &limits.to_limits());
+        }
+        if let Some(patterns) = &fields.protect {
+            // More protection only ever narrows, so a toolset's patterns join the worker's.
+            let setting = format!("{setting}: protect");
+            adjusted
+                .guards
+                .extend(&protect_patterns(&self.work_dir, patterns, &setting)?);
         }
         Ok(adjusted)
     }
@@ -225,9 +257,12 @@ impl SandboxScope {
                 self.work_dir.display()
             )));
         }
+        let mut guards = self.guards.clone();
+        guards.extend(&git_guards(&work_dir));
         Ok(SandboxScope {
             work_dir,
             readonly: self.readonly || readonly,
+            guards,
             ..self.clone()
         })
     }
@@ -317,6 +352,9 @@ impl SandboxScope {
                 read.push(root);
             }
         }
+        let (protect, hide) = self
+            .guards
+            .for_policy(|path| self.can_write(path), |path| self.can_read(path));
         Some(SandboxPolicy {
             mode,
             network: NetworkMode::from_bool(self.network),
@@ -324,8 +362,8 @@ impl SandboxScope {
             write: self.write.clone(),
             work_dir: self.work_dir.clone(),
             readonly: self.readonly,
-            protect: Vec::new(),
-            hide: Vec::new(),
+            protect,
+            hide,
             limits: self.limits,
         })
     }

@@ -39,7 +39,9 @@ pub use options::{
     LoadCustomToolsOptions, LoadWorkerOptions, ResolveModelOptions, WorkerToolsOptions,
 };
 pub use path_check::{PathCheck, PathRefusal};
-pub use plan::{plan_worker, Delegate, PlannedWorker, WorkerPlan};
+pub use plan::{
+    hidden_by, plan_worker, Delegate, ModuleImports, PlannedWorker, SandboxGuards, WorkerPlan,
+};
 pub use report::{PlanReport, PLAN_REPORT_VERSION};
 pub use saved::SaveOffer;
 
@@ -155,6 +157,11 @@ pub struct SandboxConfig {
     /// under `~/`.
     #[serde(default)]
     pub write: Option<Vec<PathBuf>>,
+    /// Paths processes may read but never change, on top of what toolgate protects by default
+    /// (worker files, tools modules and what they import, executable tools, git hooks and
+    /// config): gitignore-style patterns relative to the work directory.
+    #[serde(default)]
+    pub protect: Option<Vec<String>>,
     /// Each call's limits: `processes`, `memory_mb`, `tmp_mb`, `cpu_seconds`, `file_size_mb`
     /// (defaults: 512, 4096, 512, none, 1024).
     #[serde(default)]
@@ -535,6 +542,7 @@ fn resolve(
         network: sandbox.network,
         read: sandbox.read.clone(),
         write: sandbox.write.clone(),
+        protect: sandbox.protect.clone(),
         limits: sandbox.limits,
     }
     .anchored(&dir);

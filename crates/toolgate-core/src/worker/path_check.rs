@@ -9,9 +9,10 @@ use serde_json::{json, Value};
 use super::decide::DecidedTool;
 use super::plan::{PlannedWorker, WorkerPlan};
 use crate::approval::{Decision, Toolset};
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::fs::access::{decide_call, InheritedRules, PathGate, ToolApproval};
 use crate::fs::config::FileApprovalConfig;
+use crate::fs::guards::FileGuards;
 use crate::path::PathValidator;
 
 /// One file tool's decision for the path.
@@ -23,7 +24,8 @@ pub struct PathCheck {
     pub tool: String,
     /// What a call on the path gets; `blocked` when a check before the rules refuses it.
     pub decision: Decision,
-    /// What decided: `outside-root` (the work-directory confinement), `protected`, `rule`,
+    /// What decided: `outside-root` (the work-directory confinement), `protected` (a tool that
+    /// would change protected configuration), `rule`,
     /// `floor` (a rule matched, the tool's own approval is stricter), `caller-rule`, or `tool`
     /// (no rule matched: the tool's own approval).
     pub by: &'static str,
@@ -58,10 +60,8 @@ impl WorkerPlan {
     ) -> Result<Vec<PathCheck>> {
         let planned = self.worker(index)?;
         let validator = PathValidator::new(&planned.worker.work_dir)?;
-        let refusal = match validator.resolve(path) {
-            Ok(absolute) => protected(planned, &absolute),
-            Err(err) => Some((err, "outside-root")),
-        };
+        let refusal = validator.resolve(path).err();
+        let protected = self.file_protection(index)?;
         let inherited = self.inherited_rules(planned)?;
         let mut checks = Vec::new();
         for (toolset, name, approval) in [
@@ -96,15 +96,15 @@ impl WorkerPlan {
             if tools.is_empty() {
                 continue;
             }
-            let gate = gate(planned, name, &approval, &inherited)?;
+            let gate = gate(planned, name, &approval, &inherited, &protected)?;
             for tool in tools {
                 checks.push(match &refusal {
-                    Some((err, by)) => PathCheck {
+                    Some(err) => PathCheck {
                         toolset: name,
                         tool: tool.name.clone(),
                         decision: Decision::Blocked,
-                        by,
-                        rule: (*by == "protected").then(|| "protected".to_string()),
+                        by: "outside-root",
+                        rule: None,
                         pattern: None,
                         path: None,
                         refusal: Some(PathRefusal {
@@ -120,15 +120,24 @@ impl WorkerPlan {
                             &tool.name,
                             &input_naming(&tool.name, path),
                         )?;
+                        let by = decided.by.as_str();
+                        // A protected path the tool would change: refused before the rules,
+                        // with the refusal the call itself gets.
+                        let refusal = (by == "protected")
+                            .then(|| protected_refusal(&gate, &validator, path))
+                            .flatten();
                         PathCheck {
                             toolset: name,
                             tool: tool.name.clone(),
                             decision: decided.decision,
-                            by: decided.by.as_str(),
-                            rule: decided.rule.as_ref().map(|rule| rule.describe()),
+                            by,
+                            rule: match by {
+                                "protected" => Some("protected".to_string()),
+                                _ => decided.rule.as_ref().map(|rule| rule.describe()),
+                            },
                             pattern: decided.rule.map(|rule| rule.pattern),
                             path: decided.path,
-                            refusal: None,
+                            refusal,
                         }
                     }
                 });
@@ -177,14 +186,20 @@ impl WorkerPlan {
     }
 }
 
-/// The refusal of a protected path (issue 22 §2), when the plan knows the protected paths.
-/// This toolgate computes none yet: the seam where the plan's protected paths are consulted
-/// before the rules, as the file tools consult them.
-fn protected(
-    _planned: &PlannedWorker,
-    _absolute: &std::path::Path,
-) -> Option<(Error, &'static str)> {
-    None
+/// The `PATH_BLOCKED` refusal a call changing the protected `path` gets (issue 22 §2).
+fn protected_refusal(
+    gate: &PathGate,
+    validator: &PathValidator,
+    path: &str,
+) -> Option<PathRefusal> {
+    let absolute = validator.resolve(path).ok()?;
+    let guards = gate.guards()?;
+    let (protected, reason) = guards.protection_of(&absolute)?;
+    let err = guards.protected_error(path, protected, reason);
+    Some(PathRefusal {
+        code: err.code(),
+        message: err.to_string(),
+    })
 }
 
 fn place(planned: &PlannedWorker, toolset: &str) -> String {
@@ -199,13 +214,17 @@ fn gate(
     toolset: &str,
     approval: &FileApprovalConfig,
     inherited: &[InheritedRules],
+    protected: &[(std::path::PathBuf, String)],
 ) -> Result<PathGate> {
-    Ok(PathGate::new(
+    let gate = PathGate::new(
         &planned.worker.work_dir,
         &approval.paths,
         &place(planned, toolset),
     )?
-    .with_inherited(inherited.to_vec()))
+    .with_inherited(inherited.to_vec());
+    // The same protected paths and identities the file tools are built with.
+    let guards = FileGuards::new(&planned.worker.work_dir, protected, &gate)?;
+    Ok(gate.with_guards(guards))
 }
 
 /// The model input of a call of `tool` naming `path`.

@@ -27,8 +27,11 @@ use crate::sandbox_config::{SandboxFields, SandboxModeName, SandboxScope, ToolSa
 
 #[cfg(test)]
 mod caller_tests;
+mod protected;
 #[cfg(test)]
 mod tests;
+
+pub use protected::{hidden_by, ModuleImports, SandboxGuards};
 
 /// A worker this worker may call: the tool `name` runs the planned worker `worker`.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -91,6 +94,8 @@ impl PlannedWorker {
 pub struct WorkerPlan {
     workers: Vec<PlannedWorker>,
     files: FrozenFiles,
+    /// What the SDK reported the tools modules import (see `protected`).
+    guards: protected::PlanGuards,
     /// Saved approvals: the project permissions file of the top worker's folder (see
     /// `worker/saved.rs`). Not frozen: saving a rule during a run changes it.
     permissions: Option<Permissions>,
@@ -104,6 +109,7 @@ pub fn plan_worker(path: &Path, options: &LoadOptions) -> Result<WorkerPlan> {
     let mut plan = WorkerPlan {
         workers: Vec::new(),
         files: FrozenFiles::default(),
+        guards: protected::PlanGuards::default(),
         permissions: None,
     };
     let mut chain = Vec::new();
@@ -115,6 +121,8 @@ pub fn plan_worker(path: &Path, options: &LoadOptions) -> Result<WorkerPlan> {
         .parent()
         .unwrap_or(Path::new("/"));
     plan.permissions = Some(Permissions::load(folder)?);
+    // Only now is every file of the graph known: protect it in every sandbox.
+    plan.guard()?;
     Ok(plan)
 }
 
@@ -309,7 +317,8 @@ impl WorkerPlan {
                 planned.files.push(path.to_path_buf());
             }
         }
-        Ok(())
+        // The tools' files are known now: protect them too.
+        self.guard()
     }
 
     /// Checks that no file of the worker at `index` changed since the plan was made; called

@@ -11,7 +11,8 @@ use super::anchored;
 use crate::limits::MAX_WORKER_DEPTH;
 
 /// The file names golem-forge looks for, in its order.
-const CONFIG_FILE_NAMES: [&str; 2] = ["golem-forge.config.yaml", "golem-forge.config.yml"];
+pub(super) const CONFIG_FILE_NAMES: [&str; 2] =
+    ["golem-forge.config.yaml", "golem-forge.config.yml"];
 
 #[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]

@@ -38,6 +38,12 @@ pub struct PlanReport {
     pub file: PathBuf,
     /// The top worker first; a worker comes after the worker that calls it.
     pub workers: Vec<WorkerReport>,
+    /// The permissions file the run reads saved rules from (beside the top worker file; it may
+    /// not exist yet), `null` where the plan reads none.
+    pub permissions_file: Option<PathBuf>,
+    /// Every saved rule, with where it comes from: the file and line, when and by whom it was
+    /// saved (the layout of `savedRules()` in the SDK).
+    pub saved_rules: Vec<serde_json::Value>,
 }
 
 /// One worker of the graph.
@@ -118,8 +124,9 @@ pub struct SandboxReport {
     pub read: Vec<PathBuf>,
     /// Extra writable roots (besides a private HOME/TMPDIR per call).
     pub write: Vec<PathBuf>,
-    /// The paths kept read-only for processes and blocked for the file tools; `null` while
-    /// this toolgate does not compute them.
+    /// The paths kept read-only for processes and never changed by the file tools (issue 22
+    /// §2: the graph's configuration, git hooks and config, the permissions file, `protect`
+    /// patterns); always computed by this build (`Option` keeps the JSON layout of version 1).
     pub protected_paths: Option<Vec<PathBuf>>,
 }
 
@@ -272,6 +279,10 @@ impl WorkerPlan {
             version: PLAN_REPORT_VERSION,
             file: self.workers()[0].worker.path.clone(),
             workers,
+            permissions_file: self
+                .permissions()
+                .map(|permissions| permissions.path().to_path_buf()),
+            saved_rules: self.saved_rules(),
         })
     }
 
@@ -564,7 +575,14 @@ pub fn sandbox_report(scope: &SandboxScope) -> SandboxReport {
         readonly: scope.readonly,
         read: scope.read.clone(),
         write: scope.write.clone(),
-        protected_paths: None,
+        protected_paths: Some(
+            scope
+                .guards
+                .protected()
+                .iter()
+                .map(|guarded| guarded.path.clone())
+                .collect(),
+        ),
     }
 }
 

@@ -86,10 +86,14 @@ fn the_report_shows_every_worker_with_its_tools_sandbox_rules_and_callers() {
     assert!(left(top, "write_file").contains("sandbox.readonly"));
     assert!(left(top, "file_write").contains("not in group 'read'"));
     assert!(left(top, "cli_execute: no-such-program-xyz").contains("not found"));
-    // Sandboxes: the helper's shell narrowed the mode; protected paths are not computed.
+    // Sandboxes: the helper's shell narrowed the mode; protected paths are computed.
     assert_eq!(top.sandbox.mode, "best-effort");
     assert_eq!(top.sandbox.network.access, "off");
-    assert!(top.sandbox.protected_paths.is_none());
+    assert!(top
+        .sandbox
+        .protected_paths
+        .as_ref()
+        .is_some_and(|paths| paths.iter().any(|path| path.ends_with("top.yaml"))));
     assert!(helper.sandbox.readonly, "inherited");
     assert_eq!(
         helper.work_dir,
@@ -134,7 +138,23 @@ fn the_report_shows_every_worker_with_its_tools_sandbox_rules_and_callers() {
     // The JSON names the version and uses camelCase.
     let json = serde_json::to_value(&report).unwrap();
     assert_eq!(json["version"], PLAN_REPORT_VERSION);
-    assert!(json["workers"][1]["toolsetSandboxes"][0]["sandbox"]["protectedPaths"].is_null());
+    // Every sandbox names its protected paths: the worker files and the permissions file.
+    let protected = json["workers"][1]["toolsetSandboxes"][0]["sandbox"]["protectedPaths"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|path| path.as_str().unwrap().to_string())
+        .collect::<Vec<_>>();
+    for name in [
+        "top.yaml",
+        "helper.yaml",
+        crate::limits::PERMISSIONS_FILE_NAME,
+    ] {
+        assert!(
+            protected.iter().any(|path| path.ends_with(name)),
+            "{name} in {protected:?}"
+        );
+    }
     assert_eq!(json["workers"][0]["tools"][0]["decidedBy"], "worker-floor");
 }
 
@@ -198,4 +218,112 @@ fn a_worker_without_file_tools_has_no_path_checks() {
         plan.check_path(3, "x", &decided[0]).unwrap_err().code(),
         "INVALID_INPUT"
     );
+}
+
+#[test]
+fn the_report_lists_every_saved_rule_with_its_file_line_and_who_saved_it() {
+    let temp = dir();
+    let d = temp.path.clone();
+    let top = write(
+        &d,
+        "top.yaml",
+        "name: top\ntoolsets:\n  shell: { default: ask }\n",
+    );
+    let empty = plan_worker(&top, &LoadOptions::default())
+        .unwrap()
+        .report(&BTreeMap::new(), &McpReports::new())
+        .unwrap();
+    let file = d.join(crate::limits::PERMISSIONS_FILE_NAME);
+    assert_eq!(empty.permissions_file.as_deref(), Some(file.as_path()));
+    assert!(empty.saved_rules.is_empty(), "no file yet: no rules");
+    std::fs::write(
+        &file,
+        "version: 1\nrules:\n  - worker: top\n    tool: shell\n    command: npm test\n    saved: 2026-03-01T09:30:00Z\n    by: terminal\n  - worker: top\n    tool: shell\n    prefix: git log\n    saved: 2026-03-02T08:00:00Z\n    by: terminal\n",
+    )
+    .unwrap();
+    let report = plan_worker(&top, &LoadOptions::default())
+        .unwrap()
+        .report(&BTreeMap::new(), &McpReports::new())
+        .unwrap();
+    let lines: Vec<(String, u64, String)> = report
+        .saved_rules
+        .iter()
+        .map(|rule| {
+            (
+                rule["rule"].as_str().unwrap().to_string(),
+                rule["line"].as_u64().unwrap(),
+                rule["file"].as_str().unwrap().to_string(),
+            )
+        })
+        .collect();
+    assert_eq!(lines.len(), 2, "{lines:?}");
+    assert!(lines[0].0.contains("npm test"), "{lines:?}");
+    assert_eq!(lines[0].1, 3);
+    assert_eq!(lines[1].1, 8);
+    assert!(lines
+        .iter()
+        .all(|(_, _, f)| f == &file.display().to_string()));
+    let json = serde_json::to_value(&report).unwrap();
+    assert_eq!(json["savedRules"][1]["by"], "terminal");
+    assert_eq!(json["savedRules"][1]["saved"], "2026-03-02T08:00:00Z");
+}
+
+/// The worker file beside its work directory, with file tools that may write everything.
+const WRITER: &str = "name: writer
+toolsets:
+  filesystem: { approval: { default: preApproved } }
+  code_agent: { approval: { default: preApproved } }
+";
+
+#[test]
+fn the_path_check_refuses_changing_the_permissions_file_and_lets_reading_it() {
+    let temp = dir();
+    let d = temp.path.clone();
+    let top = write(&d, "w.yaml", WRITER);
+    std::fs::create_dir(d.join("sub")).unwrap();
+    // Missing or written, under any spelling that resolves to it.
+    for existing in [false, true] {
+        if existing {
+            write(
+                &d,
+                crate::limits::PERMISSIONS_FILE_NAME,
+                "version: 1\nrules: []\n",
+            );
+        }
+        let plan = plan_worker(&top, &LoadOptions::default()).unwrap();
+        let decided = plan.decide(&BTreeMap::new()).unwrap();
+        let absolute = d.join(crate::limits::PERMISSIONS_FILE_NAME);
+        for spelled in [
+            crate::limits::PERMISSIONS_FILE_NAME.to_string(),
+            format!("./{}", crate::limits::PERMISSIONS_FILE_NAME),
+            format!("sub/../{}", crate::limits::PERMISSIONS_FILE_NAME),
+            absolute.display().to_string(),
+        ] {
+            let checks = plan.check_path(0, &spelled, &decided[0]).unwrap();
+            for tool in [
+                "write_file",
+                "file_write",
+                "file_edit",
+                "file_patch",
+                "delete_file",
+            ] {
+                let check = checks.iter().find(|c| c.tool == tool).unwrap();
+                assert_eq!(
+                    (check.decision, check.by, check.rule.as_deref()),
+                    (Decision::Blocked, "protected", Some("protected")),
+                    "{tool} {spelled} (existing: {existing})"
+                );
+                let refusal = check.refusal.as_ref().unwrap();
+                assert_eq!(refusal.code, "PATH_BLOCKED");
+                assert!(
+                    refusal.message.contains("project permissions file"),
+                    "{}",
+                    refusal.message
+                );
+            }
+            // Reading is not a change: the file is read-only, not secret.
+            let read = checks.iter().find(|c| c.tool == "read_file").unwrap();
+            assert_eq!((read.decision, read.by), (Decision::PreApproved, "tool"));
+        }
+    }
 }

@@ -14,6 +14,7 @@ use napi::Env;
 use napi_derive::napi;
 use serde::de::DeserializeOwned;
 use toolgate_core::fs::access::{decide_call, Access, PathGate};
+use toolgate_core::fs::guards::FileGuards;
 use toolgate_core::fs::{
     self, Cancel, EditOptions, GlobOptions, GrepOptions, PatchOperationOptions, ReadOptions,
     TreeOptions,
@@ -93,15 +94,19 @@ impl FileTools {
 impl FileTools {
     /// Confines every operation to `root`, an existing directory (canonicalised once), under
     /// `pathRules` when given: a blocked path is refused with `PATH_BLOCKED` and never listed or
-    /// searched. `callerRules` are the path rules of the workers that call this one, each with
-    /// their work directory; they only ever make a call stricter. Throws `CONFIG_INVALID` when
-    /// `root` is not a directory or a rule is invalid.
+    /// searched, nor is another name of a file it matches (a hard link). `callerRules` are the
+    /// path rules of the workers that call this one, each with their work directory; they only
+    /// ever make a call stricter. `protectedPaths` (from the core: a worker plan's
+    /// `fileProtection`, a toolset plan's `protectedPaths`) are never changed (`PATH_BLOCKED`,
+    /// rule `protected`) unless a path rule names them, and then a change asks. Throws
+    /// `CONFIG_INVALID` when `root` is not a directory or a rule is invalid.
     #[napi(constructor)]
     pub fn new(
         env: Env,
         root: String,
         path_rules: Option<PathRules>,
         caller_rules: Option<Vec<CallerPathRules>>,
+        protected_paths: Option<Vec<ProtectedPath>>,
     ) -> napi::Result<Self> {
         sync(&env, "new FileTools", || {
             let validator = PathValidator::new(root)?;
@@ -115,6 +120,9 @@ impl FileTools {
                 .map(CallerPathRules::compile)
                 .collect::<toolgate_core::Result<Vec<_>>>()?;
             let gate = own.gate(validator.root())?.with_inherited(inherited);
+            let protected = ProtectedPath::core(&protected_paths.unwrap_or_default());
+            let guards = FileGuards::new(validator.root(), &protected, &gate)?;
+            let gate = gate.with_guards(guards);
             Ok(Self {
                 validator: Arc::new(validator),
                 gate: (!gate.is_empty()).then(|| Arc::new(gate)),

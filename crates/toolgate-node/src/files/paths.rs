@@ -60,6 +60,36 @@ impl PathRules {
     }
 }
 
+/// A protected path the file tools refuse to change (`PATH_BLOCKED`, rule `protected`), and
+/// why it is protected. The core computes them (`WorkerPlan.fileProtection`, the toolset plans).
+#[napi(object)]
+#[derive(Clone)]
+pub struct ProtectedPath {
+    /// Absolute.
+    pub path: String,
+    pub reason: String,
+}
+
+impl ProtectedPath {
+    /// The core's list as JavaScript sees it.
+    pub fn list(paths: impl IntoIterator<Item = (std::path::PathBuf, String)>) -> Vec<Self> {
+        paths
+            .into_iter()
+            .map(|(path, reason)| ProtectedPath {
+                path: path.display().to_string(),
+                reason,
+            })
+            .collect()
+    }
+
+    /// A JavaScript list as the core reads it.
+    pub fn core(list: &[ProtectedPath]) -> Vec<(std::path::PathBuf, String)> {
+        list.iter()
+            .map(|protected| (protected.path.clone().into(), protected.reason.clone()))
+            .collect()
+    }
+}
+
 /// The path rules of a calling worker and the work directory they are relative to.
 #[napi(object)]
 #[derive(Clone)]

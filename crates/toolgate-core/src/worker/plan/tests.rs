@@ -312,6 +312,8 @@ fn the_worker_sandbox_keys_reach_every_process_toolset() {
         write: vec![d.join("cache")],
         work_dir: d.join("work"),
         readonly: true,
+        // The plan's protected paths are their own test (`protected_tests.rs`).
+        guards: main.sandbox.guards.clone(),
         limits: Default::default(),
     };
     assert_eq!(main.sandbox, expected);

@@ -1,0 +1,319 @@
+//! Gitignore-style patterns turned into the paths that exist below a directory.
+//!
+//! Rules judge names; the kernel and the same-file check need files. A `blocked` path rule
+//! (`.env*`) is hidden from processes by mounting over each file it matches, and the file tools
+//! refuse another name of one of those files (a hard link) by its device and inode; both need
+//! the list of what exists. So is a `sandbox.protect` pattern. This module walks a directory
+//! once, judging every entry, and returns what matched.
+//!
+//! The walk enters every directory (`node_modules`, `.git` and hidden ones included: a blocked
+//! `.env` inside `node_modules` must be hidden too), never follows a symlink, does not enter a
+//! directory that matched (everything inside it is covered by the directory) and stops after
+//! [`MAX_GUARD_WALK_ENTRIES`] entries with an error: a list that silently missed a file would
+//! promise what the kernel does not do. A symlink whose name matches is reported by the path it
+//! leads to, when that is inside the directory (a process reading the link reads its target).
+//!
+//! The list is what existed when it was made (when a worker is planned, or a toolset prepared):
+//! a file created later is judged by the file tools by its name, but processes see it.
+
+use std::path::{Path, PathBuf};
+
+use super::rules::EntryKind;
+use crate::error::Error;
+use crate::limits::MAX_GUARD_WALK_ENTRIES;
+
+/// Judges one entry of a walk: its absolute path, its path relative to the walked directory,
+/// and its kind; `true` when it matches.
+pub type Matcher<'a> = &'a dyn Fn(&Path, &Path, EntryKind) -> bool;
+
+/// One matching path.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Matched {
+    /// The absolute path (for a matching symlink: where it leads).
+    pub path: PathBuf,
+    /// Which matcher matched it (its index).
+    pub matcher: usize,
+    pub is_dir: bool,
+}
+
+/// Why a walk stopped early.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TooLarge {
+    /// The directory walked.
+    pub root: PathBuf,
+    /// How many entries were judged.
+    pub entries: usize,
+}
+
+impl TooLarge {
+    /// `CONFIG_INVALID` naming what was being expanded (`what`, e.g. `the path rule '.env*'`).
+    pub fn into_error(self, what: &str) -> Error {
+        Error::ConfigInvalid(format!(
+            "{what}: finding the paths it matches for the kernel sandbox stopped after {} entries of '{}' (the limit); the kernel can only hide or protect paths that were found. Anchor the pattern to where the files are (e.g. '/.env' or 'config/.env*' instead of '.env*'), or choose a smaller work directory (sandbox.root)",
+            self.entries,
+            self.root.display()
+        ))
+    }
+}
+
+/// Walks `root` (an existing, canonical directory) and returns every entry that one of
+/// `matchers` matches. A matcher is asked with the absolute path, the path relative to `root`
+/// and the entry's kind; a directory it matches is not entered for it. `limit` bounds the
+/// entries judged ([`MAX_GUARD_WALK_ENTRIES`] when `None`).
+pub fn expand(
+    root: &Path,
+    matchers: &[Matcher<'_>],
+    limit: Option<usize>,
+) -> std::result::Result<Vec<Matched>, TooLarge> {
+    let limit = limit.unwrap_or(MAX_GUARD_WALK_ENTRIES);
+    let mut found = Vec::new();
+    if matchers.is_empty() {
+        return Ok(found);
+    }
+    let all: u64 = if matchers.len() >= 64 {
+        u64::MAX
+    } else {
+        (1u64 << matchers.len()) - 1
+    };
+    // Each directory to visit, with the matchers still looking inside it.
+    let mut stack: Vec<(PathBuf, u64)> = vec![(root.to_path_buf(), all)];
+    let mut entries = 0usize;
+    while let Some((dir, looking)) = stack.pop() {
+        let Ok(listing) = std::fs::read_dir(&dir) else {
+            continue; // unreadable, or removed meanwhile: nothing in it can be found
+        };
+        for entry in listing.flatten() {
+            entries += 1;
+            if entries > limit {
+                return Err(TooLarge {
+                    root: root.to_path_buf(),
+                    entries: limit,
+                });
+            }
+            let Ok(file_type) = entry.file_type() else {
+                continue;
+            };
+            let path = entry.path();
+            let Ok(relative) = path.strip_prefix(root) else {
+                continue;
+            };
+            let kind = if file_type.is_symlink() {
+                EntryKind::Unknown
+            } else if file_type.is_dir() {
+                EntryKind::Dir
+            } else {
+                EntryKind::File
+            };
+            let mut still = looking;
+            for (index, matcher) in matchers.iter().enumerate().take(64) {
+                let bit = 1u64 << index;
+                if looking & bit == 0 || !matcher(&path, relative, kind) {
+                    continue;
+                }
+                still &= !bit;
+                if file_type.is_symlink() {
+                    if let Some(target) = link_target_inside(&path, root) {
+                        let is_dir = target.is_dir();
+                        found.push(Matched {
+                            path: target,
+                            matcher: index,
+                            is_dir,
+                        });
+                    }
+                } else {
+                    found.push(Matched {
+                        path: path.clone(),
+                        matcher: index,
+                        is_dir: file_type.is_dir(),
+                    });
+                }
+            }
+            if file_type.is_dir() && still != 0 {
+                stack.push((path, still));
+            }
+        }
+    }
+    found.sort_by(|a, b| (&a.path, a.matcher).cmp(&(&b.path, b.matcher)));
+    found.dedup();
+    Ok(found)
+}
+
+/// Where the symlink `link` leads, when that exists inside `root`.
+fn link_target_inside(link: &Path, root: &Path) -> Option<PathBuf> {
+    std::fs::canonicalize(link)
+        .ok()
+        .filter(|target| target.starts_with(root) && target != root)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::approval::Decision;
+    use crate::fs::rules::{PathRule, PathRules};
+
+    fn rules(list: &[(&str, Decision)]) -> PathRules {
+        let list: Vec<PathRule> = list
+            .iter()
+            .map(|(pattern, approval)| PathRule {
+                pattern: pattern.to_string(),
+                approval: *approval,
+            })
+            .collect();
+        PathRules::new(&list, "approval.paths", false).unwrap()
+    }
+
+    fn blocked_by(rules: &PathRules) -> impl Fn(&Path, &Path, EntryKind) -> bool + '_ {
+        move |_, relative, kind| {
+            rules
+                .decide(relative, kind)
+                .is_some_and(|rule| rule.approval == Decision::Blocked)
+        }
+    }
+
+    fn names(root: &Path, found: &[Matched]) -> Vec<String> {
+        found
+            .iter()
+            .map(|m| m.path.strip_prefix(root).unwrap().display().to_string())
+            .collect()
+    }
+
+    #[test]
+    fn blocked_names_are_found_at_every_depth_including_skipped_directories() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = std::fs::canonicalize(dir.path()).unwrap();
+        for file in [
+            ".env",
+            "src/.env.local",
+            "node_modules/pkg/.env",
+            ".git/.env",
+            "src/app.ts",
+            ".env.example",
+        ] {
+            let path = root.join(file);
+            std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+            std::fs::write(path, "x").unwrap();
+        }
+        std::fs::create_dir_all(root.join("secrets/deep")).unwrap();
+        std::fs::write(root.join("secrets/deep/key"), "k").unwrap();
+        let r = rules(&[
+            (".env*", Decision::Blocked),
+            (".env.example", Decision::PreApproved),
+            ("/secrets/", Decision::Blocked),
+            ("src/**", Decision::Ask),
+        ]);
+        let judge = blocked_by(&r);
+        let found = expand(&root, &[&judge], None).unwrap();
+        assert_eq!(
+            names(&root, &found),
+            [
+                ".env",
+                ".git/.env",
+                "node_modules/pkg/.env",
+                "secrets",
+                "src/.env.local"
+            ]
+        );
+        // The blocked directory is reported once, not entered.
+        assert!(found
+            .iter()
+            .any(|m| m.is_dir && m.path.ends_with("secrets")));
+    }
+
+    #[test]
+    fn a_matching_symlink_is_reported_by_its_target_inside_the_root() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = std::fs::canonicalize(dir.path()).unwrap();
+        std::fs::write(root.join("real.txt"), "secret").unwrap();
+        std::os::unix::fs::symlink("real.txt", root.join(".env")).unwrap();
+        std::os::unix::fs::symlink("/etc/hostname", root.join(".env.outside")).unwrap();
+        let r = rules(&[(".env*", Decision::Blocked)]);
+        let judge = blocked_by(&r);
+        let found = expand(&root, &[&judge], None).unwrap();
+        assert_eq!(names(&root, &found), ["real.txt"]);
+    }
+
+    #[test]
+    fn the_walk_stops_at_its_limit_with_an_error_naming_the_fix() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = std::fs::canonicalize(dir.path()).unwrap();
+        for index in 0..20 {
+            std::fs::write(root.join(format!("f{index}")), "x").unwrap();
+        }
+        let r = rules(&[(".env*", Decision::Blocked)]);
+        let judge = blocked_by(&r);
+        let stopped = expand(&root, &[&judge], Some(10)).unwrap_err();
+        assert_eq!(stopped.entries, 10);
+        let err = stopped.into_error("the path rule '.env*'");
+        assert_eq!(err.code(), "CONFIG_INVALID");
+        assert!(err.to_string().contains("Anchor the pattern"), "{err}");
+        assert!(expand(&root, &[&judge], Some(20)).unwrap().is_empty());
+    }
+
+    #[test]
+    fn several_matchers_are_judged_in_one_walk() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = std::fs::canonicalize(dir.path()).unwrap();
+        std::fs::create_dir_all(root.join("config")).unwrap();
+        std::fs::write(root.join("config/.env"), "x").unwrap();
+        std::fs::write(root.join("config/app.yaml"), "x").unwrap();
+        let hide = rules(&[(".env", Decision::Blocked)]);
+        let protect = rules(&[("config/", Decision::Blocked)]);
+        let (hide, protect) = (blocked_by(&hide), blocked_by(&protect));
+        let found = expand(&root, &[&hide, &protect], None).unwrap();
+        let pairs: Vec<(String, usize)> = found
+            .iter()
+            .map(|m| {
+                (
+                    m.path.strip_prefix(&root).unwrap().display().to_string(),
+                    m.matcher,
+                )
+            })
+            .collect();
+        // The protected directory is entered for the other matcher.
+        assert_eq!(
+            pairs,
+            [("config".to_string(), 1), ("config/.env".to_string(), 0)]
+        );
+    }
+
+    #[test]
+    fn the_walk_s_quick_judgement_agrees_with_the_full_one() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = std::fs::canonicalize(dir.path()).unwrap();
+        for file in [
+            ".env",
+            "README.md",
+            "src/.env.local",
+            "src/app.ts",
+            "src/keep/.env.example",
+            "secrets/a",
+            "secrets/open/b",
+            "docs/x.md",
+            "node_modules/p/.env",
+            "build/out/y",
+        ] {
+            let path = root.join(file);
+            std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+            std::fs::write(path, "x").unwrap();
+        }
+        use Decision::{Ask, Blocked, PreApproved};
+        let sets: Vec<PathRules> = vec![
+            rules(&[(".env*", Blocked), (".env.example", PreApproved)]),
+            rules(&[("**", Blocked), ("src/**", PreApproved), ("docs/", Ask)]),
+            rules(&[("/secrets/", Blocked), ("secrets/open/**", PreApproved)]),
+            rules(&[
+                ("build/", Blocked),
+                ("*.md", Blocked),
+                ("src/keep/", Blocked),
+            ]),
+        ];
+        for set in &sets {
+            let full = blocked_by(set);
+            let quick = |_: &Path, relative: &Path, kind| set.blocks_in_walk(relative, kind);
+            assert_eq!(
+                expand(&root, &[&full], None).unwrap(),
+                expand(&root, &[&quick], None).unwrap()
+            );
+        }
+    }
+}

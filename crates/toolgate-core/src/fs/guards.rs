@@ -1,0 +1,215 @@
+//! What the file tools refuse besides what path rules decide by name: protected configuration,
+//! and files that are the same file as a hidden or protected one.
+//!
+//! - **Protected paths** (a worker's configuration, git hooks and config, `sandbox.protect`;
+//!   see `sandbox_config::protect`) are read-only for the file tools: a call that would change
+//!   one (write, edit, patch, delete, a move to or from it) is `PATH_BLOCKED` with the rule
+//!   `protected`, unless an explicit path rule of the toolset names it (not the `**` rule for
+//!   everything), and then the call asks (never less than `ask`).
+//! - **The same file under another name.** Rules judge names, so a hard link `notes.txt` made
+//!   to `.env` would otherwise be read as `notes.txt`. When the tools are prepared, the device
+//!   and inode of every file a `blocked` rule matches (inside a blocked directory too) and of
+//!   every protected file are taken; a path that is one of those files is refused like the
+//!   file itself, and a search or listing leaves it out. Opens are checked again on the opened
+//!   descriptor, so a link swapped in after the check is refused too. A file that matches a
+//!   rule but is created after the tools were prepared is judged by its name only.
+
+use std::collections::{HashMap, HashSet};
+use std::os::unix::fs::MetadataExt;
+use std::path::{Path, PathBuf};
+
+use super::access::PathGate;
+use super::expand::{expand, TooLarge};
+use super::rules::EntryKind;
+use crate::error::{Error, Result};
+
+/// Why a file is known by its device and inode.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Known {
+    /// A file a `blocked` path rule matches; the rule, described.
+    Hidden(String),
+    /// A protected file; why it is protected.
+    Protected(String),
+}
+
+/// A file known by identity: where it is and why it is known.
+#[derive(Debug, Clone)]
+struct Identity {
+    path: PathBuf,
+    known: Known,
+}
+
+/// The protected paths and the known identities of one set of file tools.
+#[derive(Debug, Default)]
+pub struct FileGuards {
+    root: PathBuf,
+    /// Protected files and directories (absolute, inside the root), with the reason.
+    protected: Vec<(PathBuf, String)>,
+    identities: HashMap<(u64, u64), Identity>,
+    /// The inodes of the hidden files: a walk compares each file's inode (free from the
+    /// directory listing) and only then pays a `stat` for the device.
+    hidden_inodes: HashSet<u64>,
+}
+
+impl FileGuards {
+    /// The guards of file tools confined to `root` (canonical): `protected` paths (absolute,
+    /// each with its reason; those outside `root` are ignored), and the identities of the
+    /// protected files and of every file `gate`'s `blocked` rules match below `root` (a walk
+    /// of `root`; `CONFIG_INVALID` past [`MAX_GUARD_WALK_ENTRIES`](crate::limits::MAX_GUARD_WALK_ENTRIES)).
+    pub fn new(root: &Path, protected: &[(PathBuf, String)], gate: &PathGate) -> Result<Self> {
+        let mut guards = FileGuards {
+            root: root.to_path_buf(),
+            ..FileGuards::default()
+        };
+        for (path, reason) in protected {
+            if !path.starts_with(root) || guards.protected.iter().any(|(known, _)| known == path) {
+                continue;
+            }
+            guards.protected.push((path.clone(), reason.clone()));
+            if let Ok(meta) = path.symlink_metadata() {
+                if meta.is_file() {
+                    guards.identities.insert(
+                        (meta.dev(), meta.ino()),
+                        Identity {
+                            path: path.clone(),
+                            known: Known::Protected(reason.clone()),
+                        },
+                    );
+                }
+            }
+        }
+        if gate.has_blocking_rules() {
+            let blocked =
+                |absolute: &Path, _: &Path, kind: EntryKind| gate.blocks_in_walk(absolute, kind);
+            let what = "the blocked path rules of the file tools";
+            let found = expand(root, &[&blocked], None).map_err(|err| err.into_error(what))?;
+            for matched in found {
+                let rule = gate
+                    .judge(&matched.path, kind(matched.is_dir))
+                    .blocking()
+                    .map(|rule| rule.describe())
+                    .unwrap_or_else(|| "a blocked path rule".into());
+                let files = if matched.is_dir {
+                    files_below(&matched.path).map_err(|err| err.into_error(what))?
+                } else {
+                    vec![matched.path.clone()]
+                };
+                for file in files {
+                    if let Ok(meta) = file.symlink_metadata() {
+                        if meta.is_file() {
+                            guards.hidden_inodes.insert(meta.ino());
+                            guards.identities.insert(
+                                (meta.dev(), meta.ino()),
+                                Identity {
+                                    path: file,
+                                    known: Known::Hidden(rule.clone()),
+                                },
+                            );
+                        }
+                    }
+                }
+            }
+        }
+        Ok(guards)
+    }
+
+    /// Whether nothing is guarded.
+    pub fn is_empty(&self) -> bool {
+        self.protected.is_empty() && self.identities.is_empty()
+    }
+
+    /// The protected path `absolute` is, or is inside, with its reason.
+    pub(crate) fn protection_of(&self, absolute: &Path) -> Option<&(PathBuf, String)> {
+        self.protected
+            .iter()
+            .find(|(path, _)| absolute.starts_with(path))
+    }
+
+    /// `PATH_BLOCKED` when the regular file at `absolute` (not following a final symlink) is
+    /// the same file as a hidden one, other than itself; for a call that changes it
+    /// (`change`), also when it is the same file as a protected one.
+    pub(crate) fn check_path(&self, spelled: &str, absolute: &Path, change: bool) -> Result<()> {
+        match absolute.symlink_metadata() {
+            Ok(meta) if meta.is_file() => self.check_identity(spelled, absolute, &meta, change),
+            _ => Ok(()),
+        }
+    }
+
+    /// [`check_path`](Self::check_path) for a file already open (`meta` of its descriptor).
+    pub(crate) fn check_identity(
+        &self,
+        spelled: &str,
+        absolute: &Path,
+        meta: &std::fs::Metadata,
+        change: bool,
+    ) -> Result<()> {
+        let Some(identity) = self.identities.get(&(meta.dev(), meta.ino())) else {
+            return Ok(());
+        };
+        if identity.path == absolute {
+            return Ok(()); // the file itself: judged by its name
+        }
+        let other = self.shown(&identity.path);
+        match &identity.known {
+            Known::Hidden(rule) => Err(Error::PathBlocked(format!(
+                "'{spelled}' is the same file as '{other}' (a hard link to it), which the path rule {rule} blocks; file tools may not read, write, list or search it under any name. Remove the link, or change that rule"
+            ))),
+            Known::Protected(reason) if change => Err(Error::PathBlocked(format!(
+                "'{spelled}' is the same file as '{other}' (a hard link to it), which is protected configuration ({reason}; rule protected): file tools may not change it under any name"
+            ))),
+            Known::Protected(_) => Ok(()),
+        }
+    }
+
+    /// Whether a walk must leave out the regular file `absolute` with inode `ino`: it is the
+    /// same file as a hidden one. Only a known inode costs a `stat`.
+    pub(crate) fn hides_file(&self, absolute: &Path, ino: u64) -> bool {
+        if !self.hidden_inodes.contains(&ino) {
+            return false;
+        }
+        absolute.symlink_metadata().is_ok_and(|meta| {
+            self.identities
+                .get(&(meta.dev(), meta.ino()))
+                .is_some_and(|identity| {
+                    matches!(identity.known, Known::Hidden(_)) && identity.path != absolute
+                })
+        })
+    }
+
+    /// The `PATH_BLOCKED` refusal of changing the protected `absolute` (spelled `spelled`).
+    pub(crate) fn protected_error(&self, spelled: &str, path: &Path, reason: &str) -> Error {
+        let shown = self.shown(path);
+        let pattern = format!("/{shown}");
+        Error::PathBlocked(format!(
+            "'{spelled}' is protected configuration ({reason}; rule protected): the file tools may not change it, and sandboxed processes see it read-only, so nothing the agent writes runs when the worker is loaded next. To let the agent change it with approval, name it in a path rule of the toolset's approval.paths, e.g. {{ pattern: '{pattern}', approval: ask }}; such a call always asks"
+        ))
+    }
+
+    fn shown(&self, path: &Path) -> String {
+        path.strip_prefix(&self.root)
+            .unwrap_or(path)
+            .display()
+            .to_string()
+    }
+}
+
+fn kind(is_dir: bool) -> EntryKind {
+    if is_dir {
+        EntryKind::Dir
+    } else {
+        EntryKind::File
+    }
+}
+
+/// The regular files below `dir` (a blocked directory), for their identities.
+fn files_below(dir: &Path) -> std::result::Result<Vec<PathBuf>, TooLarge> {
+    let file = |_: &Path, _: &Path, kind: EntryKind| kind == EntryKind::File;
+    Ok(expand(dir, &[&file], None)?
+        .into_iter()
+        .map(|matched| matched.path)
+        .collect())
+}
+
+#[cfg(test)]
+#[path = "guards_tests.rs"]
+mod tests;

@@ -1,0 +1,391 @@
+//! Every kind of protected path a plan computes, the hidden paths of blocked rules (inherited by
+//! called workers), what the tools modules' imports add, and the layout with the configuration
+//! outside the work directory, where nothing needs the kernel's help.
+
+use std::path::{Path, PathBuf};
+
+use super::*;
+use crate::sandbox_config::GuardKind;
+use crate::worker::test_support::{dir, write};
+use crate::worker::{plan_worker, LoadOptions};
+
+fn git_init(dir: &Path) {
+    let output = std::process::Command::new("git")
+        .args(["init", "-q"])
+        .current_dir(dir)
+        .output()
+        .expect("git runs");
+    assert!(output.status.success(), "{output:?}");
+}
+
+/// The kernel lists of the shell toolset's prepared sandbox of worker `index`.
+fn shell_lists(plan: &WorkerPlan, index: usize) -> (Vec<PathBuf>, Vec<PathBuf>) {
+    let shell = plan.workers()[index]
+        .shell
+        .as_ref()
+        .expect("a shell toolset");
+    let policy = shell.sandbox().expect("sandboxed").policy();
+    (policy.protect.clone(), policy.hide.clone())
+}
+
+const OLD_LAYOUT: &str = "\
+name: main
+sandbox:
+  protect: [Makefile]
+toolsets:
+  custom: { module: ./tools.ts }
+  shell: { default: ask }
+  executables: {}
+  code_agent:
+    approval:
+      paths:
+        - { pattern: '.env*', approval: blocked }
+  mcp:
+    servers:
+      files: { command: node, args: [./server.js, --root=.] }
+  workers:
+    allowed_workers: [helper]
+";
+
+#[test]
+fn with_the_configuration_in_the_work_directory_every_sandbox_protects_all_of_it() {
+    let temp = dir();
+    let d = temp.path.clone();
+    git_init(&d);
+    let top = write(&d, "worker.yaml", OLD_LAYOUT);
+    write(&d, "tools.ts", "export const x = 1;\n");
+    write(&d, "server.js", "// an MCP server\n");
+    write(&d, "Makefile", "all:\n");
+    write(&d, ".env", "TOKEN=1\n");
+    write(&d, "config/.env.local", "TOKEN=2\n");
+    write(&d, "toolgate-tools/hello.sh", "#!/bin/sh\necho hi\n");
+    write(
+        &d,
+        "workers/helper.yaml",
+        "name: helper\ntoolsets:\n  shell: { default: ask }\n",
+    );
+    let plan = plan_worker(&top, &LoadOptions::default()).unwrap();
+    let (protect, hide) = shell_lists(&plan, 0);
+    for expected in [
+        "worker.yaml",
+        "workers/helper.yaml",
+        "tools.ts",
+        "server.js",
+        "toolgate-tools",
+        "Makefile",
+        ".git/hooks",
+        ".git/config",
+        ".gitmodules",
+        "toolgate.permissions.yaml",
+        "golem-forge.config.yaml",
+        "golem-forge.config.yml",
+        "workers/golem-forge.config.yaml",
+    ] {
+        assert!(
+            protect.contains(&d.join(expected)),
+            "{expected} not in {protect:#?}"
+        );
+    }
+    assert_eq!(hide, [d.join(".env"), d.join("config/.env.local")]);
+    // The called worker's processes protect the same files and hide what its caller blocks.
+    let (child_protect, child_hide) = shell_lists(&plan, 1);
+    assert!(child_protect.contains(&d.join("worker.yaml")));
+    assert_eq!(child_hide, hide);
+    // Every process toolset gets the lists.
+    let planned = &plan.workers()[0];
+    let mcp = planned
+        .mcp
+        .as_ref()
+        .unwrap()
+        .sandbox()
+        .sandbox
+        .as_ref()
+        .unwrap();
+    assert!(mcp.policy().protect.contains(&d.join("tools.ts")));
+    let registry = planned.executables.as_ref().unwrap();
+    let run = registry.options().run.sandbox.as_ref().unwrap();
+    assert!(run.policy().protect.contains(&d.join("toolgate-tools")));
+    let discovery = registry.options().discovery.sandbox.as_ref().unwrap();
+    assert_eq!(
+        discovery.policy().hide,
+        hide,
+        "descriptions cannot read .env either"
+    );
+
+    // The report names every path with its reason.
+    let report = plan.guarded_paths(0).unwrap();
+    assert_eq!(
+        report.iter().map(|s| s.sandbox).collect::<Vec<_>>(),
+        ["worker", "shell", "executables", "mcp"]
+    );
+    let worker = &report[0].paths;
+    let reason = |path: &str| {
+        worker
+            .iter()
+            .find(|line| line.path == d.join(path))
+            .unwrap_or_else(|| panic!("{path} not reported"))
+    };
+    assert!(reason("worker.yaml")
+        .reason
+        .contains("worker file of 'main'"));
+    assert!(reason("tools.ts").reason.contains("tools module of 'main'"));
+    assert!(reason("server.js").reason.contains("MCP server 'files'"));
+    assert!(reason("toolgate-tools")
+        .reason
+        .contains("executable-tool directory"));
+    assert!(reason("Makefile").reason.contains("protect 'Makefile'"));
+    assert!(reason(".git/config").reason.contains("git config"));
+    assert!(reason("toolgate.permissions.yaml")
+        .reason
+        .contains("permissions"));
+    let env = reason(".env");
+    assert_eq!(env.kind, GuardKind::Hidden);
+    assert!(env.reason.contains("'.env*' (blocked)"), "{}", env.reason);
+    assert!(env.enforced && env.exists);
+    assert!(!reason("toolgate.permissions.yaml").exists);
+
+    // The file tools refuse to change the same files.
+    let files: Vec<PathBuf> = plan
+        .file_protection(0)
+        .unwrap()
+        .into_iter()
+        .map(|(path, _)| path)
+        .collect();
+    assert!(files.contains(&d.join("worker.yaml")) && files.contains(&d.join("tools.ts")));
+}
+
+#[test]
+fn what_a_tools_module_imports_is_protected_once_reported() {
+    let temp = dir();
+    let d = temp.path.clone();
+    let top = write(
+        &d,
+        "worker.yaml",
+        "name: main\ntoolsets:\n  custom: { module: ./tools.ts }\n  shell: { default: ask }\n  cli_execute: { allowed_binaries: [cat] }\n",
+    );
+    write(&d, "tools.ts", "import './lib/helper';\n");
+    write(&d, "lib/helper.ts", "export {};\n");
+    write(&d, "node_modules/zod/index.js", "\n");
+    write(&d, "node_modules/@scope/pkg/dist/x.js", "\n");
+    let mut plan = plan_worker(&top, &LoadOptions::default()).unwrap();
+    let (before, _) = shell_lists(&plan, 0);
+    assert!(!before.contains(&d.join("lib/helper.ts")));
+    write(&d, "node_modules/toolgate/package.json", "{}\n");
+    plan.protect_module_imports(
+        &[ModuleImports {
+            worker: 0,
+            files: vec![
+                d.join("tools.ts"),
+                d.join("lib/helper.ts"),
+                d.join("node_modules/zod/index.js"),
+                d.join("node_modules/@scope/pkg/dist/x.js"),
+            ],
+        }],
+        Some(&d.join("node_modules/toolgate")),
+    )
+    .unwrap();
+    for lists in [shell_lists(&plan, 0).0, {
+        let cli = plan.workers()[0].cli_execute.as_ref().unwrap();
+        cli.sandbox().unwrap().policy().protect.clone()
+    }] {
+        for expected in [
+            "lib/helper.ts",
+            "node_modules/zod",
+            "node_modules/@scope/pkg",
+            "node_modules/toolgate",
+        ] {
+            assert!(lists.contains(&d.join(expected)), "{expected}: {lists:#?}");
+        }
+    }
+    let report = &plan.guarded_paths(0).unwrap()[0].paths;
+    let helper = report
+        .iter()
+        .find(|line| line.path == d.join("lib/helper.ts"))
+        .unwrap();
+    assert!(
+        helper.reason.contains("imported by the tools module"),
+        "{}",
+        helper.reason
+    );
+    let files = plan.file_protection(0).unwrap();
+    assert!(files
+        .iter()
+        .any(|(path, _)| path == &d.join("lib/helper.ts")));
+
+    // A checkout of toolgate is not protected (it may be the work directory itself).
+    let before = shell_lists(&plan, 0).0;
+    plan.protect_module_imports(&[], Some(&d)).unwrap();
+    assert_eq!(shell_lists(&plan, 0).0, before);
+    let err = plan
+        .protect_module_imports(
+            &[ModuleImports {
+                worker: 0,
+                files: vec![PathBuf::from("relative.ts")],
+            }],
+            None,
+        )
+        .unwrap_err();
+    assert_eq!(err.code(), "INVALID_INPUT");
+    let err = plan
+        .protect_module_imports(
+            &[ModuleImports {
+                worker: 7,
+                files: Vec::new(),
+            }],
+            None,
+        )
+        .unwrap_err();
+    assert_eq!(err.code(), "INVALID_INPUT");
+}
+
+#[test]
+fn with_the_configuration_outside_the_work_directory_the_kernel_protects_nothing() {
+    let temp = dir();
+    let d = temp.path.clone();
+    std::fs::create_dir(d.join("workspace")).unwrap();
+    let top = write(
+        &d,
+        "worker.yaml",
+        "name: main\nsandbox: { root: workspace }\ntoolsets:\n  custom: { module: ./tools.ts }\n  shell: { default: ask }\n",
+    );
+    write(&d, "tools.ts", "export const x = 1;\n");
+    let plan = plan_worker(&top, &LoadOptions::default()).unwrap();
+    let (protect, hide) = shell_lists(&plan, 0);
+    let w = d.join("workspace");
+    assert!(protect.is_empty(), "{protect:?}");
+    assert!(hide.is_empty());
+    // Still reported, as protected without the kernel's help.
+    let report = &plan.guarded_paths(0).unwrap()[1].paths;
+    let worker = report
+        .iter()
+        .find(|line| line.path == d.join("worker.yaml"))
+        .unwrap();
+    assert!(!worker.enforced);
+    assert!(plan
+        .file_protection(0)
+        .unwrap()
+        .iter()
+        .all(|(path, _)| path.starts_with(&w)));
+}
+
+#[test]
+fn a_bad_protect_pattern_names_the_worker_file() {
+    let temp = dir();
+    let d = temp.path.clone();
+    let top = write(
+        &d,
+        "worker.yaml",
+        "name: main\nsandbox:\n  protect: ['!Makefile']\ntoolsets:\n  shell: { default: ask }\n",
+    );
+    let err = plan_worker(&top, &LoadOptions::default()).unwrap_err();
+    assert_eq!(err.code(), "CONFIG_INVALID");
+    let message = err.to_string();
+    assert!(
+        message.contains("worker.yaml: sandbox: protect[0]"),
+        "{message}"
+    );
+}
+
+#[test]
+fn an_mcp_argument_names_a_script_only_when_it_is_a_file_inside_the_work_directory() {
+    let temp = dir();
+    let d = temp.path.clone();
+    write(&d, "srv/main.py", "\n");
+    assert_eq!(
+        script_inside(&d, "srv/main.py"),
+        Some(d.join("srv/main.py"))
+    );
+    assert_eq!(
+        script_inside(&d, "--entry=srv/main.py"),
+        Some(d.join("srv/main.py"))
+    );
+    assert_eq!(script_inside(&d, "srv"), None, "a directory");
+    assert_eq!(script_inside(&d, "/etc/hostname"), None, "outside");
+    assert_eq!(script_inside(&d, "-y"), None);
+    assert_eq!(
+        package_folder(Path::new("/p/node_modules/a/node_modules/@s/b/x.js")),
+        Some(PathBuf::from("/p/node_modules/a/node_modules/@s/b"))
+    );
+    assert_eq!(package_folder(Path::new("/p/src/x.ts")), None);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_program_config_and_the_discovered_tools_files_are_protected() {
+    let temp = dir();
+    let d = temp.path.clone();
+    write(&d, "golem-forge.config.yaml", "model: openai:gpt-4o-mini\n");
+    let top = write(
+        &d,
+        "agents/main.worker",
+        "---\nname: main\nsandbox: { root: .. }\ntoolsets:\n  executables: { dirs: [../tools] }\n  shell: { default: ask }\n---\nHelp.\n",
+    );
+    let tool = write(
+        &d,
+        "tools/hello.sh",
+        "#!/bin/sh\nif [ \"$1\" = description ]; then echo '{\"name\":\"hello\",\"description\":\"Says hello\",\"input_schema\":{\"type\":\"object\"}}'; else echo '{}'; fi\n",
+    );
+    std::fs::set_permissions(&tool, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    let mut plan = plan_worker(&top, &LoadOptions::default()).unwrap();
+    plan.discover().await.unwrap();
+    let registry = plan.workers()[0].executables.as_ref().unwrap();
+    assert_eq!(registry.tools().len(), 1, "{:?}", registry.diagnostics());
+    let (protect, _) = shell_lists(&plan, 0);
+    for expected in [
+        "golem-forge.config.yaml",
+        "agents/main.worker",
+        // where golem-forge would find a config of the worker's own folder
+        "agents/golem-forge.config.yaml",
+        "tools",
+    ] {
+        assert!(
+            protect.contains(&d.join(expected)),
+            "{expected}: {protect:#?}"
+        );
+    }
+    let report = &plan.guarded_paths(0).unwrap()[0].paths;
+    let reason = |path: &Path| {
+        report
+            .iter()
+            .find(|line| line.path == path)
+            .map(|line| line.reason.clone())
+            .unwrap_or_default()
+    };
+    assert!(reason(&d.join("golem-forge.config.yaml")).contains("program config of 'main'"));
+    assert!(reason(&tool).contains("the executable tool 'hello' of 'main'"));
+}
+
+#[test]
+fn a_toolset_that_widens_its_own_sandbox_still_protects_the_permissions_file() {
+    let temp = dir();
+    let d = temp.path.clone();
+    std::fs::create_dir(d.join("extra")).unwrap();
+    let top = write(
+        &d,
+        "worker.yaml",
+        "name: main
+toolsets:
+  shell: { default: ask, sandbox: { network: true, write: [./extra], mode: best-effort } }
+  cli_execute: { allowed_binaries: [ls], sandbox: { network: true } }
+",
+    );
+    // Missing, then written by a save: both times it is in every sandbox's protect list.
+    for existing in [false, true] {
+        if existing {
+            write(&d, PERMISSIONS_FILE_NAME, "version: 1\nrules: []\n");
+        }
+        let plan = plan_worker(&top, &LoadOptions::default()).unwrap();
+        let (protect, _) = shell_lists(&plan, 0);
+        assert!(
+            protect.contains(&d.join(PERMISSIONS_FILE_NAME)),
+            "{protect:?}"
+        );
+        let cli = plan.workers()[0].cli_execute.as_ref().unwrap();
+        let policy = cli.sandbox().expect("sandboxed").policy();
+        assert!(policy.protect.contains(&d.join(PERMISSIONS_FILE_NAME)));
+        assert!(plan
+            .file_protection(0)
+            .unwrap()
+            .iter()
+            .any(|(path, _)| path == &d.join(PERMISSIONS_FILE_NAME)));
+    }
+}
