@@ -281,6 +281,16 @@ pub fn spawn_with_abort(request: ExecRequest, abort: AbortHandle) -> Result<Runn
     let started = Instant::now();
     check_cwd(&request)?;
     let program = resolve_program(&request.program, &request.cwd, &request.env)?;
+    // The sandbox's view is built from real paths: a program, working directory or readable
+    // file named through `..` or a symlink (`../executable-tools` beside a worker file) is
+    // given as the file it is, else the view would lack the directories on the way.
+    let real = |path: &Path| std::fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf());
+    let (program, cwd, readable) = if request.sandbox.is_some() {
+        let readable = request.readable.iter().map(|path| real(path)).collect();
+        (real(&program), real(&request.cwd), readable)
+    } else {
+        (program, request.cwd.clone(), request.readable.clone())
+    };
     let call_dir = (request.private_dirs || request.sandbox.is_some())
         .then(CallDir::create)
         .transpose()?;
@@ -299,10 +309,10 @@ pub fn spawn_with_abort(request: ExecRequest, abort: AbortHandle) -> Result<Runn
     let child = Spawn {
         program: &program,
         args: &request.args,
-        cwd: &request.cwd,
+        cwd: &cwd,
         env: &child_env,
         stdin: request.stdin,
-        readable: &request.readable,
+        readable: &readable,
     };
     let (mut child, pipes) = match (sandbox, &call_dir) {
         (Some(sandbox), Some(dir)) => child.sandboxed(sandbox, dir)?,
