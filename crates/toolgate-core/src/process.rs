@@ -34,6 +34,8 @@ pub struct ProcessResult {
     pub value: Option<Value>,
     /// Whether the process ran with the kernel sandbox's filesystem policy in force.
     pub sandboxed: bool,
+    /// The sandbox limits the process ran into (`processes`, `memoryMb`, …), comma-separated.
+    pub limit: Option<String>,
 }
 
 impl From<ExecOutput> for ProcessResult {
@@ -49,6 +51,7 @@ impl From<ExecOutput> for ProcessResult {
             duration: out.duration,
             value: None,
             sandboxed: out.sandboxed,
+            limit: out.limit,
         }
     }
 }
@@ -66,6 +69,7 @@ impl From<CommandOutput> for ProcessResult {
             duration: out.duration,
             value: None,
             sandboxed: out.sandboxed,
+            limit: out.limit,
         }
     }
 }
@@ -84,6 +88,7 @@ impl From<ToolOutput> for ProcessResult {
             duration: out.duration,
             value: Some(out.result),
             sandboxed: out.sandboxed,
+            limit: None,
         }
     }
 }

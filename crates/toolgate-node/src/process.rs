@@ -31,6 +31,9 @@ pub struct ProcessResult {
     pub value: Option<serde_json::Value>,
     /// Whether it ran with the kernel sandbox's filesystem policy in force.
     pub sandboxed: bool,
+    /// The sandbox limits it ran into (`processes`, `memoryMb`, `tmpMb`, `cpuSeconds`,
+    /// `fileSizeMb`, comma-separated), or `null`.
+    pub limit: Option<String>,
 }
 
 impl From<process::ProcessResult> for ProcessResult {
@@ -46,6 +49,7 @@ impl From<process::ProcessResult> for ProcessResult {
             duration_ms: out.duration.as_secs_f64() * 1000.0,
             value: out.value,
             sandboxed: out.sandboxed,
+            limit: out.limit,
         }
     }
 }

@@ -100,6 +100,7 @@ impl RunningCommand {
             aborted: out.aborted,
             duration: out.duration,
             sandboxed: out.sandboxed,
+            limit: out.limit,
         })
     }
 }
@@ -119,4 +120,6 @@ pub struct CommandOutput {
     pub duration: Duration,
     /// Whether it ran with the sandbox's filesystem policy in force.
     pub sandboxed: bool,
+    /// The sandbox limits it ran into (also said at the end of `stderr`).
+    pub limit: Option<String>,
 }

@@ -22,7 +22,25 @@ pub struct McpLaunch {
     pub cwd: PathBuf,
     /// Whether the filesystem policy is in force.
     pub sandboxed: bool,
+    /// The sandbox and its guarded paths' states when the server was launched: a long-lived
+    /// server is checked after each of its tool calls ([`McpLaunch::repair_guarded`]).
+    guarded: Option<(
+        std::sync::Arc<crate::sandbox::Sandbox>,
+        crate::sandbox::GuardSnapshot,
+    )>,
     _call_dir: CallDir,
+}
+
+impl McpLaunch {
+    /// After a tool call of the server (and when it closes): removes what it created at a
+    /// missing protected or hidden path and puts back a replaced protected symlink (the view
+    /// cannot mount over a path that does not exist); one message per repair, naming the path.
+    pub fn repair_guarded(&self) -> Vec<String> {
+        match &self.guarded {
+            Some((sandbox, before)) => sandbox.repair_guarded(before),
+            None => Vec::new(),
+        }
+    }
 }
 
 impl McpToolset {
@@ -69,12 +87,18 @@ impl McpToolset {
             None => (program, Vec::new(), false),
         };
         all_args.extend(args.iter().map(OsString::from));
+        let guarded = self
+            .sandbox
+            .sandbox
+            .as_ref()
+            .map(|sandbox| (std::sync::Arc::clone(sandbox), sandbox.snapshot_guarded()));
         Ok(McpLaunch {
             file,
             args: all_args,
             env: child_env,
             cwd,
             sandboxed,
+            guarded,
             _call_dir: call_dir,
         })
     }
