@@ -1,11 +1,11 @@
-import { chmodSync, existsSync, mkdirSync, readFileSync, symlinkSync, unlinkSync, writeFileSync } from 'node:fs';
+import { chmodSync, existsSync, mkdirSync, symlinkSync, unlinkSync, writeFileSync } from 'node:fs';
 import { homedir } from 'node:os';
 import { join } from 'node:path';
 import { beforeEach, describe, expect, it } from 'vitest';
 import { approvalOf, cliExecuteTool, type CliExecuteOptions, type CommandResult } from '../ts/src/index.js';
 import { CALL, commandFixture, refusalOf } from './helpers/commands.js';
 import { tempDir } from './helpers/fs.js';
-import { backgroundSleepRecordingPid, HOST_PID, waitUntilGone } from './helpers/processes.js';
+import { sleepMarker, waitForMarker, waitUntilGone } from './helpers/processes.js';
 
 const ALLOWED = ['cat', 'ls', 'touch', 'printf', 'git', 'head', 'sleep', 'pwd', 'printenv', 'no-such-tool-xyz'];
 
@@ -280,20 +280,21 @@ describe('cli_execute', () => {
 
   it('kills the whole process group when the abortSignal fires, and rejects with its reason', async () => {
     const bin = tempDir('toolgate-bin-');
-    // A program that starts a grandchild and prints its pid, then waits: the abort must reach both.
+    // A program that starts a grandchild, then waits: the abort must reach both. The host finds
+    // them by the marker both have as an argument (the call has its own PID namespace).
     const script = join(bin, 'spawner');
-    writeFileSync(script, `#!/bin/sh\n${backgroundSleepRecordingPid('$1')}\n${HOST_PID}\necho $pid >> "$1"\nwait\n`);
+    writeFileSync(script, '#!/bin/sh\nsleep "$1" &\nwait\n');
     chmodSync(script, 0o755);
     const tool = withPath(bin, () => cliExecuteTool({ workDir: fx.work, allowedBinaries: ['spawner'] }));
     const controller = new AbortController();
-    const pids = join(fx.work, 'pids');
-    const running = tool.execute!({ binary: 'spawner', args: ['pids'] }, { ...CALL, abortSignal: controller.signal });
-    await until(() => existsSync(pids) && readFileSync(pids, 'utf8').trim().split('\n').length === 2);
+    const marker = sleepMarker();
+    const running = tool.execute!({ binary: 'spawner', args: [marker] }, { ...CALL, abortSignal: controller.signal });
+    const pids = await waitForMarker(marker, 2);
     const started = Date.now();
     controller.abort(new Error('stopped by the user'));
     await expect(running).rejects.toThrow('stopped by the user');
     expect(Date.now() - started).toBeLessThan(1500);
-    for (const pid of readFileSync(pids, 'utf8').trim().split('\n').map(Number)) {
+    for (const pid of pids) {
       expect(await waitUntilGone(pid), `pid ${pid}`).toBe(true);
     }
   });
@@ -328,14 +329,6 @@ describe('cli_execute', () => {
 
 function tool() {
   return cli();
-}
-
-async function until(condition: () => boolean, ms = 5000): Promise<void> {
-  const deadline = Date.now() + ms;
-  while (!condition()) {
-    if (Date.now() > deadline) throw new Error('condition not met in time');
-    await new Promise((resolve) => setTimeout(resolve, 10));
-  }
 }
 
 // Keep the home directory check honest: it only means something when home is outside the work dir.

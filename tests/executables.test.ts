@@ -15,7 +15,7 @@ import {
   type NamedTool,
 } from '../ts/src/index.js';
 import { tempDir } from './helpers/fs.js';
-import { backgroundSleepRecordingPid, waitUntilGone } from './helpers/processes.js';
+import { sleepMarker, waitForMarker, waitUntilGone } from './helpers/processes.js';
 
 // Nothing in this file may touch the real ~/.cache: defaults point into a temp dir.
 process.env.XDG_CACHE_HOME = mkdtempSync(join(tmpdir(), 'toolgate-xdg-'));
@@ -217,33 +217,32 @@ describe('executableTools', () => {
 
   it('kills the whole process group when the AbortSignal fires', async () => {
     const f = fixture();
-    const pidFile = join(f.work, 'pid');
-    protocolTool(f.tools, 'forever', `${backgroundSleepRecordingPid(pidFile)}\nwait`);
+    const marker = sleepMarker();
+    protocolTool(f.tools, 'forever', `sleep ${marker} &\nwait`);
     const forever = byName(await load(f), 'custom_tool_forever');
     const controller = new AbortController();
-    const started = Date.now();
     const running = execute(forever, {}, controller.signal);
-    while (!existsSync(pidFile) || readFileSync(pidFile, 'utf8').trim() === '') {
-      if (Date.now() - started > 5000) throw new Error('the tool did not start');
-      await new Promise((resolve) => setTimeout(resolve, 20));
-    }
+    const [pid] = await waitForMarker(marker);
+    const started = Date.now();
     const reason = new Error('user pressed stop');
     controller.abort(reason);
     await expect(running).rejects.toBe(reason);
     expect(Date.now() - started).toBeLessThan(3000);
-    expect(await waitUntilGone(Number(readFileSync(pidFile, 'utf8')))).toBe(true);
+    expect(await waitUntilGone(pid!)).toBe(true);
   });
 
   it('times out, killing a grandchild that holds the pipes', async () => {
     const f = fixture();
-    const pidFile = join(f.work, 'pid');
-    protocolTool(f.tools, 'slow', `${backgroundSleepRecordingPid(pidFile)}\nwait`);
+    const marker = sleepMarker();
+    protocolTool(f.tools, 'slow', `sleep ${marker} &\nwait`);
     const slow = byName(await load(f, { timeoutMs: 30_000, toolTimeoutsMs: { slow: 600 } }), 'custom_tool_slow');
     const started = Date.now();
-    const error = await rejection(execute(slow, {}));
+    const failing = rejection(execute(slow, {}));
+    const [pid] = await waitForMarker(marker);
+    const error = await failing;
     expect(error.code).toBe('TIMEOUT');
     expect(Date.now() - started).toBeLessThan(1600 + 1000);
-    expect(await waitUntilGone(Number(readFileSync(pidFile, 'utf8')))).toBe(true);
+    expect(await waitUntilGone(pid!)).toBe(true);
   });
 
   it('reports failures: exit 1 with stderr, {"error": ...}, and caps a flood with a marker', async () => {

@@ -148,6 +148,22 @@ describe('an npx MCP server with the network by host', () => {
     expect(registry.tarballs).toBe(1);
   }, 120_000);
 
+  it('under enforce a host policy for stdio servers is SANDBOX_UNAVAILABLE, saying why', async () => {
+    const error = await mcpToolset({
+      servers: { echo: { command: 'npx', args: ['-y', PACKAGE] } },
+      sandbox: { read: READ, network: { allow: [`127.0.0.1:${registry.port}`] } },
+      workDir: tempDir(),
+    }).then(
+      (toolset) => {
+        open.push(toolset);
+        return undefined;
+      },
+      (caught: unknown) => caught,
+    );
+    expect((error as ToolgateError).code).toBe('SANDBOX_UNAVAILABLE');
+    expect((error as ToolgateError).message).toContain('one-shot launcher');
+  });
+
   it('fails to start when the registry is not allowed, naming the refused host', async () => {
     const work = tempDir();
     const before = registry.tarballs;

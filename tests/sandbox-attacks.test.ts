@@ -8,7 +8,7 @@ import { execFileSync } from 'node:child_process';
 import { chmodSync, existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { beforeEach, describe, expect, it } from 'vitest';
-import { waitUntilGone, zombieChildren } from './helpers/processes.js';
+import { processesWith, sleepMarker, zombieChildren } from './helpers/processes.js';
 import {
   type AttackCall,
   attackFixture,
@@ -192,10 +192,14 @@ describe("the sandbox keeps the parent's environment unreadable", () => {
 
 describe('no descendant survives the call', () => {
   const pidFile = () => join(fx.work, 'daemon.pid');
-  /** Perl that leaves a daemon (new session, or new process group) behind, then holds on or not. */
+  /**
+   * Perl that leaves a daemon (new session, or new process group) behind, then holds on or not.
+   * The daemon says it runs by making daemon.pid; the host finds it by the marker every process
+   * of the attack has as an argument (a sandboxed call has its own PID namespace and /proc).
+   */
   const perlDaemon = (detach: 'setsid' | 'setpgrp', hold: boolean) =>
     `use POSIX; unless (fork) { ${detach === 'setsid' ? 'POSIX::setsid();' : 'setpgrp(0, 0);'} exit if fork; ` +
-    `open S, "/proc/self/stat"; my ($p) = split / /, <S>; open F, ">", "daemon.tmp"; print F $p; close F; ` +
+    `open F, ">", "daemon.tmp"; print F $$; close F; ` +
     `rename "daemon.tmp", "daemon.pid"; sleep 60; exit } select(undef, undef, undef, 0.05) until -e "daemon.pid"; ${hold ? 'sleep 60;' : ''}`;
 
   function writeDaemonScript() {
@@ -203,24 +207,24 @@ describe('no descendant survives the call', () => {
     writeFileSync(
       script,
       `#!/bin/sh
-setsid -f sh -c 'read pid rest < /proc/self/stat; echo $pid > daemon.tmp; mv daemon.tmp daemon.pid; exec sleep 60'
+setsid -f sh -c 'echo $$ > daemon.tmp; mv daemon.tmp daemon.pid; exec sleep 60 "$0"' "$1"
 while [ ! -e daemon.pid ]; do sleep 0.05; done
-[ "$1" = hold ] && sleep 60
+[ "$2" = hold ] && sleep 60
 exit 0
 `,
     );
     chmodSync(script, 0o755);
   }
 
-  const variants = (hold: boolean): [string, AttackCall][] => [
-    ['perl fork + setsid (double fork)', { binary: 'perl', args: ['-e', perlDaemon('setsid', hold)] }],
-    ['perl fork + setpgrp', { command: `perl -e '${perlDaemon('setpgrp', hold)}'` }],
-    ['a script calling setsid -f', { command: `./daemon.sh${hold ? ' hold' : ''}` }],
-    ['awk system() running that script', { binary: 'awk', args: [`BEGIN{system("./daemon.sh${hold ? ' hold' : ''}")}`] }],
+  const variants = (hold: boolean, marker: string): [string, AttackCall][] => [
+    ['perl fork + setsid (double fork)', { binary: 'perl', args: ['-e', perlDaemon('setsid', hold), marker] }],
+    ['perl fork + setpgrp', { command: `perl -e '${perlDaemon('setpgrp', hold)}' ${marker}` }],
+    ['a script calling setsid -f', { command: `./daemon.sh ${marker}${hold ? ' hold' : ''}` }],
+    ['awk system() running that script', { binary: 'awk', args: [`BEGIN{system("./daemon.sh ${marker}${hold ? ' hold' : ''}")}`] }],
   ];
 
   /** Runs `call` and says whether the daemon it started is still alive afterwards (and kills it). */
-  async function daemonSurvives(sandbox: false | undefined, call: AttackCall, ending: 'exit' | 'timeout' | 'abort'): Promise<boolean> {
+  async function daemonSurvives(sandbox: false | undefined, call: AttackCall, ending: 'exit' | 'timeout' | 'abort', marker: string): Promise<boolean> {
     rmSync(pidFile(), { force: true });
     const tools = attackTools(fx.work, sandbox, ending === 'timeout' ? { timeoutMs: 1000 } : {});
     const controller = new AbortController();
@@ -234,18 +238,22 @@ exit 0
       const result = await running;
       expect(result.timedOut, JSON.stringify(result)).toBe(ending === 'timeout');
     }
-    const pid = Number(readFileSync(pidFile(), 'utf8'));
-    expect(pid).toBeGreaterThan(1);
-    const gone = await waitUntilGone(pid, sandbox === false ? 300 : 2000);
-    if (!gone) process.kill(pid, 'SIGKILL');
-    return !gone;
+    expect(existsSync(pidFile()), 'the daemon started').toBe(true);
+    const until = Date.now() + (sandbox === false ? 300 : 2000);
+    while (processesWith(marker).length > 0 && Date.now() < until) await new Promise((resolve) => setTimeout(resolve, 20));
+    const left = processesWith(marker);
+    for (const pid of left) process.kill(pid, 'SIGKILL');
+    return left.length > 0;
   }
 
   for (const ending of ['exit', 'timeout', 'abort'] as const) {
-    it.each(variants(ending !== 'exit'))(`after the call's ${ending === 'exit' ? 'normal end' : ending}: %s`, async (_title, call) => {
+    it.each(variants(ending !== 'exit', 'MARKER').map(([title]) => title))(`after the call's ${ending === 'exit' ? 'normal end' : ending}: %s`, async (title) => {
       writeDaemonScript();
-      expect(await daemonSurvives(false, call, ending), 'without the sandbox the daemon must outlive the call').toBe(true);
-      expect(await daemonSurvives(undefined, call, ending), 'the daemon outlived the sandboxed call').toBe(false);
+      const call = (marker: string) => variants(ending !== 'exit', marker).find(([name]) => name === title)![1];
+      const open = sleepMarker();
+      expect(await daemonSurvives(false, call(open), ending, open), 'without the sandbox the daemon must outlive the call').toBe(true);
+      const confined = sleepMarker();
+      expect(await daemonSurvives(undefined, call(confined), ending, confined), 'the daemon outlived the sandboxed call').toBe(false);
     });
   }
 

@@ -129,7 +129,7 @@ const COPIES: { name: string; make: { binary: string; args: string[] }; read: st
   { name: 'python3 os.link', make: { binary: 'python3', args: ['-c', "import os; os.link('.env', 'x5')"] }, read: 'x5' },
 ];
 
-describe.runIf(MOUNT_VIEW)('processes never get a hidden file (needs the kernel view: sandboxSupport().mountView)', () => {
+describe.runIf(MOUNT_VIEW)('processes never get a hidden file (needs the kernel view: sandboxSupport().view)', () => {
   it('cli_execute: reads, links and copies of .env and of a blocked directory give nothing', { timeout: 120_000 }, async () => {
     const { work, tool } = await keeper();
     for (const read of READS) {

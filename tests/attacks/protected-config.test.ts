@@ -161,7 +161,7 @@ const CHANNELS: Record<string, Channel> = {
   'MCP server': async (worker, target, mode) => text(await call(worker.tools.srv_scribble as NamedTool, { target, mode })),
 };
 
-describe.runIf(MOUNT_VIEW)('protected configuration and processes (needs the kernel view: sandboxSupport().mountView)', () => {
+describe.runIf(MOUNT_VIEW)('protected configuration and processes (needs the kernel view: sandboxSupport().view)', () => {
   for (const [channel, attack] of Object.entries(CHANNELS)) {
     it(`${channel}: no process changes or plants configuration (${TARGETS.length} paths × ${MODES.length} ways)`, { timeout: 300_000 }, async () => {
       const { work, originals, worker } = await victim();

@@ -15,12 +15,12 @@ import { writeFiles } from '../helpers/tools.js';
 /**
  * Whether sandboxed processes get the per-call mount view that makes protected paths read-only
  * and hidden paths unreachable (issue 22's kernel side, branch `view`, which reports it as
- * `sandboxSupport().mountView`). Without it Landlock still lets a process write anywhere in the
+ * `sandboxSupport().view`). Without it Landlock still lets a process write anywhere in the
  * work directory, so the process attacks below cannot be refused yet: they run only with the
  * view. `TOOLGATE_TEST_MOUNT_VIEW=1` runs them anyway (to see them fail without it).
  */
 export const MOUNT_VIEW =
-  (sandboxSupport() as { mountView?: boolean }).mountView === true || process.env.TOOLGATE_TEST_MOUNT_VIEW === '1';
+  sandboxSupport().view === true || process.env.TOOLGATE_TEST_MOUNT_VIEW === '1';
 
 /** What an attack writes; never found in a protected file afterwards. */
 export const PAYLOAD = 'PWNED-BY-THE-AGENT';

@@ -29,7 +29,8 @@ async function inBatches(calls: number, concurrency: number, one: () => Promise<
   );
 }
 
-function buildRustBaseline(): string {
+/** Builds the bare Rust spawn loop (release); its path. */
+export function buildRustBaseline(): string {
   execFileSync('cargo', ['build', '--quiet', '--release', '-p', 'toolgate-core', '--example', 'spawn_baseline'], {
     stdio: 'inherit',
     cwd: REPO_ROOT,
@@ -37,8 +38,9 @@ function buildRustBaseline(): string {
   return join(process.env.CARGO_TARGET_DIR ? resolve(REPO_ROOT, process.env.CARGO_TARGET_DIR) : join(REPO_ROOT, 'target'), 'release/examples/spawn_baseline');
 }
 
-function rustBaselineMs(binary: string, calls: number, concurrency: number): number {
-  const out = execFileSync(binary, [PROGRAM, String(calls), String(concurrency)], { encoding: 'utf8' });
+/** Wall milliseconds of `calls` spawns of `program` by the bare Rust loop. */
+export function rustBaselineMs(binary: string, calls: number, concurrency: number, program = PROGRAM): number {
+  const out = execFileSync(binary, [program, String(calls), String(concurrency)], { encoding: 'utf8' });
   return Number(out.trim());
 }
 

@@ -1,6 +1,9 @@
 /**
- * The kernel sandbox's cost, in the same run: a sandboxed `/bin/true` through `exec` against
- * an unsandboxed `exec`, against `bwrap` with the equivalent policy (`--ro-bind / / --bind WORK
+ * The kernel sandbox's cost, in the same run: a sandboxed `/bin/true` through `exec` (the view,
+ * Landlock, seccomp, PID/IPC/network namespaces, limits) against an unsandboxed `exec`, against
+ * a bare Rust `std::process::Command` spawn (the floor, crates/toolgate-core/examples/
+ * spawn_baseline.rs), against a sandboxed call with `network: true` (no network namespace),
+ * against `bwrap` with the equivalent policy (`--ro-bind / / --bind WORK
  * WORK --unshare-net --unshare-pid --die-with-parent`) and against Anthropic's sandbox-runtime
  * `srt` where it runs here (all started through `exec`, so that only the sandbox differs). Then
  * the policy's share of a sandboxed `cli_execute` call. Sequential calls, interleaved call by
@@ -8,17 +11,20 @@
  * of its calls (a busy machine's spikes move a median less than a total).
  */
 import { execFileSync } from 'node:child_process';
-import { existsSync, mkdtempSync, readFileSync, realpathSync, rmSync } from 'node:fs';
+import { existsSync, lstatSync, mkdtempSync, readFileSync, readlinkSync, realpathSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { cliExecuteTool, exec, type ExecOptions } from '../../ts/src/index.js';
 import { native } from '../../ts/src/native/binding.js';
 import { packageDir } from '../helpers/checkout.js';
+import { buildRustBaseline, rustBaselineMs } from './exec.bench.js';
 import { printComparison, printLine, timeMs } from './lib/report.js';
 
-const CALLS = 1000;
+const CALLS = Number(process.env.TOOLGATE_BENCH_CALLS ?? 1000);
 const ROUNDS = 5;
 const POLICY_CALLS = 20_000;
+const FLOOR_BATCH = 50;
+const HYPERFINE_RUNS = Number(process.env.TOOLGATE_BENCH_CALLS ?? 1000);
 const PROGRAM = '/bin/true';
 const CALL = { toolCallId: 'bench', messages: [] };
 
@@ -62,6 +68,70 @@ async function unusable(options: ExecOptions): Promise<string | null> {
   }
 }
 
+/** A word for hyperfine's command line (it splits commands like a shell). */
+const quote = (word: string) => (/^[\w@%+=:,./-]+$/.test(word) ? word : `'${word.replaceAll("'", "'\\''")}'`);
+
+/**
+ * bwrap arguments that build a view like toolgate's: the runtime read-only (the top-level
+ * symlinks of a merged /usr recreated), the work directory read-write, its own /proc, /dev and
+ * /tmp, every namespace, a new session, no capabilities.
+ */
+function bwrapViewArgs(work: string): string[] {
+  const args = ['--unshare-all', '--new-session', '--die-with-parent', '--cap-drop', 'ALL', '--ro-bind', '/usr', '/usr', '--ro-bind', '/etc', '/etc'];
+  for (const top of ['/bin', '/sbin', '/lib', '/lib64']) {
+    if (!existsSync(top)) continue;
+    if (lstatSync(top).isSymbolicLink()) args.push('--symlink', readlinkSync(top), top);
+    else args.push('--ro-bind', top, top);
+  }
+  return [...args, '--proc', '/proc', '--dev', '/dev', '--tmpfs', '/tmp', '--bind', work, work, '--chdir', work, PROGRAM];
+}
+
+/** The launcher's words without `--parent PID` (it watches its parent: here that is hyperfine). */
+function withoutParent(args: readonly string[]): string[] {
+  const at = args.indexOf('--parent');
+  return at < 0 ? [...args] : [...args.slice(0, at), ...args.slice(at + 2)];
+}
+
+/**
+ * The cost of building a view per call, without toolgate's server or Node in the way: the
+ * one-shot launcher (`toolgate sandbox`'s, which builds the call's view, namespaces, limits,
+ * Landlock and seccomp in its own process) against bwrap building a comparable one, and the
+ * bare program, timed by hyperfine (Debian packages hyperfine, bubblewrap).
+ */
+async function oneShotViewAgainstBwrap(work: string, bwrap: string | null): Promise<void> {
+  const hyperfine = which('hyperfine');
+  if (!hyperfine || !bwrap) {
+    printLine('  hyperfine or bwrap is not installed (Debian packages hyperfine, bubblewrap): the one-shot view comparison is skipped');
+    return;
+  }
+  const launch = new native.SandboxLaunch({ workDir: work }, PROGRAM, []);
+  const out = join(mkdtempSync(join(tmpdir(), 'toolgate-bench-hf-')), 'hyperfine.json');
+  try {
+    const contenders: [string, string[]][] = [
+      ['bare /bin/true (hyperfine -N)', [PROGRAM]],
+      ['toolgate-sandbox one-shot (a view per call)', [launch.file, ...withoutParent(launch.args)]],
+      ['bwrap, a comparable view', [bwrap, ...bwrapViewArgs(work)]],
+      ['bwrap --ro-bind / / (the exec contender)', [bwrap, '--ro-bind', '/', '/', '--bind', work, work, '--unshare-net', '--unshare-pid', '--die-with-parent', PROGRAM]],
+    ];
+    const args = ['-N', '--style', 'none', '--warmup', '30', '--runs', String(HYPERFINE_RUNS), '--export-json', out];
+    for (const [name, command] of contenders) args.push('-n', name, command.map(quote).join(' '));
+    execFileSync(hyperfine, args, { cwd: launch.cwd, env: { ...launch.env }, stdio: ['ignore', 'ignore', 'inherit'] });
+    const { results } = JSON.parse(readFileSync(out, 'utf8')) as { results: { command: string; median: number }[] };
+    const ms = (name: string) => 1000 * results.find((result) => result.command === name)!.median;
+    printComparison(
+      `one process per call, no Node in the way (hyperfine, ${HYPERFINE_RUNS} runs each, medians)`,
+      contenders.map(([name]) => ({ name, value: ms(name), unit: 'ms/call' })),
+      'toolgate-sandbox one-shot (a view per call)',
+    );
+    const ours = ms(contenders[1]![0]);
+    printLine(`  bwrap (comparable view) / toolgate one-shot: ${(ms(contenders[2]![0]) / ours).toFixed(2)}x`);
+    printLine(`  toolgate one-shot - bare program:            ${(ours - ms(contenders[0]![0])).toFixed(3)} ms/call (building the view, namespaces, limits, Landlock, seccomp)`);
+  } finally {
+    launch.finish();
+    rmSync(join(out, '..'), { recursive: true, force: true });
+  }
+}
+
 export async function benchSandbox(): Promise<void> {
   const work = realpathSync(mkdtempSync(join(tmpdir(), 'toolgate-bench-')));
   // The private HOME/TMPDIR of every sandboxed call is made there too; on a disk mounted with
@@ -72,7 +142,9 @@ export async function benchSandbox(): Promise<void> {
     const contenders: { name: string; options: ExecOptions }[] = [
       { name: 'exec, unsandboxed (baseline)', options: { command: PROGRAM, cwd: work, env } },
       { name: 'exec, sandboxed', options: { command: PROGRAM, cwd: work, env, sandbox: 'enforce' } },
+      { name: 'exec, sandboxed, network: true (no netns)', options: { command: PROGRAM, cwd: work, env, sandbox: { network: true } } },
     ];
+    const FIRST_OTHER = contenders.length;
     const bwrap = which('bwrap');
     const bwrapArgs = ['--ro-bind', '/', '/', '--bind', work, work, '--unshare-net', '--unshare-pid', '--die-with-parent', PROGRAM];
     if (bwrap) contenders.push({ name: 'exec of bwrap', options: { command: bwrap, args: bwrapArgs, cwd: work, env } });
@@ -92,21 +164,36 @@ export async function benchSandbox(): Promise<void> {
       for (let i = 0; i < 30; i++) await exec(contender.options);
     }
 
+    // The floor: a bare Rust spawn loop, run in batches between the interleaved calls (its
+    // figure is the median of the batches' mean per call).
+    const rust = buildRustBaseline();
     const samples: number[][] = contenders.map(() => []);
+    const floor: number[] = [];
     for (let call = 0; call < CALLS; call++) {
       for (const [index, contender] of contenders.entries()) samples[index]!.push(await timeMs(() => exec(contender.options)));
+      if (call % FLOOR_BATCH === FLOOR_BATCH - 1) floor.push(rustBaselineMs(rust, FLOOR_BATCH, 1, PROGRAM) / FLOOR_BATCH);
     }
     const perCall = samples.map(median);
+    const floorMs = median(floor);
     printComparison(
       `${PROGRAM}, ${CALLS} sequential calls each (interleaved call by call, medians)`,
-      contenders.map((contender, index) => ({ name: contender.name, value: perCall[index]!, unit: 'ms/call' })),
+      [
+        ...contenders.map((contender, index) => ({ name: contender.name, value: perCall[index]!, unit: 'ms/call' })),
+        { name: 'bare Rust Command spawn (the floor)', value: floorMs, unit: 'ms/call' },
+      ],
       'exec, sandboxed',
     );
-    const [open, sandboxed, ...others] = perCall;
+    const [open, sandboxed, noNetns, ...others] = perCall;
     printLine(`  sandboxed / unsandboxed exec:      ${(sandboxed! / open!).toFixed(2)}x (target ≤ 1.5x)`);
+    printLine(`  sandboxed / bare Rust spawn:       ${(sandboxed! / floorMs).toFixed(2)}x (target ≤ 1.6x)`);
+    // Calls without network share their view's network namespace (made once with the view), so
+    // this is the per-call difference between the two policies, not the cost of making one.
+    printLine(`  network off - network: true:       ${(sandboxed! - noNetns!).toFixed(3)} ms/call`);
     for (const [index, value] of others.entries()) {
-      printLine(`  ${contenders[index + 2]!.name} / sandboxed exec: ${(value / sandboxed!).toFixed(2)}x${index === 0 && bwrap ? ' (target ≥ 4x)' : ''}`);
+      printLine(`  ${contenders[index + FIRST_OTHER]!.name} / sandboxed exec: ${(value / sandboxed!).toFixed(2)}x${index === 0 && bwrap ? ' (target ≥ 4x)' : ''}`);
     }
+
+    await oneShotViewAgainstBwrap(work, bwrap);
 
     // The policy's share of a sandboxed cli_execute call: every check and the request with its
     // sandbox (the native prepare, no process), against the whole call.

@@ -1,18 +1,47 @@
+import { randomInt } from 'node:crypto';
 import { readdirSync, readFileSync } from 'node:fs';
 
 /**
- * A `sh` fragment that sets `$pid` to the pid of the shell running it as the host sees it.
- * Inside the sandbox's PID namespace `$$` and `$!` are other numbers; `/proc` is the host's,
- * so the shell's own `/proc/self/stat` names it by its host pid.
+ * A unique argument for `sleep` (30 seconds and a random fraction). A sandboxed call has a PID
+ * namespace and a `/proc` of its own, so it cannot tell the host its pids: the host finds the
+ * process by this argument instead ([`processesWith`]).
  */
-export const HOST_PID = 'read pid rest < /proc/self/stat';
+export function sleepMarker(): string {
+  return `30.${randomInt(100_000_000, 1_000_000_000)}`;
+}
 
 /**
- * A `sh` command line that starts `sleep 30` in the background and appends its host pid to
- * `file` (a path, or a parameter of the calling script such as `$1`).
+ * A `sh` loop that waits until a process with `sleep <marker>` as its command line is visible
+ * in the `/proc` it sees (inside a sandbox: its own), so a call knows its child started.
  */
-export function backgroundSleepRecordingPid(file: string): string {
-  return `sh -c '${HOST_PID}; echo $pid >> "$0"; exec sleep 30' "${file}" &`;
+export function waitInsideFor(marker: string): string {
+  return `found() { for p in /proc/[0-9]*/cmdline; do [ "$(tr '\\0' ' ' < "$p" 2>/dev/null)" = 'sleep ${marker} ' ] && return 0; done; return 1; }; until found; do sleep 0.01; done`;
+}
+
+/** The host pids of the live processes that have `marker` as an argument. */
+export function processesWith(marker: string): number[] {
+  const pids: number[] = [];
+  for (const entry of readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      const args = readFileSync(`/proc/${entry}/cmdline`, 'utf8').split('\0');
+      if (args.includes(marker) && !isGone(Number(entry))) pids.push(Number(entry));
+    } catch {
+      // the process ended while we looked
+    }
+  }
+  return pids;
+}
+
+/** Waits up to five seconds until `count` processes have `marker` as an argument; their pids. */
+export async function waitForMarker(marker: string, count = 1): Promise<number[]> {
+  const until = Date.now() + 5000;
+  for (;;) {
+    const pids = processesWith(marker);
+    if (pids.length >= count) return pids;
+    if (Date.now() > until) throw new Error(`no ${count} process(es) with '${marker}' started`);
+    await new Promise((resolve) => setTimeout(resolve, 20));
+  }
 }
 
 /** State letter of a process from /proc, or null when it does not exist. */

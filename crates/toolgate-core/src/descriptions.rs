@@ -36,10 +36,12 @@ fn sandbox_sentence(sandbox: Option<&std::sync::Arc<Sandbox>>) -> Option<String>
     } else {
         "can write only inside the work directory"
     };
-    let network = if policy.network {
-        "may use the network"
-    } else {
-        "has no network access"
+    let network = match policy.network {
+        crate::sandbox::NetworkMode::On => "may use the network",
+        crate::sandbox::NetworkMode::Proxy => {
+            "may reach only the hosts its network policy allows, through toolgate's proxy"
+        }
+        crate::sandbox::NetworkMode::Off => "has no network access",
     };
     Some(format!(
         "It runs in a sandbox: it {writes}, {network}, cannot read files outside the work directory and the system, and every process it starts ends with the call."

@@ -9,15 +9,14 @@ use std::time::Duration;
 // ---------------------------------------------------------------------------------------------
 // Project defaults and names: timeouts, output caps, tool names, delegation, file-tool defaults.
 // Every module imports its values from here; this module imports none of them (layers point
-// down, docs/architecture.md). The one exception left is the executor's output cap, defined in
-// `exec` (which imports nothing above it) until it moves here.
+// down, docs/architecture.md).
 // ---------------------------------------------------------------------------------------------
 
 /// Default timeout of a `cli_execute` or `shell` command: 120 seconds.
 pub const DEFAULT_COMMAND_TIMEOUT: Duration = Duration::from_secs(120);
 
-/// Default cap of each of stdout and stderr, in bytes (defined by the executor).
-pub use crate::exec::DEFAULT_MAX_OUTPUT_BYTES;
+/// Default cap of each of stdout and stderr, in bytes: 1 MiB.
+pub const DEFAULT_MAX_OUTPUT_BYTES: usize = 1024 * 1024;
 
 /// Default number of lines a read returns, and the line cap of every file tool's output.
 pub const DEFAULT_READ_LINES: usize = 2000;
@@ -146,6 +145,35 @@ pub fn check_tool_name(name: &str, prefix: &str) -> Result<(), String> {
     }
     Ok(())
 }
+
+// ---------------------------------------------------------------------------------------------
+// The kernel sandbox's limits per call (`sandbox.limits`): what stops a fork bomb or a runaway
+// from taking the host down. Chosen so that builds and test suites fit (a large TypeScript or
+// Rust build stays under 4 GiB; a package install's cache under 512 MiB of private tmpfs) and
+// a runaway is stopped well before the machine suffers. Each can be raised or lowered in the
+// configuration; `toolgate check --sandbox` says how each is enforced on the machine.
+// ---------------------------------------------------------------------------------------------
+
+/// Processes (and threads) one call may have at once: a fork bomb stops here. Enforced
+/// exactly by a cgroup's `pids.max`, else by `RLIMIT_NPROC` in the call's own user namespace
+/// (not for root) and the PID namespace's own `pid_max` (Linux 6.14, at least 301).
+pub const DEFAULT_SANDBOX_PROCESSES: u64 = 512;
+
+/// Memory of one call, in MiB: the whole call with a cgroup, each process (`RLIMIT_DATA`)
+/// without.
+pub const DEFAULT_SANDBOX_MEMORY_MB: u64 = 4096;
+
+/// Size of a call's private tmpfs (its `HOME` and `TMPDIR`), in MiB: it is memory.
+pub const DEFAULT_SANDBOX_TMP_MB: u64 = 512;
+
+/// CPU seconds per process: none by default (the call's timeout bounds its time).
+pub const DEFAULT_SANDBOX_CPU_SECONDS: Option<u64> = None;
+
+/// Largest file a process may write, in MiB (`RLIMIT_FSIZE`).
+pub const DEFAULT_SANDBOX_FILE_SIZE_MB: u64 = 1024;
+
+/// The largest value any sandbox limit accepts (a larger one is a typing error).
+pub const MAX_SANDBOX_LIMIT: u64 = 1 << 40;
 
 // ---------------------------------------------------------------------------------------------
 // What the model (or a repository) supplies: patterns, sizes, counts and nesting.

@@ -35,6 +35,8 @@ pub struct ProcessResult {
     pub value: Option<Value>,
     /// Whether the process ran with the kernel sandbox's filesystem policy in force.
     pub sandboxed: bool,
+    /// The sandbox limits the process ran into (`processes`, `memoryMb`, …), comma-separated.
+    pub limit: Option<String>,
     /// Its connections through the egress proxy (network by host), each with its decision.
     pub connections: Vec<ConnectionRecord>,
 }
@@ -60,6 +62,7 @@ impl From<ExecOutput> for ProcessResult {
             value: None,
             sandboxed: out.sandboxed,
             connections: out.connections,
+            limit: out.limit,
         }
     }
 }
@@ -78,6 +81,7 @@ impl From<CommandOutput> for ProcessResult {
             value: None,
             sandboxed: out.sandboxed,
             connections: out.connections,
+            limit: out.limit,
         }
     }
 }
@@ -97,6 +101,7 @@ impl From<ToolOutput> for ProcessResult {
             value: Some(out.result),
             sandboxed: out.sandboxed,
             connections: out.connections,
+            limit: None,
         }
     }
 }

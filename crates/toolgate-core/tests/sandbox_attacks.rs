@@ -6,7 +6,7 @@
 
 mod common;
 
-use common::{installed, text, Fixture, SECRET};
+use common::{denial, installed, text, Fixture, SECRET};
 
 #[tokio::test(flavor = "multi_thread")]
 async fn find_exec_cannot_read_or_write_outside() {
@@ -225,7 +225,7 @@ async fn grep_does_not_follow_a_symlink_out() {
         f.assert_confined(&format!("cat {args:?}"), &out);
         assert_ne!(out.exit_code, Some(0));
         assert!(
-            text(&out.stderr).contains("Permission denied"),
+            text(&out.stderr).contains(denial()),
             "{}",
             text(&out.stderr)
         );
@@ -479,6 +479,10 @@ async fn a_denial_is_the_programs_own_error() {
     let f = Fixture::new();
     let out = f.run("cat", &[&f.secret()]).await;
     assert_eq!(out.exit_code, Some(1));
-    assert!(text(&out.stderr).contains("Permission denied"));
+    assert!(
+        text(&out.stderr).contains(denial()),
+        "{}",
+        text(&out.stderr)
+    );
     assert!(out.sandboxed);
 }

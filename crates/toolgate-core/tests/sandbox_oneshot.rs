@@ -11,7 +11,7 @@ use std::path::Path;
 use std::process::{Command, Output};
 use std::time::Duration;
 
-use common::{process_is_gone, text, Fixture, SECRET};
+use common::{denial, process_is_gone, processes_with, sleep_marker, text, Fixture, SECRET};
 use toolgate_core::exec::env;
 use toolgate_core::sandbox::LAUNCHER_MESSAGE_PREFIX;
 
@@ -38,7 +38,7 @@ fn programs_run_confined_with_their_exit_codes_and_signals() {
     let f = Fixture::new();
     let out = launch(&f, "/bin/cat", &[&f.secret()]);
     assert_eq!(out.status.code(), Some(1));
-    assert!(text(&out.stderr).contains("Permission denied"), "{out:?}");
+    assert!(text(&out.stderr).contains(denial()), "{out:?}");
     assert!(!text(&out.stdout).contains(SECRET));
 
     let out = launch(&f, "/bin/cat", &["in.txt"]);
@@ -60,21 +60,18 @@ fn programs_run_confined_with_their_exit_codes_and_signals() {
 #[test]
 fn the_tree_ends_with_the_program_and_failures_use_the_launchers_codes() {
     let f = Fixture::new();
-    let pid_file = f.work.join("daemon.pid");
+    let marker = sleep_marker(30);
     let script = format!(
-        "setsid sh -c 'read p rest < /proc/self/stat; echo $p > {}; exec sleep 30' & sleep 0.3",
-        pid_file.display()
+        "setsid sh -c 'exec sleep {marker}' &\n{}",
+        common::wait_inside_for(&marker)
     );
     let out = launch(&f, "/bin/sh", &["-c", &script]);
     assert!(out.status.success(), "{out:?}");
-    let pid: u32 = std::fs::read_to_string(&pid_file)
-        .unwrap()
-        .trim()
-        .parse()
-        .unwrap();
     let gone = (0..100).any(|_| {
         std::thread::sleep(Duration::from_millis(20));
-        process_is_gone(pid)
+        processes_with(&marker)
+            .iter()
+            .all(|pid| process_is_gone(*pid))
     });
     assert!(gone, "the setsid daemon outlived the launcher");
 

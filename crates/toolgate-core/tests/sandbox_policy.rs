@@ -60,7 +60,7 @@ async fn tcp_and_udp_to_localhost_fail_by_default_and_work_with_network() {
     let f = Fixture::new();
     for network in [false, true] {
         let mut policy = f.policy();
-        policy.network = network;
+        policy.network = toolgate_core::sandbox::NetworkMode::from_bool(network);
         for index in 0..tcp_clients(0).len() {
             let listener = TcpListener::bind("127.0.0.1:0").unwrap();
             let port = listener.local_addr().unwrap().port();
@@ -277,10 +277,10 @@ fn the_launcher_reports_what_the_kernel_offers() {
     assert!(support.landlock_abi >= 1 && support.seccomp, "{support:?}");
     assert!(sandbox.warnings().is_empty(), "{:?}", sandbox.warnings());
     assert!(sandbox.confines());
-    let (user, pid) = sandbox.probe_namespaces().unwrap();
-    assert!(pid, "no PID namespace available");
+    let probe = sandbox.probe().unwrap();
+    assert!(probe.pid_namespace, "no PID namespace available");
     eprintln!(
-        "landlock ABI {}, user namespaces {user}",
-        support.landlock_abi
+        "landlock ABI {}, user namespaces {}, view {:?}, limits by {}",
+        support.landlock_abi, probe.user_namespaces, probe.view, probe.cgroups
     );
 }

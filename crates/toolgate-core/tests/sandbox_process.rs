@@ -8,13 +8,15 @@ mod common;
 
 use std::time::{Duration, Instant};
 
-use common::{installed, text, wait_until_gone, Fixture};
+use common::{
+    installed, sleep_marker, text, wait_for_marker, wait_inside_for, wait_until_gone, Fixture,
+};
 use toolgate_core::exec;
 
-/// A script that starts an escaping descendant and records its host pid in `file`. The pid is
-/// read from `/proc/self/stat` by the shell itself (no fork), and `exec sleep` keeps it.
-fn escapee(kind: &str, file: &str) -> String {
-    let body = format!("read p rest < /proc/self/stat; echo $p > {file}; exec sleep 30");
+/// A script that starts an escaping descendant, which ends as `sleep MARKER` (found on the host
+/// by its marker: inside its PID namespace it cannot learn its host pid).
+fn escapee(kind: &str, marker: &str) -> String {
+    let body = format!("exec sleep {marker}");
     match kind {
         "setsid" => format!("setsid sh -c '{body}' &"),
         "double-fork" => format!("( sh -c '{body}' & ) &"),
@@ -27,19 +29,6 @@ fn escapee(kind: &str, file: &str) -> String {
         "background" => format!("sh -c '{body}' &"),
         other => panic!("unknown kind {other}"),
     }
-}
-
-async fn read_pid(f: &Fixture, file: &str) -> u32 {
-    let path = f.work.join(file);
-    for _ in 0..250 {
-        if let Ok(text) = std::fs::read_to_string(&path) {
-            if let Ok(pid) = text.trim().parse() {
-                return pid;
-            }
-        }
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-    panic!("{} was never written", path.display());
 }
 
 const KINDS: &[&str] = &[
@@ -58,10 +47,11 @@ async fn no_descendant_survives_the_programs_exit() {
         if kind.contains("perl") && !installed("perl") {
             continue;
         }
-        let file = format!("{kind}.pid");
+        let marker = sleep_marker(30);
         let script = format!(
-            "{}\nwhile [ ! -s {file} ]; do sleep 0.01; done\nexit 3",
-            escapee(kind, &file)
+            "{}\n{}\nexit 3",
+            escapee(kind, &marker),
+            wait_inside_for(&marker)
         );
         let started = Instant::now();
         let out = f.sh(&script).await;
@@ -70,10 +60,17 @@ async fn no_descendant_survives_the_programs_exit() {
             started.elapsed() < Duration::from_secs(5),
             "{kind} held the call"
         );
-        let pid = read_pid(&f, &file).await;
-        assert!(
-            wait_until_gone(pid).await,
-            "{kind}: descendant {pid} survived"
+        // It ran until the call ended (the script waited for it) and is gone now.
+        for _ in 0..100 {
+            if common::processes_with(&marker).is_empty() {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        assert_eq!(
+            common::processes_with(&marker),
+            Vec::<u32>::new(),
+            "{kind}: a descendant survived"
         );
     }
 }
@@ -82,20 +79,21 @@ async fn no_descendant_survives_the_programs_exit() {
 async fn no_descendant_survives_a_timeout() {
     let f = Fixture::new();
     for kind in ["setsid", "setsid-double-fork", "nohup-ignoring-term"] {
-        let file = format!("{kind}.pid");
-        let script = format!("{}\nsleep 30", escapee(kind, &file));
+        let marker = sleep_marker(30);
+        let script = format!("{}\nsleep 30", escapee(kind, &marker));
         let request = f
             .request("/bin/sh", &["-c", &script])
             .timeout(Duration::from_millis(700));
         let started = Instant::now();
-        let out = exec::run(request).await.unwrap();
+        let running = tokio::spawn(exec::run(request));
+        let pid = wait_for_marker(&marker).await;
+        let out = running.await.unwrap().unwrap();
         assert!(out.timed_out, "{kind}");
         assert!(
             started.elapsed() < Duration::from_secs(3),
             "{kind}: {:?}",
             started.elapsed()
         );
-        let pid = read_pid(&f, &file).await;
         assert!(
             wait_until_gone(pid).await,
             "{kind}: descendant {pid} survived the timeout"
@@ -107,12 +105,11 @@ async fn no_descendant_survives_a_timeout() {
 async fn no_descendant_survives_an_abort_or_a_dropped_run() {
     let f = Fixture::new();
     for kind in ["setsid", "double-fork"] {
-        let file = format!("{kind}.pid");
-        let script = format!("{}\nsleep 30", escapee(kind, &file));
+        let marker = sleep_marker(30);
+        let script = format!("{}\nsleep 30", escapee(kind, &marker));
         let process = exec::spawn(f.request("/bin/sh", &["-c", &script])).unwrap();
         let abort = process.abort_handle();
-        let pid_wait = read_pid(&f, &file);
-        let pid = pid_wait.await;
+        let pid = wait_for_marker(&marker).await;
         abort.abort();
         let out = process.wait().await.unwrap();
         assert!(out.aborted);
@@ -121,13 +118,13 @@ async fn no_descendant_survives_an_abort_or_a_dropped_run() {
             "{kind}: descendant {pid} survived the abort"
         );
     }
-    let file = "dropped.pid";
+    let marker = sleep_marker(30);
     let process = exec::spawn(f.request(
         "/bin/sh",
-        &["-c", &format!("{}\nsleep 30", escapee("setsid", file))],
+        &["-c", &format!("{}\nsleep 30", escapee("setsid", &marker))],
     ))
     .unwrap();
-    let pid = read_pid(&f, file).await;
+    let pid = wait_for_marker(&marker).await;
     drop(process);
     assert!(
         wait_until_gone(pid).await,

@@ -94,13 +94,10 @@ async fn a_program_gets_its_three_streams_and_nothing_else() {
     let other = tokio::spawn(exec::run(f.request("/bin/sleep", &["2"])));
     tokio::time::sleep(Duration::from_millis(100)).await;
     for round in 0..3 {
-        let pid_file = f.work.join(format!("pid-{round}"));
-        let script = format!(
-            "read p rest < /proc/self/stat; echo $p > {}; exec sleep 1",
-            pid_file.display()
-        );
+        let marker = common::sleep_marker(1);
+        let script = format!("exec sleep {marker}");
         let running = tokio::spawn(exec::run(f.request("/bin/sh", &["-c", &script])));
-        let pid = common::wait_for_pid(&pid_file).await;
+        let pid = common::wait_for_marker(&marker).await;
         let mut fds: Vec<String> = std::fs::read_dir(format!("/proc/{pid}/fd"))
             .unwrap()
             .map(|entry| entry.unwrap().file_name().to_string_lossy().into_owned())
@@ -186,23 +183,23 @@ fn run_as_killed_toolgate(report: PathBuf) {
         let sandbox = std::sync::Arc::new(
             toolgate_core::Sandbox::prepare(toolgate_core::SandboxPolicy::new(&work)).unwrap(),
         );
-        let pid_file = work.join("child-sleeper");
-        // The sleeper writes its pid as the host sees it (`$!` is the namespace's).
-        let file = pid_file.display();
+        let home_file = work.join("child-home");
+        let marker = common::sleep_marker(60);
         let script = format!(
-            "sh -c 'read p rest < /proc/self/stat; echo $p > {file}.tmp; exec sleep 60' & \
-             while ! [ -s {file}.tmp ]; do sleep 0.01; done; \
-             {{ cat {file}.tmp; echo $HOME; }} > {file}; touch $HOME/left-behind; wait"
+            "sh -c 'exec sleep {marker}' & echo $HOME > {}; touch $HOME/left-behind; wait",
+            home_file.display()
         );
         let request = ExecRequest::new("/bin/sh", &work)
             .args(["-c", &script])
             .env(toolgate_core::exec::env::child_environment(&[]))
             .sandbox(sandbox);
         let _running = exec::spawn(request).unwrap();
+        // The sleeper's pid as the host sees it (inside, `$!` is the namespace's).
+        let sleeper = common::wait_for_marker(&marker).await;
         for _ in 0..500 {
-            let text = std::fs::read_to_string(&pid_file).unwrap_or_default();
-            if text.lines().count() >= 2 {
-                std::fs::write(&report, text).unwrap();
+            let home = std::fs::read_to_string(&home_file).unwrap_or_default();
+            if !home.trim().is_empty() {
+                std::fs::write(&report, format!("{sleeper}\n{}", home.trim())).unwrap();
                 break;
             }
             tokio::time::sleep(Duration::from_millis(20)).await;

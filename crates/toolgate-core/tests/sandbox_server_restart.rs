@@ -6,7 +6,7 @@
 
 mod common;
 
-use common::{text, wait_for_pid, wait_until_gone, Fixture};
+use common::{sleep_marker, text, wait_for_marker, wait_until_gone, Fixture};
 use toolgate_core::exec;
 
 /// Pids of this process's launcher servers (children running `toolgate-sandbox --serve`).
@@ -45,14 +45,11 @@ async fn a_killed_server_is_replaced_and_its_running_call_reports_it() {
 
     // A call running while its server dies ends with an error that says so; its processes
     // die with the server.
-    let pid_file = f.work.join("sleeper.pid");
-    // The pid as the host sees it (`$!` would be the namespace's).
-    let script = format!(
-        "sh -c 'read p rest < /proc/self/stat; echo $p > {}; exec sleep 30' & wait",
-        pid_file.display()
-    );
+    // Found by its marker: inside, the pid is the namespace's.
+    let marker = sleep_marker(30);
+    let script = format!("sh -c 'exec sleep {marker}' & wait");
     let running = tokio::spawn(exec::run(f.request("/bin/sh", &["-c", &script])));
-    let sleeper = wait_for_pid(&pid_file).await;
+    let sleeper = wait_for_marker(&marker).await;
     // SAFETY: SIGKILL to the server this test's process started.
     unsafe { libc::kill(first[0] as libc::pid_t, libc::SIGKILL) };
     let err = running.await.unwrap().unwrap_err();

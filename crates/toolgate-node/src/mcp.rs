@@ -318,18 +318,33 @@ impl McpServerLaunch {
         infallible(&env, "McpServerLaunch.sandboxed", || self.sandboxed)
     }
 
-    /// Removes the private HOME/TMPDIR; call it once the server has exited.
+    /// After each tool call of the server: removes what it created at a missing protected or
+    /// hidden path (and puts back a replaced protected symlink); one message per repair, for
+    /// the call's result. Empty when nothing was touched, or after `finish()`.
     #[napi]
-    pub fn finish(&self, env: Env) -> napi::Result<()> {
+    pub fn check_guarded(&self, env: Env) -> napi::Result<Vec<String>> {
+        infallible(&env, "McpServerLaunch.checkGuarded", || {
+            self.launch
+                .lock()
+                .ok()
+                .and_then(|launch| launch.as_ref().map(McpLaunch::repair_guarded))
+                .unwrap_or_default()
+        })
+    }
+
+    /// Checks the guarded paths one last time and removes the private HOME/TMPDIR; call it
+    /// once the server has exited. Returns the repairs' messages.
+    #[napi]
+    pub fn finish(&self, env: Env) -> napi::Result<Vec<String>> {
         infallible(&env, "McpServerLaunch.finish", || {
-            if let Ok(mut launch) = self.launch.lock() {
-                if let Some(launch) = launch.take() {
-                    let refused = refused_of(&launch);
-                    if let Ok(mut kept) = self.refused.lock() {
-                        *kept = refused;
-                    }
-                }
+            let Some(launch) = self.launch.lock().ok().and_then(|mut launch| launch.take()) else {
+                return Vec::new();
+            };
+            let refused = refused_of(&launch);
+            if let Ok(mut kept) = self.refused.lock() {
+                *kept = refused;
             }
+            launch.repair_guarded()
         })
     }
 

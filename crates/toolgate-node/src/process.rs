@@ -35,6 +35,9 @@ pub struct ProcessResult {
     /// The destinations the egress proxy refused (network by host), once each: what the
     /// call's result tells the model. Empty otherwise.
     pub refused_connections: Vec<RefusedConnection>,
+    /// The sandbox limits it ran into (`processes`, `memoryMb`, `tmpMb`, `cpuSeconds`,
+    /// `fileSizeMb`, comma-separated), or `null`.
+    pub limit: Option<String>,
 }
 
 /// A destination the egress proxy refused.
@@ -82,6 +85,7 @@ impl From<process::ProcessResult> for ProcessResult {
             duration_ms: out.duration.as_secs_f64() * 1000.0,
             value: out.value,
             sandboxed: out.sandboxed,
+            limit: out.limit,
         }
     }
 }

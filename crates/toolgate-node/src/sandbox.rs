@@ -23,6 +23,18 @@ pub struct SandboxSupport {
     pub user_namespaces: Option<bool>,
     /// Whether a PID namespace can be created (`null`: the launcher could not say).
     pub pid_namespace: Option<bool>,
+    /// Whether each call gets a view of the file system of its own (a mount namespace).
+    pub view: Option<bool>,
+    /// Why not, when it does not.
+    pub view_error: Option<String>,
+    /// Whether a call's `/proc` is its own.
+    pub fresh_proc: Option<bool>,
+    /// Whether calls get a network namespace of their own (no network, proxy network).
+    pub network_namespace: Option<bool>,
+    /// How limits are enforced here (`cgroup v1 (pids, memory)`, `rlimits (why)`).
+    pub limits: Option<String>,
+    /// What differs here because there is no view (empty when there is one).
+    pub without_view: Vec<String>,
     /// The `toolgate-sandbox` launcher found, or `null`.
     pub launcher: Option<String>,
     /// What `enforce` needs and is missing here (empty: the default sandbox works).
@@ -31,6 +43,23 @@ pub struct SandboxSupport {
     pub degraded: Vec<String>,
     /// Version-manager roots (`~/.pyenv`) readable because their shims are on `PATH`.
     pub version_managers: Vec<String>,
+}
+
+/// A path a sandbox grants, how, and why.
+#[napi(object, object_from_js = false)]
+pub struct SandboxGrant {
+    pub path: String,
+    /// `read`, `write`, `device`, `protected` or `hidden`.
+    pub access: String,
+    pub why: String,
+}
+
+/// A limit of each call and its value (`null`: unlimited).
+#[napi(object, object_from_js = false)]
+pub struct SandboxLimit {
+    /// `processes`, `memoryMb`, `tmpMb`, `cpuSeconds`, `fileSizeMb`.
+    pub name: String,
+    pub value: Option<f64>,
 }
 
 /// An effective sandbox policy.
@@ -50,6 +79,11 @@ pub struct SandboxSummary {
     /// The work directory: writable unless `readonly`.
     pub work_dir: String,
     pub readonly: bool,
+    /// Each call's limits.
+    pub limits: Vec<SandboxLimit>,
+    /// Every path granted, with its reason (empty when the sandbox is off or cannot be
+    /// prepared).
+    pub grants: Vec<SandboxGrant>,
 }
 
 impl From<&SandboxScope> for SandboxSummary {
@@ -68,6 +102,24 @@ impl From<&SandboxScope> for SandboxSummary {
             write: text(&scope.write),
             work_dir: scope.work_dir.display().to_string(),
             readonly: scope.readonly,
+            limits: scope
+                .limits
+                .effective()
+                .into_iter()
+                .map(|(name, value)| SandboxLimit {
+                    name: name.to_string(),
+                    value: value.map(|value| value as f64),
+                })
+                .collect(),
+            grants: sandbox_config::grants(scope)
+                .unwrap_or_default()
+                .into_iter()
+                .map(|grant| SandboxGrant {
+                    path: grant.path.display().to_string(),
+                    access: grant.kind.as_str().to_string(),
+                    why: grant.why,
+                })
+                .collect(),
         }
     }
 }
@@ -83,6 +135,12 @@ pub fn sandbox_support(env: Env) -> napi::Result<SandboxSupport> {
             seccomp: report.seccomp,
             user_namespaces: report.user_namespaces,
             pid_namespace: report.pid_namespace,
+            view: report.view,
+            view_error: report.view_error,
+            fresh_proc: report.fresh_proc,
+            network_namespace: report.network_namespace,
+            limits: report.limits,
+            without_view: report.without_view,
             launcher: report.launcher.map(|path| path.display().to_string()),
             missing_for_enforce: report.missing_for_enforce,
             degraded: report.degraded,

@@ -15,11 +15,11 @@ use std::io::Write;
 use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd};
 
 use landlock::{
-    Access, AccessFs, AccessNet, BitFlags, CompatLevel, Compatible, Ruleset, RulesetAttr, Scope,
-    ABI,
+    Access, AccessFs, AccessNet, BitFlags, CompatLevel, Compatible, NetPort, Ruleset, RulesetAttr,
+    RulesetCreatedAttr, Scope, ABI,
 };
 
-use crate::plan::{Confinement, Launch};
+use crate::plan::{Confinement, Launch, Network};
 use crate::protocol::{
     EXIT_CANNOT_EXECUTE, EXIT_NOT_FOUND, EXIT_SETUP_FAILED, LAUNCHER_MESSAGE_PREFIX,
 };
@@ -72,18 +72,20 @@ struct PathBeneathAttr {
 const RULE_PATH_BENEATH: libc::c_int = 1;
 
 impl RulesetBuilder {
-    /// An empty ruleset handling every right this code knows (the kernel's subset of it).
-    pub fn new(network: bool) -> Result<Self, String> {
+    /// An empty ruleset handling every right this code knows (the kernel's subset of it); with
+    /// the proxy network, TCP connections to the proxy's port are the one network right.
+    pub fn new(network: Network) -> Result<Self, String> {
         let all = AccessFs::from_all(NEWEST_ABI);
+        let open = network == Network::On;
         // With the network open, path-named unix sockets (a session bus, a container daemon)
         // may be reached like any other service.
-        let handled = if network {
+        let handled = if open {
             all & !AccessFs::ResolveUnix
         } else {
             all
         };
         let mut scopes: BitFlags<Scope> = Scope::Signal.into();
-        if !network {
+        if !open {
             scopes |= Scope::AbstractUnixSocket;
         }
         let created = (|| {
@@ -91,10 +93,14 @@ impl RulesetBuilder {
                 .set_compatibility(CompatLevel::BestEffort)
                 .handle_access(handled)?
                 .scope(scopes)?;
-            if !network {
+            if !open {
                 ruleset = ruleset.handle_access(AccessNet::from_all(NEWEST_ABI))?;
             }
-            ruleset.create()
+            let mut created = ruleset.create()?;
+            if let Network::Proxy(port) = network {
+                created = created.add_rule(NetPort::new(port, AccessNet::ConnectTcp))?;
+            }
+            Ok::<_, landlock::RulesetError>(created)
         })()
         .map_err(|err| format!("Landlock could not be applied: {err}"))?;
         // What this kernel handles of what was asked: exactly the rights a rule may name.
@@ -201,21 +207,6 @@ pub(crate) fn is_directory(fd: BorrowedFd<'_>) -> bool {
         let mut stat: libc::stat = std::mem::zeroed();
         libc::fstat(fd.as_raw_fd(), &mut stat) == 0 && stat.st_mode & libc::S_IFMT == libc::S_IFDIR
     }
-}
-
-/// The one-shot launcher's ruleset: every path of `rules`, opened now.
-pub(crate) fn ruleset_of(rules: &Confinement) -> Result<Option<OwnedFd>, String> {
-    let mut builder = RulesetBuilder::new(rules.network)?;
-    for (paths, grant) in [
-        (&rules.read, Grant::Read),
-        (&rules.write, Grant::Write),
-        (&rules.devices, Grant::Device),
-    ] {
-        for path in paths {
-            builder.add_path(path, grant)?;
-        }
-    }
-    builder.finish(rules.best_effort)
 }
 
 /// The stack the program's process runs on until it executes (mapped ahead by a waiting init).

@@ -27,21 +27,30 @@
 //! could not be set up (nothing ran), 126 the program could not be executed, 127 it was not
 //! found.
 
-use std::ffi::OsString;
-use std::os::fd::AsFd;
+use std::ffi::{OsStr, OsString};
+use std::os::fd::{AsFd, OwnedFd};
+use std::path::Path;
 
-use crate::confine::{fail, filters_of, ruleset_of, ChildStack, Program};
-use crate::plan::{Confinement, Launch, Plan};
-use crate::protocol::{ARG_PROBE, ARG_SERVE, EXIT_SETUP_FAILED};
-use crate::tree::{block_signals, enter_user_namespace, kill_descendants, reap_until};
+use crate::confine::{fail, filters_of, ChildStack, Grant, Program, RulesetBuilder};
+use crate::init::{own_network, Prepared};
+use crate::plan::{Confinement, Launch, Network, Plan};
+use crate::protocol::{probe as keys, ARG_PROBE, ARG_SERVE, EXIT_SETUP_FAILED, LIMIT_REPORT};
+use crate::seccomp;
+use crate::tree::{block_signals, enter_user_namespace, kill_descendants};
+use crate::view::{self, Access, ViewSpec};
 
 /// The launcher's `main`, given its arguments without the program name: returns only to
 /// report a failure before anything ran (the caller exits with the returned code); on every
 /// other path the process ends here.
 pub fn launcher_main(args: Vec<OsString>) -> i32 {
-    // Rust's runtime (when it ran) ignores SIGPIPE; the program must start with the default.
+    // Rust's runtime (when it ran) ignores SIGPIPE, Node ignores SIGPIPE and SIGXFSZ, and an
+    // ignored signal stays ignored across exec: the program must start with the defaults (a
+    // write past `fileSizeMb` ends it with SIGXFSZ, which is how the limit is reported).
     // SAFETY: setting a signal disposition to default has no memory-safety preconditions.
-    unsafe { libc::signal(libc::SIGPIPE, libc::SIG_DFL) };
+    unsafe {
+        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
+        libc::signal(libc::SIGXFSZ, libc::SIG_DFL);
+    }
     match args.first().and_then(|arg| arg.to_str()) {
         Some(ARG_PROBE) => return probe(),
         Some(ARG_SERVE) => return crate::server::serve(args.into_iter().skip(1)),
@@ -52,8 +61,9 @@ pub fn launcher_main(args: Vec<OsString>) -> i32 {
             parent,
             confinement,
             launch: Some(launch),
+            call_dir,
             ..
-        }) => run(parent, &confinement, &launch),
+        }) => run(parent, &confinement, call_dir.as_deref(), &launch),
         Ok(_) => fail(EXIT_SETUP_FAILED, "no program given"),
         Err(message) => fail(EXIT_SETUP_FAILED, &message),
     }
@@ -66,32 +76,179 @@ enum Containment {
     Subreaper,
 }
 
-fn run(parent: Option<libc::pid_t>, rules: &Confinement, launch: &Launch) -> i32 {
+/// What the one-shot launcher's init (or the launcher itself, as a subreaper) runs.
+struct OneShot<'a> {
+    rules: &'a Confinement,
+    call_dir: Option<&'a OsStr>,
+    launch: &'a Launch,
+    filters: &'a [seccomp::Program],
+    mask: &'a libc::sigset_t,
+}
+
+fn run(
+    parent: Option<libc::pid_t>,
+    rules: &Confinement,
+    call_dir: Option<&OsStr>,
+    launch: &Launch,
+) -> i32 {
     let original_mask = block_signals();
     let parent = match parent.map(watch_parent).transpose() {
         Ok(parent) => parent,
         Err(message) => return fail(EXIT_SETUP_FAILED, &message),
     };
-    let ruleset = match ruleset_of(rules) {
-        Ok(ruleset) => ruleset,
-        Err(message) => return fail(EXIT_SETUP_FAILED, &message),
-    };
+    if matches!(rules.network, Network::Proxy(_)) {
+        return fail(
+            EXIT_SETUP_FAILED,
+            "the proxy network runs through the launcher server only (it hands the call's listener to toolgate)",
+        );
+    }
     let filters = match filters_of(rules) {
         Ok(filters) => filters,
         Err(message) => return fail(EXIT_SETUP_FAILED, &message),
     };
-    let program = Program {
-        ruleset: ruleset.as_ref().map(AsFd::as_fd),
-        seccomp: &filters,
-        best_effort: rules.best_effort,
-        launch,
+    // The program starts where the launcher was started (in the view: the same path).
+    let mut launch = launch.clone();
+    if launch.cwd.is_none() {
+        launch.cwd = std::env::current_dir()
+            .ok()
+            .and_then(|dir| std::ffi::CString::new(dir.into_os_string().into_encoded_bytes()).ok());
+    }
+    let one_shot = OneShot {
+        rules,
+        call_dir,
+        launch: &launch,
+        filters: &filters,
         mask: &original_mask,
-        stdio: None,
-        files: None,
     };
     match contain() {
-        Containment::PidNamespace => run_in_namespace(&program, parent),
-        Containment::Subreaper => run_as_subreaper(&program, parent),
+        Containment::PidNamespace => run_in_namespace(&one_shot, parent),
+        Containment::Subreaper => run_as_subreaper(&one_shot, parent),
+    }
+}
+
+impl OneShot<'_> {
+    /// Sets the call up in this process (the init, or the subreaper launcher): the view where
+    /// it can be built, limits, the ruleset, no capabilities. Returns what the call holds.
+    fn prepare(&self, view_allowed: bool) -> Result<Prepared, String> {
+        let rules = self.rules;
+        let mut builder = RulesetBuilder::new(rules.network)?;
+        for (paths, grant) in [
+            (&rules.read, Grant::Read),
+            (&rules.write, Grant::Write),
+            (&rules.devices, Grant::Device),
+        ] {
+            for path in paths {
+                builder.add_path(path, grant)?;
+            }
+        }
+        if let Some(dir) = self.call_dir {
+            builder.add_path(&dir.to_os_string(), Grant::Write)?;
+        }
+        let mut prepared = Prepared::default();
+        let mut fresh_proc = false;
+        let entered =
+            view_allowed && !rules.without.view && crate::sys::unshare(libc::CLONE_NEWNS).is_ok();
+        if entered {
+            if !rules.without.ipc {
+                let _ = crate::sys::unshare(libc::CLONE_NEWIPC);
+            }
+            if rules.network == Network::Off
+                && !rules.without.network_namespace
+                && crate::sys::unshare(libc::CLONE_NEWNET).is_ok()
+            {
+                own_network(rules.network)?;
+            }
+            // The tmpfs goes on the call's directory itself: a view of one call.
+            let private_dir = self.call_dir.map(Path::new);
+            let proc = view::new_proc().ok();
+            let tmp = private_dir
+                .map(|_| view::new_private_tmpfs(rules.limits.tmp_mb.unwrap_or(0)))
+                .transpose()
+                .map_err(|err| format!("mounting the call's private tmpfs: {err}"))?;
+            let mut entries: Vec<(OsString, Access)> = Vec::new();
+            for (paths, access) in [
+                (&rules.read, Access::Read),
+                (&rules.write, Access::Write),
+                (&rules.devices, Access::Device),
+                (&rules.protect, Access::Protect),
+                (&rules.hide, Access::Hide),
+            ] {
+                entries.extend(paths.iter().map(|path| (path.clone(), access)));
+            }
+            let spec = ViewSpec {
+                entries,
+                private_dir: private_dir.map(|dir| dir.as_os_str().to_os_string()),
+                host_proc: proc.is_none(),
+            };
+            let mut extra: Vec<(OwnedFd, &OsStr)> = Vec::new();
+            let proc_root = proc.as_ref().map(|proc| proc.try_clone()).transpose();
+            let tmp_root = tmp.as_ref().map(|tmp| tmp.try_clone()).transpose();
+            let (proc_root, tmp_root) = (
+                proc_root.map_err(|err| err.to_string())?,
+                tmp_root.map_err(|err| err.to_string())?,
+            );
+            if let Some(proc) = proc {
+                extra.push((proc, OsStr::new("/proc")));
+            }
+            if let (Some(tmp), Some(dir)) = (tmp, private_dir) {
+                extra.push((tmp, dir.as_os_str()));
+            }
+            view::build(&spec, &extra)?;
+            if let Some(proc) = &proc_root {
+                builder.add(proc.as_fd(), true, Grant::Read)?;
+                fresh_proc = true;
+            }
+            if let Some(tmp) = &tmp_root {
+                builder.add(tmp.as_fd(), true, Grant::Write)?;
+            }
+            prepared.private_dir = private_dir.map(|dir| dir.as_os_str().to_os_string());
+            prepared.tmp = tmp_root;
+            prepared.make_call_dir(self.call_dir)?;
+        } else if rules.require_view {
+            return Err("this policy needs the sandbox's own view of the file system (protected or hidden paths inside the roots), which cannot be built here: user namespaces (with capabilities in them) are not available".into());
+        }
+        let limits = if rules.without.limits {
+            Default::default()
+        } else {
+            rules.limits
+        };
+        if fresh_proc {
+            limits.cap_pid_namespace(None);
+        }
+        limits.apply_rlimits(None)?;
+        prepared.ruleset = builder.finish(rules.best_effort)?;
+        crate::isolate::drop_capabilities()
+            .map_err(|err| format!("giving up capabilities: {err}"))?;
+        Ok(prepared)
+    }
+
+    /// Starts the program with what `prepared` holds; returns its pid.
+    fn start(&self, prepared: &Prepared) -> Result<libc::pid_t, String> {
+        let program = Program {
+            ruleset: prepared.ruleset.as_ref().map(AsFd::as_fd),
+            seccomp: self.filters,
+            best_effort: self.rules.best_effort,
+            launch: self.launch,
+            mask: self.mask,
+            stdio: None,
+            files: None,
+        };
+        ChildStack::new()
+            .and_then(|stack| program.spawn(&stack))
+            .map_err(|err| format!("clone: {err}"))
+    }
+
+    /// Says on stderr which limits the program ran into.
+    fn report_limits(&self, prepared: &Prepared, status: libc::c_int, cpu: std::time::Duration) {
+        let limits = if self.rules.without.limits {
+            Default::default()
+        } else {
+            self.rules.limits
+        };
+        let hit = prepared.limits_hit(&limits, status, cpu);
+        if !hit.is_empty() {
+            let _ = fail(0, &format!("{LIMIT_REPORT}{}", hit.join(",")));
+        }
     }
 }
 
@@ -123,7 +280,7 @@ fn contain() -> Containment {
     Containment::Subreaper
 }
 
-fn run_in_namespace(program: &Program, parent: Option<libc::c_int>) -> i32 {
+fn run_in_namespace(one_shot: &OneShot<'_>, parent: Option<libc::c_int>) -> i32 {
     let mut status_pipe = [0 as libc::c_int; 2];
     // SAFETY: pipe2 writes two fds into the array we own.
     if unsafe { libc::pipe2(status_pipe.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
@@ -144,11 +301,14 @@ fn run_in_namespace(program: &Program, parent: Option<libc::c_int>) -> i32 {
     if init == 0 {
         // SAFETY: closing our copy of the read end.
         unsafe { libc::close(status_read) };
-        init_main(program, status_write);
+        init_main(one_shot, status_write);
     }
     // SAFETY: closing our copy of the write end.
     unsafe { libc::close(status_write) };
-    let init_status = wait_for(init, parent);
+    // Without the terminal, the program has a session of its own: signals sent to ours
+    // (toolgate's TERM to its group, the terminal's interrupt) are passed on to it.
+    let forward = (!one_shot.rules.tty).then_some(init);
+    let init_status = wait_for(init, parent, forward);
     let mut reported = [0u8; 4];
     // SAFETY: read writes at most 4 bytes into `reported`.
     let got = unsafe { libc::read(status_read, reported.as_mut_ptr().cast(), reported.len()) };
@@ -160,10 +320,10 @@ fn run_in_namespace(program: &Program, parent: Option<libc::c_int>) -> i32 {
     mirror(status)
 }
 
-/// PID 1 of the namespace: starts the program, reaps whatever is orphaned to it, and when the
-/// program has exited reports its status and exits, which ends every other process in the
-/// namespace.
-fn init_main(program: &Program, status_write: libc::c_int) -> ! {
+/// PID 1 of the namespace: sets the call up, starts the program, reaps whatever is orphaned
+/// to it, and when the program has exited reports its status and exits, which ends every
+/// other process in the namespace.
+fn init_main(one_shot: &OneShot<'_>, status_write: libc::c_int) -> ! {
     // SAFETY: plain-integer system calls; `poll` reads and writes the one pollfd we own.
     unsafe {
         libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL, 0, 0, 0);
@@ -176,67 +336,127 @@ fn init_main(program: &Program, status_write: libc::c_int) -> ! {
         if libc::poll(&mut watch, 1, 0) > 0 && watch.revents & libc::POLLERR != 0 {
             libc::_exit(EXIT_SETUP_FAILED);
         }
-        let pid = match ChildStack::new().and_then(|stack| program.spawn(&stack)) {
-            Ok(pid) => pid,
-            Err(err) => {
-                let _ = fail(EXIT_SETUP_FAILED, &format!("clone: {err}"));
-                libc::_exit(EXIT_SETUP_FAILED);
-            }
-        };
-        let Some(status) = reap_until(pid) else {
-            libc::_exit(EXIT_SETUP_FAILED)
-        };
-        let bytes = status.to_ne_bytes();
+        if !one_shot.rules.tty {
+            // A session of its own: no controlling terminal for the program.
+            libc::setsid();
+        }
+    }
+    let started = one_shot
+        .prepare(true)
+        .and_then(|prepared| Ok((one_shot.start(&prepared)?, prepared)));
+    let (pid, prepared) = match started {
+        Ok(started) => started,
+        Err(message) => {
+            let _ = fail(EXIT_SETUP_FAILED, &message);
+            // SAFETY: _exit never returns.
+            unsafe { libc::_exit(EXIT_SETUP_FAILED) }
+        }
+    };
+    let Some((status, cpu)) = crate::tree::reap_until_with_usage(pid) else {
+        // SAFETY: _exit never returns.
+        unsafe { libc::_exit(EXIT_SETUP_FAILED) }
+    };
+    one_shot.report_limits(&prepared, status, cpu);
+    let bytes = status.to_ne_bytes();
+    // SAFETY: write of the 4 bytes we own; _exit never returns.
+    unsafe {
         libc::write(status_write, bytes.as_ptr().cast(), bytes.len());
         libc::_exit(0);
     }
 }
 
-fn run_as_subreaper(program: &Program, parent: Option<libc::c_int>) -> i32 {
-    let pid = match ChildStack::new().and_then(|stack| program.spawn(&stack)) {
-        Ok(pid) => pid,
-        Err(err) => return fail(EXIT_SETUP_FAILED, &format!("clone: {err}")),
+fn run_as_subreaper(one_shot: &OneShot<'_>, parent: Option<libc::c_int>) -> i32 {
+    let started = one_shot
+        .prepare(false)
+        .and_then(|prepared| Ok((one_shot.start(&prepared)?, prepared)));
+    let (pid, prepared) = match started {
+        Ok(started) => started,
+        Err(message) => return fail(EXIT_SETUP_FAILED, &message),
     };
-    let status = wait_for(pid, parent);
+    let status = wait_for(pid, parent, None);
     kill_descendants();
+    one_shot.report_limits(&prepared, status, std::time::Duration::ZERO);
     mirror(status)
 }
 
+/// Signals passed on to the program's session (`forward`) while the launcher waits.
+const FORWARDED: [libc::c_int; 6] = [
+    libc::SIGINT,
+    libc::SIGTERM,
+    libc::SIGHUP,
+    libc::SIGQUIT,
+    libc::SIGUSR1,
+    libc::SIGUSR2,
+];
+
 /// Waits for `child` to exit; if toolgate dies first, kills the child (in namespace mode that
-/// ends the whole namespace) and exits.
-fn wait_for(child: libc::pid_t, parent: Option<libc::c_int>) -> libc::c_int {
-    if let Some(parent) = parent {
-        // SAFETY: pidfd_open of our own unreaped child; poll reads/writes the array we own.
-        unsafe {
-            let child_fd = libc::syscall(libc::SYS_pidfd_open, child, 0) as libc::c_int;
-            if child_fd >= 0 {
-                let mut fds = [
-                    libc::pollfd {
-                        fd: parent,
-                        events: libc::POLLIN,
-                        revents: 0,
-                    },
-                    libc::pollfd {
-                        fd: child_fd,
-                        events: libc::POLLIN,
-                        revents: 0,
-                    },
-                ];
-                loop {
-                    let ready = libc::poll(fds.as_mut_ptr(), 2, -1);
-                    if ready < 0 {
-                        if std::io::Error::last_os_error().raw_os_error() == Some(libc::EINTR) {
-                            continue;
+/// ends the whole namespace) and exits. Signals of [`FORWARDED`] reaching the launcher (which
+/// blocks them) go to the process group `forward`.
+fn wait_for(
+    child: libc::pid_t,
+    parent: Option<libc::c_int>,
+    forward: Option<libc::pid_t>,
+) -> libc::c_int {
+    // SAFETY: pidfd_open of our own unreaped child; signalfd reads the set we own; poll
+    // reads/writes the array we own; read fills the siginfo we own.
+    unsafe {
+        let child_fd = libc::syscall(libc::SYS_pidfd_open, child, 0) as libc::c_int;
+        let signals = match forward {
+            Some(_) => {
+                let mut set = crate::tree::empty_sigset();
+                for signal in FORWARDED {
+                    libc::sigaddset(&mut set, signal);
+                }
+                libc::signalfd(-1, &set, libc::SFD_CLOEXEC | libc::SFD_NONBLOCK)
+            }
+            None => -1,
+        };
+        if child_fd >= 0 && (parent.is_some() || signals >= 0) {
+            let mut fds = [
+                libc::pollfd {
+                    fd: parent.unwrap_or(-1),
+                    events: libc::POLLIN,
+                    revents: 0,
+                },
+                libc::pollfd {
+                    fd: child_fd,
+                    events: libc::POLLIN,
+                    revents: 0,
+                },
+                libc::pollfd {
+                    fd: signals,
+                    events: libc::POLLIN,
+                    revents: 0,
+                },
+            ];
+            loop {
+                let ready = libc::poll(fds.as_mut_ptr(), 3, -1);
+                if ready < 0 {
+                    if std::io::Error::last_os_error().raw_os_error() == Some(libc::EINTR) {
+                        continue;
+                    }
+                    break;
+                }
+                if fds[1].revents != 0 {
+                    break;
+                }
+                if fds[0].revents != 0 {
+                    libc::kill(child, libc::SIGKILL);
+                    kill_descendants();
+                    libc::_exit(EXIT_SETUP_FAILED);
+                }
+                if fds[2].revents != 0 {
+                    let mut info: libc::signalfd_siginfo = std::mem::zeroed();
+                    let size = std::mem::size_of::<libc::signalfd_siginfo>();
+                    while libc::read(
+                        signals,
+                        (&mut info as *mut libc::signalfd_siginfo).cast(),
+                        size,
+                    ) == size as isize
+                    {
+                        if let Some(group) = forward {
+                            libc::kill(-group, info.ssi_signo as libc::c_int);
                         }
-                        break;
-                    }
-                    if fds[1].revents != 0 {
-                        break;
-                    }
-                    if fds[0].revents != 0 {
-                        libc::kill(child, libc::SIGKILL);
-                        kill_descendants();
-                        libc::_exit(EXIT_SETUP_FAILED);
                     }
                 }
             }
@@ -283,7 +503,9 @@ fn mirror(status: libc::c_int) -> ! {
     }
 }
 
-/// `--probe`: prints which kinds of containment this kernel lets the launcher use.
+/// `--probe`: prints, one `key=value` per line, which kinds of containment this kernel lets
+/// the launcher use (see [`keys`]): `0` or `1`, `view_error` and `cgroups` the rest of their
+/// line.
 fn probe() -> i32 {
     // SAFETY: fork in a single-threaded process; the child only calls unshare and _exit.
     let child = unsafe { libc::fork() };
@@ -307,10 +529,106 @@ fn probe() -> i32 {
     } else {
         1
     };
+    let user = code == 0;
+    println!("{}={}", keys::USER_NAMESPACES, u8::from(user));
     println!(
-        "user_namespaces={} pid_namespace={}",
-        u8::from(code == 0),
+        "{}={}",
+        keys::PID_NAMESPACE,
         u8::from(code == 0 || code == 2)
     );
+    // SAFETY: getppid/getpid have no preconditions.
+    let (toolgate, own) = unsafe { (libc::getppid(), libc::getpid()) };
+    let features = probe_features(user);
+    println!("{}={}", keys::VIEW, u8::from(features.view.is_ok()));
+    if let Err(why) = &features.view {
+        println!("view_error={}", why.replace('\n', " "));
+    }
+    println!("{}={}", keys::FRESH_PROC, u8::from(features.fresh_proc));
+    println!(
+        "{}={}",
+        keys::NETWORK_NAMESPACE,
+        u8::from(features.network_namespace)
+    );
+    println!(
+        "{}={}",
+        keys::CGROUPS,
+        crate::limits::Cgroups::probe(own, toolgate)
+    );
     0
+}
+
+/// The server's features, found out as the server would (in a user and mount namespace of
+/// its own, in a child that then exits).
+fn probe_features(user: bool) -> crate::features::Features {
+    use crate::features::Features;
+    // SAFETY: geteuid has no preconditions.
+    if !user && unsafe { libc::geteuid() } != 0 {
+        return Features::none("user namespaces cannot be made here");
+    }
+    let mut fds = [0; 2];
+    // SAFETY: pipe2 writes two new fds into the array we own.
+    if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
+        return Features::none("a pipe could not be made");
+    }
+    // SAFETY: fork in a single-threaded process; the child probes and exits.
+    let child = unsafe { libc::fork() };
+    if child == 0 {
+        // SAFETY: closing our copy of the read end; plain system calls; _exit.
+        unsafe {
+            libc::close(fds[0]);
+            let features = if user && !enter_user_namespace(0) {
+                Features::none("a user namespace cannot be entered")
+            } else {
+                match crate::sys::unshare(libc::CLONE_NEWNS) {
+                    Ok(()) => crate::features::probe(),
+                    Err(err) => Features::none(&format!("a mount namespace cannot be made: {err}")),
+                }
+            };
+            let mut bytes = vec![
+                u8::from(features.view.is_ok()),
+                u8::from(features.fresh_proc),
+                u8::from(features.network_namespace),
+                u8::from(features.ipc_namespace),
+            ];
+            if let Err(why) = &features.view {
+                bytes.extend_from_slice(why.as_bytes());
+            }
+            libc::write(fds[1], bytes.as_ptr().cast(), bytes.len());
+            libc::_exit(0);
+        }
+    }
+    // SAFETY: closing our copy of the write end; read into the buffer we own; reaping.
+    let bytes = unsafe {
+        libc::close(fds[1]);
+        let mut bytes = vec![0u8; 4096];
+        let mut read = 0usize;
+        loop {
+            let n = libc::read(
+                fds[0],
+                bytes[read..].as_mut_ptr().cast(),
+                bytes.len() - read,
+            );
+            if n <= 0 {
+                break;
+            }
+            read += n as usize;
+        }
+        libc::close(fds[0]);
+        libc::waitpid(child, std::ptr::null_mut(), 0);
+        bytes.truncate(read);
+        bytes
+    };
+    match bytes.as_slice() {
+        [view, fresh_proc, network, ipc, why @ ..] => Features {
+            view: if *view == 1 {
+                Ok(())
+            } else {
+                Err(String::from_utf8_lossy(why).into_owned())
+            },
+            fresh_proc: *fresh_proc == 1,
+            network_namespace: *network == 1,
+            ipc_namespace: *ipc == 1,
+        },
+        _ => Features::none("the probe ended without an answer"),
+    }
 }

@@ -28,7 +28,15 @@ pub mod protocol;
 #[cfg(all(target_os = "linux", feature = "launcher"))]
 mod confine;
 #[cfg(all(target_os = "linux", feature = "launcher"))]
+mod features;
+#[cfg(all(target_os = "linux", feature = "launcher"))]
+mod init;
+#[cfg(all(target_os = "linux", feature = "launcher"))]
+mod isolate;
+#[cfg(all(target_os = "linux", feature = "launcher"))]
 mod launcher;
+#[cfg(all(target_os = "linux", feature = "launcher"))]
+mod limits;
 #[cfg(all(target_os = "linux", feature = "launcher"))]
 mod opened;
 #[cfg(all(target_os = "linux", feature = "launcher"))]
@@ -38,7 +46,11 @@ mod seccomp;
 #[cfg(all(target_os = "linux", feature = "launcher"))]
 mod server;
 #[cfg(all(target_os = "linux", feature = "launcher"))]
+mod sys;
+#[cfg(all(target_os = "linux", feature = "launcher"))]
 mod tree;
+#[cfg(all(target_os = "linux", feature = "launcher"))]
+mod view;
 
 #[cfg(all(target_os = "linux", feature = "launcher"))]
 pub use launcher::launcher_main;

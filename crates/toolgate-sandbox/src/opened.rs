@@ -153,10 +153,11 @@ impl OpenPaths {
         self.inotify.as_ref().map(AsFd::as_fd)
     }
 
-    /// Reads every queued event and drops what it makes stale.
-    pub fn read_events(&mut self) {
+    /// Reads every queued event and drops what it makes stale; returns the paths dropped
+    /// (every one when the queue overflowed).
+    pub fn read_events(&mut self) -> Vec<OsString> {
         let Some(inotify) = &self.inotify else {
-            return;
+            return Vec::new();
         };
         let mut stale: Vec<(PathBuf, Option<OsString>)> = Vec::new();
         let mut buffer = [MaybeUninit::uninit(); 4096];
@@ -185,9 +186,18 @@ impl OpenPaths {
                 stale.push((dir.clone(), name));
             }
         }
+        let before: Vec<OsString> = if stale.is_empty() {
+            Vec::new()
+        } else {
+            self.open.keys().cloned().collect()
+        };
         for (dir, name) in stale {
             self.drop_stale(&dir, name.as_deref());
         }
+        before
+            .into_iter()
+            .filter(|path| !self.open.contains_key(path))
+            .collect()
     }
 
     /// Drops the entries depending on `name` in `dir` (every name there without one; every

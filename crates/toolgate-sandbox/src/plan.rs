@@ -4,23 +4,55 @@
 use std::ffi::{CString, OsString};
 use std::os::unix::ffi::OsStringExt;
 
+use crate::limits::Limits;
 use crate::protocol::{
-    ARG_BEST_EFFORT, ARG_CWD, ARG_DEVICE, ARG_END, ARG_ENV, ARG_NETWORK, ARG_PARENT, ARG_READ,
-    ARG_SECCOMP, ARG_WRITE,
+    ARG_BEST_EFFORT, ARG_CALL_DIR, ARG_CWD, ARG_DEVICE, ARG_END, ARG_ENV, ARG_HIDE, ARG_LIMIT,
+    ARG_NETWORK, ARG_NETWORK_PROXY, ARG_PARENT, ARG_PROTECT, ARG_READ, ARG_REQUIRE_VIEW,
+    ARG_SECCOMP, ARG_TTY, ARG_WITHOUT, ARG_WRITE,
 };
 
-const USAGE: &str = "usage: toolgate-sandbox [--parent PID] [--best-effort] [--network] [--seccomp] [--read PATH]... [--write PATH]... [--device PATH]... -- PROGRAM [ARG]...";
+const USAGE: &str = "usage: toolgate-sandbox [--parent PID] [--best-effort] [--network | --network-proxy PORT] [--seccomp] [--read PATH]... [--write PATH]... [--device PATH]... [--protect PATH]... [--hide PATH]... [--limit NAME=VALUE]... [--require-view] [--tty] [--call-dir DIR] -- PROGRAM [ARG]...";
+
+/// What the program may reach of the network.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq, Hash)]
+pub(crate) enum Network {
+    /// Nothing: no IP sockets, no connect (a network namespace of its own where possible).
+    #[default]
+    Off,
+    /// Everything the host reaches.
+    On,
+    /// Only toolgate's egress proxy, listening on `127.0.0.1:PORT` in the call's own network
+    /// namespace.
+    Proxy(u16),
+}
+
+/// Layers a measurement may leave out (`--without`).
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq, Hash)]
+pub(crate) struct Without {
+    pub view: bool,
+    pub ipc: bool,
+    pub network_namespace: bool,
+    pub limits: bool,
+}
 
 /// The policy part: what the program's process may reach.
 #[derive(Debug, Default, Clone)]
 pub(crate) struct Confinement {
     pub best_effort: bool,
-    pub network: bool,
+    pub network: Network,
     /// Install the seccomp filters (the launcher compiles them from `network`).
     pub seccomp: bool,
     pub read: Vec<OsString>,
     pub write: Vec<OsString>,
     pub devices: Vec<OsString>,
+    pub protect: Vec<OsString>,
+    pub hide: Vec<OsString>,
+    pub limits: Limits,
+    /// Refuse to run where no view can be built.
+    pub require_view: bool,
+    /// Keep the terminal's session (the one-shot launcher of `toolgate sandbox --tty`).
+    pub tty: bool,
+    pub without: Without,
 }
 
 /// The program part: what to execute, where and with which environment.
@@ -41,6 +73,8 @@ pub(crate) struct Plan {
     pub confinement: Confinement,
     pub env: Option<Vec<CString>>,
     pub cwd: Option<CString>,
+    /// The call's private directory (`--call-dir`).
+    pub call_dir: Option<OsString>,
     /// Present when the list ends with `-- PROGRAM [ARG]...`.
     pub launch: Option<Launch>,
 }
@@ -73,10 +107,36 @@ impl Plan {
                         Some(pid.ok_or_else(|| format!("--parent {text:?} is not a process id"))?);
                 }
                 Some(ARG_BEST_EFFORT) => rules.best_effort = true,
-                Some(ARG_NETWORK) => rules.network = true,
+                Some(ARG_NETWORK) => rules.network = Network::On,
+                Some(ARG_NETWORK_PROXY) => {
+                    let text = value()?;
+                    let port = text
+                        .to_str()
+                        .and_then(|t| t.parse().ok())
+                        .filter(|&port: &u16| port > 0)
+                        .ok_or_else(|| format!("--network-proxy {text:?} is not a port"))?;
+                    rules.network = Network::Proxy(port);
+                }
                 Some(ARG_READ) => rules.read.push(value()?),
                 Some(ARG_WRITE) => rules.write.push(value()?),
                 Some(ARG_DEVICE) => rules.devices.push(value()?),
+                Some(ARG_PROTECT) => rules.protect.push(value()?),
+                Some(ARG_HIDE) => rules.hide.push(value()?),
+                Some(ARG_LIMIT) => rules.limits.set(&value()?)?,
+                Some(ARG_REQUIRE_VIEW) => rules.require_view = true,
+                Some(ARG_TTY) => rules.tty = true,
+                Some(ARG_WITHOUT) => {
+                    let layer = value()?;
+                    let without = &mut rules.without;
+                    match layer.to_str() {
+                        Some("view") => without.view = true,
+                        Some("ipc") => without.ipc = true,
+                        Some("network-namespace") => without.network_namespace = true,
+                        Some("limits") => without.limits = true,
+                        _ => return Err(format!("--without {layer:?}: no such layer (view, ipc, network-namespace, limits)")),
+                    }
+                }
+                Some(ARG_CALL_DIR) => plan.call_dir = Some(value()?),
                 Some(ARG_SECCOMP) => rules.seccomp = true,
                 Some(ARG_CWD) => plan.cwd = Some(c_string(value()?)?),
                 Some(ARG_ENV) => plan
@@ -159,15 +219,48 @@ mod tests {
         )
         .unwrap();
         let rules = &policy.confinement;
-        assert!(rules.network && rules.seccomp && !rules.best_effort);
+        assert!(rules.network == Network::On && rules.seccomp && !rules.best_effort);
         assert_eq!(rules.devices, ["/dev/null"]);
         assert!(policy.launch.is_none());
+
+        let policy = Plan::parse(
+            words(&[
+                "--network-proxy",
+                "3128",
+                "--protect",
+                "/w/worker.yaml",
+                "--hide",
+                "/w/.env",
+                "--limit",
+                "processes=10",
+                "--require-view",
+                "--without",
+                "ipc",
+                "--call-dir",
+                "/t/p/c",
+            ]),
+            false,
+        )
+        .unwrap();
+        let rules = &policy.confinement;
+        assert_eq!(rules.network, Network::Proxy(3128));
+        assert_eq!(rules.protect, ["/w/worker.yaml"]);
+        assert_eq!(rules.hide, ["/w/.env"]);
+        assert_eq!(rules.limits.processes, Some(10));
+        assert!(rules.require_view && rules.without.ipc && !rules.without.view);
+        assert_eq!(
+            policy.call_dir.as_deref(),
+            Some(std::ffi::OsStr::new("/t/p/c"))
+        );
         for (list, program, needle) in [
             (&["--", "/bin/true"][..], false, "names no program"),
             (&["--read", "/usr"][..], true, "no program given"),
             (&["--read"][..], true, "needs a value"),
             (&["--bogus"][..], true, "unknown argument"),
             (&["--parent", "0", "--", "x"][..], true, "not a process id"),
+            (&["--network-proxy", "0"][..], false, "not a port"),
+            (&["--limit", "cpu=1"][..], false, "unknown limit"),
+            (&["--without", "seccomp"][..], false, "no such layer"),
         ] {
             let err = Plan::parse(words(list), program).unwrap_err();
             assert!(err.contains(needle), "{list:?}: {err}");

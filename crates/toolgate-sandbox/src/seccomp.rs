@@ -13,6 +13,7 @@
 
 use std::collections::BTreeMap;
 
+use crate::plan::Network;
 use seccompiler::{
     BpfProgram, SeccompAction, SeccompCmpArgLen, SeccompCmpOp, SeccompCondition, SeccompFilter,
     SeccompRule, TargetArch,
@@ -108,13 +109,13 @@ pub(crate) type Instruction = libc::sock_filter;
 /// A compiled filter.
 pub(crate) type Program = Vec<Instruction>;
 
-/// The filters of a sandbox with or without network access: the main one (`EPERM`) and the
+/// The filters of a sandbox with the network `network`: the main one (`EPERM`) and the
 /// `clone3` one (`ENOSYS`). Both are installed; the kernel applies the stricter verdict.
-pub(crate) fn compile(network: bool) -> Result<Vec<Program>, String> {
+pub(crate) fn compile(network: Network) -> Result<Vec<Program>, String> {
     programs(network, x32_enabled())
 }
 
-fn programs(network: bool, x32: bool) -> Result<Vec<Program>, String> {
+fn programs(network: Network, x32: bool) -> Result<Vec<Program>, String> {
     let main = build(aliased(main_rules(network)?, x32), libc::EPERM)?;
     let mut clone3 = BTreeMap::new();
     clone3.insert(libc::SYS_clone3, Vec::new());
@@ -142,7 +143,7 @@ fn aliased(rules: BTreeMap<i64, Vec<SeccompRule>>, x32: bool) -> BTreeMap<i64, V
     }
 }
 
-fn main_rules(network: bool) -> Result<BTreeMap<i64, Vec<SeccompRule>>, String> {
+fn main_rules(network: Network) -> Result<BTreeMap<i64, Vec<SeccompRule>>, String> {
     let mut rules: BTreeMap<i64, Vec<SeccompRule>> = BTreeMap::new();
     for &nr in DENIED {
         rules.insert(nr, Vec::new());
@@ -157,7 +158,38 @@ fn main_rules(network: bool) -> Result<BTreeMap<i64, Vec<SeccompRule>>, String> 
         .map(|&request| rule(1, SeccompCmpOp::Eq, request))
         .collect::<Result<Vec<_>, _>>()?;
     rules.insert(libc::SYS_ioctl, ioctl_rules);
-    if !network {
+    if matches!(network, Network::Proxy(_)) {
+        // TCP to toolgate's proxy (Landlock allows its port only) and unix and netlink
+        // sockets: no UDP, raw or packet sockets, no other family.
+        let not_allowed = SeccompRule::new(
+            [
+                libc::AF_UNIX,
+                libc::AF_INET,
+                libc::AF_INET6,
+                libc::AF_NETLINK,
+            ]
+            .iter()
+            .map(|&family| condition(0, SeccompCmpOp::Ne, family as u64))
+            .collect::<Result<Vec<_>, _>>()?,
+        )
+        .map_err(|err| err.to_string())?;
+        let mut socket = vec![not_allowed];
+        for family in [libc::AF_INET, libc::AF_INET6] {
+            for kind in NOT_STREAM {
+                socket.push(
+                    SeccompRule::new(vec![
+                        condition(0, SeccompCmpOp::Eq, family as u64)?,
+                        condition(1, SeccompCmpOp::MaskedEq(SOCK_TYPE_MASK), kind as u64)?,
+                    ])
+                    .map_err(|err| err.to_string())?,
+                );
+            }
+        }
+        rules.insert(libc::SYS_socket, socket);
+        let not_unix = rule(0, SeccompCmpOp::Ne, libc::AF_UNIX as u64)?;
+        rules.insert(libc::SYS_socketpair, vec![not_unix]);
+    }
+    if network == Network::Off {
         // Only unix sockets can be made (UDP is not covered by Landlock before ABI 10), and
         // none can connect: a path or abstract unix socket of a host service (a container
         // daemon, a session bus) is as much "outside" as a TCP port is.
@@ -182,10 +214,24 @@ fn main_rules(network: bool) -> Result<BTreeMap<i64, Vec<SeccompRule>>, String> 
 
 /// A rule on the low 32 bits of argument `arg` (the kernel takes these arguments as 32 bits).
 fn rule(arg: u8, op: SeccompCmpOp, value: u64) -> Result<SeccompRule, String> {
-    let condition = SeccompCondition::new(arg, SeccompCmpArgLen::Dword, op, value)
-        .map_err(|err| err.to_string())?;
-    SeccompRule::new(vec![condition]).map_err(|err| err.to_string())
+    SeccompRule::new(vec![condition(arg, op, value)?]).map_err(|err| err.to_string())
 }
+
+fn condition(arg: u8, op: SeccompCmpOp, value: u64) -> Result<SeccompCondition, String> {
+    SeccompCondition::new(arg, SeccompCmpArgLen::Dword, op, value).map_err(|err| err.to_string())
+}
+
+/// The type bits of `socket`'s second argument (the rest are `SOCK_NONBLOCK`/`SOCK_CLOEXEC`).
+const SOCK_TYPE_MASK: u64 = 0xf;
+/// Socket types other than `SOCK_STREAM`: datagram, raw, RDM, sequenced packets, DCCP, packet.
+const NOT_STREAM: [libc::c_int; 6] = [
+    libc::SOCK_DGRAM,
+    libc::SOCK_RAW,
+    libc::SOCK_RDM,
+    libc::SOCK_SEQPACKET,
+    6,  // SOCK_DCCP
+    10, // SOCK_PACKET (obsolete, still accepted by the kernel)
+];
 
 #[cfg(target_arch = "x86_64")]
 fn with_x32_aliases(mut rules: BTreeMap<i64, Vec<SeccompRule>>) -> BTreeMap<i64, Vec<SeccompRule>> {
@@ -358,9 +404,9 @@ mod tests {
     const ENOSYS: u32 = libc::SECCOMP_RET_ERRNO | libc::ENOSYS as u32;
 
     /// System call numbers with argument checks or an own verdict, per network setting.
-    fn special(network: bool) -> Vec<i64> {
+    fn special(network: Network) -> Vec<i64> {
         let mut numbers = vec![libc::SYS_clone, libc::SYS_clone3, libc::SYS_ioctl];
-        if !network {
+        if network != Network::On {
             numbers.extend([
                 libc::SYS_socket,
                 libc::SYS_socketpair,
@@ -373,7 +419,7 @@ mod tests {
 
     #[test]
     fn every_system_call_number_gets_its_verdict() {
-        for network in [false, true] {
+        for network in [Network::Off, Network::On, Network::Proxy(3128)] {
             let programs = compile(network).unwrap();
             for nr in 0..1024i64 {
                 if special(network).contains(&nr) {
@@ -395,7 +441,7 @@ mod tests {
     #[cfg(target_arch = "x86_64")]
     #[test]
     fn x32_aliases_are_refused_where_x32_exists() {
-        let programs = programs(false, true).unwrap();
+        let programs = programs(Network::Off, true).unwrap();
         let x32 = |nr: i64| call(X32_SYSCALL_BIT | nr, [0; 6]);
         for nr in [
             libc::SYS_ptrace,
@@ -421,8 +467,8 @@ mod tests {
 
     #[test]
     fn argument_checks_refuse_exactly_what_they_name() {
-        let closed = compile(false).unwrap();
-        let open = compile(true).unwrap();
+        let closed = compile(Network::Off).unwrap();
+        let open = compile(Network::On).unwrap();
         let clone = libc::SYS_clone;
         let thread_flags = (libc::CLONE_VM | libc::CLONE_THREAD | libc::CLONE_SIGHAND) as u64;
         for programs in [&closed, &open] {
@@ -498,5 +544,50 @@ mod tests {
                 refused
             );
         }
+    }
+
+    #[test]
+    fn the_proxy_network_allows_tcp_and_unix_sockets_only() {
+        let programs = compile(Network::Proxy(3128)).unwrap();
+        let socket = |family: i32, kind: i32| {
+            run(
+                &programs,
+                &call(libc::SYS_socket, [family as u64, kind as u64, 0, 0, 0, 0]),
+            )
+        };
+        let stream = libc::SOCK_STREAM | libc::SOCK_CLOEXEC | libc::SOCK_NONBLOCK;
+        for family in [libc::AF_INET, libc::AF_INET6] {
+            assert_eq!(socket(family, stream), ALLOW);
+            assert_eq!(socket(family, libc::SOCK_STREAM), ALLOW);
+            for kind in [
+                libc::SOCK_DGRAM,
+                libc::SOCK_RAW,
+                libc::SOCK_DGRAM | libc::SOCK_CLOEXEC,
+            ] {
+                assert_eq!(socket(family, kind), EPERM, "{family} {kind}");
+            }
+        }
+        assert_eq!(socket(libc::AF_UNIX, libc::SOCK_DGRAM), ALLOW);
+        assert_eq!(socket(libc::AF_NETLINK, libc::SOCK_RAW), ALLOW);
+        for family in [
+            libc::AF_PACKET,
+            libc::AF_VSOCK,
+            libc::AF_BLUETOOTH,
+            libc::AF_ALG,
+        ] {
+            assert_eq!(socket(family, libc::SOCK_STREAM), EPERM, "{family}");
+        }
+        assert_eq!(
+            run(&programs, &call(libc::SYS_connect, [3, 0, 0, 0, 0, 0])),
+            ALLOW
+        );
+        let inet = libc::AF_INET as u64;
+        assert_eq!(
+            run(
+                &programs,
+                &call(libc::SYS_socketpair, [inet, 1, 0, 0, 0, 0])
+            ),
+            EPERM
+        );
     }
 }

@@ -1,26 +1,38 @@
 //! The launcher server (`toolgate-sandbox --serve`): one small, single-threaded process per
 //! toolgate process that starts sandboxed programs on request, so a call costs no `execve` of
-//! a launcher and no namespace or filter set-up on its path.
+//! a launcher and no namespace, view or filter set-up on its path.
 //!
 //! ```text
-//! toolgate ── server (own process group, user namespace) ── init (PID 1, the call's group) ── program ── …
+//! toolgate ── server (own process group, user and mount namespace) ── init (PID 1, session) ── program ── …
 //! ```
 //!
 //! - It is started lazily by toolgate with a `SOCK_SEQPACKET` socket as its stdin and serves
 //!   the requests of `wire.rs`. Policies are sent once per `Sandbox` and referred to by id.
-//! - Ahead of each call, it starts the call's init: cloned into a new PID namespace (the
-//!   server entered a user namespace once, at start, where it may), leader of its own process
-//!   group, the seccomp filter already installed, everything else closed, waiting on a socket.
-//!   A call's request gets such a waiting init (one is made on the spot when none matches),
-//!   the Landlock ruleset (built here from paths kept open, see `opened.rs`), its standard
-//!   streams and the program to run; the init starts the program's process (which only
-//!   applies the ruleset and executes, see `confine.rs`) and reports its status on the call's
-//!   socket. toolgate gets the init's pid and a pidfd, and kills the group on timeout or abort
-//!   exactly as for a child of its own. When toolgate closes the call's socket the server
-//!   kills the init (ending the namespace) and only then reaps it, so the group id is never
-//!   reused while toolgate may still signal it.
-//! - Without PID namespaces the init is a subreaper instead, which kills every leftover
-//!   descendant when the program exits or the call's socket closes.
+//! - At its start it enters a user namespace and a mount namespace of its own (where the
+//!   kernel allows it) and finds out what it can build there (`features.rs`).
+//! - **Views** (`view.rs`): for each policy and the read roots of its calls' programs, the
+//!   server builds the view once, in a child that then exits, and keeps the view's mount
+//!   namespace (and the network namespace its calls share) open. A view whose paths change
+//!   (inotify, see `opened.rs`; protected and hidden paths are looked at on every call) is
+//!   dropped and built again.
+//! - **Inits**: ahead of each call, the server starts the call's init, cloned into new PID and
+//!   IPC namespaces (and, for the proxy network, a network namespace), in the call's cgroup.
+//!   The init makes itself a session leader, enters the view with a private copy of its mounts,
+//!   mounts the call's own `/proc` and private tmpfs, applies the limits, builds the call's
+//!   Landlock ruleset, gives up every capability, installs the seccomp filters, says it is
+//!   ready, and waits. A call's request gets an init made for its view (one is made on the spot
+//!   when none waits), its standard streams and the program to run; the init makes the call's
+//!   directory, hands the proxy's listener to toolgate, starts the program's process (which
+//!   only applies the ruleset and executes, see `confine.rs`) and reports how it ended, with the
+//!   limits it ran into, on the call's socket. toolgate gets the init's pid and a pidfd, and
+//!   kills the group on timeout or abort exactly as for a child of its own. When toolgate
+//!   closes the call's socket the server kills the init (ending the namespace) and only then
+//!   reaps it and removes its cgroup, so the group id is never reused while toolgate may still
+//!   signal it.
+//! - Where no view can be built (user namespaces without capabilities), an init runs in the
+//!   host's file system under Landlock alone, with its ruleset built per call; without PID
+//!   namespaces it is a subreaper instead, which kills every leftover descendant when the
+//!   program exits or the call's socket closes. A policy that needs the view is refused.
 //! - It dies with toolgate (its socket reaches end of file, or toolgate's pidfd fires): it
 //!   kills every call, waits for them, removes toolgate's private directories (`--clean`) and
 //!   exits. Each init dies with the server (`PR_SET_PDEATHSIG`); toolgate then sees the call's
@@ -28,23 +40,30 @@
 
 use std::cell::Cell;
 use std::collections::HashMap;
-use std::ffi::OsString;
+use std::ffi::{OsStr, OsString};
 use std::os::fd::{AsFd, AsRawFd, BorrowedFd, FromRawFd, OwnedFd};
-use std::path::PathBuf;
+use std::os::unix::fs::MetadataExt;
+use std::path::{Path, PathBuf};
 
 use crate::confine::{
     fail, filters_of, install_filters, ChildStack, Grant, Program, RulesetBuilder,
 };
-use crate::opened::OpenPaths;
-use crate::plan::{Confinement, Plan};
+use crate::features::{self, Features};
+use crate::init::{self, Prepared, ServedInit, ViewHandles};
+use crate::limits::{CallCgroup, Cgroups};
+use crate::opened::{OpenPaths, PathHandle};
+use crate::plan::{Confinement, Network, Plan};
 use crate::protocol::wire::{self, Reader};
 use crate::protocol::words;
 use crate::protocol::{ARG_CLEAN, ARG_PARENT, EXIT_SETUP_FAILED};
 use crate::seccomp;
-use crate::tree::{block_signals, enter_user_namespace, kill_descendants, reap_until};
+use crate::tree::{block_signals, cpu_time, enter_user_namespace, kill_descendants};
+use crate::view::{self, Access, ViewSpec};
 
-/// How many kinds of waiting inits (one per seccomp set-up) are kept.
-const MAX_WAITING_KINDS: usize = 4;
+/// How many kinds of waiting inits (one per view) are kept.
+const MAX_WAITING_KINDS: usize = 8;
+/// How many views are kept built.
+const MAX_VIEWS: usize = 32;
 /// How long after a request the server waits before making the next waiting inits: the init
 /// it just woke should get a CPU first, not queue behind that work.
 const MAKE_WAITING_AFTER: std::time::Duration = std::time::Duration::from_micros(300);
@@ -115,18 +134,29 @@ enum Containment {
 /// A registered policy.
 struct Policy {
     rules: Confinement,
-    /// Which waiting inits fit it: its filters (and whether a filter may fail).
-    kind: Kind,
+    /// Whether its filters were compiled (false only where seccomp is missing, best-effort).
+    seccomp: bool,
 }
 
-/// The seccomp set-up of a waiting init.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-struct Kind {
-    /// Whether it installs the filters (of `network`).
-    seccomp: bool,
-    network: bool,
-    /// Whether a filter may fail to install.
-    best_effort: bool,
+/// What a waiting init is for: a policy and the read roots of a call's program (its view),
+/// and the directory holding the call directories.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+struct Key {
+    policy: u64,
+    extras: Vec<OsString>,
+    private_dir: Option<OsString>,
+}
+
+/// A built view.
+struct View {
+    mount: OwnedFd,
+    /// The network namespace its calls without network share.
+    network: Option<OwnedFd>,
+    /// What its protected and hidden paths were when it was built: `(dev, inode)` or missing.
+    guarded: Vec<(OsString, Option<(u64, u64)>)>,
+    /// The paths it was built from (a change to one drops it).
+    names: Vec<OsString>,
+    last_used: u64,
 }
 
 struct Server {
@@ -140,25 +170,33 @@ struct Server {
     mask: libc::sigset_t,
     files: libc::rlimit,
     containment: Cell<Containment>,
+    features: Features,
+    cgroups: Cgroups,
     policies: HashMap<u64, Result<Policy, String>>,
-    /// The compiled seccomp filters, without and with network access (the same for every
-    /// policy with that setting: compiled for the first that needs them).
-    filters: [Option<Vec<seccomp::Program>>; 2],
+    /// The compiled seccomp filters per network setting (off, on, proxy): the same for every
+    /// policy with that setting, compiled for the first that needs them.
+    filters: [Option<Vec<seccomp::Program>>; 3],
     paths: OpenPaths,
+    views: HashMap<Key, View>,
     /// Inits made ahead of calls.
     waiting: Vec<Waiting>,
     /// The kinds of the last calls, most recent last: what to make inits ahead for.
-    recent: Vec<Kind>,
+    recent: Vec<Key>,
     calls: Vec<Call>,
     clean: Option<PathBuf>,
+    /// Counts inits (cgroup names) and view uses.
+    counter: u64,
 }
 
-/// An init waiting for its call.
+/// An init made ahead of its call.
 struct Waiting {
-    kind: Kind,
+    key: Key,
     pid: libc::pid_t,
     pidfd: OwnedFd,
     socket: OwnedFd,
+    cgroup: Option<CallCgroup>,
+    /// It built its ruleset itself (it has a view): no `RULES` per call.
+    has_view: bool,
 }
 
 /// A started call.
@@ -167,6 +205,7 @@ struct Call {
     socket: OwnedFd,
     init: OwnedFd,
     pid: libc::pid_t,
+    cgroup: Option<CallCgroup>,
     /// toolgate is done with it: waiting for the init to be gone, then reaping it.
     closing: bool,
 }
@@ -178,6 +217,14 @@ struct Request {
     stderr: OwnedFd,
     stdin: Option<OwnedFd>,
     body: Vec<u8>,
+}
+
+fn filter_slot(network: Network) -> usize {
+    match network {
+        Network::Off => 0,
+        Network::On => 1,
+        Network::Proxy(_) => 2,
+    }
 }
 
 impl Server {
@@ -196,8 +243,8 @@ impl Server {
         let socket = unsafe { OwnedFd::from_raw_fd(0) };
         set_cloexec(socket.as_fd());
         // SAFETY: getpid has no preconditions.
-        let itself = wire::pidfd_open(unsafe { libc::getpid() })
-            .map_err(|err| format!("pidfd_open: {err}"))?;
+        let own_pid = unsafe { libc::getpid() };
+        let itself = wire::pidfd_open(own_pid).map_err(|err| format!("pidfd_open: {err}"))?;
         let devnull = rustix::fs::open(
             "/dev/null",
             rustix::fs::OFlags::RDWR | rustix::fs::OFlags::CLOEXEC,
@@ -205,7 +252,9 @@ impl Server {
         )
         .map_err(|err| format!("/dev/null: {err}"))?;
         let files = raise_file_limit();
-        let containment = choose_containment();
+        // Cgroups first: made from the host's view of /proc and /sys.
+        let cgroups = Cgroups::prepare(own_pid, parent);
+        let (containment, features) = choose_containment();
         Ok(Self {
             socket,
             parent: parent_fd,
@@ -214,13 +263,17 @@ impl Server {
             mask,
             files,
             containment: Cell::new(containment),
+            features,
+            cgroups,
             policies: HashMap::new(),
-            filters: [None, None],
+            filters: [None, None, None],
             paths: OpenPaths::new(),
+            views: HashMap::new(),
             waiting: Vec::new(),
             recent: Vec::new(),
             calls: Vec::new(),
             clean,
+            counter: 0,
         })
     }
 
@@ -257,7 +310,7 @@ impl Server {
                 return Ending::ToolgateGone;
             }
             if polls[2].revents != 0 {
-                self.paths.read_events();
+                self.read_events();
             }
             // Calls first: their indices are those of this poll.
             let mut finished = Vec::new();
@@ -274,6 +327,9 @@ impl Server {
             for index in finished.into_iter().rev() {
                 let call = self.calls.swap_remove(index);
                 reap(call.pid);
+                if let Some(cgroup) = &call.cgroup {
+                    cgroup.remove();
+                }
             }
             if polls[0].revents != 0 {
                 if let Some(ending) = self.handle_requests() {
@@ -327,6 +383,16 @@ impl Server {
                 }
                 (Some(wire::FORGET), Some(id)) => {
                     self.policies.remove(&id);
+                    self.views.retain(|key, _| key.policy != id);
+                    let (stale, kept): (Vec<Waiting>, Vec<Waiting>) = self
+                        .waiting
+                        .drain(..)
+                        .partition(|waiting| waiting.key.policy == id);
+                    self.waiting = kept;
+                    for waiting in stale {
+                        self.discard(waiting);
+                    }
+                    self.recent.retain(|key| key.policy != id);
                 }
                 (Some(wire::SPAWN), Some(policy)) => {
                     let flags = reader.u8().unwrap_or(0);
@@ -342,10 +408,10 @@ impl Server {
         }
     }
 
-    /// A policy to register: which inits fit it, its filters compiled when they are the first
-    /// of their network setting.
+    /// A policy to register, its filters compiled when they are the first of their network
+    /// setting.
     fn policy(&mut self, rules: Confinement) -> Result<Policy, String> {
-        let slot = &mut self.filters[usize::from(rules.network)];
+        let slot = &mut self.filters[filter_slot(rules.network)];
         let seccomp = match slot {
             Some(_) => rules.seccomp,
             None => {
@@ -357,21 +423,13 @@ impl Server {
                 compiled
             }
         };
-        Ok(Policy {
-            kind: Kind {
-                seccomp,
-                network: rules.network,
-                best_effort: rules.best_effort,
-            },
-            rules,
-        })
+        Ok(Policy { rules, seccomp })
     }
 
-    /// Starts a call; every failure is reported on the call's socket. The init gets its
-    /// streams and program first and prepares while the ruleset is built here.
+    /// Starts a call; every failure is reported on the call's socket.
     fn spawn(&mut self, policy: u64, request: Request) {
-        let kind = match self.policies.get(&policy) {
-            Some(Ok(policy)) => policy.kind,
+        match self.policies.get(&policy) {
+            Some(Ok(_)) => {}
             Some(Err(message)) => {
                 let message = format!("the policy was not accepted: {message}");
                 return report_failure(request.socket.as_fd(), &message);
@@ -380,37 +438,58 @@ impl Server {
                 let message = format!("unknown policy {policy}");
                 return report_failure(request.socket.as_fd(), &message);
             }
+        }
+        let plan = match Plan::parse(words::split(&request.body), true) {
+            Ok(plan) => plan,
+            Err(message) => return report_failure(request.socket.as_fd(), &message),
         };
-        self.remember(&kind);
-        let Some(waiting) = self.assign(&kind, &request) else {
+        let mut extras = plan.confinement.read.clone();
+        extras.sort();
+        extras.dedup();
+        let key = Key {
+            policy,
+            extras,
+            private_dir: plan
+                .call_dir
+                .as_deref()
+                .and_then(|dir| Path::new(dir).parent())
+                .map(|dir| dir.as_os_str().to_os_string()),
+        };
+        // A name changed since the last call is seen before any view or rule is made from it.
+        self.read_events();
+        self.check_guarded(&key);
+        self.remember(&key);
+        let Some(waiting) = self.assign(&key, &request) else {
             return;
         };
-        let rules = match self.ruleset(policy, &request.body) {
-            Ok(ruleset) => {
-                let fds: Vec<BorrowedFd<'_>> = ruleset.iter().map(AsFd::as_fd).collect();
-                wire::send(waiting.socket.as_fd(), &[wire::RULES], &fds)
+        if !waiting.has_view {
+            let rules = match self.ruleset(policy, &plan) {
+                Ok(ruleset) => {
+                    let fds: Vec<BorrowedFd<'_>> = ruleset.iter().map(AsFd::as_fd).collect();
+                    wire::send(waiting.socket.as_fd(), &[wire::RULES], &fds)
+                }
+                Err(message) => {
+                    let mut bytes = vec![wire::FAILED];
+                    bytes.extend_from_slice(message.as_bytes());
+                    bytes.truncate(wire::MAX_MESSAGE);
+                    wire::send(waiting.socket.as_fd(), &bytes, &[])
+                }
+            };
+            if rules.is_err() {
+                // The init died: its end of file reaches toolgate without a status.
+                signal(waiting.pidfd.as_fd(), libc::SIGKILL);
             }
-            Err(message) => {
-                let mut bytes = vec![wire::FAILED];
-                bytes.extend_from_slice(message.as_bytes());
-                bytes.truncate(wire::MAX_MESSAGE);
-                wire::send(waiting.socket.as_fd(), &bytes, &[])
-            }
-        };
-        if rules.is_err() {
-            // The init died: its end of file reaches toolgate without a status.
-            signal(waiting.pidfd.as_fd(), libc::SIGKILL);
         }
         self.started(request.socket, waiting);
     }
 
-    /// Hands the call's streams and program to a waiting init of `kind` (one made now when
-    /// none waits; one that died meanwhile is replaced once).
-    fn assign(&mut self, kind: &Kind, request: &Request) -> Option<Waiting> {
+    /// Hands the call's streams and program to a ready init of `key` (one made now when none
+    /// waits; one that died meanwhile is replaced once).
+    fn assign(&mut self, key: &Key, request: &Request) -> Option<Waiting> {
         for _ in 0..2 {
-            let waiting = match self.take_waiting(kind) {
+            let waiting = match self.take_waiting(key) {
                 Some(waiting) => waiting,
-                None => match self.make_init(kind) {
+                None => match self.make_init(key) {
                     Ok(waiting) => waiting,
                     Err(message) => {
                         report_failure(request.socket.as_fd(), &message);
@@ -418,6 +497,23 @@ impl Server {
                     }
                 },
             };
+            // The init says whether it could set itself up (ahead of time: already said).
+            match wire::recv(waiting.socket.as_fd(), true) {
+                Ok(message) if message.bytes.first() == Some(&wire::READY) => {}
+                Ok(message) if message.bytes.first() == Some(&wire::FAILED) => {
+                    let text = String::from_utf8_lossy(&message.bytes[1..]).into_owned();
+                    self.discard(waiting);
+                    report_failure(
+                        request.socket.as_fd(),
+                        &format!("the call's sandbox could not be set up: {text}"),
+                    );
+                    return None;
+                }
+                _ => {
+                    self.discard(waiting);
+                    continue;
+                }
+            }
             let mut flags = 0;
             let mut fds = vec![
                 request.socket.as_fd(),
@@ -432,14 +528,22 @@ impl Server {
             if wire::send_with_body(waiting.socket.as_fd(), head, 1, &request.body, &fds).is_ok() {
                 return Some(waiting);
             }
-            signal(waiting.pidfd.as_fd(), libc::SIGKILL);
-            reap(waiting.pid);
+            self.discard(waiting);
         }
         report_failure(
             request.socket.as_fd(),
             "the call's init ended before it started",
         );
         None
+    }
+
+    /// Kills and reaps an init that will not run a call.
+    fn discard(&self, waiting: Waiting) {
+        signal(waiting.pidfd.as_fd(), libc::SIGKILL);
+        reap(waiting.pid);
+        if let Some(cgroup) = &waiting.cgroup {
+            cgroup.remove();
+        }
     }
 
     /// Tells toolgate the call runs, and keeps it.
@@ -449,6 +553,7 @@ impl Server {
             socket,
             init: waiting.pidfd,
             pid: waiting.pid,
+            cgroup: waiting.cgroup,
             closing: false,
         };
         if wire::send(call.socket.as_fd(), &started, &[call.init.as_fd()]).is_err() {
@@ -461,15 +566,12 @@ impl Server {
         self.calls.push(call);
     }
 
-    /// The call's Landlock ruleset: the policy's paths and the program's read roots from the
-    /// open paths, the call's private directory opened now.
-    fn ruleset(&mut self, policy: u64, body: &[u8]) -> Result<Option<OwnedFd>, String> {
+    /// The call's Landlock ruleset for an init without a view: the policy's paths and the
+    /// program's read roots from the open paths, the call's private directory opened now.
+    fn ruleset(&mut self, policy: u64, plan: &Plan) -> Result<Option<OwnedFd>, String> {
         let Some(Ok(Policy { rules, .. })) = self.policies.get(&policy) else {
             return Err(format!("unknown policy {policy}"));
         };
-        let plan = Plan::parse(words::split(body), true)?;
-        // A name changed since the last call is seen before any rule is made from it.
-        self.paths.read_events();
         let mut builder = RulesetBuilder::new(rules.network)?;
         for (paths, grant) in [
             (&rules.read, Grant::Read),
@@ -483,75 +585,331 @@ impl Server {
                 }
             }
         }
-        for path in &plan.confinement.write {
+        for path in plan.confinement.write.iter().chain(&plan.call_dir) {
             builder.add_path(path, Grant::Write)?;
         }
         builder.finish(rules.best_effort)
     }
 
-    fn remember(&mut self, kind: &Kind) {
-        self.recent.retain(|known| known != kind);
-        self.recent.push(*kind);
-        if self.recent.len() > MAX_WAITING_KINDS {
-            let forgotten = self.recent.remove(0);
-            self.waiting.retain(|waiting| waiting.kind != forgotten);
+    /// Reads the inotify events and drops every view built from a path that changed (with
+    /// the inits made for it).
+    fn read_events(&mut self) {
+        let dropped = self.paths.read_events();
+        if dropped.is_empty() {
+            return;
+        }
+        let stale: Vec<Key> = self
+            .views
+            .iter()
+            .filter(|(_, view)| view.names.iter().any(|name| dropped.contains(name)))
+            .map(|(key, _)| key.clone())
+            .collect();
+        for key in stale {
+            self.drop_view(&key);
         }
     }
 
-    fn take_waiting(&mut self, kind: &Kind) -> Option<Waiting> {
+    /// Drops the view of `key` when one of its protected or hidden paths is not what it was
+    /// (made, removed or replaced since), so that the next init gets one that mounts it.
+    fn check_guarded(&mut self, key: &Key) {
+        let stale = self.views.get(key).is_some_and(|view| {
+            view.guarded
+                .iter()
+                .any(|(path, identity)| file_identity(path) != *identity)
+        });
+        if stale {
+            self.drop_view(key);
+        }
+    }
+
+    fn drop_view(&mut self, key: &Key) {
+        self.views.remove(key);
+        let (stale, kept): (Vec<Waiting>, Vec<Waiting>) = self
+            .waiting
+            .drain(..)
+            .partition(|waiting| &waiting.key == key);
+        self.waiting = kept;
+        for waiting in stale {
+            self.discard(waiting);
+        }
+    }
+
+    fn remember(&mut self, key: &Key) {
+        self.recent.retain(|known| known != key);
+        self.recent.push(key.clone());
+        if self.recent.len() > MAX_WAITING_KINDS {
+            let forgotten = self.recent.remove(0);
+            let (stale, kept): (Vec<Waiting>, Vec<Waiting>) = self
+                .waiting
+                .drain(..)
+                .partition(|waiting| waiting.key == forgotten);
+            self.waiting = kept;
+            for waiting in stale {
+                self.discard(waiting);
+            }
+        }
+    }
+
+    fn take_waiting(&mut self, key: &Key) -> Option<Waiting> {
         let index = self
             .waiting
             .iter()
-            .position(|waiting| &waiting.kind == kind)?;
+            .position(|waiting| &waiting.key == key)?;
         Some(self.waiting.swap_remove(index))
     }
 
     /// One waiting init for each kind recently asked for. (Dropping a waiting init closes
     /// its socket: it exits.)
     fn make_waiting(&mut self) {
-        for kind in self.recent.clone() {
-            if self.waiting.iter().any(|waiting| waiting.kind == kind) {
+        for key in self.recent.clone() {
+            if self.waiting.iter().any(|waiting| waiting.key == key) {
                 continue;
             }
-            match self.make_init(&kind) {
+            if !self.policies.contains_key(&key.policy) {
+                continue;
+            }
+            match self.make_init(&key) {
                 Ok(waiting) => self.waiting.push(waiting),
                 Err(_) => return, // made on demand, with the error reported, by the next call
             }
         }
     }
 
-    /// Starts an init of `kind`: PID 1 of a new PID namespace, or a subreaper.
-    fn make_init(&self, kind: &Kind) -> Result<Waiting, String> {
+    /// Whether calls of `rules` get a view here; `Err` when they need one and none can be
+    /// built.
+    fn uses_view(&self, rules: &Confinement) -> Result<bool, String> {
+        match &self.features.view {
+            Ok(()) if !rules.without.view => Ok(true),
+            Ok(()) => Ok(false),
+            Err(why) if rules.require_view => Err(format!(
+                "this policy needs the sandbox's own view of the file system (protected or hidden paths inside the roots, or the proxy network), which cannot be built here: {why}"
+            )),
+            Err(_) => Ok(false),
+        }
+    }
+
+    /// The view of `key`, built when there is none.
+    fn view(&mut self, key: &Key) -> Result<&View, String> {
+        self.counter += 1;
+        let counter = self.counter;
+        if !self.views.contains_key(key) {
+            if self.views.len() >= MAX_VIEWS {
+                if let Some(oldest) = self
+                    .views
+                    .iter()
+                    .min_by_key(|(_, view)| view.last_used)
+                    .map(|(key, _)| key.clone())
+                {
+                    self.drop_view(&oldest);
+                }
+            }
+            let view = self.build_view(key)?;
+            self.views.insert(key.clone(), view);
+        }
+        let view = self.views.get_mut(key).expect("just made");
+        view.last_used = counter;
+        Ok(view)
+    }
+
+    /// Builds the view of `key` in a child that enters a new mount namespace (and, for calls
+    /// without network, a network namespace they share), builds it, and hands both back.
+    fn build_view(&mut self, key: &Key) -> Result<View, String> {
+        let Some(Ok(policy)) = self.policies.get(&key.policy) else {
+            return Err(format!("unknown policy {}", key.policy));
+        };
+        let rules = &policy.rules;
+        let mut entries: Vec<(OsString, Access)> = Vec::new();
+        for (paths, access) in [
+            (&rules.read, Access::Read),
+            (&key.extras, Access::Read),
+            (&rules.write, Access::Write),
+            (&rules.devices, Access::Device),
+            (&rules.protect, Access::Protect),
+            (&rules.hide, Access::Hide),
+        ] {
+            entries.extend(paths.iter().map(|path| (path.clone(), access)));
+        }
+        let spec = ViewSpec {
+            entries,
+            private_dir: key.private_dir.clone(),
+            host_proc: !self.features.fresh_proc,
+        };
+        let shared_network = rules.network == Network::Off
+            && self.features.network_namespace
+            && !rules.without.network_namespace;
+        let guarded: Vec<(OsString, Option<(u64, u64)>)> = rules
+            .protect
+            .iter()
+            .chain(&rules.hide)
+            .map(|path| (path.clone(), file_identity(path)))
+            .collect();
+        let names: Vec<OsString> = rules
+            .read
+            .iter()
+            .chain(&key.extras)
+            .chain(&rules.write)
+            .chain(&rules.devices)
+            .chain(&rules.protect)
+            .chain(&rules.hide)
+            .cloned()
+            .collect();
+        // Watched from now on: a change after this point drops the view.
+        for name in &names {
+            let _ = self.paths.get(name);
+        }
         let (ours, theirs) = wire::socket_pair().map_err(|err| format!("socketpair: {err}"))?;
-        let pid = self.clone_init(kind, theirs.as_fd())?;
+        // SAFETY: fork in a single-threaded process; the child builds and exits.
+        let child = unsafe { libc::fork() };
+        if child == 0 {
+            drop(ours);
+            build_in_child(&spec, shared_network, theirs.as_fd());
+        }
         drop(theirs);
-        // Both sides set the group, so it exists before toolgate learns the pid.
-        // SAFETY: setpgid takes plain integers; the init has not executed anything.
-        unsafe { libc::setpgid(pid, pid) };
-        match wire::pidfd_open(pid) {
+        if child < 0 {
+            return Err(format!("fork: {}", std::io::Error::last_os_error()));
+        }
+        let answer = wire::recv(ours.as_fd(), true);
+        reap(child);
+        let message = answer.map_err(|err| format!("building the view: {err}"))?;
+        match message.bytes.split_first() {
+            Some((&wire::READY, _)) => {
+                let mut fds = message.fds.into_iter();
+                let mount = fds
+                    .next()
+                    .ok_or("building the view: no namespace came back")?;
+                Ok(View {
+                    mount,
+                    network: fds.next(),
+                    guarded,
+                    names,
+                    last_used: 0,
+                })
+            }
+            Some((&wire::FAILED, text)) => Err(format!(
+                "the sandbox's view could not be built: {}",
+                String::from_utf8_lossy(text)
+            )),
+            _ => Err("the sandbox's view could not be built: its builder ended".into()),
+        }
+    }
+
+    /// Starts an init for `key`: PID 1 of new PID and IPC namespaces (or a subreaper), in
+    /// the call's cgroup, setting itself up to report `READY`.
+    fn make_init(&mut self, key: &Key) -> Result<Waiting, String> {
+        let rules = match self.policies.get(&key.policy) {
+            Some(Ok(policy)) => policy.rules.clone(),
+            Some(Err(message)) => return Err(format!("the policy was not accepted: {message}")),
+            None => return Err(format!("unknown policy {}", key.policy)),
+        };
+        let has_view = self.uses_view(&rules)?;
+        if has_view {
+            self.view(key)?;
+        }
+        let own_network = match rules.network {
+            Network::Proxy(_) if !self.features.network_namespace => {
+                return Err("the proxy network needs a network namespace of the call's own, which this kernel does not allow here (unprivileged user namespaces restricted?)".into())
+            }
+            Network::Proxy(_) => true,
+            _ => false,
+        };
+        self.counter += 1;
+        let cgroup = if rules.without.limits {
+            None
+        } else {
+            self.cgroups.for_call(self.counter, &rules.limits)?
+        };
+        // The paths of the ruleset, open here for the init to build it from (an init with a
+        // view builds it ahead; one without gets it per call).
+        let mut handles: Vec<(PathHandleOwned, Grant)> = Vec::new();
+        if has_view {
+            for (paths, grant) in [
+                (&rules.read, Grant::Read),
+                (&key.extras, Grant::Read),
+                (&rules.write, Grant::Write),
+                (&rules.devices, Grant::Device),
+            ] {
+                for path in paths {
+                    if let Some(handle) = self.paths.get(path) {
+                        handles.push((PathHandleOwned::from(handle), grant));
+                    }
+                }
+            }
+        }
+        let (ours, theirs) = wire::socket_pair().map_err(|err| format!("socketpair: {err}"))?;
+        let seccomp = matches!(self.policies.get(&key.policy), Some(Ok(policy)) if policy.seccomp);
+        let view = if has_view { self.views.get(key) } else { None };
+        let setup = InitSetup {
+            rules: &rules,
+            seccomp,
+            view: view.map(|view| ViewHandles {
+                mount: view.mount.as_fd(),
+                network: view.network.as_ref().map(AsFd::as_fd),
+                fresh_proc: self.features.fresh_proc,
+                private_dir: key.private_dir.as_deref(),
+            }),
+            own_network,
+            ipc: self.features.ipc_namespace && !rules.without.ipc,
+            cgroup: cgroup.as_ref(),
+            grants: handles
+                .iter()
+                .map(|(handle, grant)| (handle.fd(), handle.directory(), *grant))
+                .collect(),
+        };
+        let pid = self.clone_init(&setup, theirs.as_fd());
+        drop(theirs);
+        drop(handles);
+        let pid = match pid {
+            Ok(pid) => pid,
+            Err(message) => {
+                if let Some(cgroup) = &cgroup {
+                    cgroup.remove();
+                }
+                return Err(message);
+            }
+        };
+        let entered = cgroup.as_ref().map_or(Ok(()), |cgroup| cgroup.enter(pid));
+        let pidfd = entered
+            .and_then(|()| wire::pidfd_open(pid).map_err(|err| format!("pidfd_open: {err}")));
+        match pidfd {
             Ok(pidfd) => Ok(Waiting {
-                kind: *kind,
+                key: key.clone(),
                 pid,
                 pidfd,
                 socket: ours,
+                cgroup,
+                has_view,
             }),
-            Err(err) => {
+            Err(message) => {
                 // SAFETY: kill of our own child; reaped right after.
                 unsafe { libc::kill(pid, libc::SIGKILL) };
                 reap(pid);
-                Err(format!("pidfd_open: {err}"))
+                if let Some(cgroup) = &cgroup {
+                    cgroup.remove();
+                }
+                Err(message)
             }
         }
     }
 
-    fn clone_init(&self, kind: &Kind, socket: BorrowedFd<'_>) -> Result<libc::pid_t, String> {
+    fn clone_init(
+        &self,
+        setup: &InitSetup<'_>,
+        socket: BorrowedFd<'_>,
+    ) -> Result<libc::pid_t, String> {
+        let mut flags = libc::SIGCHLD;
+        if setup.ipc {
+            flags |= libc::CLONE_NEWIPC;
+        }
+        if setup.own_network {
+            flags |= libc::CLONE_NEWNET;
+        }
         if self.containment.get() == Containment::PidNamespace {
             // SAFETY: a fork-like clone (no new stack, no shared memory) in a single-threaded
             // process: the child may run any code.
             let pid = unsafe {
                 libc::syscall(
                     libc::SYS_clone,
-                    libc::CLONE_NEWPID | libc::SIGCHLD,
+                    flags | libc::CLONE_NEWPID,
                     0usize,
                     0usize,
                     0usize,
@@ -559,7 +917,7 @@ impl Server {
                 )
             } as libc::pid_t;
             if pid == 0 {
-                self.init(kind, socket);
+                self.init(setup, socket, true);
             }
             if pid > 0 {
                 return Ok(pid);
@@ -574,21 +932,21 @@ impl Server {
             // Not allowed here after all: subreapers from now on.
             self.containment.set(Containment::Subreaper);
         }
-        // SAFETY: single-threaded process: the child may run any code.
-        let pid = unsafe { libc::fork() };
+        // SAFETY: as above.
+        let pid = unsafe { libc::syscall(libc::SYS_clone, flags, 0usize, 0usize, 0usize, 0usize) }
+            as libc::pid_t;
         if pid == 0 {
-            self.init(kind, socket);
+            self.init(setup, socket, false);
         }
         if pid < 0 {
-            return Err(format!("fork: {}", std::io::Error::last_os_error()));
+            return Err(format!("clone: {}", std::io::Error::last_os_error()));
         }
         Ok(pid)
     }
 
-    /// A call's init: set up ahead of the call (group, filter, nothing else open), it waits
-    /// for its call, starts the program and reports how it ended on the call's socket.
-    fn init(&self, kind: &Kind, socket: BorrowedFd<'_>) -> ! {
-        let namespace = self.containment.get() == Containment::PidNamespace;
+    /// A call's init: set up ahead of the call, it says so, waits for its call, starts the
+    /// program and reports how it ended on the call's socket.
+    fn init(&self, setup: &InitSetup<'_>, socket: BorrowedFd<'_>, namespace: bool) -> ! {
         // SAFETY: plain-integer system calls.
         unsafe {
             if namespace {
@@ -600,26 +958,61 @@ impl Server {
             } else {
                 libc::prctl(libc::PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0);
             }
-            libc::setpgid(0, 0);
+            // A session of its own: the call's process group, and no controlling terminal.
+            libc::setsid();
         }
+        let prepared = init::prepare_served(&ServedInit {
+            rules: setup.rules,
+            view: setup.view.as_ref().map(|view| ViewHandles {
+                mount: view.mount,
+                network: view.network,
+                fresh_proc: view.fresh_proc,
+                private_dir: view.private_dir,
+            }),
+            own_network: setup.own_network,
+            cgroup: setup.cgroup,
+            grants: &setup.grants,
+        });
         // Nothing of the server's or of calls stays open here: another call's pipe held by
         // this init would keep that call's output open.
-        keep_only(&[socket.as_raw_fd(), self.devnull.as_raw_fd()]);
+        let mut keep = vec![socket.as_raw_fd(), self.devnull.as_raw_fd()];
+        if let Ok(prepared) = &prepared {
+            keep.extend(prepared.fds());
+        }
+        keep_only(&keep);
         // Fds 0 to 2 taken, the call's streams arrive above them (see `Program`).
         for fd in 0..3 {
             // SAFETY: dup2 of an fd we hold onto a free slot.
             unsafe { libc::dup2(self.devnull.as_raw_fd(), fd) };
         }
         // The filter the program inherits (installing it costs more than the rest of a start).
-        let filters = match &self.filters[usize::from(kind.network)] {
-            Some(filters) if kind.seccomp => filters.as_slice(),
+        let filters = match &self.filters[filter_slot(setup.rules.network)] {
+            Some(filters) if setup.seccomp => filters.as_slice(),
             _ => &[],
         };
-        let ready = install_filters(filters, kind.best_effort)
-            .and_then(|()| ChildStack::new().map_err(|err| format!("the program's stack: {err}")));
-        let code = match self.serve_call(socket, namespace, ready) {
-            Ok(()) => 0,
-            Err(()) => EXIT_SETUP_FAILED,
+        let ready = prepared.and_then(|prepared| {
+            install_filters(filters, setup.rules.best_effort)?;
+            let stack = ChildStack::new().map_err(|err| format!("the program's stack: {err}"))?;
+            Ok((prepared, stack))
+        });
+        let code = match ready {
+            Ok((prepared, stack)) => {
+                if wire::send(socket, &[wire::READY], &[]).is_err() {
+                    EXIT_SETUP_FAILED
+                } else {
+                    match self.serve_call(socket, namespace, &prepared, stack, setup.rules) {
+                        Ok(()) => 0,
+                        Err(()) => EXIT_SETUP_FAILED,
+                    }
+                }
+            }
+            Err(message) => {
+                let mut bytes = vec![wire::FAILED];
+                bytes.extend_from_slice(message.as_bytes());
+                bytes.truncate(wire::MAX_MESSAGE);
+                let _ = wire::send(socket, &bytes, &[]);
+                EXIT_SETUP_FAILED
+            }
         };
         // SAFETY: _exit never returns. In a namespace this ends every process left in it.
         unsafe { libc::_exit(code) }
@@ -630,7 +1023,9 @@ impl Server {
         &self,
         socket: BorrowedFd<'_>,
         namespace: bool,
-        ready: Result<ChildStack, String>,
+        prepared: &Prepared,
+        stack: ChildStack,
+        rules: &Confinement,
     ) -> Result<(), ()> {
         let message = wire::recv(socket, true).map_err(|_| ())?;
         let mut reader = Reader::new(&message.bytes);
@@ -651,28 +1046,46 @@ impl Server {
             return Err(());
         };
         let stdin = stdin.as_ref().map_or(self.devnull.as_fd(), AsFd::as_fd);
-        let launch = ready.and_then(|stack| {
-            let body = body.map_err(|err| format!("reading the request: {err}"))?;
-            let plan = Plan::parse(words::split(&body), true)?;
-            Ok((stack, plan.launch.ok_or("no program given")?))
-        });
-        // The ruleset, built by the server meanwhile.
-        let rules = wire::recv(socket, true).map_err(|_| ())?;
-        let ruleset = match rules.bytes.split_first() {
-            Some((&wire::RULES, _)) => Ok(rules.fds.into_iter().next()),
-            Some((&wire::FAILED, message)) => Err(String::from_utf8_lossy(message).into_owned()),
-            _ => return Err(()),
-        };
-        let (stack, launch, ruleset) =
-            match launch.and_then(|(stack, launch)| Ok((stack, launch, ruleset?))) {
-                Ok(ready) => ready,
-                Err(message) => {
-                    report_failure(call.as_fd(), &message);
-                    return Ok(());
+        let plan = body
+            .map_err(|err| format!("reading the request: {err}"))
+            .and_then(|body| Plan::parse(words::split(&body), true));
+        // An init without a view gets its ruleset now, built by the server meanwhile.
+        let ruleset = if prepared.ruleset.is_some() {
+            Ok(None)
+        } else {
+            let rules = wire::recv(socket, true).map_err(|_| ())?;
+            match rules.bytes.split_first() {
+                Some((&wire::RULES, _)) => Ok(rules.fds.into_iter().next()),
+                Some((&wire::FAILED, message)) => {
+                    Err(String::from_utf8_lossy(message).into_owned())
                 }
-            };
+                _ => return Err(()),
+            }
+        };
+        let launch = plan.and_then(|plan| {
+            prepared.make_call_dir(plan.call_dir.as_deref())?;
+            let launch = plan.launch.ok_or("no program given")?;
+            Ok((launch, ruleset?))
+        });
+        let (launch, per_call_ruleset) = match launch {
+            Ok(ready) => ready,
+            Err(message) => {
+                report_failure(call.as_fd(), &message);
+                return Ok(());
+            }
+        };
+        if let Some(listener) = &prepared.listener {
+            if wire::send(call.as_fd(), &[wire::LISTENER], &[listener.as_fd()]).is_err() {
+                return Ok(()); // toolgate is gone
+            }
+        }
+        let ruleset = prepared
+            .ruleset
+            .as_ref()
+            .or(per_call_ruleset.as_ref())
+            .map(AsFd::as_fd);
         let program = Program {
-            ruleset: ruleset.as_ref().map(AsFd::as_fd),
+            ruleset,
             seccomp: &[], // installed in this init already, and inherited
             best_effort: false,
             launch: &launch,
@@ -681,7 +1094,7 @@ impl Server {
             files: Some(self.files),
         }
         .spawn(&stack);
-        drop((stdout, stderr, ruleset));
+        drop((stdout, stderr, per_call_ruleset));
         let program = match program {
             Ok(program) => program,
             Err(err) => {
@@ -689,12 +1102,23 @@ impl Server {
                 return Ok(());
             }
         };
-        let status = if namespace {
-            reap_until(program)
+        let ended = if namespace {
+            crate::tree::reap_until_with_usage(program)
         } else {
             subreaper_wait(program, call.as_fd())
         };
-        if let Some(status) = status {
+        if let Some((status, cpu)) = ended {
+            let limits = if rules.without.limits {
+                Default::default()
+            } else {
+                rules.limits
+            };
+            let hit = prepared.limits_hit(&limits, status, cpu);
+            if !hit.is_empty() {
+                let mut bytes = vec![wire::LIMIT];
+                bytes.extend_from_slice(hit.join(",").as_bytes());
+                let _ = wire::send(call.as_fd(), &bytes, &[]);
+            }
             let _ = wire::send(call.as_fd(), &wire::tagged_i32(wire::EXITED, status), &[]);
         }
         Ok(())
@@ -710,15 +1134,106 @@ impl Server {
         }
         for call in self.calls.drain(..) {
             reap(call.pid);
+            if let Some(cgroup) = &call.cgroup {
+                cgroup.remove();
+            }
         }
-        for waiting in self.waiting.drain(..) {
-            signal(waiting.pidfd.as_fd(), libc::SIGKILL);
-            reap(waiting.pid);
+        for waiting in std::mem::take(&mut self.waiting) {
+            self.discard(waiting);
         }
+        self.cgroups.remove();
         if let Some(dir) = self.clean.as_ref().filter(|_| clean) {
             crate::cleanup::remove_tree(dir);
         }
     }
+}
+
+/// What `make_init` hands a new init (in the server's memory, which the init gets a copy of).
+struct InitSetup<'a> {
+    rules: &'a Confinement,
+    seccomp: bool,
+    view: Option<ViewHandles<'a>>,
+    own_network: bool,
+    ipc: bool,
+    cgroup: Option<&'a CallCgroup>,
+    grants: Vec<(BorrowedFd<'a>, bool, Grant)>,
+}
+
+/// A path's fd for the init's ruleset: one kept open by the server, or opened for this init.
+enum PathHandleOwned {
+    Kept(libc::c_int, bool),
+    Once(OwnedFd, bool),
+}
+
+impl PathHandleOwned {
+    fn fd(&self) -> BorrowedFd<'_> {
+        match self {
+            // SAFETY: an fd the server keeps open (in `OpenPaths`) at least until the init is
+            // cloned, which is when this is used.
+            PathHandleOwned::Kept(fd, _) => unsafe { BorrowedFd::borrow_raw(*fd) },
+            PathHandleOwned::Once(fd, _) => fd.as_fd(),
+        }
+    }
+}
+
+impl From<PathHandle<'_>> for PathHandleOwned {
+    fn from(handle: PathHandle<'_>) -> Self {
+        let directory = handle.is_directory();
+        match handle {
+            PathHandle::Kept(fd, _) => PathHandleOwned::Kept(fd.as_raw_fd(), directory),
+            PathHandle::Once(fd, _) => PathHandleOwned::Once(fd, directory),
+        }
+    }
+}
+
+impl PathHandleOwned {
+    fn directory(&self) -> bool {
+        match self {
+            PathHandleOwned::Kept(_, directory) | PathHandleOwned::Once(_, directory) => *directory,
+        }
+    }
+}
+
+/// In the view builder's child: a new mount namespace (and network namespace), the view
+/// built in it, both handed back as `READY` + [mount, network?], or `FAILED message`.
+fn build_in_child(spec: &ViewSpec, network: bool, socket: BorrowedFd<'_>) -> ! {
+    let result = (|| -> Result<(OwnedFd, Option<OwnedFd>), String> {
+        let mut flags = libc::CLONE_NEWNS;
+        if network {
+            flags |= libc::CLONE_NEWNET;
+        }
+        crate::sys::unshare(flags).map_err(|err| format!("a mount namespace: {err}"))?;
+        let mount = crate::sys::own_namespace(c"mnt").map_err(|err| err.to_string())?;
+        let net = if network {
+            Some(crate::sys::own_namespace(c"net").map_err(|err| err.to_string())?)
+        } else {
+            None
+        };
+        view::build(spec, &[])?;
+        Ok((mount, net))
+    })();
+    let sent = match result {
+        Ok((mount, net)) => {
+            let mut fds = vec![mount.as_fd()];
+            fds.extend(net.as_ref().map(AsFd::as_fd));
+            wire::send(socket, &[wire::READY], &fds)
+        }
+        Err(message) => {
+            let mut bytes = vec![wire::FAILED];
+            bytes.extend_from_slice(message.as_bytes());
+            bytes.truncate(wire::MAX_MESSAGE);
+            wire::send(socket, &bytes, &[])
+        }
+    };
+    // SAFETY: _exit never returns.
+    unsafe { libc::_exit(i32::from(sent.is_err())) }
+}
+
+/// `(dev, inode)` of `path` without following a last symlink; `None` when it is missing.
+fn file_identity(path: &OsStr) -> Option<(u64, u64)> {
+    std::fs::symlink_metadata(path)
+        .ok()
+        .map(|meta| (meta.dev(), meta.ino()))
 }
 
 impl Request {
@@ -754,12 +1269,16 @@ impl Request {
 }
 
 /// In a subreaper init: waits for the program, or for toolgate to close the call's socket;
-/// either way kills every leftover descendant. Returns the program's status if it exited.
-fn subreaper_wait(program: libc::pid_t, socket: BorrowedFd<'_>) -> Option<libc::c_int> {
+/// either way kills every leftover descendant. Returns the program's status and CPU time if
+/// it exited.
+fn subreaper_wait(
+    program: libc::pid_t,
+    socket: BorrowedFd<'_>,
+) -> Option<(libc::c_int, std::time::Duration)> {
     let Ok(program_fd) = wire::pidfd_open(program) else {
-        let status = reap_until(program);
+        let ended = crate::tree::reap_until_with_usage(program);
         kill_descendants();
-        return status;
+        return ended;
     };
     loop {
         let mut polls = [poll_in(program_fd.as_fd()), poll_in(socket)];
@@ -770,10 +1289,11 @@ fn subreaper_wait(program: libc::pid_t, socket: BorrowedFd<'_>) -> Option<libc::
         }
         if polls[0].revents != 0 || ready < 0 {
             let mut status = 0;
-            // SAFETY: waitpid of our own child into the integer we own.
-            let reaped = unsafe { libc::waitpid(program, &mut status, 0) } == program;
+            // SAFETY: wait4 of our own child into values we own.
+            let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+            let reaped = unsafe { libc::wait4(program, &mut status, 0, &mut usage) } == program;
             kill_descendants();
-            return reaped.then_some(status);
+            return reaped.then(|| (status, cpu_time(&usage)));
         }
         if polls[1].revents != 0 {
             // SAFETY: kill of our own unreaped child.
@@ -853,9 +1373,11 @@ fn raise_file_limit() -> libc::rlimit {
 }
 
 /// A user namespace for the server's whole life where one lets it make PID namespaces (tried
-/// in a child first, so a user namespace that would not help is never entered); else PID
-/// namespaces directly (root), found out on the first call; else subreapers.
-fn choose_containment() -> Containment {
+/// in a child first, so a user namespace that would not help is never entered), and a mount
+/// namespace of its own in it (owned by that user namespace, so that inits may mount in
+/// theirs); then what can be built there. Without a user namespace: PID namespaces directly
+/// (root), found out on the first call; else subreapers.
+fn choose_containment() -> (Containment, Features) {
     // SAFETY: fork in a single-threaded process; the child only makes system calls and exits.
     unsafe {
         let probe = libc::fork();
@@ -883,10 +1405,31 @@ fn choose_containment() -> Containment {
             && libc::WEXITSTATUS(status) == 0
             && enter_user_namespace(0)
         {
-            return Containment::PidNamespace;
+            let features = match crate::sys::unshare(libc::CLONE_NEWNS) {
+                Ok(()) => {
+                    // Host mounts still propagate in; nothing made here propagates out.
+                    libc::mount(
+                        std::ptr::null(),
+                        c"/".as_ptr(),
+                        std::ptr::null(),
+                        libc::MS_SLAVE | libc::MS_REC,
+                        std::ptr::null(),
+                    );
+                    features::probe()
+                }
+                Err(err) => Features::none(&format!("a mount namespace cannot be made: {err}")),
+            };
+            return (Containment::PidNamespace, features);
         }
     }
-    Containment::PidNamespace // without a user namespace: works for root; else falls back
+    // Without a user namespace: works for root; else falls back. Root may still build views.
+    // SAFETY: geteuid has no preconditions.
+    let features = if unsafe { libc::geteuid() } == 0 {
+        features::probe()
+    } else {
+        Features::none("user namespaces cannot be made here")
+    };
+    (Containment::PidNamespace, features)
 }
 
 /// Closes every fd but `keep` (close_range where the kernel has it, 5.9; else one by one).

@@ -62,19 +62,29 @@ fn write_proc_self(name: &[u8], content: &[u8]) -> std::io::Result<()> {
 }
 
 /// As PID 1 of a namespace (or a subreaper): reaps every child, orphans included, until
-/// `program` has exited, and returns its wait status (`None` if waiting failed).
-pub(crate) fn reap_until(program: libc::pid_t) -> Option<libc::c_int> {
+/// `program` has exited, and returns its wait status and the CPU time it and the children it
+/// waited for used (`None` if waiting failed).
+pub(crate) fn reap_until_with_usage(
+    program: libc::pid_t,
+) -> Option<(libc::c_int, std::time::Duration)> {
     loop {
         let mut status = 0;
-        // SAFETY: waitpid writes the status into the integer we own.
-        let pid = unsafe { libc::waitpid(-1, &mut status, 0) };
+        // SAFETY: wait4 writes the status and the usage into values we own.
+        let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+        let pid = unsafe { libc::wait4(-1, &mut status, 0, &mut usage) };
         if pid == program {
-            return Some(status);
+            return Some((status, cpu_time(&usage)));
         }
         if pid < 0 && std::io::Error::last_os_error().raw_os_error() != Some(libc::EINTR) {
             return None;
         }
     }
+}
+
+/// User and system time together.
+pub(crate) fn cpu_time(usage: &libc::rusage) -> std::time::Duration {
+    let micros = |time: libc::timeval| time.tv_sec as u64 * 1_000_000 + time.tv_usec as u64;
+    std::time::Duration::from_micros(micros(usage.ru_utime) + micros(usage.ru_stime))
 }
 
 /// Kills and reaps every process reparented to us (subreaper mode). Each round kills the

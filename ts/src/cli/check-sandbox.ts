@@ -7,9 +7,10 @@ import { terminalJson, terminalText } from '../native/terminal-text.js';
 export const SANDBOX_HELP = `Usage: toolgate check --sandbox [options] [worker-file]
 
 Shows what this kernel offers toolgate's sandbox (Landlock ABI, seccomp, user and PID
-namespaces, the launcher) and the effective policy: for the work directory with the options
-below, and, given a worker file, for each worker of its graph and each of their process
-toolsets (shell, cli_execute, executables).
+namespaces, the view of the file system, network namespaces, how limits are enforced, the
+launcher) and the effective policy: for the work directory with the options below, and,
+given a worker file, for each worker of its graph and each of their process toolsets (shell,
+cli_execute, executables), with every path granted and why, and each call's limits.
 
 Options:
   --work-dir <dir>   Work directory (default: the current directory; for a worker file it
@@ -120,6 +121,17 @@ export function formatReport(support: SandboxSupport, policy: SandboxSummary, wo
   row('seccomp', yesNo(support.seccomp));
   row('user namespaces', yesNo(support.userNamespaces));
   row('pid namespace', yesNo(support.pidNamespace));
+  row(
+    'view',
+    support.view === false
+      ? `no: ${support.viewError ?? 'the launcher cannot build one here'}`
+      : support.view
+        ? `yes (a mount namespace per call; /proc ${support.freshProc ? 'its own' : "the host's"})`
+        : yesNo(support.view),
+  );
+  row('net namespace', yesNo(support.networkNamespace));
+  row('limits by', support.limits ?? 'unknown (the launcher could not be asked)');
+  for (const line of support.withoutView) row('without a view', line);
   row('launcher', support.launcher ?? 'not found');
   row(
     'enforce',
@@ -150,4 +162,7 @@ function describePolicy(policy: SandboxSummary, row: (label: string, value: stri
   row('work dir', `${policy.workDir} (${policy.readonly ? 'read-only' : 'read-write'})`);
   row('read', ['the system runtime (see docs/sandbox.md)', ...policy.read].join(', '));
   row('write', ['a private HOME/TMPDIR per call', ...policy.write].join(', '));
+  if (policy.mode === 'off') return;
+  row('limits', policy.limits.map(({ name, value }) => `${name} ${value ?? 'unlimited'}`).join(', '));
+  for (const grant of policy.grants) row(`  ${grant.access}`, `${grant.path}: ${grant.why}`);
 }

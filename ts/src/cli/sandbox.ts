@@ -1,4 +1,4 @@
-import { spawn } from 'node:child_process';
+import { type ChildProcess, spawn } from 'node:child_process';
 import { constants } from 'node:os';
 import { parseArgs } from 'node:util';
 import { native } from '../native/binding.js';
@@ -8,10 +8,17 @@ import { terminalText } from '../native/terminal-text.js';
 
 export const HELP = `Usage: toolgate sandbox [options] -- <program> [args...]
 
-Runs any program under toolgate's kernel sandbox (Landlock + seccomp + a PID namespace) with
-this terminal's input and output, like a tool's process would run: the work directory
-read-write, the system runtime read-only, a private empty HOME and TMPDIR, no network, and
-nothing else. Every descendant ends with the program. A denial is the program's own error.
+Runs any program under toolgate's kernel sandbox (its own view of the file system, Landlock,
+seccomp, PID/IPC/network namespaces, limits) like a tool's process would run: the work
+directory read-write, the system runtime read-only, a private empty HOME and TMPDIR, no
+network, and nothing else. Every descendant ends with the program. A denial is the program's
+own error.
+
+Without --tty the program has no terminal, as a tool's process: its input, output and errors
+are relayed through pipes (so it cannot read what you type elsewhere, change the terminal's
+modes or take it over). With --tty it is given this terminal: it can read what you type while
+it runs, change the terminal's modes and open /dev/tty (injecting input with TIOCSTI stays
+refused). Use --tty for interactive programs you trust with your terminal.
 
 Options:
   --work-dir <dir>   Work directory and the program's cwd (default: the current directory)
@@ -24,6 +31,7 @@ Options:
                      Refuse H even where --allow-host allows it (repeatable)
   --read <path>      Also allow reading and executing <path> (repeatable)
   --write <path>     Also allow writing <path> (repeatable)
+  --tty              Give the program this terminal (see above)
   --best-effort      Run with what this kernel offers instead of refusing (warns once)
   -h, --help         Show this help
 
@@ -55,6 +63,7 @@ export async function run(argv: readonly string[]): Promise<number> {
         'deny-host': { type: 'string', multiple: true, default: [] },
         read: { type: 'string', multiple: true, default: [] },
         write: { type: 'string', multiple: true, default: [] },
+        tty: { type: 'boolean', default: false },
         'best-effort': { type: 'boolean', default: false },
         help: { type: 'boolean', short: 'h', default: false },
       },
@@ -80,6 +89,7 @@ export async function run(argv: readonly string[]): Promise<number> {
   const options = {
     ...(values['work-dir'] === undefined ? {} : { workDir: values['work-dir'] }),
     sandbox: sandboxOption(values),
+    tty: values.tty,
   };
   let launch: native.SandboxLaunch;
   try {
@@ -91,9 +101,23 @@ export async function run(argv: readonly string[]): Promise<number> {
   }
   warnSandbox(launch.sandboxWarning);
   try {
-    return await runInTerminal(launch);
+    return await runInTerminal(launch, values.tty);
   } finally {
     for (const refused of launch.finish()) process.stderr.write(`toolgate sandbox: ${refused.reason.replace(/^toolgate: /, '')}\n`);
+  }
+}
+
+/** Relays our input to the program and its output to ours (no terminal reaches it). */
+function relay(child: ChildProcess): void {
+  child.stdout?.pipe(process.stdout, { end: false });
+  child.stderr?.pipe(process.stderr, { end: false });
+  if (child.stdin) {
+    child.stdin.on('error', () => {}); // the program stopped reading: not our error
+    process.stdin.pipe(child.stdin);
+    child.on('exit', () => {
+      process.stdin.unpipe(child.stdin ?? undefined);
+      process.stdin.pause();
+    });
   }
 }
 
@@ -116,16 +140,22 @@ function sandboxOption(values: {
 }
 
 /**
- * Spawns the launcher's command line with this terminal's stdio and resolves with its exit
- * code. Like a shell, toolgate ignores the terminal's interrupt and quit keys while the program
- * runs (they reach the program, which is in the same foreground process group).
+ * Spawns the launcher's command line and resolves with its exit code: with `tty`, on this
+ * terminal's stdio; without, through pipes relayed to and from ours. Like a shell, toolgate
+ * ignores the terminal's interrupt and quit keys while the program runs (they reach the
+ * launcher, in the same foreground process group, which passes them on to the program).
  */
-function runInTerminal(launch: native.SandboxLaunch): Promise<number> {
+function runInTerminal(launch: native.SandboxLaunch, tty: boolean): Promise<number> {
   const ignore = () => {};
   process.on('SIGINT', ignore);
   process.on('SIGQUIT', ignore);
   return new Promise<number>((resolve) => {
-    const child = spawn(launch.file, launch.args, { cwd: launch.cwd, env: launch.env, stdio: 'inherit' });
+    const child = spawn(launch.file, launch.args, {
+      cwd: launch.cwd,
+      env: launch.env,
+      stdio: tty ? 'inherit' : 'pipe',
+    });
+    if (!tty) relay(child);
     const done = (code: number) => {
       process.off('SIGINT', ignore);
       process.off('SIGQUIT', ignore);

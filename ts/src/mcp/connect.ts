@@ -22,6 +22,8 @@ export interface McpConnection {
   tools: McpTool[];
   /** The server's failure in words (it exited, sent garbage, timed out), given the error seen. */
   describe(error: unknown): string;
+  /** After a tool call of a stdio server: the protected paths it created, removed (messages). */
+  checkGuarded(): string[];
   close(): Promise<void>;
 }
 
@@ -75,6 +77,7 @@ async function connectOne(plan: native.McpToolsetPlan, info: native.McpServerInf
     place: plan.place,
     client,
     tools: [],
+    checkGuarded: () => stdio?.checkGuarded() ?? [],
     describe: (error) => {
       const why = stdio?.failure ?? messageOf(error);
       const stderr = stdio?.stderr;

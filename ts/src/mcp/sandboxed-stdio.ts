@@ -58,6 +58,14 @@ export class SandboxedStdioTransport implements Transport {
     this.buffer = new ReadBuffer({ maxBufferSize: maxMessageBytes });
   }
 
+  /**
+   * After a tool call: what the server created at a missing protected or hidden path was
+   * removed (the view cannot mount over a path that does not exist); one message per path.
+   */
+  checkGuarded(): string[] {
+    return this.launch.checkGuarded();
+  }
+
   /** The last bytes the server wrote to stderr, for error messages. */
   get stderr(): string {
     return this.stderrTail.trim();

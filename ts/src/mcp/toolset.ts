@@ -93,14 +93,19 @@ export function mcpTools(
             { timeout: plan.timeoutMs, ...(abortSignal ? { signal: abortSignal } : {}) },
           )) as CallToolResult;
         } catch (error) {
+          connection.checkGuarded();
           if (abortSignal?.aborted) throw abortSignal.reason;
           throw serverFailure(connection, `in a call of '${chosen.tool}'`, error);
         }
+        // A server runs across calls: what it made at a missing protected path is removed after
+        // each call, and the result says so.
+        const repaired = connection.checkGuarded();
         if (result.isError) {
-          throw new ToolgateError('TOOL_FAILED', `MCP tool ${qualified} reported an error: ${errorText(result)}`);
+          const notes = repaired.length > 0 ? `; ${repaired.join('; ')}` : '';
+          throw new ToolgateError('TOOL_FAILED', `MCP tool ${qualified} reported an error: ${errorText(result)}${notes}`);
         }
         return {
-          content: result.content,
+          content: [...result.content, ...repaired.map((text) => ({ type: 'text' as const, text }))],
           ...(result.structuredContent ? { structuredContent: result.structuredContent } : {}),
         };
       },

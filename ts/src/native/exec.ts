@@ -44,6 +44,11 @@ export interface ExecResult {
   durationMs: number;
   /** Whether the program ran with the sandbox's filesystem policy in force. */
   sandboxed: boolean;
+  /**
+   * The `sandbox.limits` the call ran into (`processes`, `memoryMb`, `tmpMb`, `cpuSeconds`,
+   * `fileSizeMb`, comma-separated), or `null`; stderr then ends with a line naming it.
+   */
+  limit: string | null;
 }
 
 /**
@@ -69,5 +74,6 @@ export async function exec(options: ExecOptions): Promise<ExecResult> {
     aborted: result.aborted,
     durationMs: result.durationMs,
     sandboxed: result.sandboxed,
+    limit: result.limit ?? null,
   };
 }

@@ -20,14 +20,27 @@ export interface NetworkHosts {
 }
 
 /**
- * The kernel sandbox of every process a tool starts (Landlock + seccomp + a PID namespace).
- * Default: `{ mode: 'enforce', network: false }` — the work directory read-write, the system
- * runtime read-only, nothing else, no network. `false` turns it off; `'best-effort'` runs with
- * what the kernel offers and warns once; the object form widens it with `network` (`true`, or
- * by host: `{ allow, deny, ask }`) and extra
- * `read`/`write` roots (absolute, relative to `workDir`, or under `~/`), and `protect` makes more
- * paths read-only for processes (gitignore-style patterns relative to `workDir`, on top of the
- * work directory's git hooks and config, which are always protected). The core reads it
+ * Each call's limits (whole numbers from 1); an absent one has its default: 512 processes,
+ * 4096 MiB of memory, a 512 MiB private tmpfs, no CPU limit, files up to 1024 MiB.
+ */
+export interface SandboxLimits {
+  processes?: number;
+  memoryMb?: number;
+  tmpMb?: number;
+  cpuSeconds?: number;
+  fileSizeMb?: number;
+}
+
+/**
+ * The kernel sandbox of every process a tool starts (a view of the file system of its own,
+ * Landlock, seccomp, PID/IPC/network namespaces, limits). Default: `{ mode: 'enforce',
+ * network: false }` — the work directory read-write, the system runtime read-only, nothing
+ * else, no network. `false` turns it off; `'best-effort'` runs with what the kernel offers and
+ * warns once; the object form widens it with `network` (`true`, or by host:
+ * `{ allow, deny, ask }`) and extra `read`/`write` roots
+ * (absolute, relative to `workDir`, or under `~/`), `protect` makes more paths read-only for
+ * processes (gitignore-style patterns relative to `workDir`, on top of the work directory's git
+ * hooks and config, which are always protected), and `limits` bounds each call. The core reads it
  * strictly (`CONFIG_INVALID` for an unknown key). See docs/sandbox.md.
  */
 export type SandboxOption =
@@ -41,6 +54,7 @@ export type SandboxOption =
       read?: readonly string[];
       write?: readonly string[];
       protect?: readonly string[];
+      limits?: SandboxLimits;
     };
 
 /** An effective sandbox policy, as the core decided it. */

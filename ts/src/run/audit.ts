@@ -108,6 +108,7 @@ export class AuditTrail {
       protocol: record.protocol,
       decision: record.decision,
       decidedBy: record.decidedBy,
+      ...(record.flag ? { flag: record.flag } : {}),
       ...(record.rule ? { rule: record.rule } : {}),
       ...(record.address ? { address: record.address } : {}),
       bytesUp: record.bytesUp,

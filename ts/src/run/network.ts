@@ -43,7 +43,9 @@ export interface NetworkConnectionRecord {
   tool: string;
   protocol: 'http' | 'connect' | 'socks5' | 'unknown';
   decision: 'allowed' | 'asked-approved' | 'always' | 'denied';
-  decidedBy: 'rule' | 'policy' | 'address' | 'user' | 'run-allowance' | 'no-handler' | 'deferred' | 'request' | 'limit';
+  decidedBy: 'rule' | 'policy' | 'address' | 'user' | 'flag' | 'run-allowance' | 'no-handler' | 'deferred' | 'request' | 'limit';
+  /** With `decidedBy: 'flag'`: the command-line flag that answered (`--yes`, `--deny`), not a person. */
+  flag?: string;
   /** The `allow`/`deny` entry that decided. */
   rule?: string;
   /** The refusal the program was sent, or what failed after an allowed decision. */
@@ -95,6 +97,8 @@ export class NetworkApprovals implements NetworkRunLink {
   readonly #record: (record: NetworkConnectionRecord) => void;
   readonly #deferred = new Map<string, DeferredNetworkRequest>();
   readonly #calls = new Map<string, AbortController>();
+  /** Questions a command-line flag answered (`--yes`, `--deny`), by request id: their records name it. */
+  readonly #flags = new Map<string, string>();
   /** Questions are asked one at a time (a person answers one prompt at a time). */
   #queue: Promise<unknown> = Promise.resolve();
 
@@ -139,7 +143,11 @@ export class NetworkApprovals implements NetworkRunLink {
   /** Takes the records the proxy made since the last time and hands each to the run. */
   collect(): void {
     const { records } = callNative(() => this.native.takeRecords());
-    for (const record of records) this.#record(record as NetworkConnectionRecord);
+    for (const taken of records) {
+      const record = taken as NetworkConnectionRecord;
+      const flag = record.decidedBy === 'user' ? this.#flags.get(networkRequestId(record.toolCallId, record.host, record.port)) : undefined;
+      this.#record(flag ? { ...record, decidedBy: 'flag', flag } : record);
+    }
   }
 
   /** A call's processes may ask from now on; `ended` withdraws its open questions and collects its records. */
@@ -177,6 +185,7 @@ export class NetworkApprovals implements NetworkRunLink {
     this.#queue = asked.catch(() => undefined);
     try {
       const answer = await asked;
+      if (answer.flag) this.#flags.set(requestId, answer.flag);
       if (!answer.approved) return JSON.stringify({ decision: 'deny', ...(answer.reason ? { reason: answer.reason } : {}) });
       return JSON.stringify({ decision: answer.decision === 'always' ? 'always' : 'approve' });
     } catch (error) {

@@ -36,10 +36,6 @@ mod split;
 mod trampoline;
 
 #[cfg(test)]
-mod attack_tests;
-#[cfg(test)]
-mod indirection_tests;
-#[cfg(test)]
 mod tests;
 
 pub use callers::{CallerCommands, CallerLayer};

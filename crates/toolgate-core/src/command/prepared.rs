@@ -107,6 +107,7 @@ impl RunningCommand {
             duration: out.duration,
             sandboxed: out.sandboxed,
             connections: out.connections,
+            limit: out.limit,
         })
     }
 }
@@ -128,4 +129,6 @@ pub struct CommandOutput {
     pub sandboxed: bool,
     /// Its connections through the egress proxy (network by host).
     pub connections: Vec<ConnectionRecord>,
+    /// The sandbox limits it ran into (also said at the end of `stderr`).
+    pub limit: Option<String>,
 }

@@ -1,5 +1,8 @@
 //! End-to-end tests of the command policy with real processes and real files.
 
+mod attack;
+mod indirection;
+
 use std::os::unix::fs::symlink;
 use std::path::PathBuf;
 

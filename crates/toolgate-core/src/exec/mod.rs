@@ -38,19 +38,20 @@ use tokio::net::unix::pipe;
 use tokio::sync::Notify;
 
 use crate::error::{Error, Result};
-use crate::network::{CallHandle, ConnectionRecord, NetworkCall, Proxy};
+use crate::network::{CallHandle, ConnectionRecord, HostPolicy, NetworkCall, NetworkPolicy, Proxy};
 #[cfg(target_os = "linux")]
 use crate::sandbox::client::{CallStdio, Ending as ServedEnding, Refusal, Served};
 use crate::sandbox::{
-    Sandbox, EXIT_CANNOT_EXECUTE, EXIT_NOT_FOUND, EXIT_SETUP_FAILED, LAUNCHER_MESSAGE_PREFIX,
+    GuardSnapshot, NetworkMode, Sandbox, EXIT_CANNOT_EXECUTE, EXIT_NOT_FOUND, EXIT_SETUP_FAILED,
+    LAUNCHER_MESSAGE_PREFIX,
 };
 pub use call_dir::CallDir;
 
 mod call_dir;
 pub mod env;
 
-/// Default per-stream output cap: 1 MiB.
-pub const DEFAULT_MAX_OUTPUT_BYTES: usize = 1024 * 1024;
+/// Default per-stream output cap (see [`crate::limits`]).
+pub use crate::limits::DEFAULT_MAX_OUTPUT_BYTES;
 /// Time between TERM and KILL when a run is stopped.
 const TERM_GRACE: Duration = Duration::from_millis(300);
 /// How long the pipes may stay open after the process group was killed. Only processes that
@@ -175,9 +176,15 @@ pub struct ExecOutput {
     pub duration: Duration,
     /// Whether the program ran with the sandbox's filesystem policy in force.
     pub sandboxed: bool,
+    /// The sandbox limits the call ran into (`processes`, `memoryMb`, `tmpMb`, `cpuSeconds`,
+    /// `fileSizeMb`, comma-separated), also said at the end of `stderr`.
+    pub limit: Option<String>,
     /// The connections its processes made through the egress proxy (network by host), each
     /// with its decision, oldest first.
     pub connections: Vec<ConnectionRecord>,
+    /// What toolgate repaired at protected or hidden paths after the call (also at the end of
+    /// `stderr`).
+    pub protected: Vec<String>,
 }
 
 impl ExecOutput {
@@ -218,8 +225,11 @@ pub struct RunningProcess {
     abort: AbortHandle,
     /// Set when the child is the sandbox launcher: its own failures become errors.
     sandboxed: Option<Launched>,
-    /// The call's listener on the egress proxy (network by host).
+    /// The call's listener on the egress proxy (network by host), served while it runs.
     proxy: Option<CallHandle>,
+    /// The sandbox, and its protected and hidden paths before the call (to repair what it
+    /// did).
+    guarded: Option<(Arc<Sandbox>, GuardSnapshot)>,
     /// Removed when the run is over (declared last: dropped after the child is reaped).
     call_dir: Option<CallDir>,
 }
@@ -272,6 +282,16 @@ pub fn spawn_with_abort(request: ExecRequest, abort: AbortHandle) -> Result<Runn
     let started = Instant::now();
     check_cwd(&request)?;
     let program = resolve_program(&request.program, &request.cwd, &request.env)?;
+    // The sandbox's view is built from real paths: a program, working directory or readable
+    // file named through `..` or a symlink (`../executable-tools` beside a worker file) is
+    // given as the file it is, else the view would lack the directories on the way.
+    let real = |path: &Path| std::fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf());
+    let (program, cwd, readable) = if request.sandbox.is_some() {
+        let readable = request.readable.iter().map(|path| real(path)).collect();
+        (real(&program), real(&request.cwd), readable)
+    } else {
+        (program, request.cwd.clone(), request.readable.clone())
+    };
     let call_dir = (request.private_dirs || request.sandbox.is_some())
         .then(CallDir::create)
         .transpose()?;
@@ -286,24 +306,41 @@ pub fn spawn_with_abort(request: ExecRequest, abort: AbortHandle) -> Result<Runn
     )?;
     if let Some(proxy) = &proxy {
         env::set_proxy(&mut child_env, proxy.local_addr());
+    } else if proxy_in_namespace(request.sandbox.as_deref()) {
+        let inside =
+            std::net::SocketAddr::from(([127, 0, 0, 1], toolgate_sandbox::protocol::PROXY_PORT));
+        env::set_proxy(&mut child_env, inside);
     }
     let sandbox = request
         .sandbox
         .as_deref()
         .filter(|sandbox| sandbox.launcher().is_some());
+    let guarded = request
+        .sandbox
+        .as_ref()
+        .map(|sandbox| (Arc::clone(sandbox), sandbox.snapshot_guarded()));
     let child = Spawn {
         program: &program,
         args: &request.args,
-        cwd: &request.cwd,
+        cwd: &cwd,
         env: &child_env,
         stdin: request.stdin,
-        readable: &request.readable,
+        readable: &readable,
     };
-    let (child, pipes) = match (sandbox, &call_dir) {
+    let (mut child, pipes) = match (sandbox, &call_dir) {
         (Some(sandbox), Some(dir)) => child.sandboxed(sandbox, dir)?,
         _ => child
             .direct()
             .map_err(|err| spawn_error(&program, &request.cwd, err))?,
+    };
+    let proxy = match sandbox {
+        Some(sandbox) if proxy_in_namespace(Some(sandbox)) => Some(serve_proxy(
+            &mut child,
+            sandbox,
+            request.network.as_ref(),
+            &program,
+        )?),
+        _ => proxy,
     };
     Ok(RunningProcess {
         child,
@@ -318,6 +355,7 @@ pub fn spawn_with_abort(request: ExecRequest, abort: AbortHandle) -> Result<Runn
             confined: sandbox.confines(),
         }),
         proxy,
+        guarded,
         call_dir,
     })
 }
@@ -338,13 +376,54 @@ fn host_proxy(
     if !sandbox.proxy_on_host() {
         return Ok(None);
     }
-    let call = call.cloned().unwrap_or_else(|| {
+    Proxy::shared()?
+        .listen(call_or_alone(call, program).context(policy.clone()))
+        .map(Some)
+}
+
+/// The call a process belongs to; a process of no run (a plain `exec`) has nobody to ask.
+fn call_or_alone(call: Option<&NetworkCall>, program: &Path) -> NetworkCall {
+    call.cloned().unwrap_or_else(|| {
         let name = program.file_name().unwrap_or(program.as_os_str());
         NetworkCall::alone("", name.to_string_lossy())
-    });
-    Proxy::shared()?
-        .listen(call.context(policy.clone()))
-        .map(Some)
+    })
+}
+
+/// Whether the call runs in a network namespace of its own whose only way out is the proxy's
+/// listener its init hands up (network by host with the launcher server).
+fn proxy_in_namespace(sandbox: Option<&Sandbox>) -> bool {
+    sandbox.is_some_and(|sandbox| {
+        sandbox.policy().network == NetworkMode::Proxy && !sandbox.proxy_on_host()
+    })
+}
+
+/// Serves the proxy listener the call's init handed up, judged by the sandbox's host policy
+/// for `call` (a sandbox without one refuses every host).
+fn serve_proxy(
+    child: &mut Started,
+    sandbox: &Sandbox,
+    call: Option<&NetworkCall>,
+    program: &Path,
+) -> Result<CallHandle> {
+    let listener = match child {
+        #[cfg(target_os = "linux")]
+        Started::Served(served) => served.take_listener(),
+        _ => None,
+    };
+    let listener = listener.ok_or_else(|| {
+        Error::SandboxUnavailable(format!(
+            "'{}' runs with the network through toolgate's proxy, which needs the launcher server; it did not hand over the call's listener",
+            program.display()
+        ))
+    })?;
+    let policy = sandbox
+        .host_policy()
+        .cloned()
+        .unwrap_or_else(|| NetworkPolicy::new(HostPolicy::default()));
+    Proxy::shared()?.serve(
+        std::net::TcpListener::from(listener),
+        call_or_alone(call, program).context(policy),
+    )
 }
 
 /// What to start, resolved.
@@ -581,18 +660,35 @@ impl RunningProcess {
                 return Err(error);
             }
         }
-        drop(self.call_dir.take());
         let connections = match self.proxy.take() {
             Some(proxy) => proxy.finish().await,
             None => Vec::new(),
         };
+        let guarded = self.guarded.take();
+        let protected = match &guarded {
+            Some((sandbox, before)) => sandbox.repair_guarded(before),
+            None => Vec::new(),
+        };
+        drop(self.call_dir.take());
+        let mut limits = self.limits_hit();
+        limits.extend(take_limit_report(&mut io.stderr.buffer));
+        limits.dedup();
+        let limit = (!limits.is_empty()).then(|| limits.join(","));
+        let mut stderr = io.stderr.buffer;
+        if let Some(limit) = &limit {
+            let sandbox = guarded.as_ref().map(|(sandbox, _)| sandbox.as_ref());
+            push_line(&mut stderr, &limit_notice(limit, sandbox));
+        }
+        for message in &protected {
+            push_line(&mut stderr, message);
+        }
         Ok(ExecOutput {
             exit_code,
             signal,
             stdout_truncated: io.stdout.truncated,
             stderr_truncated: io.stderr.truncated,
             stdout: io.stdout.buffer,
-            stderr: io.stderr.buffer,
+            stderr,
             timed_out: ending == Ending::TimedOut,
             aborted: ending == Ending::Aborted,
             duration: self.started.elapsed(),
@@ -600,8 +696,19 @@ impl RunningProcess {
                 .sandboxed
                 .as_ref()
                 .is_some_and(|launched| launched.confined),
+            limit,
             connections,
+            protected,
         })
+    }
+
+    /// The limits a served call reported.
+    fn limits_hit(&self) -> Vec<String> {
+        match &self.child {
+            #[cfg(target_os = "linux")]
+            Started::Served(served) => served.limits().to_vec(),
+            _ => Vec::new(),
+        }
     }
 }
 
@@ -632,6 +739,61 @@ impl RunningProcess {
             },
         }
     }
+}
+
+/// Takes the one-shot launcher's limit report (its last line of stderr) off the end of
+/// `stderr`; the names it gave.
+fn take_limit_report(stderr: &mut Vec<u8>) -> Vec<String> {
+    let text = stderr.strip_suffix(b"\n").unwrap_or(stderr);
+    let start = text
+        .iter()
+        .rposition(|&byte| byte == b'\n')
+        .map_or(0, |at| at + 1);
+    let Some(names) = text[start..]
+        .strip_prefix(LAUNCHER_MESSAGE_PREFIX.as_bytes())
+        .and_then(|rest| rest.strip_prefix(toolgate_sandbox::protocol::LIMIT_REPORT.as_bytes()))
+    else {
+        return Vec::new();
+    };
+    let names: Vec<String> = String::from_utf8_lossy(names)
+        .split(',')
+        .filter(|name| !name.is_empty())
+        .map(str::to_string)
+        .collect();
+    stderr.truncate(start);
+    names
+}
+
+/// What the model reads at the end of stderr when the call ran into a limit.
+fn limit_notice(names: &str, sandbox: Option<&Sandbox>) -> String {
+    let values = sandbox.map(Sandbox::limits);
+    let described: Vec<String> = names
+        .split(',')
+        .map(|name| {
+            let value = values
+                .as_ref()
+                .and_then(|values| values.iter().find(|(known, _)| *known == name))
+                .and_then(|(_, value)| *value);
+            match value {
+                Some(value) => format!("{name} ({value})"),
+                None => name.to_string(),
+            }
+        })
+        .collect();
+    format!(
+        "toolgate: the call ran into its sandbox limit: {}; raise sandbox.limits.{} if the work needs more",
+        described.join(", "),
+        names.split(',').next().unwrap_or(names)
+    )
+}
+
+/// Appends `line` to `buffer` on a line of its own.
+fn push_line(buffer: &mut Vec<u8>, line: &str) {
+    if buffer.last().is_some_and(|&byte| byte != b'\n') {
+        buffer.push(b'\n');
+    }
+    buffer.extend_from_slice(line.as_bytes());
+    buffer.push(b'\n');
 }
 
 /// The launcher's own failure (its exit codes with its message on stderr) as an error: the

@@ -54,14 +54,22 @@ pub async fn describe(
     timeout: Duration,
     sandbox: Option<&Arc<Sandbox>>,
 ) -> Result<Description, Refusal> {
-    let cwd = program.parent().unwrap_or(Path::new("/"));
-    let mut request = ExecRequest::new(program.as_os_str(), cwd)
+    // A tool directory named with `..` (`../executable-tools` beside the worker file) reaches
+    // here as written; the sandbox's view is built from real paths.
+    let program = std::fs::canonicalize(program).unwrap_or_else(|_| program.to_path_buf());
+    let cwd = program.parent().unwrap_or(Path::new("/")).to_path_buf();
+    let mut request = ExecRequest::new(program.as_os_str(), &cwd)
         .args(["description"])
         .env(env.iter().cloned())
         .private_dirs()
         .timeout(timeout)
         .max_output_bytes(DESCRIPTION_MAX_BYTES);
     request.sandbox = sandbox.cloned();
+    if request.sandbox.is_some() {
+        // It runs in its own directory, which the call's view must then hold (read-only); the
+        // sandbox may grant nothing there (a tool directory outside the work directory).
+        request.readable.push(cwd);
+    }
     match exec::run(request).await {
         Ok(output) => interpret(&output, timeout),
         Err(err) => Err(Refusal {

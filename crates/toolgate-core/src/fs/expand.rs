@@ -138,6 +138,106 @@ pub fn expand(
     Ok(found)
 }
 
+/// [`expand`], plus every other name below `root` of a matched file (a hard link), matched by
+/// the same matcher: what the kernel must protect or hide. (The file tools use [`expand`]: they
+/// refuse another name by its device and inode, saying which file it is.)
+pub fn expand_with_other_names(
+    root: &Path,
+    matchers: &[Matcher<'_>],
+    limit: Option<usize>,
+) -> std::result::Result<Vec<Matched>, TooLarge> {
+    let mut found = expand(root, matchers, limit)?;
+    add_other_names(root, &mut found, limit.unwrap_or(MAX_GUARD_WALK_ENTRIES))?;
+    found.sort_by(|a, b| (&a.path, a.matcher).cmp(&(&b.path, b.matcher)));
+    found.dedup();
+    Ok(found)
+}
+
+/// A hard link is the same file under another name: a link made before the list (by a person,
+/// an earlier run) would give a process the content of a hidden file, or a way to change a
+/// protected one, under a name no pattern matches. So every other name below `root` of a
+/// matched file with more than one link (a matched file, or a file inside a matched directory)
+/// is matched too, by the same matcher. Only when such a file exists is the directory walked
+/// again, with an `lstat` per regular file.
+fn add_other_names(
+    root: &Path,
+    found: &mut Vec<Matched>,
+    limit: usize,
+) -> std::result::Result<(), TooLarge> {
+    use std::collections::HashMap;
+    use std::os::unix::fs::MetadataExt;
+
+    let too_large = || TooLarge {
+        root: root.to_path_buf(),
+        entries: limit,
+    };
+    // (device, inode) of every matched file with other names, and its matcher.
+    let mut linked: HashMap<(u64, u64), usize> = HashMap::new();
+    let mut entries = 0usize;
+    for matched in found.iter() {
+        let mut pending = vec![matched.path.clone()];
+        while let Some(path) = pending.pop() {
+            let Ok(meta) = std::fs::symlink_metadata(&path) else {
+                continue;
+            };
+            if meta.is_dir() {
+                let Ok(listing) = std::fs::read_dir(&path) else {
+                    continue;
+                };
+                for entry in listing.flatten() {
+                    entries += 1;
+                    if entries > limit {
+                        return Err(too_large());
+                    }
+                    pending.push(entry.path());
+                }
+            } else if meta.is_file() && meta.nlink() > 1 {
+                linked.insert((meta.dev(), meta.ino()), matched.matcher);
+            }
+        }
+    }
+    if linked.is_empty() {
+        return Ok(());
+    }
+    // What is matched already (a matched directory covers everything inside it).
+    let known: std::collections::HashSet<PathBuf> =
+        found.iter().map(|matched| matched.path.clone()).collect();
+    let mut stack = vec![root.to_path_buf()];
+    entries = 0;
+    while let Some(dir) = stack.pop() {
+        let Ok(listing) = std::fs::read_dir(&dir) else {
+            continue;
+        };
+        for entry in listing.flatten() {
+            entries += 1;
+            if entries > limit {
+                return Err(too_large());
+            }
+            let Ok(file_type) = entry.file_type() else {
+                continue;
+            };
+            if known.contains(&entry.path()) {
+                continue;
+            }
+            if file_type.is_dir() {
+                stack.push(entry.path());
+            } else if file_type.is_file() {
+                let Ok(meta) = entry.metadata() else {
+                    continue;
+                };
+                if let Some(matcher) = linked.get(&(meta.dev(), meta.ino())) {
+                    found.push(Matched {
+                        path: entry.path(),
+                        matcher: *matcher,
+                        is_dir: false,
+                    });
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
 /// Where the symlink `link` leads, when that exists inside `root`.
 fn link_target_inside(link: &Path, root: &Path) -> Option<PathBuf> {
     std::fs::canonicalize(link)
@@ -230,6 +330,35 @@ mod tests {
         let judge = blocked_by(&r);
         let found = expand(&root, &[&judge], None).unwrap();
         assert_eq!(names(&root, &found), ["real.txt"]);
+    }
+
+    #[test]
+    fn other_names_of_a_matched_file_are_matched_too() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = std::fs::canonicalize(dir.path()).unwrap();
+        std::fs::create_dir_all(root.join("secrets")).unwrap();
+        std::fs::create_dir_all(root.join("src/deep")).unwrap();
+        std::fs::write(root.join(".env"), "TOKEN=1\n").unwrap();
+        std::fs::write(root.join("secrets/key"), "KEY=1\n").unwrap();
+        std::fs::write(root.join("plain.txt"), "x\n").unwrap();
+        // Other names: of a matched file, of a file inside a matched directory.
+        std::fs::hard_link(root.join(".env"), root.join("notes.txt")).unwrap();
+        std::fs::hard_link(root.join("secrets/key"), root.join("src/deep/key.txt")).unwrap();
+        // A hard-linked file nothing matches stays out.
+        std::fs::hard_link(root.join("plain.txt"), root.join("plain2.txt")).unwrap();
+        let judge = |_: &Path, relative: &Path, _: EntryKind| {
+            relative == Path::new(".env") || relative == Path::new("secrets")
+        };
+        assert_eq!(
+            names(&root, &expand(&root, &[&judge], None).unwrap()),
+            [".env", "secrets"]
+        );
+        let found = expand_with_other_names(&root, &[&judge], None).unwrap();
+        assert_eq!(
+            names(&root, &found),
+            [".env", "notes.txt", "secrets", "src/deep/key.txt"]
+        );
+        assert!(found.iter().all(|matched| matched.matcher == 0));
     }
 
     #[test]

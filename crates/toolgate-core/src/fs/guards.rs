@@ -211,5 +211,4 @@ fn files_below(dir: &Path) -> std::result::Result<Vec<PathBuf>, TooLarge> {
 }
 
 #[cfg(test)]
-#[path = "guards_tests.rs"]
 mod tests;

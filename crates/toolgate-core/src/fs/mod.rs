@@ -13,8 +13,6 @@ pub mod access;
 mod anchor;
 mod arguments;
 mod bytes;
-#[cfg(test)]
-mod concurrency_tests;
 pub mod config;
 mod edit;
 pub mod expand;
@@ -29,8 +27,6 @@ mod pattern;
 mod read;
 pub mod rules;
 mod special;
-#[cfg(test)]
-mod special_tests;
 mod temp;
 mod text;
 mod tree;
@@ -52,3 +48,6 @@ pub(crate) use special::read_small_regular as read_small_regular_file;
 pub use tree::{tree, TreeOutput, TreeRequest};
 pub use walk::Cancel;
 pub use write::{write, WriteAction, WriteOutput};
+
+#[cfg(test)]
+mod tests;

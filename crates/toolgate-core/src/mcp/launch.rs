@@ -20,7 +20,7 @@ use crate::error::{Error, Result};
 use crate::exec::{self, env, CallDir};
 use crate::executables::cache::default_cache_dir;
 use crate::network::{CallHandle, ConnectionRecord, NetworkCall, Proxy};
-use crate::sandbox_config::{prepare_cached, ToolSandbox};
+use crate::sandbox_config::ToolSandbox;
 
 /// A stdio server ready to start: the file to execute, its arguments, its complete
 /// environment and its working directory. Its private HOME/TMPDIR exists while this value
@@ -39,7 +39,25 @@ pub struct McpLaunch {
     pub package_cache: Option<PathBuf>,
     /// The server's listener on the egress proxy (network by host).
     proxy: Option<CallHandle>,
+    /// The sandbox and its guarded paths' states when the server was launched: a long-lived
+    /// server is checked after each of its tool calls ([`McpLaunch::repair_guarded`]).
+    guarded: Option<(
+        std::sync::Arc<crate::sandbox::Sandbox>,
+        crate::sandbox::GuardSnapshot,
+    )>,
     _call_dir: CallDir,
+}
+
+impl McpLaunch {
+    /// After a tool call of the server (and when it closes): removes what it created at a
+    /// missing protected or hidden path and puts back a replaced protected symlink (the view
+    /// cannot mount over a path that does not exist); one message per repair, naming the path.
+    pub fn repair_guarded(&self) -> Vec<String> {
+        match &self.guarded {
+            Some((sandbox, before)) => sandbox.repair_guarded(before),
+            None => Vec::new(),
+        }
+    }
 }
 
 impl McpToolset {
@@ -79,7 +97,7 @@ impl McpToolset {
             if sandbox.sandbox.is_some() {
                 let mut scope = sandbox.scope.clone();
                 scope.write.push(cache.clone());
-                sandbox = prepare_cached(&scope)?;
+                sandbox = scope.build_for_one_shot()?;
             }
         }
         let proxy = server_proxy(&sandbox, server)?;
@@ -102,6 +120,11 @@ impl McpToolset {
             None => (program, Vec::new(), false),
         };
         all_args.extend(args.iter().map(OsString::from));
+        let guarded = self
+            .sandbox
+            .sandbox
+            .as_ref()
+            .map(|sandbox| (std::sync::Arc::clone(sandbox), sandbox.snapshot_guarded()));
         Ok(McpLaunch {
             file,
             args: all_args,
@@ -110,6 +133,7 @@ impl McpToolset {
             sandboxed,
             package_cache,
             proxy,
+            guarded,
             _call_dir: call_dir,
         })
     }

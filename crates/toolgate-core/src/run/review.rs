@@ -322,5 +322,4 @@ pub(crate) fn invisible(c: char) -> bool {
 }
 
 #[cfg(test)]
-#[path = "review_tests.rs"]
 mod tests;

@@ -172,6 +172,8 @@ pub(crate) enum Refusal {
 /// Starts a call through the server. `policy` is the sandbox's fixed launcher arguments,
 /// `call` the call's own (paths, working directory, environment, `--`, program and arguments)
 /// as one word list; `clean` is what a server started now removes when toolgate is gone.
+/// With `listener`, the call's init hands up the egress proxy's listener, which the answer
+/// waits for.
 pub(crate) fn spawn(
     launcher: &Path,
     registration: &Registration,
@@ -179,12 +181,13 @@ pub(crate) fn spawn(
     call: &[u8],
     stdio: CallStdio,
     clean: Option<&Path>,
+    listener: bool,
 ) -> Result<Served, Refusal> {
     // A server found dead while sending is replaced once: nothing reached it, so nothing ran.
     for _ in 0..2 {
         let server = server(launcher, clean).ok_or(Refusal::Unavailable)?;
         match request(&server, registration, policy, call, &stdio) {
-            Ok(socket) => return answer(server, socket),
+            Ok(socket) => return answer(server, socket, listener),
             Err(err) if is_gone(&err) => server.retire(),
             Err(err) => {
                 return Err(Refusal::Broken(format!(
@@ -269,12 +272,30 @@ fn wait_readable(fd: BorrowedFd<'_>, limit: Duration) -> bool {
     }
 }
 
-/// Waits for the server's answer to a call. (The call's init may report the program's exit
-/// before the server got to say it started the init: that report is kept for later.)
-fn answer(server: Arc<Server>, socket: OwnedFd) -> Result<Served, Refusal> {
+/// Waits for the server's answer to a call, and with `listener` for the init's listener.
+/// (The call's init may report the program's exit before the server got to say it started the
+/// init: that report is kept for later.)
+fn answer(server: Arc<Server>, socket: OwnedFd, listener: bool) -> Result<Served, Refusal> {
     let pid = server.pid();
     let mut early = None;
+    let mut started: Option<(libc::pid_t, OwnedFd)> = None;
+    let mut received: Option<OwnedFd> = None;
+    let mut limits = Vec::new();
     loop {
+        if let Some((child, init)) = started.take() {
+            if !listener || received.is_some() || early.is_some() {
+                return Ok(Served {
+                    pid: child,
+                    init,
+                    socket,
+                    server,
+                    early,
+                    listener: received,
+                    limits,
+                });
+            }
+            started = Some((child, init));
+        }
         if !wait_readable(socket.as_fd(), ANSWER_TIMEOUT) {
             server.retire();
             return Err(Refusal::Broken(format!(
@@ -294,18 +315,21 @@ fn answer(server: Arc<Server>, socket: OwnedFd) -> Result<Served, Refusal> {
                         "the sandbox server's answer is incomplete".into(),
                     ));
                 };
-                return Ok(Served {
-                    pid: child,
-                    init,
-                    socket,
-                    server,
-                    early,
-                });
+                started = Some((child, init));
             }
+            Some(wire::LISTENER) => received = message.fds.into_iter().next(),
+            Some(wire::LIMIT) => limits.extend(limit_names(reader.rest())),
             Some(wire::EXITED) if early.is_none() => {
                 early = Some(reader.i32().map_or(Ending::Killed, Ending::Status));
             }
-            Some(wire::FAILED) => return Err(failure(reader)),
+            Some(wire::FAILED) if started.is_none() => return Err(failure(reader)),
+            Some(wire::FAILED) => {
+                early = Some(match failure(reader) {
+                    Refusal::Failed(code, message) => Ending::Failed(code, message),
+                    _ => Ending::Killed,
+                })
+            }
+            None if started.is_some() => early = Some(Ending::Killed),
             _ => {
                 server.retire();
                 return Err(Refusal::Broken(format!(
@@ -314,6 +338,14 @@ fn answer(server: Arc<Server>, socket: OwnedFd) -> Result<Served, Refusal> {
             }
         }
     }
+}
+
+/// The names of a `LIMIT` message.
+fn limit_names(bytes: &[u8]) -> impl Iterator<Item = String> + '_ {
+    bytes
+        .split(|&byte| byte == b',')
+        .filter(|name| !name.is_empty())
+        .map(|name| String::from_utf8_lossy(name).into_owned())
 }
 
 fn failure(mut reader: Reader<'_>) -> Refusal {
@@ -331,6 +363,10 @@ pub(crate) struct Served {
     server: Arc<Server>,
     /// The init's report, when it came before the server's answer.
     early: Option<Ending>,
+    /// The egress proxy's listener in the call's network namespace (proxy network only).
+    listener: Option<OwnedFd>,
+    /// The limits the call ran into (from the init's `LIMIT`).
+    limits: Vec<String>,
 }
 
 /// How a served call ended, once its init is gone.
@@ -367,25 +403,43 @@ impl Served {
         wait_readable(self.init.as_fd(), limit);
     }
 
+    /// The egress proxy's listener, taken (once).
+    pub fn take_listener(&mut self) -> Option<OwnedFd> {
+        self.listener.take()
+    }
+
+    /// The limits the call ran into; complete once [`Served::ending`] was asked.
+    pub fn limits(&self) -> &[String] {
+        &self.limits
+    }
+
     /// How the call ended; ask once the init has exited.
     pub fn ending(&mut self) -> Ending {
         if let Some(ending) = self.early.take() {
+            // What the init said after it (none: it reports its limits first).
             return ending;
         }
-        match wire::recv(self.socket.as_fd(), false) {
-            Ok(message) if message.bytes.is_empty() => Ending::ServerGone(self.server.pid()),
-            Ok(message) => {
-                let mut reader = Reader::new(&message.bytes);
-                match reader.u8() {
-                    Some(wire::EXITED) => reader.i32().map_or(Ending::Killed, Ending::Status),
-                    Some(wire::FAILED) => match failure(reader) {
+        loop {
+            let message = match wire::recv(self.socket.as_fd(), false) {
+                Ok(message) => message,
+                Err(_) => return Ending::Killed,
+            };
+            if message.bytes.is_empty() {
+                return Ending::ServerGone(self.server.pid());
+            }
+            let mut reader = Reader::new(&message.bytes);
+            match reader.u8() {
+                Some(wire::LIMIT) => self.limits.extend(limit_names(reader.rest())),
+                Some(wire::LISTENER) => {}
+                Some(wire::EXITED) => return reader.i32().map_or(Ending::Killed, Ending::Status),
+                Some(wire::FAILED) => {
+                    return match failure(reader) {
                         Refusal::Failed(code, message) => Ending::Failed(code, message),
                         _ => Ending::Killed,
-                    },
-                    _ => Ending::Killed,
+                    }
                 }
+                _ => return Ending::Killed,
             }
-            Err(_) => Ending::Killed,
         }
     }
 }

@@ -5,26 +5,37 @@
 //! [`ExecRequest`](crate::exec::ExecRequest) carrying it runs its program through the `toolgate-sandbox` launcher (the
 //! crate of that name: launcher, server, Landlock and seccomp), which applies it:
 //!
-//! - **Landlock**: read-write the work directory (read-only with `readonly`), the call's
-//!   private directory and the `write` roots; read and execute the system runtime (`/usr`,
-//!   `/bin`, `/sbin`, `/lib*`), the few `/etc` entries programs need, `/proc` (other processes'
-//!   memory, environment and files stay closed: Landlock refuses ptrace-style access across the
-//!   sandbox boundary), the CPU topology in `/sys`, the program with its install prefix and the
-//!   directories on its `PATH`, and the `read` roots; `/dev/null` and a few other device files.
-//!   Nothing else. Without `network`, no TCP bind or connect and no abstract unix sockets.
+//! - **A view of its own** (a mount namespace built for the call, see the launcher's
+//!   `view.rs`): the system runtime, the few `/etc` entries programs need, the program with
+//!   the parts of its install it needs and the `read` roots, read-only; the work directory
+//!   (read-only with `readonly`) and the `write` roots read-write; `protect` paths read-only and
+//!   `hide` paths empty wherever they are; a private, size-limited tmpfs for the call's `HOME`
+//!   and `TMPDIR`; the call's own `/proc`; `/dev/null` and a few other device files. Nothing
+//!   else exists for the program: no other path can be read, written, stat'ed or watched, and
+//!   nothing outside the writable roots can change in any way (`EROFS`).
+//! - **Landlock** over the same paths (defense in depth, and the filesystem policy where no
+//!   view can be built). Without network, no TCP bind or connect and no abstract unix
+//!   sockets; with the proxy network, TCP to the proxy's port only.
+//! - **Namespaces**: its own PID namespace (the process tree dies with the call), IPC
+//!   namespace (no host SysV IPC), and, unless the network is open, network namespace; its own
+//!   session (no controlling terminal); no capabilities.
+//! - **Limits** (`SandboxLimits`): processes, memory, the private tmpfs, CPU and file size.
 //! - **seccomp** (compiled by the launcher): no ptrace, no foreign-process memory, no keyring, no
 //!   mounts or namespaces, no io_uring/bpf/perf/userfaultfd, no TIOCSTI; without `network`
 //!   only unix sockets, and no `connect`.
 //! - **The process tree** dies with the call (PID namespace with a tiny init, or a subreaper).
 //!
-//! `enforce` refuses to run where the kernel lacks Landlock or seccomp
-//! (`SANDBOX_UNAVAILABLE`); `best-effort` runs with what exists and says so once.
+//! `enforce` refuses to run where the kernel lacks Landlock or seccomp, or where a promised
+//! guarantee needs the view and none can be built (`SANDBOX_UNAVAILABLE`); `best-effort` runs
+//! with what exists and says so once.
 //!
 //! This module decides and asks; the launcher applies. It speaks to the launcher only through
 //! `toolgate_sandbox::protocol` (its arguments, exit codes and messages): the launcher's own
 //! code is not part of this crate.
 
+mod guard;
 mod locate;
+mod namespaces;
 mod paths;
 mod probe;
 
@@ -36,18 +47,27 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
+pub use guard::GuardSnapshot;
 pub use locate::{LAUNCHER_ENV, LAUNCHER_NAME};
+pub use namespaces::{probe_launcher, LauncherProbe};
+pub use paths::{Grant, GrantKind};
 pub use probe::{kernel_support, KernelSupport};
 pub use toolgate_sandbox::protocol::{
     EXIT_CANNOT_EXECUTE, EXIT_NOT_FOUND, EXIT_SETUP_FAILED, LAUNCHER_MESSAGE_PREFIX,
 };
 
 use crate::error::{Error, Result};
+use crate::limits::{
+    DEFAULT_SANDBOX_CPU_SECONDS, DEFAULT_SANDBOX_FILE_SIZE_MB, DEFAULT_SANDBOX_MEMORY_MB,
+    DEFAULT_SANDBOX_PROCESSES, DEFAULT_SANDBOX_TMP_MB,
+};
 use crate::network::NetworkPolicy;
+use guard::Guarded;
 use paths::Reach;
 use toolgate_sandbox::protocol::{
-    ARG_BEST_EFFORT, ARG_CWD, ARG_DEVICE, ARG_END, ARG_ENV, ARG_NETWORK, ARG_PARENT, ARG_PROBE,
-    ARG_READ, ARG_SECCOMP, ARG_WRITE,
+    ARG_BEST_EFFORT, ARG_CALL_DIR, ARG_CWD, ARG_DEVICE, ARG_END, ARG_ENV, ARG_HIDE, ARG_LIMIT,
+    ARG_NETWORK, ARG_NETWORK_PROXY, ARG_PARENT, ARG_PROTECT, ARG_READ, ARG_REQUIRE_VIEW,
+    ARG_SECCOMP, ARG_TTY, ARG_WITHOUT, ARG_WRITE, PROXY_PORT,
 };
 
 /// How strictly a sandbox is required.
@@ -60,15 +80,85 @@ pub enum SandboxMode {
     BestEffort,
 }
 
+/// What a sandboxed process may reach of the network.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum NetworkMode {
+    /// Nothing: no IP sockets, no `connect`, a network namespace of its own.
+    #[default]
+    Off,
+    /// The host's network, unix sockets of host services included.
+    On,
+    /// Only toolgate's egress proxy: the call's own network namespace with `lo`, a listener on
+    /// `127.0.0.1:3128` in it that toolgate serves with the call's
+    /// [`CallContext`](crate::network::CallContext) (`ExecRequest::network_call`), and TCP to
+    /// that port the only connection allowed.
+    Proxy,
+}
+
+impl NetworkMode {
+    /// `On` for `true`, `Off` for `false`.
+    pub fn from_bool(open: bool) -> Self {
+        if open {
+            NetworkMode::On
+        } else {
+            NetworkMode::Off
+        }
+    }
+}
+
+/// A call's limits (`sandbox.limits`); `None` is the default of [`crate::limits`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct SandboxLimits {
+    /// Processes and threads at once.
+    pub processes: Option<u64>,
+    /// Memory, in MiB.
+    pub memory_mb: Option<u64>,
+    /// The private tmpfs (HOME, TMPDIR), in MiB.
+    pub tmp_mb: Option<u64>,
+    /// CPU seconds per process (no default: unlimited).
+    pub cpu_seconds: Option<u64>,
+    /// The largest file a process may write, in MiB.
+    pub file_size_mb: Option<u64>,
+}
+
+impl SandboxLimits {
+    /// Each limit's name (as configured and reported) and value in force: the configured
+    /// one, else the default; `None` when unlimited.
+    pub fn effective(&self) -> [(&'static str, Option<u64>); 5] {
+        [
+            (
+                "processes",
+                self.processes.or(Some(DEFAULT_SANDBOX_PROCESSES)),
+            ),
+            (
+                "memoryMb",
+                self.memory_mb.or(Some(DEFAULT_SANDBOX_MEMORY_MB)),
+            ),
+            ("tmpMb", self.tmp_mb.or(Some(DEFAULT_SANDBOX_TMP_MB))),
+            (
+                "cpuSeconds",
+                self.cpu_seconds.or(DEFAULT_SANDBOX_CPU_SECONDS),
+            ),
+            (
+                "fileSizeMb",
+                self.file_size_mb.or(Some(DEFAULT_SANDBOX_FILE_SIZE_MB)),
+            ),
+        ]
+    }
+}
+
 /// What the processes of a tool may reach.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SandboxPolicy {
     pub mode: SandboxMode,
-    /// Allow network access (TCP/UDP, and unix sockets of services outside the sandbox).
-    pub network: bool,
-    /// Network by host: the only way out is toolgate's egress proxy, which judges every
-    /// connection by this policy (`network` is then false).
+    pub network: NetworkMode,
+    /// With [`NetworkMode::Proxy`]: the host policy the egress proxy judges every connection
+    /// by (network by host).
     pub hosts: Option<NetworkPolicy>,
+    /// With [`NetworkMode::Proxy`]: the programs are started by the one-shot launcher (an MCP
+    /// stdio server, which the MCP SDK talks to over its pipes), which makes no network
+    /// namespace, so the proxy listens on this host's loopback. Only `best-effort` allows it.
+    pub proxy_outside: bool,
     /// Extra directories or files to read and execute (absolute, or relative to `work_dir`).
     pub read: Vec<PathBuf>,
     /// Extra directories or files to write (absolute, or relative to `work_dir`).
@@ -78,25 +168,31 @@ pub struct SandboxPolicy {
     pub readonly: bool,
     /// Paths (files or directories, absolute or relative to `work_dir`) every process sees
     /// read-only, whatever else is writable: protected configuration (worker files, tools
-    /// modules, git hooks, …) and read-only path rules. A path may not exist yet.
+    /// modules, git hooks, …) and read-only path rules. A path may not exist yet: a missing one
+    /// may not be created (see `guard.rs`).
     pub protect: Vec<PathBuf>,
     /// Paths processes must not read, write, link or create: what `blocked` path rules match.
+    /// An empty read-only node of the same type takes their place.
     pub hide: Vec<PathBuf>,
+    pub limits: SandboxLimits,
 }
 
 impl SandboxPolicy {
-    /// The default policy for `work_dir`: enforced, no network, no extra roots, writable.
+    /// The default policy for `work_dir`: enforced, no network, no extra roots, writable,
+    /// nothing protected or hidden, the default limits.
     pub fn new(work_dir: impl Into<PathBuf>) -> Self {
         Self {
             mode: SandboxMode::Enforce,
-            network: false,
+            network: NetworkMode::Off,
             hosts: None,
+            proxy_outside: false,
             read: Vec::new(),
             write: Vec::new(),
             work_dir: work_dir.into(),
             readonly: false,
             protect: Vec::new(),
             hide: Vec::new(),
+            limits: SandboxLimits::default(),
         }
     }
 }
@@ -114,6 +210,8 @@ pub struct Sandbox {
     /// Network by host without a network namespace (best-effort): the call's proxy listens
     /// on this host's loopback and the program has the network.
     proxy_on_host: bool,
+    /// Protected and hidden paths, absolute.
+    guarded: Guarded,
     /// The read roots of the last `PATH` seen: a tool's calls share one environment.
     search_path_roots: Mutex<Option<(OsString, Arc<[PathBuf]>)>>,
     warnings: Vec<String>,
@@ -134,12 +232,16 @@ impl Sandbox {
         let work_dir = canonical_dir(&policy.work_dir)?;
         let read = canonical_roots("read", &work_dir, &policy.read)?;
         let write = canonical_roots("write", &work_dir, &policy.write)?;
+        let guarded = Guarded::resolve(&work_dir, &policy.protect, &policy.hide);
         let policy = SandboxPolicy {
             work_dir,
             read,
             write,
+            protect: guarded.protect.clone(),
+            hide: guarded.hide.clone(),
             ..policy
         };
+        check_limits(&policy.limits)?;
         let reach = Reach::new(
             &policy.work_dir,
             policy.readonly,
@@ -182,45 +284,98 @@ impl Sandbox {
                 None
             }
         };
-        let proxy_on_host = match &policy.hosts {
-            None => false,
-            Some(_) if launcher.is_none() => true,
-            Some(_) => match network_namespace_support() {
-                Ok(()) => false,
-                Err(why) => {
-                    let message = format!(
-                        "network by host needs a network namespace for each call, so that the egress proxy is the only way out, and {why}"
-                    );
-                    if enforce {
-                        return Err(unavailable(&message));
-                    }
-                    warnings.push(format!(
-                        "{message}; programs get the network with the proxy variables set, and one that ignores them connects directly"
-                    ));
-                    true
+        // What only the view keeps: protected paths inside a writable root, hidden paths
+        // inside a readable one, the proxy network.
+        let needs_view = view_needs(&policy, &reach);
+        let mut require_view = !needs_view.is_empty();
+        let mut view_missing = false;
+        if require_view {
+            let why_not = match launcher.as_deref().map(probe_launcher) {
+                Some(Some(probe)) => probe.view.err().or_else(|| {
+                    (policy.network == NetworkMode::Proxy && !probe.network_namespace).then(|| {
+                        "unprivileged user namespaces cannot make a network namespace here"
+                            .to_string()
+                    })
+                }),
+                Some(None) => Some("the launcher could not be asked".to_string()),
+                None => None, // no launcher: reported above
+            };
+            if let Some(why) = why_not {
+                let message = no_view(&needs_view, &why);
+                if enforce {
+                    return Err(Error::SandboxUnavailable(message));
                 }
-            },
-        };
+                warnings.push(message);
+                require_view = false;
+                view_missing = true;
+            }
+        }
+        // Network by host where the call gets no network namespace of its own (best-effort
+        // only: enforce was refused above): the proxy listens on this host's loopback.
+        let proxy_on_host = policy.network == NetworkMode::Proxy
+            && (launcher.is_none() || view_missing || policy.proxy_outside);
+        if proxy_on_host {
+            let why = if policy.proxy_outside {
+                "these programs are started by the one-shot launcher, which makes no network namespace"
+            } else {
+                "no network namespace can be made for each call"
+            };
+            let message = format!(
+                "network by host needs a network namespace for each call, so that the egress proxy is the only way out, and {why}"
+            );
+            if enforce {
+                return Err(unavailable(&message));
+            }
+            // Where the view is missing, its warning already said what is lost.
+            let said = if view_missing {
+                "network by host"
+            } else {
+                &message
+            };
+            warnings.push(format!(
+                "{said}: programs get the network with the proxy variables set, and one that ignores them connects directly"
+            ));
+        }
+        let writable = |path: &Path| reach.write.iter().any(|root| path.starts_with(root));
+        guarded.make_owned_directories(writable);
+
         let mut fixed_args: Vec<OsString> = Vec::new();
         if !enforce {
             fixed_args.push(ARG_BEST_EFFORT.into());
         }
-        if policy.network || proxy_on_host {
-            fixed_args.push(ARG_NETWORK.into());
+        match policy.network {
+            NetworkMode::Off => {}
+            NetworkMode::On => fixed_args.push(ARG_NETWORK.into()),
+            NetworkMode::Proxy if proxy_on_host => fixed_args.push(ARG_NETWORK.into()),
+            NetworkMode::Proxy => {
+                fixed_args.push(ARG_NETWORK_PROXY.into());
+                fixed_args.push(PROXY_PORT.to_string().into());
+            }
         }
         // The launcher compiles the filters for the policy's network setting; without seccomp
         // (best-effort only: `enforce` refused above) none are asked for.
         if support.seccomp {
             fixed_args.push(ARG_SECCOMP.into());
         }
+        if require_view {
+            fixed_args.push(ARG_REQUIRE_VIEW.into());
+        }
         for (flag, paths) in [
-            (ARG_READ, &reach.read),
+            (ARG_READ, &reach.read_names),
             (ARG_WRITE, &reach.write),
             (ARG_DEVICE, &reach.devices),
+            (ARG_PROTECT, &guarded.protect),
+            (ARG_HIDE, &guarded.hide),
         ] {
             for path in paths {
                 fixed_args.push(flag.into());
                 fixed_args.push(path.clone().into_os_string());
+            }
+        }
+        for (name, value) in policy.limits.effective() {
+            if let Some(value) = value {
+                fixed_args.push(ARG_LIMIT.into());
+                fixed_args.push(format!("{name}={value}").into());
             }
         }
         Ok(Self {
@@ -230,11 +385,63 @@ impl Sandbox {
             launcher,
             fixed_args,
             proxy_on_host,
+            guarded,
             search_path_roots: Mutex::new(None),
             warnings,
             #[cfg(target_os = "linux")]
             registration: Mutex::new(None),
         })
+    }
+
+    /// The same sandbox without the layers named (`view`, `ipc`, `network-namespace`,
+    /// `limits`): for benchmarks measuring what each layer costs, never for tools.
+    #[doc(hidden)]
+    pub fn without_layers(mut self, layers: &[&str]) -> Self {
+        for layer in layers {
+            self.fixed_args.push(ARG_WITHOUT.into());
+            self.fixed_args.push(OsString::from(*layer));
+        }
+        self
+    }
+
+    /// The guarded paths' states before a call (see `guard.rs`); pair with
+    /// [`Sandbox::repair_guarded`] after it. Cheap: an `lstat` per protected or hidden path.
+    pub fn snapshot_guarded(&self) -> GuardSnapshot {
+        self.guarded.snapshot()
+    }
+
+    /// After a call (or a long-lived process's request): removes what it created at a missing
+    /// protected or hidden path and puts back a replaced protected symlink; one message per
+    /// repair, for the call's result.
+    pub fn repair_guarded(&self, before: &GuardSnapshot) -> Vec<String> {
+        if self.guarded.is_empty() {
+            return Vec::new();
+        }
+        self.guarded.repair(before)
+    }
+
+    /// Every path this sandbox grants, with how and why (for `toolgate check --sandbox`);
+    /// the directories on a `PATH` of `search_path` included.
+    pub fn grants(&self, search_path: Option<&OsString>) -> Vec<Grant> {
+        let mut grants = self.reach.grants(&self.policy);
+        if let Some(search_path) = search_path {
+            grants.extend(self.reach.search_path_grants(search_path));
+        }
+        for path in &self.guarded.protect {
+            grants.push(Grant {
+                path: path.clone(),
+                kind: GrantKind::Protected,
+                why: "protected: read-only for every process, also inside a writable root".into(),
+            });
+        }
+        for path in &self.guarded.hide {
+            grants.push(Grant {
+                path: path.clone(),
+                kind: GrantKind::Hidden,
+                why: "hidden: an empty read-only node in its place".into(),
+            });
+        }
+        grants
     }
 
     /// The policy, with the work directory and the roots canonical.
@@ -287,21 +494,15 @@ impl Sandbox {
         ))
     }
 
-    /// Runs the launcher's probe: whether this kernel lets it use user and PID namespaces.
-    /// Returns `None` without a launcher or when the probe cannot run.
-    pub fn probe_namespaces(&self) -> Option<(bool, bool)> {
-        let output = std::process::Command::new(self.launcher.as_ref()?)
-            .arg(ARG_PROBE)
-            .env_clear()
-            .output()
-            .ok()?;
-        let text = String::from_utf8_lossy(&output.stdout);
-        let flag = |name: &str| {
-            text.split_whitespace()
-                .find_map(|pair| pair.strip_prefix(name)?.strip_prefix('='))
-                .map(|value| value == "1")
-        };
-        Some((flag("user_namespaces")?, flag("pid_namespace")?))
+    /// The launcher's probe (cached per process): what it can build on this machine.
+    /// `None` without a launcher or when the probe cannot run.
+    pub fn probe(&self) -> Option<LauncherProbe> {
+        probe_launcher(self.launcher.as_deref()?)
+    }
+
+    /// The limits in force, each with its value (`None`: unlimited).
+    pub fn limits(&self) -> [(&'static str, Option<u64>); 5] {
+        self.policy.limits.effective()
     }
 
     /// The launcher and its arguments (through `--` and `program`) for one call, or `None`
@@ -317,11 +518,31 @@ impl Sandbox {
         env: &[(OsString, OsString)],
         readable: &[PathBuf],
     ) -> Option<(&Path, Vec<OsString>)> {
+        self.command_with(program, call_dir, env, readable, false)
+    }
+
+    /// [`Sandbox::command`] for `toolgate sandbox`: with `tty`, the program keeps the
+    /// terminal's session and `/dev/tty` (it may read what is typed there and change the
+    /// terminal's modes; `TIOCSTI` stays refused); without it, it has a session of its own and
+    /// no terminal.
+    pub fn command_with(
+        &self,
+        program: &Path,
+        call_dir: &Path,
+        env: &[(OsString, OsString)],
+        readable: &[PathBuf],
+        tty: bool,
+    ) -> Option<(&Path, Vec<OsString>)> {
         let launcher = self.launcher.as_deref()?;
         let mut args = Vec::with_capacity(self.fixed_args.len() + 32);
         args.push(ARG_PARENT.into());
         args.push(std::process::id().to_string().into());
         args.extend(self.fixed_args.iter().cloned());
+        if tty {
+            args.push(ARG_TTY.into());
+            args.push(ARG_DEVICE.into());
+            args.push("/dev/tty".into());
+        }
         self.push_call_paths(&mut args, program, call_dir, env, readable);
         args.push(ARG_END.into());
         args.push(program.as_os_str().to_owned());
@@ -376,6 +597,7 @@ impl Sandbox {
             &toolgate_sandbox::protocol::words::join(&words),
             stdio,
             call.private_root,
+            self.policy.network == NetworkMode::Proxy,
         )
     }
 
@@ -395,7 +617,7 @@ impl Sandbox {
             .map(|(_, value)| value);
         let search_path = self.search_path_roots(search_path);
         let program_roots = self.reach.program_roots(program, &search_path);
-        args.push(ARG_WRITE.into());
+        args.push(ARG_CALL_DIR.into());
         args.push(call_dir.as_os_str().to_owned());
         for root in search_path.iter().chain(&program_roots).chain(readable) {
             args.push(ARG_READ.into());
@@ -447,12 +669,6 @@ impl Sandbox {
     }
 }
 
-/// Whether a call can get a network namespace of its own whose only way out is a listener
-/// handed to the egress proxy; `Err` says why not.
-fn network_namespace_support() -> std::result::Result<(), String> {
-    Err("the launcher of this build gives a call no network namespace of its own".into())
-}
-
 fn unavailable(what: &str) -> Error {
     Error::SandboxUnavailable(format!(
         "the sandbox cannot be enforced: {what}. To run anyway, configure the tool with sandbox: 'best-effort' (uses what the kernel offers) or sandbox: false (no sandbox)"
@@ -465,6 +681,56 @@ fn missing_launcher(tried: &[PathBuf]) -> String {
         "the sandbox launcher '{LAUNCHER_NAME}' was not found (looked for {}); rebuild it with `npm run build:native` (or `cargo build -p toolgate-sandbox`), or set {LAUNCHER_ENV} to its path",
         tried.join(", ")
     )
+}
+
+/// The paths (and the network) only a view of its own can keep as promised, in words.
+fn view_needs(policy: &SandboxPolicy, reach: &Reach) -> Vec<String> {
+    let mut needs = Vec::new();
+    let writable = |path: &Path| reach.write.iter().any(|root| path.starts_with(root));
+    let readable = |path: &Path| writable(path) || reach.covers(path);
+    for path in &policy.protect {
+        if writable(path) {
+            needs.push(format!("the protected path '{}'", path.display()));
+        }
+    }
+    for path in &policy.hide {
+        if readable(path) {
+            needs.push(format!("the hidden path '{}'", path.display()));
+        }
+    }
+    if policy.network == NetworkMode::Proxy && !policy.proxy_outside {
+        needs.push("the network by host (through the egress proxy)".into());
+    }
+    needs
+}
+
+/// Why a policy cannot be kept without a view, and what to do.
+fn no_view(needs: &[String], why: &str) -> String {
+    format!(
+        "the sandbox cannot keep {} as promised: that needs a mount namespace of the call's own, which this machine does not allow ({why}; on Ubuntu 24.04 and later, AppArmor restricts unprivileged user namespaces: see docs/sandbox.md). Fix it by keeping configuration outside the work directory (or setting sandbox.root to a subfolder that holds none), or allow user namespaces for the launcher; sandbox: 'best-effort' runs without this protection (and says so)",
+        needs.join(", ")
+    )
+}
+
+/// Each limit within its bounds.
+fn check_limits(limits: &SandboxLimits) -> Result<()> {
+    for (name, value) in [
+        ("processes", limits.processes),
+        ("memoryMb", limits.memory_mb),
+        ("tmpMb", limits.tmp_mb),
+        ("cpuSeconds", limits.cpu_seconds),
+        ("fileSizeMb", limits.file_size_mb),
+    ] {
+        if let Some(value) = value {
+            if value == 0 || value > crate::limits::MAX_SANDBOX_LIMIT {
+                return Err(Error::ConfigInvalid(format!(
+                    "sandbox.limits.{name} is {value}; give a whole number from 1 to {}",
+                    crate::limits::MAX_SANDBOX_LIMIT
+                )));
+            }
+        }
+    }
+    Ok(())
 }
 
 fn canonical_dir(path: &Path) -> Result<PathBuf> {

@@ -1,4 +1,5 @@
-//! Which paths a sandboxed process may reach, resolved when a sandbox is prepared.
+//! Which paths a sandboxed process may reach, resolved when a sandbox is prepared, and why
+//! each is granted (for `toolgate check --sandbox`).
 
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
@@ -51,21 +52,60 @@ const ETC_ENTRIES: &[&str] = &[
     "/etc/os-release",
 ];
 
-/// Device files: read, write and ioctl (terminal programs ask `/dev/tty` for its size).
+/// Device files: read, write and ioctl. Not `/dev/tty`: a tool's process has no terminal
+/// (`toolgate sandbox --tty` adds it).
 const DEVICES: &[&str] = &[
     "/dev/null",
     "/dev/zero",
     "/dev/full",
     "/dev/random",
     "/dev/urandom",
-    "/dev/tty",
 ];
+
+/// The parts of an install prefix a runtime needs besides its `bin`: its libraries, helper
+/// programs and data (`/opt/node/lib/node_modules`, `/opt/perl/lib/perl5`, `share/`). Never the
+/// prefix itself, which may hold anything.
+const PREFIX_PARTS: &[&str] = &["lib", "lib32", "lib64", "libexec", "share"];
+
+/// How a path is granted.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum GrantKind {
+    Read,
+    Write,
+    Device,
+    Protected,
+    Hidden,
+}
+
+impl GrantKind {
+    /// The word `toolgate check --sandbox` shows.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            GrantKind::Read => "read",
+            GrantKind::Write => "write",
+            GrantKind::Device => "device",
+            GrantKind::Protected => "protected",
+            GrantKind::Hidden => "hidden",
+        }
+    }
+}
+
+/// One path a sandbox grants, and why.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Grant {
+    pub path: PathBuf,
+    pub kind: GrantKind,
+    pub why: String,
+}
 
 /// The fixed part of a sandbox's reach, resolved once.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct Reach {
-    /// Read and execute.
+    /// Read and execute, canonical (what a path is checked against).
     pub read: Vec<PathBuf>,
+    /// The same, by the names programs use (`/bin`, `/etc/resolv.conf`): what the launcher
+    /// mounts in the view (following the symlinks, which it recreates) and grants.
+    pub read_names: Vec<PathBuf>,
     /// Read, write, create, remove.
     pub write: Vec<PathBuf>,
     /// Device files.
@@ -83,10 +123,20 @@ impl Reach {
         read_roots: &[PathBuf],
         write_roots: &[PathBuf],
     ) -> Self {
-        let mut read: Vec<PathBuf> = SYSTEM_ROOTS
+        let system = SYSTEM_ROOTS
             .iter()
             .chain(ETC_ENTRIES)
-            .chain(["/proc"].iter())
+            .chain(["/proc"].iter());
+        let mut read_names: Vec<PathBuf> = system
+            .clone()
+            .map(PathBuf::from)
+            .filter(|path| path.symlink_metadata().is_ok() && path.exists())
+            .collect();
+        read_names.extend(read_roots.iter().cloned());
+        if readonly {
+            read_names.push(work_dir.to_path_buf());
+        }
+        let mut read: Vec<PathBuf> = system
             .filter_map(|path| existing(Path::new(path)))
             .collect();
         read.extend(read_roots.iter().cloned());
@@ -110,12 +160,80 @@ impl Reach {
                 .iter()
                 .any(|other| other != path && path.starts_with(other))
         });
+        dedup(&mut read_names);
         Reach {
             read,
+            read_names,
             write,
             devices,
             home_areas: home_areas(),
         }
+    }
+
+    /// The fixed grants with their reasons.
+    pub fn grants(&self, policy: &super::SandboxPolicy) -> Vec<Grant> {
+        let mut grants = Vec::new();
+        for name in &self.read_names {
+            let why = if *name == policy.work_dir {
+                "the work directory (read-only: readonly)"
+            } else if policy.read.contains(name) {
+                "a read root (sandbox.read, or a version manager whose shims are on PATH)"
+            } else if name.starts_with("/etc") {
+                "an /etc entry programs need (loader cache, certificates, name resolution, users, time zone)"
+            } else if name == Path::new("/proc") {
+                "the call's own /proc (its PID namespace)"
+            } else {
+                "the system runtime"
+            };
+            grants.push(Grant {
+                path: name.clone(),
+                kind: GrantKind::Read,
+                why: why.into(),
+            });
+        }
+        for path in &self.write {
+            let why = if *path == policy.work_dir {
+                "the work directory"
+            } else {
+                "a write root (sandbox.write)"
+            };
+            grants.push(Grant {
+                path: path.clone(),
+                kind: GrantKind::Write,
+                why: why.into(),
+            });
+        }
+        for path in &self.devices {
+            grants.push(Grant {
+                path: path.clone(),
+                kind: GrantKind::Device,
+                why: "a device file every program may use".into(),
+            });
+        }
+        grants
+    }
+
+    /// The grants the directories of a `PATH` add, with their reasons.
+    pub fn search_path_grants(&self, search_path: &OsString) -> Vec<Grant> {
+        let mut grants = Vec::new();
+        let mut known: Vec<PathBuf> = Vec::new();
+        for dir in std::env::split_paths(search_path).filter(|dir| dir.is_absolute()) {
+            let Ok(real) = std::fs::canonicalize(&dir) else {
+                continue;
+            };
+            for (root, why) in self.install_roots(&real) {
+                if self.covers(&root) || known.iter().any(|k| root.starts_with(k)) {
+                    continue;
+                }
+                known.push(root.clone());
+                grants.push(Grant {
+                    path: root,
+                    kind: GrantKind::Read,
+                    why: format!("'{}' is on PATH: {why}", dir.display()),
+                });
+            }
+        }
+        grants
     }
 
     /// Whether `path` is already readable under this reach.
@@ -127,32 +245,57 @@ impl Reach {
     }
 
     /// The read roots the directories of a `PATH` need (what a program may run in turn): each
-    /// absolute entry's install prefix (see [`Reach::program_roots`]) where not yet covered.
+    /// absolute entry's directory and the runtime parts of its install prefix (see
+    /// [`Reach::program_roots`]) where not yet covered.
+    ///
+    /// An entry reached through a symlink is also given by its name, so that the view
+    /// recreates the way to it (programs look each other up by that name).
     pub fn search_path_roots(&self, search_path: &OsString) -> Vec<PathBuf> {
         let mut roots = Vec::new();
-        let dirs = std::env::split_paths(search_path)
-            .filter(|dir| dir.is_absolute())
-            .filter_map(|dir| std::fs::canonicalize(dir).ok());
-        for dir in dirs {
-            self.add_root(&mut roots, self.install_root(&dir));
+        for name in std::env::split_paths(search_path).filter(|dir| dir.is_absolute()) {
+            let Ok(dir) = std::fs::canonicalize(&name) else {
+                continue;
+            };
+            let mut added = false;
+            for (root, _) in self.install_roots(&dir) {
+                let before = roots.len();
+                self.add_root(&mut roots, root);
+                added |= roots.len() > before;
+            }
+            if dir != name
+                && (added || self.covers(&dir))
+                && !roots.contains(&name)
+                && !self.read_names.contains(&name)
+            {
+                roots.push(name);
+            }
         }
         roots
     }
 
-    /// The read roots the program needs beyond `known`: its install prefix (the parent of a
-    /// `bin` or `sbin` directory, else its own directory), or the file alone when that is
-    /// covered otherwise. Inside a home area only the program's directory is granted, never
-    /// the prefix: `~/.local`, `~/.cargo` or `~` itself would expose user data.
+    /// The read roots the program needs beyond `known`: its directory and, for a `bin` or
+    /// `sbin` directory outside a home area, the parts of the install prefix a runtime needs
+    /// ([`PREFIX_PARTS`]); or the file alone when that is covered otherwise. Never the prefix
+    /// itself: a copy of `perl` in `<dir>/bin` does not make `<dir>/outside` readable.
     pub fn program_roots(&self, program: &Path, known: &[PathBuf]) -> Vec<PathBuf> {
         let real = std::fs::canonicalize(program).unwrap_or_else(|_| program.to_path_buf());
         let mut roots = Vec::new();
         if let Some(dir) = real.parent() {
-            let root = self.install_root(dir);
-            if !known.iter().any(|k| root.starts_with(k)) {
-                self.add_root(&mut roots, root);
+            for (root, _) in self.install_roots(dir) {
+                if !known.iter().any(|k| root.starts_with(k)) {
+                    self.add_root(&mut roots, root);
+                }
             }
         }
-        if !self.covers(&real) && !known.iter().chain(&roots).any(|k| real.starts_with(k)) {
+        // The name it is run by, when a symlink is on the way (the view recreates it).
+        if real != program && program.is_absolute() && !known.iter().any(|k| k == program) {
+            roots.push(program.to_path_buf());
+        }
+        // The program itself: a file (never a directory named as a program).
+        if real.is_file()
+            && !self.covers(&real)
+            && !known.iter().chain(&roots).any(|k| real.starts_with(k))
+        {
             roots.push(real);
         }
         roots
@@ -164,24 +307,39 @@ impl Reach {
         }
     }
 
-    fn install_root(&self, dir: &Path) -> PathBuf {
+    /// A program directory's grants and why: the directory itself, and for a `bin` or
+    /// `sbin` outside a home area the existing runtime parts of its prefix.
+    fn install_roots(&self, dir: &Path) -> Vec<(PathBuf, &'static str)> {
+        if dir == Path::new("/") {
+            return Vec::new(); // a program at the top: itself only, never everything
+        }
+        let mut roots = vec![(dir.to_path_buf(), "the directory of programs")];
         let named_bin = matches!(
             dir.file_name().and_then(|name| name.to_str()),
             Some("bin" | "sbin")
         );
         let prefix = match dir.parent() {
             Some(parent) if named_bin && parent != Path::new("/") => parent,
-            _ => return dir.to_path_buf(),
+            _ => return roots,
         };
         let in_home = self
             .home_areas
             .iter()
             .any(|home| prefix.starts_with(home) || home.starts_with(prefix));
         if in_home {
-            dir.to_path_buf()
-        } else {
-            prefix.to_path_buf()
+            return roots;
         }
+        for part in PREFIX_PARTS {
+            // Only a real directory of the prefix, never one a symlink takes elsewhere.
+            let path = prefix.join(part);
+            if path.symlink_metadata().is_ok_and(|meta| meta.is_dir()) {
+                roots.push((
+                    path,
+                    "a part of its install prefix a runtime needs (lib, libexec, share)",
+                ));
+            }
+        }
+        roots
     }
 }
 
@@ -277,35 +435,54 @@ mod tests {
         assert!(reach.devices.contains(&PathBuf::from("/dev/null")));
     }
 
+    fn roots(reach: &Reach, dir: &Path) -> Vec<PathBuf> {
+        reach
+            .install_roots(dir)
+            .into_iter()
+            .map(|(root, _)| root)
+            .collect()
+    }
+
     #[test]
-    fn install_prefixes_are_granted_outside_homes_only() {
-        let reach = reach();
+    fn install_prefixes_give_their_runtime_parts_outside_homes_only() {
+        let mut reach = reach();
+        let prefix = tempfile::tempdir().unwrap();
+        let prefix = std::fs::canonicalize(prefix.path()).unwrap();
+        for dir in ["bin", "lib", "libexec", "share", "outside", "include"] {
+            std::fs::create_dir(prefix.join(dir)).unwrap();
+        }
+        std::os::unix::fs::symlink("/etc", prefix.join("lib64")).unwrap();
         assert_eq!(
-            reach.install_root(Path::new("/opt/node/bin")),
-            Path::new("/opt/node")
+            roots(&reach, &prefix.join("bin")),
+            [
+                prefix.join("bin"),
+                prefix.join("lib"),
+                prefix.join("libexec"),
+                prefix.join("share")
+            ],
+            "never the prefix, its other directories, or a part that is a symlink"
         );
         assert_eq!(
-            reach.install_root(Path::new("/opt/tool")),
-            Path::new("/opt/tool")
+            roots(&reach, &prefix.join("outside")),
+            [prefix.join("outside")]
         );
+        reach.home_areas.push(prefix.clone());
+        assert_eq!(roots(&reach, &prefix.join("bin")), [prefix.join("bin")]);
         for home_bin in [
             "/home/u/.local/bin",
             "/home/u/.cargo/bin",
             "/home/u/bin",
             "/root/bin",
+            // A prefix that contains a home (/home/bin -> /home) is not used either.
+            "/home/bin",
         ] {
             assert_eq!(
-                reach.install_root(Path::new(home_bin)),
-                Path::new(home_bin),
+                roots(&reach, Path::new(home_bin)),
+                [PathBuf::from(home_bin)],
                 "{home_bin}"
             );
         }
-        // A prefix that contains a home (/home/bin -> /home) is not granted either.
-        assert_eq!(
-            reach.install_root(Path::new("/home/bin")),
-            Path::new("/home/bin")
-        );
-        assert_eq!(reach.install_root(Path::new("/bin")), Path::new("/bin"));
+        assert_eq!(roots(&reach, Path::new("/bin")), [PathBuf::from("/bin")]);
     }
 
     #[test]
@@ -321,12 +498,14 @@ mod tests {
         let bin = std::fs::canonicalize(tools.path()).unwrap().join("bin");
         std::fs::create_dir(&bin).unwrap();
         std::fs::write(bin.join("tool"), "").unwrap();
+        std::fs::create_dir(bin.parent().unwrap().join("lib")).unwrap();
+        let lib = bin.parent().unwrap().join("lib");
         let roots = reach.search_path_roots(&bin.clone().into_os_string());
-        assert_eq!(roots, [bin.parent().unwrap()]);
+        assert_eq!(roots, [bin.clone(), lib.clone()]);
         assert!(reach.program_roots(&bin.join("tool"), &roots).is_empty());
         assert_eq!(
             reach.program_roots(&bin.join("tool"), &[]),
-            [bin.parent().unwrap()]
+            [bin.clone(), lib]
         );
     }
 }

@@ -1,6 +1,8 @@
-//! `toolgate sandbox -- program args…`: the command line that runs any program under a sandbox
-//! with the terminal's standard streams. The CLI spawns it (nothing is forked from Node itself:
-//! the launcher does the kernel work in its own process) and passes its exit code through.
+//! `toolgate sandbox -- program args…`: the command line that runs any program under a sandbox.
+//! The CLI spawns it (nothing is forked from Node itself: the launcher does the kernel work in
+//! its own process) and passes its exit code through. Without `tty` the program has a session
+//! of its own and no terminal (the CLI relays its streams through pipes); with `tty` it is
+//! given the terminal: it keeps the terminal's session and `/dev/tty`.
 
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
@@ -46,6 +48,10 @@ pub struct LaunchOptions {
     /// against the work directory.
     #[serde(default)]
     pub sandbox: Option<SandboxOption>,
+    /// Give the program the terminal (`--tty`): it may read what is typed there, change the
+    /// terminal's modes and use `/dev/tty`; injecting input (`TIOCSTI`) stays refused.
+    #[serde(default)]
+    pub tty: bool,
 }
 
 /// A program ready to start under a sandbox: the file to execute, its arguments, environment
@@ -88,7 +94,9 @@ impl Launch {
     /// program.
     pub fn prepare(options: LaunchOptions, program: &str, args: &[String]) -> Result<Self> {
         let scope = options.scope()?;
-        let sandbox = scope.build()?;
+        // The CLI spawns the one-shot launcher (with the terminal's streams): a network by
+        // host gets its proxy on this host's loopback, under `best-effort` only.
+        let sandbox = scope.build_for_one_shot()?;
         let passthrough: Vec<String> = TERMINAL_VARIABLES.iter().map(|s| s.to_string()).collect();
         let mut child_env = env::child_environment(&passthrough);
         let call_dir = CallDir::create()?;
@@ -101,7 +109,7 @@ impl Launch {
         let resolved = exec::resolve_program(program.as_ref(), &cwd, &child_env)?;
         let command = sandbox.sandbox.as_ref().and_then(|prepared| {
             let (launcher, launcher_args) =
-                prepared.command(&resolved, call_dir.root(), &child_env, &[])?;
+                prepared.command_with(&resolved, call_dir.root(), &child_env, &[], options.tty)?;
             Some((launcher.to_path_buf(), launcher_args, prepared.confines()))
         });
         let (file, mut all_args, sandboxed) = match command {
@@ -152,6 +160,7 @@ mod tests {
             sandbox: Some(SandboxOption::Mode(
                 super::super::SandboxModeName::BestEffort,
             )),
+            tty: false,
         };
         let launch = Launch::prepare(options, "true", &["x".into()]).unwrap();
         assert_eq!(launch.args.last().unwrap(), "x");
@@ -160,6 +169,7 @@ mod tests {
         assert!(!home.starts_with(work.path()));
         if launch.sandboxed {
             assert!(launch.args.iter().any(|arg| arg == "--"));
+            assert!(!launch.args.iter().any(|arg| arg == "--tty"));
         }
         drop(launch);
         assert!(!home.exists(), "the private directory is removed");
@@ -167,6 +177,7 @@ mod tests {
         let off = LaunchOptions {
             work_dir: Some(work.path().to_path_buf()),
             sandbox: Some(SandboxOption::Off),
+            tty: false,
         };
         let launch = Launch::prepare(off, "true", &[]).unwrap();
         assert!(!launch.sandboxed);
@@ -175,6 +186,7 @@ mod tests {
             LaunchOptions {
                 work_dir: Some(work.path().to_path_buf()),
                 sandbox: Some(SandboxOption::Off),
+                tty: false,
             },
             "no-such-program-toolgate",
             &[],

@@ -37,7 +37,7 @@ use crate::network::NetworkSetting;
 pub use launch::{Launch, LaunchOptions};
 pub use network::ScopeNetwork;
 pub use protect::{GuardKind, GuardReport, GuardedPath, Guards};
-pub use report::{support_report, SupportReport};
+pub use report::{grants, support_report, SupportReport};
 pub(crate) use scope::expand_home;
 pub use scope::{prepare_cached, version_manager_roots, SandboxScope, ToolSandbox, Widening};
 
@@ -97,6 +97,46 @@ pub struct SandboxFields {
     /// the work directory (`Makefile`, `.npmrc`, `scripts/**`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub protect: Option<Vec<String>>,
+    /// Limits of each call (`processes`, `memory_mb`, `tmp_mb`, `cpu_seconds`,
+    /// `file_size_mb`; JavaScript: `memoryMb`, …); an absent one has its default.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub limits: Option<LimitFields>,
+}
+
+/// `sandbox.limits`: each call's limits, whole numbers from 1 (defaults in
+/// [`crate::limits`]: 512 processes, 4096 MiB of memory, a 512 MiB private tmpfs, no CPU
+/// limit, files up to 1024 MiB).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct LimitFields {
+    /// Processes and threads one call may have at once.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub processes: Option<u64>,
+    /// Memory of one call, in MiB.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub memory_mb: Option<u64>,
+    /// Size of a call's private tmpfs (HOME, TMPDIR), in MiB.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tmp_mb: Option<u64>,
+    /// CPU seconds per process.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cpu_seconds: Option<u64>,
+    /// The largest file a process may write, in MiB.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub file_size_mb: Option<u64>,
+}
+
+impl LimitFields {
+    /// As the kernel policy's limits.
+    pub fn to_limits(self) -> crate::sandbox::SandboxLimits {
+        crate::sandbox::SandboxLimits {
+            processes: self.processes,
+            memory_mb: self.memory_mb,
+            tmp_mb: self.tmp_mb,
+            cpu_seconds: self.cpu_seconds,
+            file_size_mb: self.file_size_mb,
+        }
+    }
 }
 
 impl SandboxFields {
@@ -127,6 +167,7 @@ impl SandboxFields {
             network: self.network.clone(),
             read: anchor_all(&self.read),
             write: anchor_all(&self.write),
+            limits: self.limits,
             // Patterns are relative to the work directory, not to the file.
             protect: self.protect.clone(),
         }
@@ -141,8 +182,8 @@ pub enum SandboxOption {
     Off,
     /// `'enforce'` or `'best-effort'`, everything else default.
     Mode(SandboxModeName),
-    /// The object form.
-    Fields(SandboxFields),
+    /// The object form (boxed: it is much larger than the other forms).
+    Fields(Box<SandboxFields>),
 }
 
 impl SandboxOption {
@@ -157,14 +198,14 @@ impl SandboxOption {
                 mode: Some(mode),
                 ..SandboxFields::default()
             },
-            SandboxOption::Fields(fields) => fields,
+            SandboxOption::Fields(fields) => *fields,
         }
     }
 }
 
 /// What the option accepts, for messages.
 const OPTION_FORMS: &str =
-    "false, 'enforce', 'best-effort' or an object { mode, network, read, write, protect }";
+    "false, 'enforce', 'best-effort' or an object { mode, network, read, write, protect, limits }";
 
 impl<'de> Deserialize<'de> for SandboxOption {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
@@ -195,7 +236,7 @@ impl<'de> Deserialize<'de> for SandboxOption {
 
             fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<SandboxOption, A::Error> {
                 SandboxFields::deserialize(de::value::MapAccessDeserializer::new(map))
-                    .map(SandboxOption::Fields)
+                    .map(|fields| SandboxOption::Fields(Box::new(fields)))
             }
         }
         deserializer.deserialize_any(OptionVisitor)

@@ -11,6 +11,7 @@
 //!   ([`NetworkAccess::narrowed_by`]).
 
 use crate::network::{NetworkAccess, NetworkPolicy, NetworkSetting};
+use crate::sandbox::NetworkMode;
 
 /// What a scope's processes may reach on the network.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -43,6 +44,16 @@ impl ScopeNetwork {
     /// Whether processes get no network at all.
     pub fn is_off(&self) -> bool {
         self.access() == NetworkAccess::Off
+    }
+
+    /// What the launcher gives the scope's processes: nothing, the host's network, or only
+    /// the egress proxy (network by host).
+    pub fn mode(&self) -> NetworkMode {
+        match self.access() {
+            NetworkAccess::Off => NetworkMode::Off,
+            NetworkAccess::Open => NetworkMode::On,
+            NetworkAccess::Hosts(_) => NetworkMode::Proxy,
+        }
     }
 
     /// The host policy, when the network is by host (through the egress proxy).

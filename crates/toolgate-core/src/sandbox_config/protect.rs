@@ -21,7 +21,7 @@ use std::path::{Component, Path, PathBuf};
 
 use crate::approval::Decision;
 use crate::error::{Error, Result};
-use crate::fs::expand::expand;
+use crate::fs::expand::expand_with_other_names;
 use crate::fs::rules::{PathRule, PathRules};
 use crate::limits::MAX_PROTECT_PATTERNS;
 
@@ -417,8 +417,8 @@ pub fn protect_patterns(work_dir: &Path, patterns: &[String], setting: &str) -> 
         }
     }
     let matches = |_: &Path, relative: &Path, kind| compiled.decide(relative, kind).is_some();
-    let found =
-        expand(work_dir, &[&matches], None).map_err(|stopped| stopped.into_error(setting))?;
+    let found = expand_with_other_names(work_dir, &[&matches], None)
+        .map_err(|stopped| stopped.into_error(setting))?;
     for matched in found {
         let relative = matched.path.strip_prefix(work_dir).unwrap_or(&matched.path);
         let pattern = compiled

@@ -7,7 +7,7 @@ use super::network::ScopeNetwork;
 use super::protect::{git_guards, protect_patterns, GuardReport, Guards};
 use super::{SandboxFields, SandboxModeName};
 use crate::error::{Error, Result};
-use crate::sandbox::{Sandbox, SandboxMode, SandboxPolicy};
+use crate::sandbox::{Sandbox, SandboxLimits, SandboxMode, SandboxPolicy};
 
 /// How many prepared sandboxes [`prepare_cached`] keeps.
 const CACHED_SANDBOXES: usize = 16;
@@ -24,6 +24,8 @@ pub struct SandboxScope {
     /// The work directory, canonical: writable unless `readonly`.
     pub work_dir: PathBuf,
     pub readonly: bool,
+    /// Each call's limits (`None`: the default).
+    pub limits: SandboxLimits,
     /// Protected and hidden paths: the work directory's git configuration, what `protect`
     /// patterns match, and (for a worker) the files of its graph and its blocked path rules.
     pub guards: Guards,
@@ -82,6 +84,10 @@ impl SandboxScope {
             write: resolve_roots(fields.write.as_deref(), base, setting, "write")?,
             work_dir,
             readonly,
+            limits: fields
+                .limits
+                .map(|limits| limits.to_limits())
+                .unwrap_or_default(),
             guards,
         })
     }
@@ -169,6 +175,10 @@ impl SandboxScope {
         if let Some(write) = &fields.write {
             adjusted.write = resolve_roots(Some(write), base, setting, "write")?;
         }
+        if let Some(limits) = &fields.limits {
+            // Only a key written counts (an absent one keeps the value above).
+            adjusted.limits = overlay_limits(&self.limits, &limits.to_limits());
+        }
         if let Some(patterns) = &fields.protect {
             // More protection only ever narrows, so a toolset's patterns join the worker's.
             let setting = format!("{setting}: protect");
@@ -182,7 +192,7 @@ impl SandboxScope {
     /// What this scope reaches that `outer` does not, in words, or `None` when it is inside
     /// `outer`: a less strict mode, the network where `outer` has none, a read root `outer`
     /// cannot read, a write root (or a writable work directory) `outer` cannot write, a work
-    /// directory outside `outer`'s.
+    /// directory outside `outer`'s, a limit higher than `outer`'s.
     pub fn widening_over(&self, outer: &SandboxScope) -> Option<String> {
         if self.mode.strictness() < outer.mode.strictness() {
             return Some(format!(
@@ -211,6 +221,22 @@ impl SandboxScope {
                 "the work directory '{}' is outside it",
                 self.work_dir.display()
             ));
+        }
+        for ((name, value), (_, above)) in self
+            .limits
+            .effective()
+            .into_iter()
+            .zip(outer.limits.effective())
+        {
+            if let Some(above) = above {
+                match value {
+                    Some(value) if value <= above => {}
+                    Some(value) => {
+                        return Some(format!("limits.{name} is {value} where it is {above}"))
+                    }
+                    None => return Some(format!("limits.{name} is unlimited where it is {above}")),
+                }
+            }
         }
         if !self.readonly && !outer.can_write(&self.work_dir) {
             return Some(format!(
@@ -349,20 +375,34 @@ impl SandboxScope {
             .for_policy(|path| self.can_write(path), |path| self.can_read(path));
         Some(SandboxPolicy {
             mode,
-            network: self.network.is_open(),
+            network: self.network.mode(),
             hosts: self.network.host_policy(),
+            proxy_outside: false,
             read,
             write: self.write.clone(),
             work_dir: self.work_dir.clone(),
             readonly: self.readonly,
             protect,
             hide,
+            limits: self.limits,
         })
     }
 
     /// Prepares the sandbox of one tool (once; its calls share it). `SANDBOX_UNAVAILABLE`
     /// under `enforce` where the kernel or the launcher is missing.
     pub fn build(&self) -> Result<ToolSandbox> {
+        self.build_with(false)
+    }
+
+    /// [`build`](Self::build) for programs the one-shot launcher starts (MCP stdio servers,
+    /// whose pipes the MCP SDK talks over), which makes no network namespace: a network by
+    /// host then has its proxy on this host's loopback, which only `best-effort` allows
+    /// (`SANDBOX_UNAVAILABLE` under `enforce`, saying why).
+    pub fn build_for_one_shot(&self) -> Result<ToolSandbox> {
+        self.build_with(true)
+    }
+
+    fn build_with(&self, proxy_outside: bool) -> Result<ToolSandbox> {
         if self.mode == SandboxModeName::Off && self.network.host_policy().is_some() {
             return Err(Error::ConfigInvalid(format!(
                 "sandbox: network is {}, but the mode is 'off': without the sandbox nothing keeps programs to those hosts; turn the sandbox on (mode 'enforce' or 'best-effort'), or give network: true",
@@ -371,6 +411,10 @@ impl SandboxScope {
         }
         let sandbox = self
             .policy()
+            .map(|policy| SandboxPolicy {
+                proxy_outside,
+                ..policy
+            })
             .map(Sandbox::prepare)
             .transpose()?
             .map(Arc::new);
@@ -380,6 +424,18 @@ impl SandboxScope {
             sandbox,
             warning,
         })
+    }
+}
+
+/// `outer`'s limits with the keys `inner` sets replacing them (whether that widens is
+/// [`SandboxScope::widening_over`]'s to say).
+fn overlay_limits(outer: &SandboxLimits, inner: &SandboxLimits) -> SandboxLimits {
+    SandboxLimits {
+        processes: inner.processes.or(outer.processes),
+        memory_mb: inner.memory_mb.or(outer.memory_mb),
+        tmp_mb: inner.tmp_mb.or(outer.tmp_mb),
+        cpu_seconds: inner.cpu_seconds.or(outer.cpu_seconds),
+        file_size_mb: inner.file_size_mb.or(outer.file_size_mb),
     }
 }
 

@@ -60,11 +60,11 @@ fn the_option_takes_false_a_mode_or_the_object_form() {
     );
     assert_eq!(
         option(serde_json::json!({ "network": true, "read": ["/usr"] })).unwrap(),
-        SandboxOption::Fields(SandboxFields {
+        SandboxOption::Fields(Box::new(SandboxFields {
             network: Some(crate::network::NetworkSetting::Open),
             read: Some(vec![PathBuf::from("/usr")]),
             ..SandboxFields::default()
-        })
+        }))
     );
     assert_eq!(
         SandboxOption::Off.into_fields().mode,
@@ -366,4 +366,57 @@ fn version_managers_on_the_path_are_readable_but_never_a_home() {
         std::slice::from_ref(&d.root),
         "the same directory when it is nobody's home"
     );
+}
+
+#[test]
+fn limits_narrow_key_by_key_and_a_higher_one_widens() {
+    let d = dirs();
+    let worker = SandboxScope::new(
+        &d.work,
+        false,
+        &fields("{ limits: { processes: 64, cpu_seconds: 10 } }"),
+        &d.work,
+        "w",
+    )
+    .unwrap();
+    // An absent key keeps the value above; a lower one narrows.
+    let narrowed = worker
+        .narrow(
+            &fields("{ limits: { memory_mb: 256 } }"),
+            &d.work,
+            &WIDENING,
+        )
+        .unwrap();
+    assert_eq!(narrowed.limits.processes, Some(64));
+    assert_eq!(narrowed.limits.cpu_seconds, Some(10));
+    assert_eq!(narrowed.limits.memory_mb, Some(256));
+    for (yaml, expected) in [
+        (
+            "{ limits: { processes: 65 } }",
+            "limits.processes is 65 where it is 64",
+        ),
+        (
+            "{ limits: { cpu_seconds: 11 } }",
+            "limits.cpuSeconds is 11 where it is 10",
+        ),
+        (
+            "{ limits: { tmp_mb: 100000 } }",
+            "limits.tmpMb is 100000 where it is 512",
+        ),
+    ] {
+        let err = worker
+            .narrow(&fields(yaml), &d.work, &WIDENING)
+            .unwrap_err();
+        assert_eq!(err.code(), "CONFIG_INVALID", "{yaml}");
+        assert!(err.to_string().contains(expected), "{yaml}: {err}");
+    }
+    // A toolset inside its own worker file may raise them (issue 22 §8); a caller's bound
+    // still says where it widens.
+    let raised = worker
+        .with_fields(&fields("{ limits: { processes: 200 } }"), &d.work, "w")
+        .unwrap();
+    assert_eq!(raised.limits.processes, Some(200));
+    assert!(raised
+        .widening_over(&worker)
+        .is_some_and(|what| what.contains("limits.processes is 200 where it is 64")));
 }

@@ -163,6 +163,10 @@ pub struct SandboxConfig {
     /// config): gitignore-style patterns relative to the work directory.
     #[serde(default)]
     pub protect: Option<Vec<String>>,
+    /// Each call's limits: `processes`, `memory_mb`, `tmp_mb`, `cpu_seconds`, `file_size_mb`
+    /// (defaults: 512, 4096, 512, none, 1024).
+    #[serde(default)]
+    pub limits: Option<crate::sandbox_config::LimitFields>,
     /// Narrows the root to a directory inside it (golem-forge: `restrict: /src`).
     #[serde(default)]
     pub restrict: Option<String>,
@@ -540,6 +544,7 @@ fn resolve(
         read: sandbox.read.clone(),
         write: sandbox.write.clone(),
         protect: sandbox.protect.clone(),
+        limits: sandbox.limits,
     }
     .anchored(&dir);
     // golem-forge's registry paths: the program's `workerPaths`, else its defaults.

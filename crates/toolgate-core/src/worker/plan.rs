@@ -27,8 +27,6 @@ use crate::sandbox_config::{SandboxFields, SandboxModeName, SandboxScope, ToolSa
 
 #[cfg(test)]
 mod caller_tests;
-#[cfg(test)]
-mod network_tests;
 mod protected;
 #[cfg(test)]
 mod tests;

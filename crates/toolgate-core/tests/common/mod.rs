@@ -120,6 +120,27 @@ pub fn listing(dir: &Path) -> Vec<String> {
     names
 }
 
+/// Whether the launcher builds each call a view of its own here (else Landlock alone keeps
+/// the file system; tests of the view say they are skipped).
+pub fn view_available() -> bool {
+    let probe = toolgate_core::sandbox::probe_launcher(launcher());
+    let available = probe.as_ref().is_some_and(|probe| probe.view.is_ok());
+    if !available {
+        eprintln!("note: the sandbox's view cannot be built here: {probe:?}");
+    }
+    available
+}
+
+/// The message of a denied path outside the work directory: it does not exist in the view;
+/// without a view Landlock refuses it.
+pub fn denial() -> &'static str {
+    if view_available() {
+        "No such file or directory"
+    } else {
+        "Permission denied"
+    }
+}
+
 pub fn text(bytes: &[u8]) -> String {
     String::from_utf8_lossy(bytes).into_owned()
 }
@@ -159,6 +180,59 @@ pub async fn wait_until_gone(pid: u32) -> bool {
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
     false
+}
+
+/// A unique `sleep` argument of about `seconds` seconds (`30.004217`): a sandboxed process
+/// that runs `sleep` with it is found on the host by [`wait_for_marker`] (inside its PID
+/// namespace a process cannot learn its host pid).
+pub fn sleep_marker(seconds: u32) -> String {
+    static NEXT: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(1);
+    let unique = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    format!("{seconds}.{:03}{unique:03}", std::process::id() % 1000)
+}
+
+/// Shell lines that wait until a process `sleep MARKER` runs (looked for in the `/proc` the
+/// script sees).
+pub fn wait_inside_for(marker: &str) -> String {
+    format!(
+        "found() {{ for p in /proc/[0-9]*/cmdline; do [ \"$(tr '\\0' ' ' < \"$p\" 2>/dev/null)\" = 'sleep {marker} ' ] && return 0; done; return 1; }}\nuntil found; do sleep 0.01; done"
+    )
+}
+
+/// The host pids of the live processes with `marker` as an argument.
+pub fn processes_with(marker: &str) -> Vec<u32> {
+    let mut found = Vec::new();
+    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Some(pid) = entry
+            .file_name()
+            .to_str()
+            .and_then(|name| name.parse::<u32>().ok())
+        else {
+            continue;
+        };
+        let Ok(cmdline) = std::fs::read(format!("/proc/{pid}/cmdline")) else {
+            continue;
+        };
+        if cmdline
+            .split(|&byte| byte == 0)
+            .any(|arg| arg == marker.as_bytes())
+            && !process_is_gone(pid)
+        {
+            found.push(pid);
+        }
+    }
+    found
+}
+
+/// Waits up to five seconds for a process with `marker` as an argument; its host pid.
+pub async fn wait_for_marker(marker: &str) -> u32 {
+    for _ in 0..250 {
+        if let Some(pid) = processes_with(marker).first() {
+            return *pid;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    panic!("no process with the argument {marker} appeared");
 }
 
 /// Waits up to five seconds for `file` to hold a pid (written by a sandboxed script).

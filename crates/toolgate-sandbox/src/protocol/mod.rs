@@ -2,10 +2,11 @@
 //! word list of a server request), its exit codes and message prefix, and (on Linux) the
 //! messages of the launcher server ([`wire`]).
 //!
-//! A policy and a call travel as words: `[--parent PID] [--best-effort] [--network]
-//! [--seccomp] [--read PATH]... [--write PATH]... [--device PATH]... [--cwd DIR] [--env
-//! K=V]... [-- PROGRAM [ARG]...]`, on the one-shot launcher's command line or, joined by
-//! [`words::join`], in a server request.
+//! A policy and a call travel as words: `[--parent PID] [--best-effort] [--network |
+//! --network-proxy PORT] [--seccomp] [--read PATH]... [--write PATH]... [--device PATH]...
+//! [--protect PATH]... [--hide PATH]... [--limit NAME=VALUE]... [--require-view] [--tty]
+//! [--call-dir DIR] [--cwd DIR] [--env K=V]... [-- PROGRAM [ARG]...]`, on the one-shot
+//! launcher's command line or, joined by [`words::join`], in a server request.
 
 #[cfg(target_os = "linux")]
 pub mod wire;
@@ -27,8 +28,32 @@ pub const ARG_READ: &str = "--read";
 pub const ARG_WRITE: &str = "--write";
 /// A device file to read, write and ioctl.
 pub const ARG_DEVICE: &str = "--device";
-/// The launcher's probe: prints `user_namespaces=0|1 pid_namespace=0|1` and exits.
+/// The launcher's probe: prints `key=value` words (see [`probe`]) and exits.
 pub const ARG_PROBE: &str = "--probe";
+/// The network through toolgate's egress proxy only: the call gets a network namespace of
+/// its own with `lo` up and a listener on `127.0.0.1:PORT` (handed to toolgate), may connect
+/// to that port only, and cannot resolve names itself.
+pub const ARG_NETWORK_PROXY: &str = "--network-proxy";
+/// A path every process sees read-only, also inside a writable root (its view mounts it
+/// read-only over itself).
+pub const ARG_PROTECT: &str = "--protect";
+/// A path replaced by an empty read-only node in the view: unreadable, unwritable,
+/// unlinkable.
+pub const ARG_HIDE: &str = "--hide";
+/// One limit, `NAME=VALUE`: `processes`, `memoryMb`, `tmpMb`, `cpuSeconds`, `fileSizeMb`.
+pub const ARG_LIMIT: &str = "--limit";
+/// Refuse to run without the view (a promised guarantee needs it: protected or hidden
+/// paths inside reachable roots, the proxy network).
+pub const ARG_REQUIRE_VIEW: &str = "--require-view";
+/// The one-shot launcher keeps the terminal's session (the program may use the terminal it
+/// was given); without it the program has a session of its own and no controlling terminal.
+pub const ARG_TTY: &str = "--tty";
+/// The call's private directory (its `HOME` and `TMPDIR` are `home/` and `tmp/` in it): in
+/// the view, a tmpfs of the call's own is mounted on its parent and it is made there.
+pub const ARG_CALL_DIR: &str = "--call-dir";
+/// Leave out one layer (`view`, `ipc`, `network-namespace`, `limits`): for measuring what
+/// each costs; toolgate never sends it.
+pub const ARG_WITHOUT: &str = "--without";
 /// Ends the options; the program and its arguments follow.
 pub const ARG_END: &str = "--";
 /// The program's working directory (a server request; the one-shot launcher keeps its own).
@@ -49,3 +74,26 @@ pub const EXIT_CANNOT_EXECUTE: i32 = 126;
 pub const EXIT_NOT_FOUND: i32 = 127;
 /// How every message of the launcher's own starts on stderr.
 pub const LAUNCHER_MESSAGE_PREFIX: &str = "toolgate-sandbox: ";
+
+/// How the one-shot launcher says, on the last line of stderr (after the prefix), which
+/// limits the call ran into (comma-separated names).
+pub const LIMIT_REPORT: &str = "the call ran into its limit: ";
+
+/// The port of the egress proxy's listener inside a call's network namespace.
+pub const PROXY_PORT: u16 = 3128;
+
+/// The keys of the launcher's `--probe` output (`key=0|1`, and `cgroups=TEXT` last).
+pub mod probe {
+    /// User namespaces can be made (with capabilities in them).
+    pub const USER_NAMESPACES: &str = "user_namespaces";
+    /// A PID namespace can be made.
+    pub const PID_NAMESPACE: &str = "pid_namespace";
+    /// A view (mount namespace, bind mounts, a new root) can be built.
+    pub const VIEW: &str = "view";
+    /// A new `/proc` can be mounted in the view (else the host's is bound).
+    pub const FRESH_PROC: &str = "fresh_proc";
+    /// A network namespace can be made.
+    pub const NETWORK_NAMESPACE: &str = "network_namespace";
+    /// How limits are enforced (the rest of the line).
+    pub const CGROUPS: &str = "cgroups";
+}

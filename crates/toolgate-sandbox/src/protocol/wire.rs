@@ -12,13 +12,17 @@
 //!   toolgate exited);
 //! - `SPAWN policy flags body` + [call socket, stdout, stderr, stdin?]: start a program.
 //!
-//! On a waiting init's socket, server → init: `ASSIGN flags body` + [call socket, stdout,
-//! stderr, stdin?]: this call is yours; then `RULES` + [ruleset?] (or `FAILED message`): its
-//! Landlock ruleset, built while the init prepares.
+//! On a waiting init's socket: init → server: `READY` once it is set up (or `FAILED message`:
+//! it could not be, and exits); server → init: `ASSIGN flags body` + [call socket, stdout,
+//! stderr, stdin?]: this call is yours; then, for an init without a view of its own, `RULES` +
+//! [ruleset?] (or `FAILED message`): its Landlock ruleset, built while the init prepares.
 //!
 //! On the call's own socket (a socketpair per call; toolgate keeps one end):
 //! - server → toolgate: `STARTED pid` + [pidfd] or `FAILED code message`;
-//! - the call's init → toolgate: `EXITED status` (the program's wait status) or `FAILED`;
+//! - the call's init → toolgate: `LISTENER` + [the egress proxy's listening socket] (a call
+//!   with the proxy network, before its program starts), `LIMIT names` (the limits the call ran
+//!   into, comma-separated, before `EXITED`), `EXITED status` (the program's wait status) or
+//!   `FAILED`;
 //! - toolgate closing its end: the call is over; the server kills what is left and reaps.
 
 use std::io::{self, IoSlice, IoSliceMut};
@@ -47,13 +51,18 @@ pub const RULES: u8 = 7;
 
 /// The version of this protocol, sent with `READY`: toolgate uses a server only when it
 /// speaks the same version (else the one-shot launcher).
-pub const VERSION: u8 = 2;
+pub const VERSION: u8 = 3;
 /// server → toolgate: `STARTED pid` + [pidfd], the call's init runs.
 pub const STARTED: u8 = 10;
 /// `FAILED code message` (to toolgate) or `FAILED message` (to an init): it did not start.
 pub const FAILED: u8 = 11;
 /// init → toolgate: `EXITED status`, the program's wait status.
 pub const EXITED: u8 = 12;
+/// init → toolgate: `LISTENER` + [fd], the egress proxy's listener in the call's network
+/// namespace.
+pub const LISTENER: u8 = 13;
+/// init → toolgate: `LIMIT names`, the limits the call ran into (comma-separated).
+pub const LIMIT: u8 = 14;
 
 /// Flag of `SPAWN` and `ASSIGN`: a stdin fd comes last (before a body's memfd).
 pub const HAS_STDIN: u8 = 1;

@@ -108,6 +108,59 @@ pub fn installed(program: &str) -> bool {
     found
 }
 
+/// Whether the launcher builds views here (a mount namespace of the call's own): then a path
+/// outside the policy does not exist for the program (`ENOENT`), else Landlock refuses it.
+pub fn view_available() -> bool {
+    let out = std::process::Command::new(launcher())
+        .arg("--probe")
+        .output()
+        .unwrap();
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .any(|line| line == "view=1")
+}
+
+/// A unique `sleep` argument (`30.004217`): a sandboxed process running `sleep` with it is
+/// found on the host by [`processes_with`] (inside its PID namespace it cannot learn its host
+/// pid).
+pub fn sleep_marker(seconds: u32) -> String {
+    static NEXT: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(1);
+    let unique = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    format!("{seconds}.{:03}{unique:03}", std::process::id() % 1000)
+}
+
+/// The live processes with `marker` as an argument.
+pub fn processes_with(marker: &str) -> Vec<u32> {
+    let mut found = Vec::new();
+    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Some(pid) = entry
+            .file_name()
+            .to_str()
+            .and_then(|name| name.parse::<u32>().ok())
+        else {
+            continue;
+        };
+        let Ok(cmdline) = std::fs::read(format!("/proc/{pid}/cmdline")) else {
+            continue;
+        };
+        if cmdline
+            .split(|&byte| byte == 0)
+            .any(|arg| arg == marker.as_bytes())
+            && !process_is_gone(pid)
+        {
+            found.push(pid);
+        }
+    }
+    found
+}
+
+/// Shell lines that wait until `sleep MARKER` runs (in the `/proc` the script sees).
+pub fn wait_inside_for(marker: &str) -> String {
+    format!(
+        "found() {{ for p in /proc/[0-9]*/cmdline; do [ \"$(tr '\\0' ' ' < \"$p\" 2>/dev/null)\" = 'sleep {marker} ' ] && return 0; done; return 1; }}\nuntil found; do sleep 0.01; done"
+    )
+}
+
 /// A pid is gone when it no longer exists or is a zombie.
 pub fn process_is_gone(pid: u32) -> bool {
     match std::fs::read_to_string(format!("/proc/{pid}/stat")) {

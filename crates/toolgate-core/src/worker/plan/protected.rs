@@ -23,7 +23,7 @@ use std::sync::Arc;
 use super::{PlannedWorker, WorkerPlan};
 use crate::approval::Decision;
 use crate::error::{Error, Result};
-use crate::fs::expand::expand;
+use crate::fs::expand::expand_with_other_names;
 use crate::fs::rules::{EntryKind, PathRule, PathRules};
 use crate::limits::PERMISSIONS_FILE_NAME;
 use crate::mcp::McpTransport;
@@ -311,7 +311,7 @@ pub fn hidden_by(work_dir: &Path, rules: &[PathRule], place: &str) -> Result<Gua
     let compiled = PathRules::new(rules, place, false)?;
     let blocked =
         |_: &Path, relative: &Path, kind: EntryKind| compiled.blocks_in_walk(relative, kind);
-    let found = expand(work_dir, &[&blocked], None)
+    let found = expand_with_other_names(work_dir, &[&blocked], None)
         .map_err(|stopped| stopped.into_error(&format!("{place}: the blocked path rules")))?;
     for matched in found {
         let relative = matched.path.strip_prefix(work_dir).unwrap_or(&matched.path);

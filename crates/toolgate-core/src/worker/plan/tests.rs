@@ -1,3 +1,5 @@
+mod network;
+
 use std::collections::BTreeMap;
 use std::path::Path;
 
@@ -316,6 +318,7 @@ fn the_worker_sandbox_keys_reach_every_process_toolset() {
         readonly: true,
         // The plan's protected paths are their own test (`protected_tests.rs`).
         guards: main.sandbox.guards.clone(),
+        limits: Default::default(),
     };
     assert_eq!(main.sandbox, expected);
     let names: Vec<&str> = main
@@ -329,7 +332,7 @@ fn the_worker_sandbox_keys_reach_every_process_toolset() {
         .iter()
         .all(|(_, scope)| scope == &expected));
     let shell = main.shell.as_ref().unwrap().sandbox().unwrap();
-    assert!(shell.policy().readonly && shell.policy().network);
+    assert!(shell.policy().readonly && shell.policy().network == crate::sandbox::NetworkMode::On);
     assert!(
         !main.worker.warnings.iter().any(|w| w.contains("readonly")),
         "{:?}",

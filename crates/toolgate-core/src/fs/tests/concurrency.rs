@@ -6,8 +6,8 @@ use std::process::{Command, Stdio};
 use std::sync::Arc;
 use std::thread;
 
-use super::*;
-use super::{anchor, temp};
+use crate::fs::*;
+use crate::fs::{anchor, temp};
 use crate::PathValidator;
 
 fn setup() -> (tempfile::TempDir, Arc<PathValidator>) {

@@ -9,8 +9,8 @@ use std::os::unix::fs::symlink;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use super::trampoline::listed_names;
-use super::*;
+use crate::command::trampoline::listed_names;
+use crate::command::*;
 
 pub(super) struct Fixture {
     _dir: tempfile::TempDir,

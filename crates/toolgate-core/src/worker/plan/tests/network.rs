@@ -3,7 +3,7 @@
 
 use std::collections::BTreeMap;
 
-use super::*;
+use crate::worker::plan::*;
 use crate::worker::test_support::{dir, write};
 
 fn scopes(plan: &WorkerPlan, worker: usize) -> BTreeMap<&'static str, String> {
@@ -46,9 +46,10 @@ fn a_toolset_widens_its_workers_hosts_inside_one_file() {
     let shell = main.shell.as_ref().unwrap().sandbox().unwrap();
     let policy = shell.host_policy().unwrap().to_string();
     assert!(policy.contains("pypi.org"), "{policy}");
-    assert!(
-        !shell.policy().network,
-        "the kernel network is not the open one"
+    assert_eq!(
+        shell.policy().network,
+        crate::sandbox::NetworkMode::Proxy,
+        "the kernel network is the proxy's only"
     );
 }
 

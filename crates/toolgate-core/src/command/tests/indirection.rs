@@ -7,8 +7,8 @@
 use std::path::Path;
 use std::process::Command;
 
-use super::attack_tests::{fixture, installed, open_shell, repository, strings, Fixture};
-use super::*;
+use super::attack::{fixture, installed, open_shell, repository, strings, Fixture};
+use crate::command::*;
 
 use Approval::{Ask, Blocked, PreApproved};
 

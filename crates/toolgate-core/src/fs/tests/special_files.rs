@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use rustix::fs::{FileType, Mode};
 
-use super::*;
+use crate::fs::*;
 use crate::PathValidator;
 
 /// Generous: a blocked open never returns at all, a working call takes milliseconds.

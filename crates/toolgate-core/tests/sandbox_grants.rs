@@ -1,0 +1,133 @@
+//! Class 7 of issue 22: a program found in `<dir>/bin` gets its `bin` directory and the parts
+//! of its prefix a runtime needs (`lib`, `libexec`, `share`), never `<dir>` itself: a copy of
+//! perl (python, node) in `<dir>/bin` cannot read `<dir>/outside/secret.txt`, by name or by a
+//! hex-encoded path, also through a symlinked `bin`.
+
+#![cfg(target_os = "linux")]
+
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use common::{installed, text, Fixture, SECRET};
+use toolgate_core::exec::{self, ExecOutput};
+
+/// `root/prefix/{bin, lib, share, outside}` with `program` copied (or hard-linked) into `bin`.
+fn prefix(f: &Fixture, program: &str) -> PathBuf {
+    let prefix = f.root.join("prefix");
+    for dir in ["bin", "lib", "share", "outside"] {
+        std::fs::create_dir_all(prefix.join(dir)).unwrap();
+    }
+    std::fs::write(prefix.join("outside/secret.txt"), format!("{SECRET}\n")).unwrap();
+    std::fs::write(prefix.join("lib/data.txt"), "library data\n").unwrap();
+    let name = Path::new(program).file_name().unwrap();
+    let target = prefix.join("bin").join(name);
+    if std::fs::hard_link(program, &target).is_err() {
+        std::fs::copy(program, &target).unwrap();
+    }
+    prefix
+}
+
+/// Runs `name` found on a `PATH` that starts with `bin` (the way a tool's program is found).
+async fn run_on_path(f: &Fixture, bin: &Path, name: &str, args: &[&str]) -> ExecOutput {
+    let mut request = f.request(name, args).timeout(Duration::from_secs(20));
+    request.env.retain(|(key, _)| key != "PATH");
+    request.env.push((
+        "PATH".into(),
+        format!("{}:/usr/bin:/bin", bin.display()).into(),
+    ));
+    exec::run(request).await.unwrap()
+}
+
+fn hex(path: &Path) -> String {
+    path.as_os_str()
+        .as_encoded_bytes()
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_perl_copy_in_a_prefix_reads_its_lib_but_not_the_prefix() {
+    if !installed("/usr/bin/perl") {
+        return;
+    }
+    let f = Fixture::new();
+    let prefix = prefix(&f, "/usr/bin/perl");
+    let secret = prefix.join("outside/secret.txt");
+    let bins = [prefix.join("bin"), {
+        // The same bin directory through a symlink.
+        let alias = f.root.join("alias");
+        std::fs::create_dir(&alias).unwrap();
+        std::os::unix::fs::symlink(prefix.join("bin"), alias.join("bin")).unwrap();
+        alias.join("bin")
+    }];
+    for bin in &bins {
+        for code in [
+            format!(
+                "open(F, '<', '{}') or die \"$!\\n\"; print <F>",
+                secret.display()
+            ),
+            format!(
+                "open(F, '<', pack('H*', '{}')) or die \"$!\\n\"; print <F>",
+                hex(&secret)
+            ),
+            format!(
+                "opendir(D, '{}') or die \"$!\\n\"; print readdir(D)",
+                prefix.display()
+            ),
+            format!("print -e '{}' ? 'exists' : 'missing'", secret.display()),
+        ] {
+            let out = run_on_path(&f, bin, "perl", &["-e", &code]).await;
+            assert!(
+                !text(&out.stdout).contains(SECRET) && !text(&out.stdout).contains("outside"),
+                "{code}: {}",
+                text(&out.stdout)
+            );
+            assert!(!text(&out.stdout).contains("exists"), "{code}");
+        }
+        let out = run_on_path(
+            &f,
+            bin,
+            "perl",
+            &[
+                "-e",
+                &format!(
+                    "open(F, '<', '{}') or die; print <F>",
+                    prefix.join("lib/data.txt").display()
+                ),
+            ],
+        )
+        .await;
+        assert_eq!(text(&out.stdout), "library data\n", "{}", text(&out.stderr));
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn python_and_node_in_a_prefix_do_not_reach_the_prefix() {
+    let f = Fixture::new();
+    for (program, code) in [
+        (
+            "/usr/bin/python3.11",
+            "import sys\ntry:\n    print(open(sys.argv[1]).read())\nexcept OSError as e: print('denied', e.errno)",
+        ),
+        (
+            "/usr/bin/node",
+            "try { console.log(require('fs').readFileSync(process.argv[1], 'utf8')) } catch (e) { console.log('denied', e.code) }",
+        ),
+    ] {
+        if !installed(program) {
+            continue;
+        }
+        let prefix = f.root.join("prefix");
+        let _ = std::fs::remove_dir_all(&prefix);
+        let prefix = self::prefix(&f, program);
+        let name = Path::new(program).file_name().unwrap().to_str().unwrap();
+        let secret = prefix.join("outside/secret.txt").display().to_string();
+        let flag = if name.starts_with("python") { "-c" } else { "-e" };
+        let out = run_on_path(&f, &prefix.join("bin"), name, &[flag, code, &secret]).await;
+        assert!(!text(&out.stdout).contains(SECRET), "{program}: {}", text(&out.stdout));
+        assert!(text(&out.stdout).contains("denied"), "{program}: {}{}", text(&out.stdout), text(&out.stderr));
+    }
+}

@@ -1,0 +1,280 @@
+//! Class 6 of issue 22: each call's limits stop a fork bomb, a large allocation, a full
+//! private tmpfs, a file over the size limit and a CPU spin; the host survives, the call ends,
+//! and its result names the limit.
+
+#![cfg(target_os = "linux")]
+
+mod common;
+
+use std::time::{Duration, Instant};
+
+use common::{installed, text, Fixture};
+use toolgate_core::exec::{self, ExecOutput};
+use toolgate_core::sandbox::SandboxLimits;
+use toolgate_core::SandboxPolicy;
+
+const PYTHON: &str = "/usr/bin/python3";
+
+fn policy(f: &Fixture, limits: SandboxLimits) -> SandboxPolicy {
+    let mut policy = f.policy();
+    policy.limits = limits;
+    policy
+}
+
+async fn run(f: &Fixture, limits: SandboxLimits, program: &str, args: &[&str]) -> ExecOutput {
+    let request = f
+        .request_with(policy(f, limits), program, args)
+        .timeout(Duration::from_secs(30));
+    exec::run(request).await.unwrap()
+}
+
+/// How limits are enforced here (cgroups, or rlimits).
+fn enforcement() -> String {
+    toolgate_core::sandbox::probe_launcher(common::launcher())
+        .map(|probe| probe.cgroups)
+        .unwrap_or_default()
+}
+
+fn says_limit(out: &ExecOutput, name: &str) {
+    assert!(
+        out.limit
+            .as_deref()
+            .is_some_and(|limit| limit.split(',').any(|n| n == name)),
+        "the result does not name {name}: limit {:?}, stderr: {}",
+        out.limit,
+        text(&out.stderr)
+    );
+    assert!(
+        text(&out.stderr).contains(&format!("sandbox limit: {name}")),
+        "{}",
+        text(&out.stderr)
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_fork_bomb_stops_at_the_process_limit() {
+    let f = Fixture::new();
+    if !installed(PYTHON) {
+        return;
+    }
+    let limits = SandboxLimits {
+        processes: Some(64),
+        ..SandboxLimits::default()
+    };
+    // Counts the children it gets before fork fails.
+    let code = "import os, sys, time\n\
+         n = 0\n\
+         try:\n\
+         \x20   while n < 2000:\n\
+         \x20       if os.fork() == 0:\n\
+         \x20           time.sleep(30); os._exit(0)\n\
+         \x20       n += 1\n\
+         except OSError as e:\n\
+         \x20   print('stopped', n, e.errno)\n";
+    let started = Instant::now();
+    let out = run(&f, limits, PYTHON, &["-c", code]).await;
+    let stdout = text(&out.stdout);
+    assert!(
+        stdout.starts_with("stopped"),
+        "{stdout}{}",
+        text(&out.stderr)
+    );
+    let made: usize = stdout.split_whitespace().nth(1).unwrap().parse().unwrap();
+    let bound = if enforcement().starts_with("cgroup") {
+        64
+    } else {
+        400
+    };
+    assert!(
+        made < bound,
+        "{made} processes under a limit of 64 ({})",
+        enforcement()
+    );
+    assert!(started.elapsed() < Duration::from_secs(20));
+    if enforcement().starts_with("cgroup") {
+        says_limit(&out, "processes");
+    }
+
+    // The classic one: the call ends at its timeout, the host is fine, the test goes on.
+    let request = f
+        .request_with(
+            policy(
+                &f,
+                SandboxLimits {
+                    processes: Some(64),
+                    ..SandboxLimits::default()
+                },
+            ),
+            "/bin/bash",
+            &["-c", "b() { b | b & }; b; sleep 20"],
+        )
+        .timeout(Duration::from_secs(3));
+    let started = Instant::now();
+    let out = exec::run(request).await.unwrap();
+    assert!(out.timed_out, "{out:?}");
+    assert!(started.elapsed() < Duration::from_secs(10));
+    assert!(out.sandboxed);
+    if enforcement().starts_with("cgroup") {
+        says_limit(&out, "processes");
+    }
+    assert!(
+        f.run("/bin/true", &[]).await.success(),
+        "the next call runs"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_large_allocation_stops_at_the_memory_limit() {
+    let f = Fixture::new();
+    if !installed(PYTHON) {
+        return;
+    }
+    let limits = SandboxLimits {
+        memory_mb: Some(128),
+        ..SandboxLimits::default()
+    };
+    for code in [
+        "b = bytearray(2 << 30); print('allocated', len(b))",
+        "chunks = []\nfor _ in range(64): chunks.append(bytearray(32 << 20))\nprint('allocated')",
+    ] {
+        let out = run(&f, limits, PYTHON, &["-c", code]).await;
+        assert!(!out.success(), "{code}: {}", text(&out.stdout));
+        assert!(!text(&out.stdout).contains("allocated"));
+        if enforcement().starts_with("cgroup") {
+            says_limit(&out, "memoryMb");
+        } else {
+            assert!(
+                text(&out.stderr).contains("MemoryError"),
+                "{}",
+                text(&out.stderr)
+            );
+        }
+    }
+    // Under the limit it works.
+    let out = run(
+        &f,
+        limits,
+        PYTHON,
+        &["-c", "b = bytearray(16 << 20); print(len(b))"],
+    )
+    .await;
+    assert_eq!(text(&out.stdout), "16777216\n", "{}", text(&out.stderr));
+    assert_eq!(out.limit, None);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_private_tmpfs_stops_at_its_size() {
+    let f = Fixture::new();
+    if !common::view_available() {
+        return; // without a view the private directory is the host's
+    }
+    let limits = SandboxLimits {
+        tmp_mb: Some(16),
+        ..SandboxLimits::default()
+    };
+    for script in [
+        "dd if=/dev/zero of=$TMPDIR/big bs=1M count=64",
+        "head -c 100000000 /dev/zero > $HOME/big",
+        "i=0; while [ $i -lt 40 ]; do head -c 1000000 /dev/zero > $TMPDIR/f$i || exit 1; i=$((i+1)); done",
+    ] {
+        let out = run(&f, limits, "/bin/sh", &["-c", script]).await;
+        assert!(!out.success(), "{script}");
+        assert!(text(&out.stderr).contains("No space left"), "{}", text(&out.stderr));
+        says_limit(&out, "tmpMb");
+    }
+    // The default (512 MiB) stops a 1 GiB write into TMPDIR.
+    let out = run(
+        &f,
+        SandboxLimits::default(),
+        "/bin/sh",
+        &["-c", "dd if=/dev/zero of=$TMPDIR/big bs=1M count=1024"],
+    )
+    .await;
+    assert!(!out.success());
+    says_limit(&out, "tmpMb");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_file_over_the_size_limit_is_not_written() {
+    let f = Fixture::new();
+    let limits = SandboxLimits {
+        file_size_mb: Some(1),
+        ..SandboxLimits::default()
+    };
+    let out = run(
+        &f,
+        limits,
+        "/usr/bin/dd",
+        &["if=/dev/zero", "of=big", "bs=1M", "count=4"],
+    )
+    .await;
+    assert_eq!(
+        out.signal.as_deref(),
+        Some("SIGXFSZ"),
+        "{}",
+        text(&out.stderr)
+    );
+    says_limit(&out, "fileSizeMb");
+    assert!(std::fs::metadata(f.work.join("big")).unwrap().len() <= 1 << 20);
+    // Through a shell the limit holds (the shell reports its child's signal itself).
+    let out = run(
+        &f,
+        limits,
+        "/bin/sh",
+        &["-c", "head -c 3000000 /dev/zero > big2"],
+    )
+    .await;
+    assert!(!out.success());
+    assert!(std::fs::metadata(f.work.join("big2")).unwrap().len() <= 1 << 20);
+    if installed(PYTHON) {
+        let code = "f = open('big3', 'wb')\ntry:\n    f.write(bytes(3 << 20)); f.flush()\nexcept OSError as e: print('refused', e.errno)";
+        let out = run(&f, limits, PYTHON, &["-c", code]).await;
+        assert!(std::fs::metadata(f.work.join("big3")).unwrap().len() <= 1 << 20);
+        assert!(!out.success() || text(&out.stdout).contains("refused 27"));
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_cpu_spin_stops_at_the_cpu_limit() {
+    let f = Fixture::new();
+    let limits = SandboxLimits {
+        cpu_seconds: Some(1),
+        ..SandboxLimits::default()
+    };
+    let started = Instant::now();
+    let out = run(&f, limits, "/bin/sh", &["-c", "while :; do :; done"]).await;
+    assert!(started.elapsed() < Duration::from_secs(15));
+    assert!(
+        matches!(out.signal.as_deref(), Some("SIGXCPU" | "SIGKILL")),
+        "{out:?}"
+    );
+    says_limit(&out, "cpuSeconds");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn limits_are_checked_when_prepared() {
+    let f = Fixture::new();
+    for (limits, name) in [
+        (
+            SandboxLimits {
+                processes: Some(0),
+                ..SandboxLimits::default()
+            },
+            "processes",
+        ),
+        (
+            SandboxLimits {
+                memory_mb: Some(u64::MAX),
+                ..SandboxLimits::default()
+            },
+            "memoryMb",
+        ),
+    ] {
+        let err = toolgate_core::Sandbox::prepare(policy(&f, limits)).unwrap_err();
+        assert_eq!(err.code(), "CONFIG_INVALID");
+        assert!(
+            err.to_string().contains(&format!("sandbox.limits.{name}")),
+            "{err}"
+        );
+    }
+}

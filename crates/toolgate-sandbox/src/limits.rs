@@ -1,0 +1,617 @@
+//! The limits of a call: how many processes, how much memory, how large its private tmpfs,
+//! CPU seconds and file size, and which of them a call ran into.
+//!
+//! Enforced by what the machine allows, strongest first:
+//!
+//! - a **cgroup** per call, made by the launcher server, where it may make one: cgroup v1
+//!   `pids` and `memory` hierarchies it can write to (root, most containers), or cgroup v2 where
+//!   toolgate's own cgroup is delegated to it and holds nothing but toolgate (a systemd unit
+//!   or scope with `Delegate=yes`): toolgate and the server then move into a leaf `toolgate`
+//!   and each call gets a sibling with `pids.max` and `memory.max`. The whole call counts
+//!   together; the counters say which limit was hit.
+//! - else **rlimits**, per process: `RLIMIT_NPROC` (counted per user namespace, and each
+//!   call has its own, so per call; root is exempt from it), the PID namespace's own `pid_max`
+//!   (Linux 6.14, counts the call's processes, whoever runs it, from 301 up), `RLIMIT_DATA` for
+//!   memory;
+//! - always: `RLIMIT_FSIZE`, `RLIMIT_CPU` (per process) and the size of the private tmpfs.
+
+use std::ffi::OsString;
+use std::io::Write;
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd};
+use std::path::{Path, PathBuf};
+
+/// The names of the limits, as configured (`sandbox.limits`) and reported.
+pub(crate) const PROCESSES: &str = "processes";
+pub(crate) const MEMORY_MB: &str = "memoryMb";
+pub(crate) const TMP_MB: &str = "tmpMb";
+pub(crate) const CPU_SECONDS: &str = "cpuSeconds";
+pub(crate) const FILE_SIZE_MB: &str = "fileSizeMb";
+
+/// The lowest `pid_max` the kernel accepts (`RESERVED_PIDS + 1`).
+const PID_MAX_MIN: u64 = 301;
+const MIB: u64 = 1024 * 1024;
+
+/// A call's limits (`None`: not limited).
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq, Hash)]
+pub(crate) struct Limits {
+    pub processes: Option<u64>,
+    pub memory_mb: Option<u64>,
+    pub tmp_mb: Option<u64>,
+    pub cpu_seconds: Option<u64>,
+    pub file_size_mb: Option<u64>,
+}
+
+impl Limits {
+    /// Sets `NAME=VALUE` (a word of `--limit`).
+    pub fn set(&mut self, word: &OsString) -> Result<(), String> {
+        let text = word
+            .to_str()
+            .ok_or_else(|| format!("--limit {word:?} is not NAME=VALUE"))?;
+        let (name, value) = text
+            .split_once('=')
+            .ok_or_else(|| format!("--limit {text:?} is not NAME=VALUE"))?;
+        let value: u64 = value
+            .parse()
+            .ok()
+            .filter(|&value| value > 0)
+            .ok_or_else(|| format!("--limit {text:?}: the value is not a positive number"))?;
+        let slot = match name {
+            PROCESSES => &mut self.processes,
+            MEMORY_MB => &mut self.memory_mb,
+            TMP_MB => &mut self.tmp_mb,
+            CPU_SECONDS => &mut self.cpu_seconds,
+            FILE_SIZE_MB => &mut self.file_size_mb,
+            other => return Err(format!("--limit: unknown limit '{other}'")),
+        };
+        *slot = Some(value);
+        Ok(())
+    }
+
+    /// Sets the per-process limits on this process (inherited by the program): those of
+    /// `RLIMIT_FSIZE`, `RLIMIT_CPU`, and where no cgroup counts them, `RLIMIT_NPROC` and
+    /// `RLIMIT_DATA`.
+    pub fn apply_rlimits(&self, cgroup: Option<&CallCgroup>) -> Result<(), String> {
+        let counted = |what: Counted| cgroup.is_some_and(|cgroup| cgroup.counts(what));
+        if let Some(processes) = self.processes.filter(|_| !counted(Counted::Processes)) {
+            set_rlimit(libc::RLIMIT_NPROC, processes, processes)?;
+        }
+        if let Some(memory) = self.memory_mb.filter(|_| !counted(Counted::Memory)) {
+            let bytes = memory.saturating_mul(MIB);
+            set_rlimit(libc::RLIMIT_DATA, bytes, bytes)?;
+        }
+        if let Some(size) = self.file_size_mb {
+            let bytes = size.saturating_mul(MIB);
+            set_rlimit(libc::RLIMIT_FSIZE, bytes, bytes)?;
+        }
+        if let Some(seconds) = self.cpu_seconds {
+            // SIGXCPU at the limit, SIGKILL two seconds later for a program that ignores it.
+            set_rlimit(libc::RLIMIT_CPU, seconds, seconds.saturating_add(2))?;
+        }
+        Ok(())
+    }
+
+    /// Caps the call's PID namespace (whose `/proc` is mounted at `/proc`) where no cgroup
+    /// counts processes: Linux 6.14 gives each PID namespace its own `pid_max`. Returns
+    /// whether it did.
+    pub fn cap_pid_namespace(&self, cgroup: Option<&CallCgroup>) -> bool {
+        let Some(processes) = self.processes else {
+            return false;
+        };
+        if cgroup.is_some_and(|cgroup| cgroup.counts(Counted::Processes)) {
+            return false;
+        }
+        let value = processes.saturating_add(1).max(PID_MAX_MIN);
+        std::fs::OpenOptions::new()
+            .write(true)
+            .open("/proc/sys/kernel/pid_max")
+            .and_then(|mut file| file.write_all(value.to_string().as_bytes()))
+            .is_ok()
+    }
+}
+
+fn set_rlimit(resource: libc::__rlimit_resource_t, soft: u64, hard: u64) -> Result<(), String> {
+    let limit = libc::rlimit {
+        rlim_cur: soft as libc::rlim_t,
+        rlim_max: hard as libc::rlim_t,
+    };
+    // SAFETY: setrlimit reads the struct we own.
+    if unsafe { libc::setrlimit(resource, &limit) } != 0 {
+        return Err(format!(
+            "setting a resource limit: {}",
+            std::io::Error::last_os_error()
+        ));
+    }
+    Ok(())
+}
+
+/// What a cgroup counts for a call.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Counted {
+    Processes,
+    Memory,
+}
+
+/// Where the server makes the calls' cgroups.
+#[derive(Debug)]
+pub(crate) enum Cgroups {
+    /// cgroup v1: the server's directories in the `pids` and `memory` hierarchies.
+    V1 { pids: PathBuf, memory: PathBuf },
+    /// cgroup v2: the delegated cgroup whose children get `pids` and `memory`.
+    V2 { parent: PathBuf },
+    /// None can be made; why.
+    Unavailable(String),
+}
+
+impl Cgroups {
+    /// Finds where this server (pid `server`, child of toolgate `toolgate`) may make cgroups,
+    /// and prepares it.
+    pub fn prepare(server: libc::pid_t, toolgate: libc::pid_t) -> Cgroups {
+        let mounts = std::fs::read_to_string("/proc/self/mountinfo").unwrap_or_default();
+        let own = std::fs::read_to_string("/proc/self/cgroup").unwrap_or_default();
+        if let (Some(pids), Some(memory)) = (
+            v1_dir(&mounts, &own, "pids"),
+            v1_dir(&mounts, &own, "memory"),
+        ) {
+            let name = format!("toolgate-sandbox-{server}");
+            let (pids, memory) = (pids.join(&name), memory.join(&name));
+            return match (std::fs::create_dir(&pids), std::fs::create_dir(&memory)) {
+                (Ok(()), Ok(())) => Cgroups::V1 { pids, memory },
+                (a, b) => {
+                    let _ = std::fs::remove_dir(&pids);
+                    let _ = std::fs::remove_dir(&memory);
+                    let err = a
+                        .err()
+                        .or(b.err())
+                        .map(|e| e.to_string())
+                        .unwrap_or_default();
+                    Cgroups::Unavailable(format!(
+                        "the cgroup v1 pids and memory hierarchies cannot be written ({err})"
+                    ))
+                }
+            };
+        }
+        match v2_dir(&mounts, &own) {
+            Some(dir) => match delegate_v2(&dir, server, toolgate) {
+                Ok(()) => Cgroups::V2 { parent: dir },
+                Err(why) => Cgroups::Unavailable(why),
+            },
+            None => Cgroups::Unavailable(
+                "no cgroup v1 pids and memory hierarchies nor cgroup v2 are mounted".into(),
+            ),
+        }
+    }
+
+    /// A cgroup for call number `number` with `limits`, ready for its init; `None` when no
+    /// cgroup can be made (or none is needed).
+    pub fn for_call(&self, number: u64, limits: &Limits) -> Result<Option<CallCgroup>, String> {
+        if limits.processes.is_none() && limits.memory_mb.is_none() {
+            return Ok(None);
+        }
+        let name = format!("call-{number}");
+        let made = |dir: &Path| {
+            std::fs::create_dir(dir)
+                .map_err(|err| format!("making the cgroup '{}': {err}", dir.display()))
+        };
+        let cgroup = match self {
+            Cgroups::Unavailable(_) => return Ok(None),
+            Cgroups::V1 { pids, memory } => {
+                let (pids, memory) = (pids.join(&name), memory.join(&name));
+                made(&pids)?;
+                if let Err(err) = made(&memory) {
+                    let _ = std::fs::remove_dir(&pids);
+                    return Err(err);
+                }
+                CallCgroup {
+                    version: 1,
+                    pids: Some(pids),
+                    memory: Some(memory),
+                }
+            }
+            Cgroups::V2 { parent } => {
+                let dir = parent.join(format!("toolgate-{name}"));
+                made(&dir)?;
+                CallCgroup {
+                    version: 2,
+                    pids: Some(dir.clone()),
+                    memory: Some(dir),
+                }
+            }
+        };
+        if let Err(err) = cgroup.configure(limits) {
+            cgroup.remove();
+            return Err(err);
+        }
+        Ok(Some(cgroup))
+    }
+
+    /// What [`Cgroups::prepare`] would find, without changing anything (v1: a directory made
+    /// and removed; v2: its conditions looked at), in words.
+    pub fn probe(own: libc::pid_t, toolgate: libc::pid_t) -> String {
+        let mounts = std::fs::read_to_string("/proc/self/mountinfo").unwrap_or_default();
+        let cgroups = std::fs::read_to_string("/proc/self/cgroup").unwrap_or_default();
+        if let (Some(pids), Some(memory)) = (
+            v1_dir(&mounts, &cgroups, "pids"),
+            v1_dir(&mounts, &cgroups, "memory"),
+        ) {
+            let name = format!("toolgate-sandbox-probe-{own}");
+            let writable = [&pids, &memory].iter().all(|dir| {
+                let made = std::fs::create_dir(dir.join(&name)).is_ok();
+                let _ = std::fs::remove_dir(dir.join(&name));
+                made
+            });
+            if writable {
+                return Cgroups::V1 { pids, memory }.describe();
+            }
+        }
+        let Some(dir) = v2_dir(&mounts, &cgroups) else {
+            return Cgroups::Unavailable(
+                "no cgroup v1 pids and memory hierarchies nor cgroup v2 are mounted".into(),
+            )
+            .describe();
+        };
+        let read = |name: &str| std::fs::read_to_string(dir.join(name)).unwrap_or_default();
+        let has = |text: &str, name: &str| text.split_whitespace().any(|word| word == name);
+        let available = read("cgroup.controllers");
+        let enabled = read("cgroup.subtree_control");
+        let members = read("cgroup.procs");
+        let alone = members
+            .split_whitespace()
+            .filter_map(|pid| pid.parse::<libc::pid_t>().ok())
+            .all(|pid| pid == own || pid == toolgate);
+        let writable = std::fs::metadata(dir.join("cgroup.subtree_control"))
+            .is_ok_and(|meta| !meta.permissions().readonly());
+        if has(&available, "pids")
+            && has(&available, "memory")
+            && writable
+            && ((has(&enabled, "pids") && has(&enabled, "memory")) || alone)
+        {
+            return Cgroups::V2 { parent: dir }.describe();
+        }
+        let why = if !has(&available, "pids") || !has(&available, "memory") {
+            format!(
+                "toolgate's cgroup v2 '{}' is not given the pids and memory controllers",
+                dir.display()
+            )
+        } else {
+            format!("toolgate's cgroup v2 '{}' holds other processes too or is not writable (run toolgate in a cgroup of its own delegated to it, e.g. systemd-run --user --scope -p Delegate=yes)", dir.display())
+        };
+        Cgroups::Unavailable(why).describe()
+    }
+
+    /// How limits are enforced here, for `toolgate check --sandbox`.
+    pub fn describe(&self) -> String {
+        match self {
+            Cgroups::V1 { .. } => "cgroup v1 (pids, memory)".into(),
+            Cgroups::V2 { .. } => "cgroup v2 (pids, memory)".into(),
+            Cgroups::Unavailable(why) => format!("rlimits ({why})"),
+        }
+    }
+
+    /// Removes the server's own directories (cgroup v1; they are empty once every call is).
+    pub fn remove(&self) {
+        if let Cgroups::V1 { pids, memory } = self {
+            let _ = std::fs::remove_dir(pids);
+            let _ = std::fs::remove_dir(memory);
+        }
+    }
+}
+
+/// The directory of this process's cgroup in the v1 hierarchy of `controller`.
+fn v1_dir(mounts: &str, own: &str, controller: &str) -> Option<PathBuf> {
+    let mount = mounts.lines().find_map(|line| {
+        let (left, right) = line.split_once(" - ")?;
+        let mut right = right.split_whitespace();
+        if right.next()? != "cgroup" {
+            return None;
+        }
+        let options = right.nth(1)?;
+        options
+            .split(',')
+            .any(|option| option == controller)
+            .then(|| left.split_whitespace().nth(4).map(PathBuf::from))?
+    })?;
+    let path = own.lines().find_map(|line| {
+        let mut parts = line.splitn(3, ':');
+        let (_, controllers, path) = (parts.next()?, parts.next()?, parts.next()?);
+        controllers
+            .split(',')
+            .any(|name| name == controller)
+            .then(|| path.to_string())
+    })?;
+    Some(mount.join(path.trim_start_matches('/')))
+}
+
+/// The directory of this process's cgroup v2.
+fn v2_dir(mounts: &str, own: &str) -> Option<PathBuf> {
+    let mount = mounts.lines().find_map(|line| {
+        let (left, right) = line.split_once(" - ")?;
+        (right.split_whitespace().next()? == "cgroup2")
+            .then(|| left.split_whitespace().nth(4).map(PathBuf::from))?
+    })?;
+    let path = own
+        .lines()
+        .find_map(|line| line.strip_prefix("0::"))?
+        .to_string();
+    Some(mount.join(path.trim_start_matches('/')))
+}
+
+/// Makes cgroup v2 `dir` able to give `pids` and `memory` to children: possible only when it
+/// holds no process but toolgate and this server (a cgroup with processes cannot), which
+/// then move into a leaf `toolgate` below it.
+fn delegate_v2(dir: &Path, server: libc::pid_t, toolgate: libc::pid_t) -> Result<(), String> {
+    let read = |name: &str| std::fs::read_to_string(dir.join(name)).unwrap_or_default();
+    let available = read("cgroup.controllers");
+    let has = |text: &str, name: &str| text.split_whitespace().any(|word| word == name);
+    if !has(&available, "pids") || !has(&available, "memory") {
+        return Err(format!(
+            "toolgate's cgroup v2 '{}' is not given the pids and memory controllers",
+            dir.display()
+        ));
+    }
+    let enabled = read("cgroup.subtree_control");
+    if has(&enabled, "pids") && has(&enabled, "memory") {
+        return Ok(());
+    }
+    let members: Vec<libc::pid_t> = read("cgroup.procs")
+        .split_whitespace()
+        .filter_map(|pid| pid.parse().ok())
+        .collect();
+    if members.iter().any(|pid| *pid != server && *pid != toolgate) {
+        return Err(format!(
+            "toolgate's cgroup v2 '{}' holds other processes too (a cgroup with processes cannot give controllers to children; run toolgate in a cgroup of its own delegated to it, e.g. systemd-run --user --scope -p Delegate=yes)",
+            dir.display()
+        ));
+    }
+    let leaf = dir.join("toolgate");
+    let write = |path: PathBuf, text: &str| {
+        std::fs::write(&path, text).map_err(|err| format!("writing '{}': {err}", path.display()))
+    };
+    match std::fs::create_dir(&leaf) {
+        Ok(()) => {}
+        Err(err) if err.kind() == std::io::ErrorKind::AlreadyExists => {}
+        Err(err) => return Err(format!("making the cgroup '{}': {err}", leaf.display())),
+    }
+    for pid in members {
+        write(leaf.join("cgroup.procs"), &pid.to_string())?;
+    }
+    write(dir.join("cgroup.subtree_control"), "+pids +memory")
+}
+
+/// One call's cgroup (its directory in each hierarchy).
+#[derive(Debug)]
+pub(crate) struct CallCgroup {
+    version: u8,
+    pids: Option<PathBuf>,
+    memory: Option<PathBuf>,
+}
+
+impl CallCgroup {
+    fn counts(&self, what: Counted) -> bool {
+        match what {
+            Counted::Processes => self.pids.is_some(),
+            Counted::Memory => self.memory.is_some(),
+        }
+    }
+
+    fn configure(&self, limits: &Limits) -> Result<(), String> {
+        let write = |dir: &Path, name: &str, value: String| {
+            let path = dir.join(name);
+            std::fs::write(&path, value)
+                .map_err(|err| format!("writing '{}': {err}", path.display()))
+        };
+        if let (Some(dir), Some(processes)) = (&self.pids, limits.processes) {
+            write(dir, "pids.max", processes.to_string())?;
+        }
+        if let (Some(dir), Some(memory)) = (&self.memory, limits.memory_mb) {
+            let bytes = memory.saturating_mul(MIB).to_string();
+            if self.version == 1 {
+                write(dir, "memory.limit_in_bytes", bytes.clone())?;
+                // With swap accounting, swap counts too (the limit is memory and swap together).
+                if dir.join("memory.memsw.limit_in_bytes").exists() {
+                    write(dir, "memory.memsw.limit_in_bytes", bytes)?;
+                }
+            } else {
+                write(dir, "memory.max", bytes)?;
+                if dir.join("memory.swap.max").exists() {
+                    write(dir, "memory.swap.max", "0".into())?;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Moves process `pid` (an init that has not started anything yet) into the cgroup.
+    pub fn enter(&self, pid: libc::pid_t) -> Result<(), String> {
+        let mut dirs: Vec<&PathBuf> = self.pids.iter().chain(&self.memory).collect();
+        dirs.dedup();
+        for dir in dirs {
+            let path = dir.join("cgroup.procs");
+            std::fs::write(&path, pid.to_string())
+                .map_err(|err| format!("moving the call into '{}': {err}", path.display()))?;
+        }
+        Ok(())
+    }
+
+    /// The directories, opened for the init to read the counters after it left this view of
+    /// the file system.
+    pub fn open(&self) -> Result<CgroupFiles, String> {
+        let open = |dir: &Option<PathBuf>| -> Result<Option<OwnedFd>, String> {
+            dir.as_ref()
+                .map(|dir| {
+                    rustix::fs::open(
+                        dir,
+                        rustix::fs::OFlags::PATH
+                            | rustix::fs::OFlags::DIRECTORY
+                            | rustix::fs::OFlags::CLOEXEC,
+                        rustix::fs::Mode::empty(),
+                    )
+                    .map_err(|err| format!("opening the cgroup '{}': {err}", dir.display()))
+                })
+                .transpose()
+        };
+        Ok(CgroupFiles {
+            version: self.version,
+            pids: open(&self.pids)?,
+            memory: open(&self.memory)?,
+        })
+    }
+
+    /// Removes the cgroup (once its processes are gone).
+    pub fn remove(&self) {
+        let mut dirs: Vec<&PathBuf> = self.pids.iter().chain(&self.memory).collect();
+        dirs.dedup();
+        for dir in dirs {
+            let _ = std::fs::remove_dir(dir);
+        }
+    }
+}
+
+/// A call's cgroup directories, open.
+pub(crate) struct CgroupFiles {
+    version: u8,
+    pids: Option<OwnedFd>,
+    memory: Option<OwnedFd>,
+}
+
+impl CgroupFiles {
+    /// The descriptors to keep open in the init.
+    pub fn fds(&self) -> Vec<libc::c_int> {
+        self.pids
+            .iter()
+            .chain(&self.memory)
+            .map(AsRawFd::as_raw_fd)
+            .collect()
+    }
+
+    /// Which limits the counters say were hit.
+    fn hit(&self) -> Vec<&'static str> {
+        let mut hit = Vec::new();
+        if let Some(dir) = &self.pids {
+            if counter(dir.as_fd(), "pids.events", "max") > 0 {
+                hit.push(PROCESSES);
+            }
+        }
+        if let Some(dir) = &self.memory {
+            let killed = if self.version == 1 {
+                counter(dir.as_fd(), "memory.oom_control", "oom_kill")
+                    + counter(dir.as_fd(), "memory.oom_control", "under_oom")
+            } else {
+                counter(dir.as_fd(), "memory.events", "oom_kill")
+                    + counter(dir.as_fd(), "memory.events", "oom")
+            };
+            if killed > 0 {
+                hit.push(MEMORY_MB);
+            }
+        }
+        hit
+    }
+}
+
+/// The value of `key` in a flat-keyed cgroup file (`key value` lines); 0 when absent.
+fn counter(dir: BorrowedFd<'_>, file: &str, key: &str) -> u64 {
+    let text = rustix::fs::openat(
+        dir,
+        file,
+        rustix::fs::OFlags::RDONLY | rustix::fs::OFlags::CLOEXEC,
+        rustix::fs::Mode::empty(),
+    )
+    .ok()
+    .and_then(|fd| {
+        let mut bytes = vec![0u8; 4096];
+        let n = rustix::io::read(&fd, &mut bytes).ok()?;
+        bytes.truncate(n);
+        String::from_utf8(bytes).ok()
+    })
+    .unwrap_or_default();
+    text.lines()
+        .find_map(|line| {
+            let (name, value) = line.split_once(' ')?;
+            (name == key).then(|| value.trim().parse().ok())?
+        })
+        .unwrap_or(0)
+}
+
+/// Which limits a call ran into, once its program ended with `status` having used `cpu`
+/// seconds: the cgroup's counters, a full private tmpfs (`tmp`), and the signals of
+/// `RLIMIT_CPU` and `RLIMIT_FSIZE` (or a kill past the CPU limit).
+pub(crate) fn limits_hit(
+    limits: &Limits,
+    status: libc::c_int,
+    cpu: std::time::Duration,
+    cgroup: Option<&CgroupFiles>,
+    tmp: Option<BorrowedFd<'_>>,
+) -> Vec<&'static str> {
+    let mut hit = cgroup.map(CgroupFiles::hit).unwrap_or_default();
+    let signal = libc::WIFSIGNALED(status).then(|| libc::WTERMSIG(status));
+    if limits.cpu_seconds.is_some_and(|seconds| {
+        signal == Some(libc::SIGXCPU) || (signal == Some(libc::SIGKILL) && cpu.as_secs() >= seconds)
+    }) {
+        hit.push(CPU_SECONDS);
+    }
+    if limits.file_size_mb.is_some() && signal == Some(libc::SIGXFSZ) {
+        hit.push(FILE_SIZE_MB);
+    }
+    if limits.tmp_mb.is_some() && tmp.and_then(crate::sys::free_blocks) == Some(0) {
+        hit.push(TMP_MB);
+    }
+    hit
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn limit_words_are_checked() {
+        let mut limits = Limits::default();
+        for word in [
+            "processes=64",
+            "memoryMb=256",
+            "tmpMb=16",
+            "cpuSeconds=5",
+            "fileSizeMb=1",
+        ] {
+            limits.set(&OsString::from(word)).unwrap();
+        }
+        assert_eq!(
+            limits,
+            Limits {
+                processes: Some(64),
+                memory_mb: Some(256),
+                tmp_mb: Some(16),
+                cpu_seconds: Some(5),
+                file_size_mb: Some(1),
+            }
+        );
+        for (word, needle) in [
+            ("processes", "NAME=VALUE"),
+            ("processes=0", "positive"),
+            ("processes=-1", "positive"),
+            ("swap=1", "unknown limit 'swap'"),
+        ] {
+            let err = limits.set(&OsString::from(word)).unwrap_err();
+            assert!(err.contains(needle), "{word}: {err}");
+        }
+    }
+
+    #[test]
+    fn cgroup_directories_are_found_in_mountinfo() {
+        let mounts = "32 31 0:29 / /sys/fs/cgroup/pids rw,relatime - cgroup cgroup rw,pids\n\
+                      35 31 0:32 / /sys/fs/cgroup/memory rw,relatime - cgroup cgroup rw,memory\n\
+                      41 31 0:38 / /sys/fs/cgroup/unified rw,relatime - cgroup2 cgroup2 rw\n";
+        let own = "8:pids:/\n4:memory:/a/b\n0::/user.slice/x.scope\n";
+        assert_eq!(
+            v1_dir(mounts, own, "pids"),
+            Some(PathBuf::from("/sys/fs/cgroup/pids"))
+        );
+        assert_eq!(
+            v1_dir(mounts, own, "memory"),
+            Some(PathBuf::from("/sys/fs/cgroup/memory/a/b"))
+        );
+        assert_eq!(v1_dir(mounts, own, "cpu"), None);
+        assert_eq!(
+            v2_dir(mounts, own),
+            Some(PathBuf::from("/sys/fs/cgroup/unified/user.slice/x.scope"))
+        );
+    }
+}
