@@ -164,7 +164,7 @@ describe('toolgate check --sandbox', () => {
     expect(run.stdout).toMatch(/seccomp +yes/);
     expect(run.stdout).toMatch(/user namespaces +(yes|no)/);
     expect(run.stdout).toMatch(/enforce +available/);
-    expect(run.stdout).toMatch(/network +allowed/);
+    expect(run.stdout).toMatch(/network +open \(network: true, every host\)/);
     expect(run.stdout).toContain(`${fx.work} (read-write)`);
     expect(run.stdout).toContain(fx.outside);
     // The view, the network namespace and how limits are enforced; each call's limits.

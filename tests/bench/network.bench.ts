@@ -6,13 +6,26 @@
  * the contenders, each keeps its best round. Then small requests, each on a new connection,
  * direct and proxied alternating call by call: the median of each.
  *
+ * Then the same through the sandbox, end to end: sandboxed calls started through `exec`
+ * (`/bin/true`) with `network: false` against an `allow` list (a network namespace of the
+ * call's own and its proxy listener), and curl in a sandboxed call downloading 100 MB and making
+ * 200 small requests with `network: true` (direct) against an `allow` list (through the proxy);
+ * and the same curl commands under Anthropic's sandbox-runtime (`srt`) where it runs here.
+ *
  * Targets (issue 24): proxied throughput at least 90 % of direct; at most 1 ms added per new
- * connection. The sandboxed start-up figure and the comparison with `srt` come with the sandbox
- * integration.
+ * connection; a sandboxed call's start-up with an `allow` list at most 1.2x one with
+ * `network: false`.
  */
 import { execFileSync } from 'node:child_process';
+import { existsSync, mkdtempSync, readFileSync, realpathSync, rmSync, writeFileSync } from 'node:fs';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { printComparison, printLine } from './lib/report.js';
+import { exec, type ExecOptions } from '../../ts/src/index.js';
+import { packageDir } from '../helpers/checkout.js';
+import { printComparison, printLine, timeMs } from './lib/report.js';
 
 const MEGABYTES = 100;
 const REQUESTS = 1000;
@@ -89,4 +102,133 @@ export async function benchNetwork(): Promise<void> {
   );
 }
 
-export const benchmarks = { network: benchNetwork };
+function median(values: number[]): number {
+  const sorted = [...values].sort((a, b) => a - b);
+  return sorted[sorted.length >> 1]!;
+}
+
+/** `srt` of @anthropic-ai/sandbox-runtime below this checkout (`npm install --no-save`), or on PATH. */
+function findSrt(): string | null {
+  try {
+    const dir = packageDir('@anthropic-ai/sandbox-runtime');
+    const { bin } = JSON.parse(readFileSync(join(dir, 'package.json'), 'utf8')) as { bin?: string | Record<string, string> };
+    const program = typeof bin === 'string' ? bin : bin?.srt;
+    if (program && existsSync(join(dir, program))) return join(dir, program);
+  } catch {
+    // Not installed below the checkout.
+  }
+  try {
+    return execFileSync('sh', ['-c', 'command -v srt'], { encoding: 'utf8' }).trim() || null;
+  } catch {
+    return null;
+  }
+}
+
+const STARTS = 300;
+const SMALL = 200;
+
+/** The sandboxed side: start-up, and curl's download and small requests, direct and proxied (and under srt). */
+export async function benchSandboxedNetwork(): Promise<void> {
+  const big = Buffer.alloc(MEGABYTES * 1024 * 1024, 7);
+  const server = createServer((request, response) => {
+    if (request.url === '/big') response.end(big);
+    else response.end('ok');
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const port = (server.address() as AddressInfo).port;
+  const work = realpathSync(mkdtempSync(join(tmpdir(), 'toolgate-bench-')));
+  try {
+    const env = { PATH: process.env.PATH ?? '/usr/bin:/bin' };
+    const off: ExecOptions = { command: '/bin/true', cwd: work, env, sandbox: 'enforce' };
+    const byHost: ExecOptions = { ...off, sandbox: { network: { allow: [`127.0.0.1:${port}`] } } };
+    for (let i = 0; i < 20; i++) {
+      await exec(off);
+      await exec(byHost);
+    }
+    const starts: number[][] = [[], []];
+    for (let call = 0; call < STARTS; call++) {
+      starts[0]!.push(await timeMs(() => exec(off)));
+      starts[1]!.push(await timeMs(() => exec(byHost)));
+    }
+    const [offMs, byHostMs] = starts.map(median) as [number, number];
+    printComparison(
+      `a sandboxed call's start-up (/bin/true through exec, ${STARTS} each, interleaved, medians)`,
+      [
+        { name: 'network: false', value: offMs, unit: 'ms/call' },
+        { name: 'network: { allow: [...] }', value: byHostMs, unit: 'ms/call' },
+      ],
+      'network: false',
+    );
+    printLine(`  start-up with an allow list / network: false: ${(byHostMs / offMs).toFixed(2)}x (target <= 1.2x)`);
+
+    const urls = Array.from({ length: SMALL }, () => `http://127.0.0.1:${port}/small`);
+    const download = ['-sS', '-o', '/dev/null', `http://127.0.0.1:${port}/big`];
+    const small = ['-sS', '-o', '/dev/null', '-H', 'Connection: close', ...urls.flatMap((url) => [url, '-o', '/dev/null'])];
+    const curlUnder = (sandbox: ExecOptions['sandbox'], args: string[]): ExecOptions => ({ command: 'curl', args, cwd: work, env, sandbox, timeoutMs: 120_000 });
+    const contenders: { name: string; download: ExecOptions; small: ExecOptions }[] = [
+      { name: 'toolgate, network: true', download: curlUnder({ network: true }, download), small: curlUnder({ network: true }, small) },
+      {
+        name: 'toolgate, allow list (proxy)',
+        download: curlUnder({ network: { allow: [`127.0.0.1:${port}`] } }, download),
+        small: curlUnder({ network: { allow: [`127.0.0.1:${port}`] } }, small),
+      },
+    ];
+    const srt = findSrt();
+    if (srt) {
+      const settings = join(work, 'srt-settings.json');
+      writeFileSync(settings, JSON.stringify({ network: { allowedDomains: ['127.0.0.1', 'localhost'], deniedDomains: [], allowLocalBinding: true }, filesystem: { denyRead: [], allowWrite: [work], denyWrite: [] } }));
+      // srt exempts 127.0.0.1 from its proxy (no_proxy), and its sandbox has no route there:
+      // curl is told to use the proxy for it too, as toolgate's sandbox does.
+      // `-c`: srt reads options anywhere on its command line (curl's `-sS` would be its `-s`).
+      const quoted = (word: string) => `'${word.replaceAll("'", "'\\''")}'`;
+      const srtUnder = (args: string[]): ExecOptions => ({
+        command: process.execPath,
+        args: [srt, '--settings', settings, '-c', ['curl', '--noproxy', '', ...args].map(quoted).join(' ')],
+        cwd: work,
+        env: { ...env, HOME: work },
+        timeoutMs: 120_000,
+      });
+      const probe = await exec(srtUnder(['-sS', '-f', `http://127.0.0.1:${port}/small`])).catch((error: Error) => ({ exitCode: -1, stdout: '', stderr: error.message }));
+      if (probe.exitCode === 0 && probe.stdout === 'ok') contenders.push({ name: 'srt (sandbox-runtime)', download: srtUnder(download), small: srtUnder(small) });
+      else printLine(`  srt (@anthropic-ai/sandbox-runtime) does not reach 127.0.0.1 here (exit ${probe.exitCode}: ${(probe.stderr || probe.stdout).trim().split('\n')[0]}): its rows are left out`);
+    } else {
+      printLine('  srt is not installed (npm install --no-save @anthropic-ai/sandbox-runtime): its rows are left out');
+    }
+    for (const contender of contenders) {
+      for (const options of [contender.download, contender.small]) {
+        const result = await exec(options);
+        if (result.exitCode !== 0) throw new Error(`${contender.name}: curl ${options.args?.slice(0, 4).join(' ')} failed: ${result.stderr}`);
+      }
+    }
+    const downloads: number[][] = contenders.map(() => []);
+    const smalls: number[][] = contenders.map(() => []);
+    for (let round = 0; round < 5; round++) {
+      for (const [index, contender] of contenders.entries()) {
+        downloads[index]!.push(await timeMs(() => exec(contender.download)));
+        smalls[index]!.push(await timeMs(() => exec(contender.small)));
+      }
+    }
+    const best = (values: number[]) => Math.min(...values);
+    printComparison(
+      `curl in a sandboxed call: ${MEGABYTES} MB from 127.0.0.1 (best of 5 calls, start-up included)`,
+      contenders.map((contender, index) => ({ name: contender.name, value: best(downloads[index]!), unit: 'ms' })),
+      'toolgate, network: true',
+    );
+    printLine(`  proxied download: ${percent(best(downloads[0]!), best(downloads[1]!))} of direct throughput (target >= 90 %)`);
+    printComparison(
+      `curl in a sandboxed call: ${SMALL} small requests, a new connection each (best of 5 calls)`,
+      contenders.map((contender, index) => ({ name: contender.name, value: best(smalls[index]!) / SMALL, unit: 'ms/req' })),
+      'toolgate, network: true',
+    );
+  } finally {
+    server.close();
+    rmSync(work, { recursive: true, force: true });
+  }
+}
+
+export const benchmarks = {
+  network: async () => {
+    await benchNetwork();
+    await benchSandboxedNetwork();
+  },
+};

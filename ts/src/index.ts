@@ -2,7 +2,7 @@ export { exec } from './native/exec.js';
 export type { ExecOptions, ExecResult } from './native/exec.js';
 export { PathValidator } from './native/path-validator.js';
 export { sandboxPolicy, sandboxSupport } from './native/sandbox.js';
-export type { SandboxLimits, SandboxMode, SandboxOption, SandboxSummary, SandboxSupport } from './native/sandbox.js';
+export type { NetworkHosts, SandboxLimits, SandboxMode, SandboxOption, SandboxSummary, SandboxSupport } from './native/sandbox.js';
 export { ToolgateError, TOOLGATE_ERROR_CODES, isToolgateErrorCode } from './native/errors.js';
 export type { ToolgateErrorCode, ToolgateErrorLayer } from './native/errors.js';
 export { LIMITS } from './native/constants.js';

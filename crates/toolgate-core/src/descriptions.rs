@@ -186,7 +186,8 @@ mod tests {
             ..CliExecuteConfig::default()
         };
         scope.readonly = false;
-        scope.network = true;
+        scope.network =
+            crate::sandbox_config::ScopeNetwork::new(Some(&crate::network::NetworkSetting::Open));
         let policy = CliExecute::new(dir.path(), &cli_config)
             .unwrap()
             .with_sandbox(scope.build().unwrap().sandbox);

@@ -11,6 +11,7 @@ use crate::command::{CommandOutput, PreparedCommand};
 use crate::error::Result;
 use crate::exec::{self, AbortHandle, ExecOutput, ExecRequest};
 use crate::executables::{PreparedRun, ToolOutput};
+use crate::network::{refused_connections, ConnectionRecord, NetworkCall, RefusedConnection};
 
 mod options;
 
@@ -36,6 +37,15 @@ pub struct ProcessResult {
     pub sandboxed: bool,
     /// The sandbox limits the process ran into (`processes`, `memoryMb`, …), comma-separated.
     pub limit: Option<String>,
+    /// Its connections through the egress proxy (network by host), each with its decision.
+    pub connections: Vec<ConnectionRecord>,
+}
+
+impl ProcessResult {
+    /// The refused destinations, once each: what the call's result tells the model.
+    pub fn refused_connections(&self) -> Vec<RefusedConnection> {
+        refused_connections(&self.connections)
+    }
 }
 
 impl From<ExecOutput> for ProcessResult {
@@ -51,6 +61,7 @@ impl From<ExecOutput> for ProcessResult {
             duration: out.duration,
             value: None,
             sandboxed: out.sandboxed,
+            connections: out.connections,
             limit: out.limit,
         }
     }
@@ -69,6 +80,7 @@ impl From<CommandOutput> for ProcessResult {
             duration: out.duration,
             value: None,
             sandboxed: out.sandboxed,
+            connections: out.connections,
             limit: out.limit,
         }
     }
@@ -88,6 +100,7 @@ impl From<ToolOutput> for ProcessResult {
             duration: out.duration,
             value: Some(out.result),
             sandboxed: out.sandboxed,
+            connections: out.connections,
             limit: None,
         }
     }
@@ -137,6 +150,17 @@ impl Job {
     /// A handle that kills the whole process group.
     pub fn abort_handle(&self) -> AbortHandle {
         self.abort.clone()
+    }
+
+    /// Attaches the process to a run's tool call: the egress proxy of a network-by-host
+    /// sandbox asks the run's handler, applies the run's `always` answers and records into
+    /// the run (without it the call has nobody to ask).
+    pub fn set_network(&mut self, call: NetworkCall) {
+        match &mut self.work {
+            Work::Exec(request) => request.network = Some(call),
+            Work::Command(command) => command.set_network(call),
+            Work::Tool(run) => run.set_network(call),
+        }
     }
 
     /// Starts the process and waits for it. Errors: `BINARY_NOT_FOUND` / `SPAWN_FAILED` when it

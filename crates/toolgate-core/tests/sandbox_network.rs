@@ -13,7 +13,7 @@ use std::time::Duration;
 
 use common::{installed, text, view_available, Fixture};
 use toolgate_core::exec::{self, ExecOutput};
-use toolgate_core::network::{CallContext, HostPolicy, NetworkPolicy};
+use toolgate_core::network::{HostPolicy, NetworkCall, NetworkPolicy};
 use toolgate_core::sandbox::NetworkMode;
 
 const PYTHON: &str = "/usr/bin/python3";
@@ -38,19 +38,20 @@ fn web_server() -> u16 {
     port
 }
 
-fn context(allow: &[&str]) -> CallContext {
+/// The host policy of the sandbox: only `allow`.
+fn hosts(allow: &[&str]) -> NetworkPolicy {
     let allow: Vec<String> = allow.iter().map(|entry| entry.to_string()).collect();
-    let policy = HostPolicy::parse(&allow, &[], None, "sandbox.network").unwrap();
-    CallContext::new("call-1", "shell", NetworkPolicy::new(policy))
+    NetworkPolicy::new(HostPolicy::parse(&allow, &[], None, "sandbox.network").unwrap())
 }
 
 async fn run(f: &Fixture, allow: &[&str], program: &str, args: &[&str]) -> ExecOutput {
     let mut policy = f.policy();
     policy.network = NetworkMode::Proxy;
+    policy.hosts = Some(hosts(allow));
     let request = f
         .request_with(policy, program, args)
         .timeout(Duration::from_secs(20))
-        .network_call(context(allow));
+        .network_call(NetworkCall::alone("call-1", "shell"));
     exec::run(request).await.unwrap()
 }
 
@@ -102,10 +103,20 @@ async fn the_proxy_is_the_only_way_out() {
     assert_eq!(text(&out.stdout), "403");
     assert!(out.connections.iter().all(|record| record.refused()));
 
-    // Direct: the host's 127.0.0.1 is not in the call's network namespace; other ports of its
-    // own lo are refused by Landlock; names do not resolve.
+    // The proxy variables point there: curl without `--proxy` goes through it too.
+    let out = run(
+        &f,
+        &["127.0.0.1"],
+        "curl",
+        &["-sS", "--max-time", "10", &target],
+    )
+    .await;
+    assert_eq!(text(&out.stdout), "hello");
+
+    // Direct (the variables ignored): the host's 127.0.0.1 is not in the call's network
+    // namespace; other ports of its own lo are refused by Landlock; names do not resolve.
     for args in [
-        vec!["-sS", "--max-time", "5", target.as_str()],
+        vec!["-sS", "--max-time", "5", "--noproxy", "*", target.as_str()],
         vec![
             "-sS",
             "--max-time",
@@ -114,7 +125,14 @@ async fn the_proxy_is_the_only_way_out() {
             "*",
             "http://10.0.0.1/",
         ],
-        vec!["-sS", "--max-time", "5", "http://example.com/"],
+        vec![
+            "-sS",
+            "--max-time",
+            "5",
+            "--noproxy",
+            "*",
+            "http://example.com/",
+        ],
     ] {
         let out = run(&f, &["127.0.0.1", "example.com", "10.0.0.1"], "curl", &args).await;
         assert!(!out.success(), "{args:?}: {}", text(&out.stdout));
@@ -181,4 +199,35 @@ async fn without_network_the_hosts_abstract_sockets_are_not_there() {
     );
     let out = f.run(PYTHON, &["-c", &code]).await;
     assert_eq!(text(&out.stdout), "['lo']\n0\n", "{}", text(&out.stderr));
+}
+
+/// Programs the one-shot launcher starts (MCP stdio servers, `toolgate sandbox`) get no network
+/// namespace: a host policy for them is refused under `enforce`, and under `best-effort` their
+/// proxy listens on the host's loopback, said in a warning.
+#[test]
+fn a_one_shot_launch_gets_the_proxy_outside_under_best_effort_only() {
+    if !view_available() {
+        return;
+    }
+    let f = Fixture::new();
+    let mut policy = f.policy();
+    policy.network = NetworkMode::Proxy;
+    policy.hosts = Some(hosts(&["127.0.0.1"]));
+    policy.proxy_outside = true;
+    let Err(err) = toolgate_core::sandbox::Sandbox::prepare(policy.clone()) else {
+        panic!("enforce accepted a host policy without a network namespace");
+    };
+    assert_eq!(err.code(), "SANDBOX_UNAVAILABLE");
+    assert!(err.to_string().contains("one-shot launcher"), "{err}");
+    policy.mode = toolgate_core::sandbox::SandboxMode::BestEffort;
+    let sandbox = toolgate_core::sandbox::Sandbox::prepare(policy).unwrap();
+    assert!(sandbox.proxy_on_host());
+    assert!(
+        sandbox
+            .warnings()
+            .iter()
+            .any(|warning| warning.contains("one that ignores them connects directly")),
+        "{:?}",
+        sandbox.warnings()
+    );
 }

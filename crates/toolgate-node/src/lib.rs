@@ -14,6 +14,7 @@ mod executables;
 mod files;
 mod js_value;
 mod mcp;
+mod network;
 mod path;
 mod permissions;
 mod process;

@@ -12,6 +12,7 @@ use toolgate_core::mcp::{self, McpLaunch, McpToolsetOptions, McpTransport, Serve
 use crate::approval::ResolvedApproval;
 use crate::error::{infallible, sync};
 use crate::js_value;
+use crate::process::RefusedConnection;
 use crate::sandbox::SandboxSummary;
 
 /// One configured server.
@@ -251,6 +252,8 @@ pub struct McpServerLaunch {
     env: HashMap<String, String>,
     cwd: String,
     sandboxed: bool,
+    /// What the egress proxy refused, kept when the launch is finished.
+    refused: Mutex<Vec<RefusedConnection>>,
 }
 
 impl McpServerLaunch {
@@ -278,6 +281,7 @@ impl McpServerLaunch {
             cwd: text(launch.cwd.as_os_str(), "work directory")?,
             sandboxed: launch.sandboxed,
             launch: Mutex::new(Some(launch)),
+            refused: Mutex::default(),
         })
     }
 }
@@ -333,12 +337,52 @@ impl McpServerLaunch {
     #[napi]
     pub fn finish(&self, env: Env) -> napi::Result<Vec<String>> {
         infallible(&env, "McpServerLaunch.finish", || {
+            let Some(launch) = self.launch.lock().ok().and_then(|mut launch| launch.take()) else {
+                return Vec::new();
+            };
+            let refused = refused_of(&launch);
+            if let Ok(mut kept) = self.refused.lock() {
+                *kept = refused;
+            }
+            launch.repair_guarded()
+        })
+    }
+
+    /// The destinations the egress proxy refused the server so far (network by host), once
+    /// each: why a server that needed one failed.
+    #[napi]
+    pub fn refused_connections(&self, env: Env) -> napi::Result<Vec<RefusedConnection>> {
+        infallible(&env, "McpServerLaunch.refusedConnections", || {
+            match self.launch.lock().ok().as_deref().and_then(Option::as_ref) {
+                Some(launch) => refused_of(launch),
+                None => self
+                    .refused
+                    .lock()
+                    .map(|kept| kept.clone())
+                    .unwrap_or_default(),
+            }
+        })
+    }
+
+    /// The server's persistent package cache (`npm_config_cache`, `UV_CACHE_DIR`, … point
+    /// into it), or `null`.
+    #[napi(getter)]
+    pub fn package_cache(&self, env: Env) -> napi::Result<Option<String>> {
+        infallible(&env, "McpServerLaunch.packageCache", || {
             self.launch
                 .lock()
                 .ok()
-                .and_then(|mut launch| launch.take())
-                .map(|launch| launch.repair_guarded())
-                .unwrap_or_default()
+                .as_deref()
+                .and_then(Option::as_ref)
+                .and_then(|launch| launch.package_cache.as_ref())
+                .map(|dir| dir.display().to_string())
         })
     }
+}
+
+fn refused_of(launch: &McpLaunch) -> Vec<RefusedConnection> {
+    toolgate_core::network::refused_connections(&launch.connections())
+        .into_iter()
+        .map(RefusedConnection::from)
+        .collect()
 }

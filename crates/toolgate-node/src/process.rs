@@ -11,6 +11,7 @@ use toolgate_core::process::{self, ExecOptions, Job};
 
 use crate::error::{guarded, infallible, sync, Settled};
 use crate::js_value;
+use crate::network::NetworkRun;
 
 /// What a process produced. Exit codes, signals, timeouts and aborts are data, not errors.
 #[napi(object, object_from_js = false)]
@@ -31,14 +32,49 @@ pub struct ProcessResult {
     pub value: Option<serde_json::Value>,
     /// Whether it ran with the kernel sandbox's filesystem policy in force.
     pub sandboxed: bool,
+    /// The destinations the egress proxy refused (network by host), once each: what the
+    /// call's result tells the model. Empty otherwise.
+    pub refused_connections: Vec<RefusedConnection>,
     /// The sandbox limits it ran into (`processes`, `memoryMb`, `tmpMb`, `cpuSeconds`,
     /// `fileSizeMb`, comma-separated), or `null`.
     pub limit: Option<String>,
 }
 
+/// A destination the egress proxy refused.
+#[napi(object, object_from_js = false)]
+#[derive(Clone)]
+pub struct RefusedConnection {
+    pub host: String,
+    pub port: u32,
+    /// The refusal the program was sent: host, port, reason and how to allow it.
+    pub reason: String,
+    /// `rule`, `policy`, `address`, `user`, `no-handler`, `deferred`, `request` or `limit`.
+    pub decided_by: String,
+}
+
+impl From<toolgate_core::network::RefusedConnection> for RefusedConnection {
+    fn from(refused: toolgate_core::network::RefusedConnection) -> Self {
+        Self {
+            host: refused.host,
+            port: u32::from(refused.port),
+            reason: refused.reason,
+            decided_by: serde_json::to_value(refused.decided_by)
+                .ok()
+                .and_then(|value| value.as_str().map(String::from))
+                .unwrap_or_default(),
+        }
+    }
+}
+
 impl From<process::ProcessResult> for ProcessResult {
     fn from(out: process::ProcessResult) -> Self {
+        let refused_connections = out
+            .refused_connections()
+            .into_iter()
+            .map(RefusedConnection::from)
+            .collect();
         Self {
+            refused_connections,
             exit_code: out.exit_code,
             signal: out.signal,
             stdout: out.stdout,
@@ -82,6 +118,32 @@ impl ProcessHandle {
     pub fn sandbox_warning(&self, env: Env) -> napi::Result<Option<String>> {
         infallible(&env, "ProcessHandle.sandboxWarning", || {
             self.sandbox_warning.clone()
+        })
+    }
+
+    /// Attaches the process to one tool call of a run (before `wait()`): under a
+    /// network-by-host sandbox the egress proxy asks the run's handler about hosts, applies
+    /// its `always` answers and records into it. Without it such a call has nobody to ask.
+    #[napi]
+    pub fn attach_network(
+        &self,
+        env: Env,
+        run: &NetworkRun,
+        tool_call_id: String,
+        tool: String,
+    ) -> napi::Result<()> {
+        sync(&env, "ProcessHandle.attachNetwork", || {
+            let mut slot = self
+                .job
+                .lock()
+                .unwrap_or_else(|poisoned| poisoned.into_inner());
+            let job = slot.as_mut().ok_or_else(|| {
+                toolgate_core::Error::InvalidInput(
+                    "attachNetwork() must come before wait(), which was already called".into(),
+                )
+            })?;
+            job.set_network(run.call(tool_call_id, tool));
+            Ok(())
         })
     }
 

@@ -11,6 +11,7 @@ use toolgate_core::sandbox_config::{self, Launch, LaunchOptions, SandboxScope};
 
 use crate::error::{infallible, sync};
 use crate::js_value;
+use crate::process::RefusedConnection;
 
 /// What this kernel offers the sandbox, and where the launcher is.
 #[napi(object, object_from_js = false)]
@@ -66,7 +67,11 @@ pub struct SandboxLimit {
 pub struct SandboxSummary {
     /// `enforce`, `best-effort` or `off`.
     pub mode: String,
+    /// Whether processes get the open network (`network: true`).
     pub network: bool,
+    /// The network in words: `off`, `open (network: true, every host)`, or `by host through
+    /// the egress proxy: allow …; deny …; ask about other hosts`.
+    pub network_policy: String,
     /// Extra read/execute roots (besides the system runtime), canonical.
     pub read: Vec<String>,
     /// Extra writable roots, canonical.
@@ -91,7 +96,8 @@ impl From<&SandboxScope> for SandboxSummary {
         };
         Self {
             mode: scope.mode.as_str().to_string(),
-            network: scope.network,
+            network: scope.network.is_open(),
+            network_policy: scope.network.describe(),
             read: text(&scope.read),
             write: text(&scope.write),
             work_dir: scope.work_dir.display().to_string(),
@@ -241,13 +247,17 @@ impl SandboxLaunch {
         })
     }
 
-    /// Removes the private HOME/TMPDIR; call it once the program has ended.
+    /// Removes the private HOME/TMPDIR; call it once the program has ended. Returns the
+    /// connections the egress proxy refused (network by host), once per destination.
     #[napi]
-    pub fn finish(&self, env: Env) -> napi::Result<()> {
+    pub fn finish(&self, env: Env) -> napi::Result<Vec<RefusedConnection>> {
         infallible(&env, "SandboxLaunch.finish", || {
-            if let Ok(mut launch) = self.launch.lock() {
-                launch.take();
-            }
+            let launch = self.launch.lock().ok().and_then(|mut launch| launch.take());
+            let records = launch.map(Launch::finish).unwrap_or_default();
+            toolgate_core::network::refused_connections(&records)
+                .into_iter()
+                .map(RefusedConnection::from)
+                .collect()
         })
     }
 }

@@ -7,7 +7,8 @@ export const HELP = `Usage: toolgate audit <file> [--top <n>] [--json]
 
 Summarises an audit log that runs appended to (a worker file's audit.file, or --audit): runs,
 calls per tool with their decisions, denials, refusals (blocked, refused, unknown tools,
-invalid input) and the slowest calls.
+invalid input), the slowest calls, and the connections through the egress proxy (network by
+host) per host, with the refused ones.
 
 Options:
   --top <n>    How many denials, refusals and slow calls to list (default 10)
@@ -33,6 +34,31 @@ interface CallLine {
 
 const REFUSALS = new Set(['blocked', 'refused', 'unknown-tool', 'invalid-input']);
 
+/** One `network` line of the log: a connection through the egress proxy. */
+interface NetworkLine {
+  time: string;
+  tool: string;
+  host: string;
+  port: number;
+  decision: string;
+  decidedBy: string;
+  flag?: string;
+  rule?: string;
+  message?: string;
+  bytesUp: number;
+  bytesDown: number;
+}
+
+/** The connections to one host and port. */
+interface HostSummary {
+  host: string;
+  port: number;
+  connections: number;
+  decisions: Record<string, number>;
+  bytesUp: number;
+  bytesDown: number;
+}
+
 export interface AuditSummary {
   file: string;
   runs: number;
@@ -45,12 +71,15 @@ export interface AuditSummary {
   denials: CallLine[];
   refusals: CallLine[];
   slowest: CallLine[];
+  /** Connections through the egress proxy: per host and port, and the refused ones (last `top`). */
+  network: { connections: number; hosts: HostSummary[]; refused: NetworkLine[] };
 }
 
 /** Reads a log and summarises it. */
 export function summarize(file: string, text: string, top: number): AuditSummary {
   const runs = new Set<string>();
   const calls: CallLine[] = [];
+  const connections: NetworkLine[] = [];
   let unreadable = 0;
   let first: string | undefined;
   let last: string | undefined;
@@ -71,6 +100,19 @@ export function summarize(file: string, text: string, top: number): AuditSummary
     if (event.event === 'tool-call' && typeof event.toolName === 'string' && typeof event.decision === 'string') {
       calls.push(event as unknown as CallLine);
     }
+    if (event.event === 'network' && typeof event.host === 'string' && typeof event.port === 'number' && typeof event.decision === 'string') {
+      connections.push(event as unknown as NetworkLine);
+    }
+  }
+  const byHost = new Map<string, HostSummary>();
+  for (const connection of connections) {
+    const key = `${connection.host}:${connection.port}`;
+    const entry = byHost.get(key) ?? { host: connection.host, port: connection.port, connections: 0, decisions: {}, bytesUp: 0, bytesDown: 0 };
+    entry.connections++;
+    entry.decisions[connection.decision] = (entry.decisions[connection.decision] ?? 0) + 1;
+    entry.bytesUp += Number(connection.bytesUp) || 0;
+    entry.bytesDown += Number(connection.bytesDown) || 0;
+    byHost.set(key, entry);
   }
   const byTool = new Map<string, { toolName: string; calls: number; decisions: Record<string, number> }>();
   for (const call of calls) {
@@ -90,6 +132,11 @@ export function summarize(file: string, text: string, top: number): AuditSummary
     denials: calls.filter((call) => call.decision === 'denied').slice(-top),
     refusals: calls.filter((call) => REFUSALS.has(call.decision)).slice(-top),
     slowest: [...calls].sort((a, b) => (b.durationMs ?? 0) - (a.durationMs ?? 0)).filter((call) => (call.durationMs ?? 0) > 0).slice(0, top),
+    network: {
+      connections: connections.length,
+      hosts: [...byHost.values()].sort((a, b) => b.connections - a.connections || a.host.localeCompare(b.host) || a.port - b.port),
+      refused: connections.filter((connection) => connection.decision === 'denied').slice(-top),
+    },
   };
 }
 
@@ -125,6 +172,20 @@ export function formatSummary(summary: AuditSummary): string {
     'slowest calls',
     ...summary.slowest.map((call) => `  ${String(Math.round(Number(call.durationMs) || 0)).padStart(8)} ms  ${short(call.toolName, 80)} ${short(call.input, 80)}`),
   );
+  if (summary.network.connections > 0) {
+    lines.push('', `network: ${summary.network.connections} connection(s) through the egress proxy`);
+    for (const host of summary.network.hosts) {
+      const decisions = Object.entries(host.decisions)
+        .map(([decision, count]) => `${short(decision, 40)} ${count}`)
+        .join(', ');
+      lines.push(`  ${short(`${host.host}:${host.port}`, 80).padEnd(28)} ${String(host.connections).padStart(5)}   ${decisions}; ${host.bytesUp} B up, ${host.bytesDown} B down`);
+    }
+    lines.push('', `refused connections (${summary.network.refused.length} shown)`);
+    for (const refused of summary.network.refused) {
+      const by = refused.flag ? `${refused.decidedBy} ${refused.flag}` : refused.decidedBy;
+      lines.push(`  ${short(refused.time, 40)}  ${short(`${refused.host}:${refused.port}`, 80)} from ${short(refused.tool, 40)} by ${short(by, 40)}${refused.message ? ` — ${short(refused.message)}` : ''}`);
+    }
+  }
   return `${lines.join('\n')}\n`;
 }
 

@@ -16,6 +16,10 @@ Options:
   --work-dir <dir>   Work directory (default: the current directory; for a worker file it
                      replaces the worker's sandbox root)
   --network          Show the policy with network allowed
+  --allow-host <H[:P]>
+                     ... with the network limited to these hosts (repeatable)
+  --deny-host <H[:P]>
+                     ... and these hosts refused (repeatable)
   --read <path>      ... with <path> readable too (repeatable)
   --write <path>     ... with <path> writable too (repeatable)
   --json             Print everything as JSON
@@ -42,6 +46,8 @@ export async function runSandboxCheck(argv: readonly string[]): Promise<number> 
       options: {
         'work-dir': { type: 'string' },
         network: { type: 'boolean', default: false },
+        'allow-host': { type: 'string', multiple: true, default: [] },
+        'deny-host': { type: 'string', multiple: true, default: [] },
         read: { type: 'string', multiple: true, default: [] },
         write: { type: 'string', multiple: true, default: [] },
         json: { type: 'boolean', default: false },
@@ -68,7 +74,12 @@ export async function runSandboxCheck(argv: readonly string[]): Promise<number> 
     support = sandboxSupport();
     policy = sandboxPolicy({
       ...(values['work-dir'] === undefined ? {} : { workDir: values['work-dir'] }),
-      sandbox: { network: values.network, read: values.read, write: values.write },
+      sandbox: {
+        network:
+          values['allow-host'].length > 0 || values['deny-host'].length > 0 ? { allow: values['allow-host'], deny: values['deny-host'] } : values.network,
+        read: values.read,
+        write: values.write,
+      },
     });
     const [workerFile] = positionals;
     if (workerFile !== undefined) workers = await workerReports(workerFile, values['work-dir']);
@@ -147,7 +158,7 @@ export function formatReport(support: SandboxSupport, policy: SandboxSummary, wo
 
 function describePolicy(policy: SandboxSummary, row: (label: string, value: string) => void): void {
   row('mode', policy.mode);
-  row('network', policy.mode === 'off' ? 'unconfined' : policy.network ? 'allowed' : 'off');
+  row('network', policy.mode === 'off' ? 'unconfined' : policy.networkPolicy);
   row('work dir', `${policy.workDir} (${policy.readonly ? 'read-only' : 'read-write'})`);
   row('read', ['the system runtime (see docs/sandbox.md)', ...policy.read].join(', '));
   row('write', ['a private HOME/TMPDIR per call', ...policy.write].join(', '));

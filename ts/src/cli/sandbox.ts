@@ -22,7 +22,13 @@ refused). Use --tty for interactive programs you trust with your terminal.
 
 Options:
   --work-dir <dir>   Work directory and the program's cwd (default: the current directory)
-  --network          Allow network access
+  --network          Allow network access (every host)
+  --allow-host <H[:P]>
+                     Allow connections to host H (port P only, when given) through
+                     toolgate's egress proxy, and nothing else (repeatable). H is a name,
+                     *.name (its subdomains), an IP address or a CIDR range; [v6]:P
+  --deny-host <H[:P]>
+                     Refuse H even where --allow-host allows it (repeatable)
   --read <path>      Also allow reading and executing <path> (repeatable)
   --write <path>     Also allow writing <path> (repeatable)
   --tty              Give the program this terminal (see above)
@@ -30,7 +36,9 @@ Options:
   -h, --help         Show this help
 
 The environment is toolgate's child environment (PATH, LANG, LC_*, TZ, USER, LOGNAME, the
-proxy variables, TERM) with a private HOME and TMPDIR. 'toolgate check --sandbox' shows what
+proxy variables, TERM) with a private HOME and TMPDIR. With --allow-host the proxy variables
+(http_proxy, HTTPS_PROXY, ALL_PROXY, NO_PROXY=, npm's and pip's) point at the egress proxy,
+and each refused connection is named on stderr when the program ends. 'toolgate check --sandbox' shows what
 this kernel supports.
 
 Exit status: the program's (128 + n when signal n ended it); 125 when the sandbox could not be
@@ -51,6 +59,8 @@ export async function run(argv: readonly string[]): Promise<number> {
       options: {
         'work-dir': { type: 'string' },
         network: { type: 'boolean', default: false },
+        'allow-host': { type: 'string', multiple: true, default: [] },
+        'deny-host': { type: 'string', multiple: true, default: [] },
         read: { type: 'string', multiple: true, default: [] },
         write: { type: 'string', multiple: true, default: [] },
         tty: { type: 'boolean', default: false },
@@ -66,6 +76,10 @@ export async function run(argv: readonly string[]): Promise<number> {
   if (values.help) {
     process.stdout.write(HELP);
     return 0;
+  }
+  if (values.network && (values['allow-host'].length > 0 || values['deny-host'].length > 0)) {
+    process.stderr.write(`toolgate sandbox: --network opens every host; give it or --allow-host/--deny-host, not both\n\n${HELP}`);
+    return 2;
   }
   const [program, ...args] = command;
   if (program === undefined) {
@@ -89,7 +103,7 @@ export async function run(argv: readonly string[]): Promise<number> {
   try {
     return await runInTerminal(launch, values.tty);
   } finally {
-    launch.finish();
+    for (const refused of launch.finish()) process.stderr.write(`toolgate sandbox: ${refused.reason.replace(/^toolgate: /, '')}\n`);
   }
 }
 
@@ -108,10 +122,18 @@ function relay(child: ChildProcess): void {
 }
 
 /** The sandbox the flags ask for. */
-function sandboxOption(values: { network: boolean; read: string[]; write: string[]; 'best-effort': boolean }): SandboxOption {
+function sandboxOption(values: {
+  network: boolean;
+  'allow-host': string[];
+  'deny-host': string[];
+  read: string[];
+  write: string[];
+  'best-effort': boolean;
+}): SandboxOption {
+  const byHost = values['allow-host'].length > 0 || values['deny-host'].length > 0;
   return {
     mode: values['best-effort'] ? 'best-effort' : 'enforce',
-    network: values.network,
+    network: byHost ? { allow: values['allow-host'], deny: values['deny-host'] } : values.network,
     read: values.read,
     write: values.write,
   };

@@ -81,7 +81,9 @@ async function connectOne(plan: native.McpToolsetPlan, info: native.McpServerInf
     describe: (error) => {
       const why = stdio?.failure ?? messageOf(error);
       const stderr = stdio?.stderr;
-      return stderr ? `${why}; its stderr ends with: ${stderr.slice(-500)}` : why;
+      const refused = stdio?.refused ?? [];
+      const proxy = refused.length > 0 ? `; the egress proxy refused it: ${refused.join('; ')}` : '';
+      return stderr ? `${why}${proxy}; its stderr ends with: ${stderr.slice(-500)}` : `${why}${proxy}`;
     },
     close: async () => {
       await client.close().catch(() => undefined);

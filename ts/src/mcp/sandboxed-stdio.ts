@@ -71,6 +71,11 @@ export class SandboxedStdioTransport implements Transport {
     return this.stderrTail.trim();
   }
 
+  /** What the egress proxy refused the server (network by host), for error messages. */
+  get refused(): string[] {
+    return this.launch.refusedConnections().map((refused) => refused.reason);
+  }
+
   async start(): Promise<void> {
     installExitHook();
     const child = spawn(this.launch.file, this.launch.args, {

@@ -19,6 +19,7 @@ import { terminalText } from '../native/terminal-text.js';
 import { ApprovalGate } from '../run/approval-gate.js';
 import { AuditTrail, newRunId } from '../run/audit.js';
 import { gatedCall, gatedTools, rejectedDecision } from '../run/gated-call.js';
+import { NetworkApprovals } from '../run/network.js';
 import { Recorder } from '../run/records.js';
 import type { ApprovalAnswer, ApprovalHandler, ApprovalRequest, RunEvent, ToolCallRecord } from '../run/types.js';
 import { auditTarget } from '../worker/run-loop.js';
@@ -193,6 +194,7 @@ export async function serveMcp(worker: RunnableWorker, options: ServeMcpOptions 
     return written;
   };
   const recorder = new Recorder((event) => {
+    if (event.type === 'network-connection') return trail?.collect(event);
     if (event.type !== 'call-recorded') return;
     trail?.collect(event);
     options.onRecord?.(event.record);
@@ -221,6 +223,8 @@ export async function serveMcp(worker: RunnableWorker, options: ServeMcpOptions 
       (event) => options.onEvent?.(event),
       undefined,
     );
+    // A host a network-by-host sandbox asks about goes to the same gate (elicitation, onApproval).
+    const network = new NetworkApprovals(gate, (record) => recorder.connection(record));
     server.setRequestHandler(ListToolsRequestSchema, () => ({ tools: listed }));
     server.setRequestHandler(CallToolRequestSchema, async (request, extra): Promise<CallToolResult> => {
       const name = request.params.name;
@@ -248,7 +252,7 @@ export async function serveMcp(worker: RunnableWorker, options: ServeMcpOptions 
       try {
         outcome = await gatedCall(
           { toolName: name, tool: found, input: checked.value, options: { toolCallId, messages: [], abortSignal: extra.signal } },
-          { gate, recorder },
+          { gate, recorder, network },
           'inline',
         );
       } finally {

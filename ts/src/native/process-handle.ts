@@ -1,4 +1,5 @@
 import { awaitNative } from './errors.js';
+import { attachProcess, withRefusals, type RefusedConnection } from './network-call.js';
 import type { native } from './binding.js';
 
 type ProcessHandle = native.ProcessHandle;
@@ -23,6 +24,7 @@ export async function runProcess(
   }
   const onAbort = () => handle.kill();
   signal?.addEventListener('abort', onAbort, { once: true });
+  const collect = attachProcess(handle);
   try {
     const result = await awaitNative(handle.wait());
     if (result.aborted && signal?.aborted && !abortIsData) throw signal.reason;
@@ -32,6 +34,7 @@ export async function runProcess(
     throw error;
   } finally {
     signal?.removeEventListener('abort', onAbort);
+    collect?.();
   }
 }
 
@@ -45,6 +48,11 @@ export interface CommandResult {
   truncated: boolean;
   /** Whether the timeout killed the process group. */
   timedOut: boolean;
+  /**
+   * The destinations the egress proxy refused (network by host), each with the reason the
+   * program was sent; absent when nothing was refused.
+   */
+  refusedConnections?: RefusedConnection[];
 }
 
 /** Runs a checked command and returns what the model sees. */
@@ -56,5 +64,6 @@ export async function runCommand(handle: ProcessHandle, signal: AbortSignal | un
     exitCode: result.exitCode ?? null,
     truncated: result.truncated,
     timedOut: result.timedOut,
+    ...withRefusals(result),
   };
 }

@@ -6,6 +6,20 @@ import { terminalText } from './terminal-text.js';
 export type SandboxMode = 'enforce' | 'best-effort' | 'off';
 
 /**
+ * `network` by host: only the hosts `allow` names (`example.com`, `*.example.com`,
+ * `host:port`, IP addresses and CIDR ranges with an optional `:port`, `[v6]:port`), never those
+ * `deny` names (deny wins), through toolgate's egress proxy; with `ask`, other hosts go to the
+ * run's approval handler (`toolName: 'network'`, `input: { host, port, tool }`). Internal
+ * addresses (loopback, private, link-local, metadata) only when the address itself is allowed.
+ * See docs/sandbox.md, "Network by host".
+ */
+export interface NetworkHosts {
+  allow?: readonly string[];
+  deny?: readonly string[];
+  ask?: boolean;
+}
+
+/**
  * Each call's limits (whole numbers from 1); an absent one has its default: 512 processes,
  * 4096 MiB of memory, a 512 MiB private tmpfs, no CPU limit, files up to 1024 MiB.
  */
@@ -22,7 +36,8 @@ export interface SandboxLimits {
  * Landlock, seccomp, PID/IPC/network namespaces, limits). Default: `{ mode: 'enforce',
  * network: false }` — the work directory read-write, the system runtime read-only, nothing
  * else, no network. `false` turns it off; `'best-effort'` runs with what the kernel offers and
- * warns once; the object form widens it with `network` and extra `read`/`write` roots
+ * warns once; the object form widens it with `network` (`true`, or by host:
+ * `{ allow, deny, ask }`) and extra `read`/`write` roots
  * (absolute, relative to `workDir`, or under `~/`), `protect` makes more paths read-only for
  * processes (gitignore-style patterns relative to `workDir`, on top of the work directory's git
  * hooks and config, which are always protected), and `limits` bounds each call. The core reads it
@@ -34,7 +49,8 @@ export type SandboxOption =
   | 'best-effort'
   | {
       mode?: SandboxMode;
-      network?: boolean;
+      /** `false` (default): none; `true`: every host; `{ allow, deny, ask }`: by host, through the egress proxy. */
+      network?: boolean | NetworkHosts;
       read?: readonly string[];
       write?: readonly string[];
       protect?: readonly string[];

@@ -95,6 +95,11 @@ export class ApprovalGate {
     this.#always = new AlwaysAnswers(always);
   }
 
+  /** Who answers: a handler function, `defer` (a deferred run stops for a person), or nobody. */
+  get answeredBy(): 'handler' | 'defer' | 'nobody' {
+    return typeof this.#handler === 'function' ? 'handler' : this.#handler === 'defer' ? 'defer' : 'nobody';
+  }
+
   /** The "always" answers given so far (for a run state). */
   get alwaysScopes(): AlwaysScope[] {
     return this.#always.scopes;
@@ -148,9 +153,9 @@ export class ApprovalGate {
    * Answers one call that needs approval and remembers the answer (`answerFor`). Emits
    * `approval-asked` before the handler is asked and `approval-answered` after. A handler that
    * answers something else than an answer throws `INVALID_INPUT`; an abort while asking throws
-   * the signal's reason.
+   * the signal's reason (the run's, or `signal`'s: a question that ends with its call).
    */
-  async decide(tool: object | undefined, toolName: string, input: unknown, toolCallId: string): Promise<GateAnswer> {
+  async decide(tool: object | undefined, toolName: string, input: unknown, toolCallId: string, signal?: AbortSignal): Promise<GateAnswer> {
     const base = { toolCallId, toolName };
     let answer: GateAnswer;
     let source: 'handler' | 'always' | 'no-handler';
@@ -175,7 +180,8 @@ export class ApprovalGate {
       }
       this.#emit({ type: 'approval-asked', ...base, input, scope: request.scope });
       const handler = this.#handler;
-      const raw = await untilAborted(Promise.resolve().then(() => handler(request, { signal: this.#signal })), this.#signal);
+      const asking = signal && this.#signal ? AbortSignal.any([this.#signal, signal]) : (signal ?? this.#signal);
+      const raw = await untilAborted(Promise.resolve().then(() => handler(request, asking ? { signal: asking } : {})), asking);
       // Ctrl-C (or the caller's abort) while asking stops the run, whatever was answered.
       this.#signal?.throwIfAborted();
       source = 'handler';

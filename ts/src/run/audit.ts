@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { native } from '../native/binding.js';
 import { awaitNative } from '../native/errors.js';
-import type { RunEvent, RunStatus, RunUsage } from './types.js';
+import type { NetworkConnectionRecord, RunEvent, RunStatus, RunUsage } from './types.js';
 
 /** A new run id (also the id of an MCP serving in the audit log). */
 export function newRunId(): string {
@@ -66,9 +66,11 @@ export class AuditTrail {
 
   /**
    * Takes what the log keeps from a run event: every recorded call (with who decided: a flag is
-   * named, a saved rule is named with its file and line).
+   * named, a saved rule is named with its file and line) and every connection through the
+   * egress proxy.
    */
   collect(event: RunEvent): void {
+    if (event.type === 'network-connection') return this.#connection(event.record, event.worker);
     if (event.type !== 'call-recorded') return;
     const { record } = event;
     const exitCode = exitCodeOf(record.output);
@@ -90,6 +92,29 @@ export class AuditTrail {
       ...(record.error ? { error: record.error } : {}),
       ...(record.reason ? { reason: record.reason } : {}),
       ...(record.scope ? { alwaysScope: record.scope.description } : {}),
+    });
+  }
+
+  /**
+   * A `network` line: one connection through the egress proxy, with the decision, who made it,
+   * the tool call whose process connected and the bytes each way.
+   */
+  #connection(record: NetworkConnectionRecord, worker: string | undefined): void {
+    this.#line('network', worker ?? this.#worker, {
+      toolCallId: record.toolCallId,
+      tool: record.tool,
+      host: record.host,
+      port: record.port,
+      protocol: record.protocol,
+      decision: record.decision,
+      decidedBy: record.decidedBy,
+      ...(record.flag ? { flag: record.flag } : {}),
+      ...(record.rule ? { rule: record.rule } : {}),
+      ...(record.address ? { address: record.address } : {}),
+      bytesUp: record.bytesUp,
+      bytesDown: record.bytesDown,
+      durationMs: record.durationMs,
+      ...(record.message ? { message: record.message } : {}),
     });
   }
 

@@ -4,6 +4,7 @@ import type { NamedTool } from '../approval/named-tool.js';
 import { savedRulesOf } from '../approval/saved-rules.js';
 import { ToolgateError } from '../native/errors.js';
 import type { ApprovalGate, GateAnswer } from './approval-gate.js';
+import { withNetworkCall, type NetworkApprovals } from './network.js';
 import type { Recorder } from './records.js';
 import type { ToolCallRecord } from './types.js';
 
@@ -29,6 +30,8 @@ export interface ToolCall {
 export interface CallRun {
   gate: ApprovalGate;
   recorder: Recorder;
+  /** The run's network approvals: what the egress proxy asks about hosts and records into. */
+  network?: NetworkApprovals;
 }
 
 /**
@@ -97,7 +100,7 @@ export async function gatedCall(call: ToolCall, run: CallRun, flow: ApprovalFlow
   const record = run.recorder.started(options.toolCallId, toolName, input, answer, approvalOf(tool), savedRule);
   const started = performance.now();
   try {
-    const output = await execute(input as never, options);
+    const output = await withNetworkCall(run.network, options.toolCallId, toolName, () => Promise.resolve(execute(input as never, options)));
     run.recorder.succeeded(record, output, performance.now() - started);
     return { status: 'succeeded', output, record };
   } catch (error) {

@@ -2,7 +2,7 @@ import type { ApprovalInfo } from '../approval/approval.js';
 import { native } from '../native/binding.js';
 import { ToolgateError } from '../native/errors.js';
 import type { GateAnswer } from './approval-gate.js';
-import type { RunEvent, SavedRule, ToolCallRecord } from './types.js';
+import type { NetworkConnectionRecord, RunEvent, SavedRule, ToolCallRecord } from './types.js';
 
 /**
  * Records every call the model made with the decision actually taken, and reports each as it
@@ -12,6 +12,8 @@ import type { RunEvent, SavedRule, ToolCallRecord } from './types.js';
  */
 export class Recorder {
   readonly records: ToolCallRecord[] = [];
+  /** Every connection through the egress proxy (network by host), as it closed. */
+  readonly connections: NetworkConnectionRecord[] = [];
   readonly #emit: (event: RunEvent) => void;
 
   constructor(emit: (event: RunEvent) => void) {
@@ -103,6 +105,12 @@ export class Recorder {
       error,
       ...(decision === 'blocked' ? { errorCode: 'TOOL_BLOCKED' } : decision === 'invalid-input' ? { errorCode: 'INVALID_INPUT' } : { errorCode: 'TOOL_NOT_FOUND' }),
     });
+  }
+
+  /** A connection the egress proxy decided (`network-connection`). */
+  connection(record: NetworkConnectionRecord): void {
+    this.connections.push(record);
+    this.#emit({ type: 'network-connection', record });
   }
 
   #finished(record: ToolCallRecord): void {

@@ -1,4 +1,5 @@
 import type { native } from '../native/binding.js';
+import type { NetworkConnectionRecord } from './network.js';
 import type {
   AlwaysScope,
   AlwaysScopeChoice,
@@ -11,7 +12,7 @@ import type {
 } from '../approval/request.js';
 import type { SavedRule } from '../approval/saved-rules.js';
 
-export type { AlwaysScope, AlwaysScopeChoice, ApprovalAnswer, ApprovalContext, ApprovalHandler, ApprovalRequest, SavedBy, SavedRule, SaveOffer };
+export type { AlwaysScope, AlwaysScopeChoice, ApprovalAnswer, ApprovalContext, ApprovalHandler, ApprovalRequest, NetworkConnectionRecord, SavedBy, SavedRule, SaveOffer };
 
 /**
  * The decision recorded for a call the model made: `preApproved`, `approved` (by a person),
@@ -54,6 +55,8 @@ export type RunEventBody =
   | { type: 'rule-saved'; toolCallId: string; toolName: string; rule: SavedRule }
   /** An answer `save` could not write its rule (the call was still approved, once). */
   | { type: 'rule-not-saved'; toolCallId: string; toolName: string; error: string }
+  /** A connection through the egress proxy (network by host), with its decision; reported as it closes. */
+  | { type: 'network-connection'; record: NetworkConnectionRecord }
   /** Text the model is writing (`streamWorker` and the CLI only). */
   | { type: 'text-delta'; step: number; text: string }
   | { type: 'error'; error: unknown };

@@ -7,6 +7,7 @@ import { callNative, ToolgateError } from '../native/errors.js';
 import { PathValidator } from '../native/path-validator.js';
 import { ApprovalGate } from '../run/approval-gate.js';
 import { AuditTrail } from '../run/audit.js';
+import { NetworkApprovals } from '../run/network.js';
 import { Recorder } from '../run/records.js';
 import type { RunEvent } from '../run/types.js';
 import { auditTarget, checkInput, prepareRun, type RunSetup } from '../worker/run-loop.js';
@@ -275,7 +276,11 @@ export function toolgateActivities(options: ToolgateActivitiesOptions = {}): Too
         const hosted = await hosts.pinned(input);
         const trail = trailFor(hosted, input);
         const emit = (event: RunEvent) => trail?.collect(event);
-        const run = { gate: new ApprovalGate(undefined, emit, signal), recorder: new Recorder(emit) };
+        const gate = new ApprovalGate(undefined, emit, signal);
+        const recorder = new Recorder(emit);
+        // Hosts a network-by-host sandbox would ask about are refused here (nobody to ask in an
+        // activity); every connection is recorded in the audit trail.
+        const run = { gate, recorder, network: new NetworkApprovals(gate, (record) => recorder.connection(record)) };
         const call = () => runToolCall(hosted, input, run, signal);
         // A worker the call runs (the `workers` toolset) gets this host's model and the run's
         // recorder, as a worker called inside runWorker does.
@@ -286,7 +291,7 @@ export function toolgateActivities(options: ToolgateActivitiesOptions = {}): Too
           // A model (or spec) given to the activities is forced on called workers too, as runWorker's
           // `model` option is; a function leaves each called worker its own `model`.
           const forcedModel = settings.model !== undefined && typeof settings.model !== 'function';
-          const context = { depth: 0, chain: [hosted.worker.name], gate: run.gate, model: resolved.model, forcedModel, emit };
+          const context = { depth: 0, chain: [hosted.worker.name], gate: run.gate, network: run.network, model: resolved.model, forcedModel, emit };
           result = await runContext.run(context, call);
         } else {
           result = await call();

@@ -7,6 +7,7 @@ import { bindTools, settingsOf } from '../approval/tool-binding.js';
 import { native } from '../native/binding.js';
 import { LIMITS } from '../native/constants.js';
 import { awaitNative, callNative } from '../native/errors.js';
+import { withRefusals, type RefusedConnection } from '../native/network-call.js';
 import { runProcess } from '../native/process-handle.js';
 import { type SandboxOption, warnSandbox } from '../native/sandbox.js';
 import { terminalText } from '../native/terminal-text.js';
@@ -80,6 +81,8 @@ export interface ExecutableToolResult {
   truncated: boolean;
   /** What the tool wrote to stderr. */
   stderr: string;
+  /** The destinations the egress proxy refused (network by host); absent when none. */
+  refusedConnections?: RefusedConnection[];
 }
 
 function parseSpec(spec: native.ExecutableToolSpec): ExecutableToolSpec {
@@ -146,7 +149,7 @@ export class ExecutableToolRegistry {
     return {
       start: async (signal?: AbortSignal) => {
         const output = await runProcess(handle, signal);
-        return { result: output.value, durationMs: output.durationMs, truncated: output.truncated, stderr: output.stderr };
+        return { result: output.value, durationMs: output.durationMs, truncated: output.truncated, stderr: output.stderr, ...withRefusals(output) };
       },
       kill: () => handle.kill(),
     };
@@ -180,7 +183,12 @@ function unapprovedTool(registry: ExecutableToolRegistry, spec: ExecutableToolSp
     inputSchema: jsonSchema<Record<string, unknown>>(spec.inputSchema),
     execute: async (input: Record<string, unknown>, { abortSignal }) => {
       const output = await registry.run(spec.name, input, abortSignal ? { signal: abortSignal } : {});
-      return { result: output.result, durationMs: output.durationMs, truncated: output.truncated };
+      return {
+        result: output.result,
+        durationMs: output.durationMs,
+        truncated: output.truncated,
+        ...(output.refusedConnections ? { refusedConnections: output.refusedConnections } : {}),
+      };
     },
   });
   return named(`${EXECUTABLE_TOOL_PREFIX}${spec.name}`, base);

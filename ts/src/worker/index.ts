@@ -5,6 +5,8 @@ export { toAgentSettings } from './agent-settings.js';
 export type { AgentSettingsOptions, WorkerAgentSettings } from './agent-settings.js';
 export { alwaysScope } from '../approval/always.js';
 export { ASK_QUESTION, CONVERSE, RESERVED_TOOL_NAMES, TASK_COMPLETION } from './loop-tools.js';
+export { NETWORK_TOOL } from '../run/network.js';
+export type { NetworkRequestInput } from '../run/network.js';
 export type {
   AlwaysScope,
   AlwaysScopeChoice,
@@ -16,6 +18,7 @@ export type {
   AuditOptions,
   CallDecision,
   DecidedBy,
+  NetworkConnectionRecord,
   PendingApproval,
   ResumeWorkerOptions,
   RunEvent,

@@ -1,6 +1,7 @@
 import { AsyncLocalStorage } from 'node:async_hooks';
 import type { LanguageModel } from 'ai';
 import type { ApprovalGate } from '../run/approval-gate.js';
+import type { NetworkApprovals } from '../run/network.js';
 import type { RunEvent } from './types.js';
 
 /**
@@ -14,6 +15,8 @@ export interface RunContext {
   chain: readonly string[];
   /** Shared down the chain, so an "always" given to one worker holds for the workers it calls. */
   gate: ApprovalGate;
+  /** Shared with the gate: the egress proxy's questions and records, and the run's `always` hosts. */
+  network: NetworkApprovals;
   model: LanguageModel;
   /** A model forced for the whole run (the CLI's --model), which called workers use too. */
   forcedModel: boolean;

@@ -18,6 +18,7 @@ import { callNative, ToolgateError } from '../native/errors.js';
 import { ApprovalGate } from '../run/approval-gate.js';
 import { AuditTrail, newRunId, type AuditTarget } from '../run/audit.js';
 import { askGate, gatedCall, gatedTools, needsApproval, outputOrThrow, rejectedDecision, type CallRun } from '../run/gated-call.js';
+import { NETWORK_TOOL, NetworkApprovals, type DeferredNetworkRequest } from '../run/network.js';
 import { Recorder } from '../run/records.js';
 import { AI_MAJOR } from './ai-version.js';
 import { planOf } from './plans.js';
@@ -77,6 +78,8 @@ export interface RunSetup {
   blocked: Set<string>;
   gate: ApprovalGate;
   recorder: Recorder;
+  /** The egress proxy's questions and records (shared with the workers the run calls). */
+  network: NetworkApprovals;
   context: RunContext;
   emit: (event: RunEvent) => void;
   signal: AbortSignal | undefined;
@@ -185,13 +188,14 @@ export async function prepareRun(worker: RunnableWorker, options: LoopOptions, s
   const defer = options.onApproval === 'defer' && !parent;
   const gate =
     parent && !options.onApproval ? parent.gate : new ApprovalGate(options.onApproval, emit, options.signal, settings.always ?? []);
-  // Called workers get the model itself: each applies its own tool_call_format.
-  const context: RunContext = { depth, chain: [...(parent?.chain ?? []), worker.name], gate, model: resolved, forcedModel, emit };
   const recorder = new Recorder(emit);
+  const network = parent && gate === parent.gate ? parent.network : new NetworkApprovals(gate, (record) => recorder.connection(record));
+  // Called workers get the model itself: each applies its own tool_call_format.
+  const context: RunContext = { depth, chain: [...(parent?.chain ?? []), worker.name], gate, network, model: resolved, forcedModel, emit };
   const { tools: original, blocked } = toolsOf(worker);
   const tools: ToolSet = {};
   for (const [name, tool] of original) {
-    if (!isBlocked(tool)) tools[name] = executedThroughGate(name, tool, { gate, recorder });
+    if (!isBlocked(tool)) tools[name] = executedThroughGate(name, tool, { gate, recorder, network });
   }
   const outputSchema =
     worker.outputSchema === undefined ? undefined : typeof worker.outputSchema === 'string' ? worker.outputSchema : JSON.stringify(worker.outputSchema);
@@ -207,6 +211,7 @@ export async function prepareRun(worker: RunnableWorker, options: LoopOptions, s
     blocked,
     gate,
     recorder,
+    network,
     context,
     emit,
     signal: options.signal,
@@ -282,6 +287,7 @@ export async function runLoop(setup: RunSetup, start: LoopStart): Promise<Worker
     runId: setup.runId,
     steps,
     toolCalls: setup.recorder.records,
+    connections: setup.recorder.connections,
     usage,
     messages,
   });
@@ -329,6 +335,13 @@ export async function runLoop(setup: RunSetup, start: LoopStart): Promise<Worker
     if (reply) return finish('conversed', String((reply.input as { message?: unknown }).message ?? ''));
 
     const requests = pendingApprovalRequests(last?.content ?? []);
+    // A process asked about a host in a deferred run: the connection was refused, and the run
+    // stops here with the question (and any approval requests of the step) pending.
+    const deferredHosts = setup.defer ? setup.network.takeDeferred() : [];
+    if (deferredHosts.length > 0) {
+      const { pending, state } = deferRun(setup, requests, messages, taken(), usage, deferredHosts);
+      return finish('approval-required', round.text, { pending, state });
+    }
     if (taken() >= setup.maxSteps) {
       const unfinished = requests.length > 0 || round.finishReason === 'tool-calls';
       return finish(unfinished ? 'max-steps' : 'completed', round.text);
@@ -382,6 +395,7 @@ function deferRun(
   messages: ModelMessage[],
   stepsTaken: number,
   usage: RunUsage,
+  hosts: readonly DeferredNetworkRequest[] = [],
 ): { pending: PendingApproval[]; state: string } {
   const secret = setup.stateSecret;
   if (secret === undefined) throw new ToolgateError('CONFIG_INVALID', "onApproval 'defer' needs stateSecret");
@@ -390,6 +404,10 @@ function deferRun(
     const argv = commandWordsOf(setup.original.get(call.toolName), call.input);
     return { toolCallId: call.toolCallId, approvalId: request.approvalId, toolName: call.toolName, input: call.input, ...(argv ? { argv } : {}) };
   });
+  // A host is asked about as the request `toolName: 'network'`; its ids name the call and the destination.
+  for (const { requestId, host, port, tool } of hosts) {
+    pendingCalls.push({ toolCallId: requestId, approvalId: requestId, toolName: NETWORK_TOOL, input: { host, port, tool } });
+  }
   const sealed = sealState(
     {
       worker: setup.worker.name,
@@ -432,7 +450,8 @@ async function runRound(setup: RunSetup, messages: ModelMessage[], stepsBefore: 
     tools: setup.tools,
     messages,
     ...(setup.worker.instructions ? { system: setup.worker.instructions } : {}),
-    stopWhen: stepCountIs(setup.maxSteps - stepsBefore),
+    // A deferred run also stops after a step in which a process asked about a host.
+    stopWhen: setup.defer ? [stepCountIs(setup.maxSteps - stepsBefore), () => setup.network.hasDeferred] : stepCountIs(setup.maxSteps - stepsBefore),
     abortSignal: setup.signal,
     ...(AI_MAJOR >= 7 ? { toolApproval: callLevelApproval(setup.original, setup.gate) } : {}),
     prepareStep: ({ stepNumber }: { stepNumber: number }) => {

@@ -4,6 +4,7 @@ import { callNative, ToolgateError } from '../native/errors.js';
 import { audited, checkApprovalOption, checkInput, prepareRun, runLoop, type RunSetup } from './run-loop.js';
 import type { GateAnswer } from '../run/approval-gate.js';
 import { planOf } from './plans.js';
+import { NETWORK_TOOL, networkInput } from '../run/network.js';
 import { openState, workerFingerprint } from './run-state.js';
 import type { ApprovalAnswers, ResumeWorkerOptions, RunnableWorker, RunWorkerOptions, WorkerRunResult } from './types.js';
 
@@ -103,6 +104,7 @@ export async function prepareResumedRun(
   setup.maxSteps = opened.maxSteps;
   setup.runId = opened.runId;
   setup.gate.addAlways(opened.always);
+  setup.network.restoreAlways(opened.always);
   const run = () =>
     audited(setup, { resumed: true }, () => {
       const responses = [];
@@ -125,6 +127,14 @@ export async function prepareResumedRun(
           ...(gateAnswer.reason ? { reason: gateAnswer.reason } : {}),
           ...(answer.always ? { scope: answer.always } : {}),
         });
+        // A host a process asked about: the answer is for the call the model retries (no AI
+        // SDK request waits for it, and it is no call of the model's to record).
+        const host = pending.toolName === NETWORK_TOOL ? networkInput(pending.input) : undefined;
+        if (host) {
+          if (answer.always) setup.gate.addAlways([answer.always]);
+          setup.network.answerDeferred(host, { approved: gateAnswer.approved, always: answer.always !== null, ...(gateAnswer.reason ? { reason: gateAnswer.reason } : {}) });
+          continue;
+        }
         if (!gateAnswer.approved) setup.recorder.denied(pending.toolCallId, pending.toolName, pending.input, gateAnswer);
         responses.push({
           type: 'tool-approval-response' as const,
@@ -146,6 +156,7 @@ export async function prepareResumedRun(
  * recorded as "always".
  */
 function withResponses(setup: RunSetup, stored: ModelMessage[], responses: ToolContent): ModelMessage[] {
+  if (responses.length === 0) return stored;
   const last = stored.at(-1);
   const answered = last?.role === 'tool' ? last.content.filter((part) => part.type === 'tool-approval-response') : [];
   if (!last || answered.length === 0) return [...stored, { role: 'tool', content: responses }];

@@ -10,6 +10,7 @@ import type {
   ApprovalRequest,
   CallDecision,
   DecidedBy,
+  NetworkConnectionRecord,
   RunEvent,
   RunEventBody,
   RunStatus,
@@ -31,6 +32,7 @@ export type {
   ApprovalRequest,
   CallDecision,
   DecidedBy,
+  NetworkConnectionRecord,
   RunEvent,
   RunEventBody,
   RunStatus,
@@ -163,6 +165,8 @@ export interface WorkerRunResult {
   steps: StepRecord[];
   /** The calls of this call (a resumed run starts with the answered requests). */
   toolCalls: ToolCallRecord[];
+  /** Every connection through the egress proxy (network by host) during this call, with its decision. */
+  connections: NetworkConnectionRecord[];
   usage: RunUsage;
   /** The whole conversation, to continue it with `options.messages`. */
   messages: ModelMessage[];

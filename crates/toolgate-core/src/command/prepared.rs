@@ -7,6 +7,7 @@ use std::time::Duration;
 use super::guardrails::OutputGuardrails;
 use crate::error::Result;
 use crate::exec::{self, AbortHandle, ExecRequest, RunningProcess};
+use crate::network::{ConnectionRecord, NetworkCall};
 
 /// How much more than the cap is captured when output guardrails exist, so that a secret
 /// straddling the cap is still seen whole by them before the output is cut to the cap.
@@ -42,6 +43,11 @@ impl PreparedCommand {
     /// What will be run: the absolute program, argv, cwd, the exact environment and limits.
     pub fn request(&self) -> &ExecRequest {
         &self.request
+    }
+
+    /// Attaches the command to a run's tool call, for the egress proxy.
+    pub fn set_network(&mut self, call: NetworkCall) {
+        self.request.network = Some(call);
     }
 
     /// Starts the command; `abort` stops its whole process group, also before it has started.
@@ -100,6 +106,7 @@ impl RunningCommand {
             aborted: out.aborted,
             duration: out.duration,
             sandboxed: out.sandboxed,
+            connections: out.connections,
             limit: out.limit,
         })
     }
@@ -120,6 +127,8 @@ pub struct CommandOutput {
     pub duration: Duration,
     /// Whether it ran with the sandbox's filesystem policy in force.
     pub sandboxed: bool,
+    /// Its connections through the egress proxy (network by host).
+    pub connections: Vec<ConnectionRecord>,
     /// The sandbox limits it ran into (also said at the end of `stderr`).
     pub limit: Option<String>,
 }

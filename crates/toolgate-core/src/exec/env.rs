@@ -119,6 +119,20 @@ pub fn absolute_path_entries(path: Option<&OsStr>) -> OsString {
     std::env::join_paths(kept).unwrap_or_else(|_| FALLBACK_PATH.into())
 }
 
+/// Points the child at its call's egress proxy (network by host), listening on `proxy` as
+/// the child reaches it: the variables of [`crate::network::proxy_environment`] replace any
+/// proxy variable copied from toolgate's own environment.
+pub fn set_proxy(env: &mut Vec<(OsString, OsString)>, proxy: std::net::SocketAddr) {
+    env.retain(|(name, _)| {
+        !crate::network::REPLACED_VARIABLES
+            .iter()
+            .any(|replaced| name.as_bytes() == replaced.as_bytes())
+    });
+    for (name, value) in crate::network::proxy_environment(proxy) {
+        set(env, name, value.into());
+    }
+}
+
 /// The value of `name` in `env`.
 pub fn lookup<'a>(env: &'a [(OsString, OsString)], name: &str) -> Option<&'a OsString> {
     env.iter()
@@ -256,6 +270,27 @@ mod tests {
         assert!(lookup(&env, "TOOLGATE_ENV_POLICY_SECRET").is_none());
         assert!(lookup(&env, "HOME").is_none());
         assert!(lookup(&env, "PATH").is_some());
+    }
+
+    #[test]
+    fn a_call_with_a_proxy_gets_ours_and_never_the_parents() {
+        let mut env = child_environment_from(
+            parent(&[
+                ("PATH", "/usr/bin"),
+                ("https_proxy", "http://corporate:3128"),
+                ("FTP_PROXY", "http://corporate:21"),
+                ("NO_PROXY", "internal.corp"),
+            ]),
+            &[],
+        );
+        set_proxy(&mut env, "127.0.0.1:40000".parse().unwrap());
+        assert_eq!(
+            lookup(&env, "https_proxy").unwrap(),
+            "http://127.0.0.1:40000"
+        );
+        assert_eq!(lookup(&env, "NO_PROXY").unwrap(), "");
+        assert!(lookup(&env, "FTP_PROXY").is_none());
+        assert_eq!(lookup(&env, "PATH").unwrap(), "/usr/bin");
     }
 
     #[test]

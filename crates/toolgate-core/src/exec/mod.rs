@@ -38,7 +38,7 @@ use tokio::net::unix::pipe;
 use tokio::sync::Notify;
 
 use crate::error::{Error, Result};
-use crate::network::{CallContext, CallHandle, ConnectionRecord, HostPolicy, NetworkPolicy, Proxy};
+use crate::network::{CallHandle, ConnectionRecord, HostPolicy, NetworkCall, NetworkPolicy, Proxy};
 #[cfg(target_os = "linux")]
 use crate::sandbox::client::{CallStdio, Ending as ServedEnding, Refusal, Served};
 use crate::sandbox::{
@@ -82,9 +82,10 @@ pub struct ExecRequest {
     /// Files the sandboxed program may read besides what the sandbox allows: the script an
     /// interpreter runs (a docstring tool), which lives where the sandbox grants nothing.
     pub readable: Vec<PathBuf>,
-    /// For a sandbox with the proxy network: who the call is and which hosts it may reach
-    /// (without it, every connection is refused).
-    pub network: Option<CallContext>,
+    /// The run and tool call the process belongs to, for the egress proxy of a network-by-host
+    /// sandbox (who to ask, what the run allowed, where records go). Without it such a call
+    /// is one of no run: nobody to ask.
+    pub network: Option<NetworkCall>,
 }
 
 impl ExecRequest {
@@ -146,16 +147,15 @@ impl ExecRequest {
         self
     }
 
-    /// Runs the program under `sandbox` (see [`ExecRequest::sandbox`]).
-    pub fn sandbox(mut self, sandbox: Arc<Sandbox>) -> Self {
-        self.sandbox = Some(sandbox);
+    /// Attaches the process to a run's tool call (see [`ExecRequest::network`]).
+    pub fn network_call(mut self, call: NetworkCall) -> Self {
+        self.network = Some(call);
         self
     }
 
-    /// The call's network context (see [`ExecRequest::network`]): its connections through
-    /// the egress proxy are judged by it and come back in [`ExecOutput::connections`].
-    pub fn network_call(mut self, context: CallContext) -> Self {
-        self.network = Some(context);
+    /// Runs the program under `sandbox` (see [`ExecRequest::sandbox`]).
+    pub fn sandbox(mut self, sandbox: Arc<Sandbox>) -> Self {
+        self.sandbox = Some(sandbox);
         self
     }
 }
@@ -179,7 +179,8 @@ pub struct ExecOutput {
     /// The sandbox limits the call ran into (`processes`, `memoryMb`, `tmpMb`, `cpuSeconds`,
     /// `fileSizeMb`, comma-separated), also said at the end of `stderr`.
     pub limit: Option<String>,
-    /// The connections the call made through the egress proxy (proxy network only).
+    /// The connections its processes made through the egress proxy (network by host), each
+    /// with its decision, oldest first.
     pub connections: Vec<ConnectionRecord>,
     /// What toolgate repaired at protected or hidden paths after the call (also at the end of
     /// `stderr`).
@@ -224,7 +225,7 @@ pub struct RunningProcess {
     abort: AbortHandle,
     /// Set when the child is the sandbox launcher: its own failures become errors.
     sandboxed: Option<Launched>,
-    /// The call's connections through the egress proxy, served while it runs.
+    /// The call's listener on the egress proxy (network by host), served while it runs.
     proxy: Option<CallHandle>,
     /// The sandbox, and its protected and hidden paths before the call (to repair what it
     /// did).
@@ -298,6 +299,18 @@ pub fn spawn_with_abort(request: ExecRequest, abort: AbortHandle) -> Result<Runn
     if let Some(dir) = &call_dir {
         dir.apply(&mut child_env);
     }
+    let proxy = host_proxy(
+        request.sandbox.as_deref(),
+        request.network.as_ref(),
+        &program,
+    )?;
+    if let Some(proxy) = &proxy {
+        env::set_proxy(&mut child_env, proxy.local_addr());
+    } else if proxy_in_namespace(request.sandbox.as_deref()) {
+        let inside =
+            std::net::SocketAddr::from(([127, 0, 0, 1], toolgate_sandbox::protocol::PROXY_PORT));
+        env::set_proxy(&mut child_env, inside);
+    }
     let sandbox = request
         .sandbox
         .as_deref()
@@ -321,10 +334,13 @@ pub fn spawn_with_abort(request: ExecRequest, abort: AbortHandle) -> Result<Runn
             .map_err(|err| spawn_error(&program, &request.cwd, err))?,
     };
     let proxy = match sandbox {
-        Some(sandbox) if sandbox.policy().network == NetworkMode::Proxy => {
-            Some(serve_proxy(&mut child, request.network, &program)?)
-        }
-        _ => None,
+        Some(sandbox) if proxy_in_namespace(Some(sandbox)) => Some(serve_proxy(
+            &mut child,
+            sandbox,
+            request.network.as_ref(),
+            &program,
+        )?),
+        _ => proxy,
     };
     Ok(RunningProcess {
         child,
@@ -344,11 +360,49 @@ pub fn spawn_with_abort(request: ExecRequest, abort: AbortHandle) -> Result<Runn
     })
 }
 
-/// Serves the proxy listener the call's init handed up, judged by `context` (none: a policy
-/// that refuses every host).
+/// The call's listener on this host's loopback, for a network-by-host sandbox whose calls get
+/// no network namespace of their own (`best-effort` where none can be made, or no launcher).
+fn host_proxy(
+    sandbox: Option<&Sandbox>,
+    call: Option<&NetworkCall>,
+    program: &Path,
+) -> Result<Option<CallHandle>> {
+    let Some(sandbox) = sandbox else {
+        return Ok(None);
+    };
+    let Some(policy) = sandbox.host_policy() else {
+        return Ok(None);
+    };
+    if !sandbox.proxy_on_host() {
+        return Ok(None);
+    }
+    Proxy::shared()?
+        .listen(call_or_alone(call, program).context(policy.clone()))
+        .map(Some)
+}
+
+/// The call a process belongs to; a process of no run (a plain `exec`) has nobody to ask.
+fn call_or_alone(call: Option<&NetworkCall>, program: &Path) -> NetworkCall {
+    call.cloned().unwrap_or_else(|| {
+        let name = program.file_name().unwrap_or(program.as_os_str());
+        NetworkCall::alone("", name.to_string_lossy())
+    })
+}
+
+/// Whether the call runs in a network namespace of its own whose only way out is the proxy's
+/// listener its init hands up (network by host with the launcher server).
+fn proxy_in_namespace(sandbox: Option<&Sandbox>) -> bool {
+    sandbox.is_some_and(|sandbox| {
+        sandbox.policy().network == NetworkMode::Proxy && !sandbox.proxy_on_host()
+    })
+}
+
+/// Serves the proxy listener the call's init handed up, judged by the sandbox's host policy
+/// for `call` (a sandbox without one refuses every host).
 fn serve_proxy(
     child: &mut Started,
-    context: Option<CallContext>,
+    sandbox: &Sandbox,
+    call: Option<&NetworkCall>,
     program: &Path,
 ) -> Result<CallHandle> {
     let listener = match child {
@@ -362,14 +416,14 @@ fn serve_proxy(
             program.display()
         ))
     })?;
-    let context = context.unwrap_or_else(|| {
-        CallContext::new(
-            "",
-            program.display().to_string(),
-            NetworkPolicy::new(HostPolicy::default()),
-        )
-    });
-    Proxy::shared()?.serve(std::net::TcpListener::from(listener), context)
+    let policy = sandbox
+        .host_policy()
+        .cloned()
+        .unwrap_or_else(|| NetworkPolicy::new(HostPolicy::default()));
+    Proxy::shared()?.serve(
+        std::net::TcpListener::from(listener),
+        call_or_alone(call, program).context(policy),
+    )
 }
 
 /// What to start, resolved.

@@ -18,6 +18,7 @@ use super::{ToolFormat, ToolSpec};
 use crate::error::{Error, Result};
 use crate::exec::{self, env, AbortHandle, ExecOutput, ExecRequest, DEFAULT_MAX_OUTPUT_BYTES};
 use crate::limits::{DEFAULT_EXECUTABLE_TIMEOUT, MAX_STDIN_BYTES, MAX_TIMEOUT};
+use crate::network::{refusal_note, refused_connections, ConnectionRecord, NetworkCall};
 use crate::sandbox::Sandbox;
 use crate::schema::{clip, InputSchema};
 
@@ -116,6 +117,8 @@ pub struct ToolOutput {
     pub stderr: String,
     /// Whether it ran with the sandbox's filesystem policy in force.
     pub sandboxed: bool,
+    /// Its connections through the egress proxy (network by host).
+    pub connections: Vec<ConnectionRecord>,
 }
 
 /// Refuses an input larger than [`MAX_STDIN_BYTES`] as JSON (what a protocol tool reads on
@@ -231,12 +234,34 @@ impl PreparedRun {
         &self.request
     }
 
-    /// Runs the tool through the executor and interprets its output.
+    /// Attaches the run to a run's tool call, for the egress proxy.
+    pub fn set_network(&mut self, call: NetworkCall) {
+        self.request.network = Some(call);
+    }
+
+    /// Runs the tool through the executor and interprets its output. A failure names the
+    /// connections the egress proxy refused, so that the model can ask for the right host.
     pub async fn run(self) -> Result<ToolOutput> {
-        let output = exec::spawn_with_abort(self.request, self.abort)?
+        let mut output = exec::spawn_with_abort(self.request, self.abort)?
             .wait()
             .await?;
-        interpret(&self.tool, output, self.timeout, self.max_output_bytes)
+        let connections = std::mem::take(&mut output.connections);
+        match interpret(&self.tool, output, self.timeout, self.max_output_bytes) {
+            Ok(out) => Ok(ToolOutput { connections, ..out }),
+            Err(err) => Err(match refusal_note(&refused_connections(&connections)) {
+                Some(note) => with_refusals(err, &note),
+                None => err,
+            }),
+        }
+    }
+}
+
+/// A failed run's error with the proxy's refusals added: they are often why it failed.
+fn with_refusals(err: Error, note: &str) -> Error {
+    match err {
+        Error::ToolFailed(message) => Error::ToolFailed(format!("{message}; {note}")),
+        Error::Timeout(message) => Error::Timeout(format!("{message}; {note}")),
+        other => other,
     }
 }
 
@@ -304,6 +329,7 @@ pub fn interpret(
         truncated: output.truncated(),
         stderr,
         sandboxed: output.sandboxed,
+        connections: Vec::new(),
     })
 }
 

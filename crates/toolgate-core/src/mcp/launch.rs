@@ -1,6 +1,16 @@
 //! Starting a stdio server: the command line that runs it inside the toolset's kernel sandbox.
 //! The SDK spawns it (in its own process group) and speaks the protocol over its pipes; the
 //! launcher watches toolgate and ends the server's whole process tree if toolgate dies.
+//!
+//! Each stdio server has a **package cache** of its own that persists between runs
+//! (`$XDG_CACHE_HOME/toolgate/mcp/<server>-<hash of its command line>`, else under
+//! `~/.cache`): `npx`, `uvx` and pip keep what they downloaded there (`npm_config_cache`,
+//! `UV_CACHE_DIR`, `UV_TOOL_DIR`, `UV_PYTHON_INSTALL_DIR`, `PIP_CACHE_DIR`), writable by that
+//! server's processes only. A cache outlives a run, so it is a place where something could be
+//! left for a later run: it is confined to the server that filled it: no tool process (`shell`,
+//! `cli_execute`, executable tools) can write there, another server (or the same name with
+//! another command line) gets another cache, so what one server leaves only ever reaches the
+//! same server, which runs that code anyway.
 
 use std::ffi::OsString;
 use std::path::PathBuf;
@@ -8,6 +18,9 @@ use std::path::PathBuf;
 use super::{McpToolset, McpTransport};
 use crate::error::{Error, Result};
 use crate::exec::{self, env, CallDir};
+use crate::executables::cache::default_cache_dir;
+use crate::network::{CallHandle, ConnectionRecord, NetworkCall, Proxy};
+use crate::sandbox_config::ToolSandbox;
 
 /// A stdio server ready to start: the file to execute, its arguments, its complete
 /// environment and its working directory. Its private HOME/TMPDIR exists while this value
@@ -22,6 +35,10 @@ pub struct McpLaunch {
     pub cwd: PathBuf,
     /// Whether the filesystem policy is in force.
     pub sandboxed: bool,
+    /// The server's persistent package cache, when one could be made.
+    pub package_cache: Option<PathBuf>,
+    /// The server's listener on the egress proxy (network by host).
+    proxy: Option<CallHandle>,
     /// The sandbox and its guarded paths' states when the server was launched: a long-lived
     /// server is checked after each of its tool calls ([`McpLaunch::repair_guarded`]).
     guarded: Option<(
@@ -71,13 +88,29 @@ impl McpToolset {
         let mut child_env = env::child_environment(&[]);
         let call_dir = CallDir::create()?;
         call_dir.apply(&mut child_env);
+        let package_cache = package_cache(server, command, args);
+        let mut sandbox = self.sandbox.clone();
+        if let Some(cache) = &package_cache {
+            for (name, dir) in PACKAGE_CACHE_VARIABLES {
+                env::set(&mut child_env, name, cache.join(dir).into_os_string());
+            }
+            if sandbox.sandbox.is_some() {
+                let mut scope = sandbox.scope.clone();
+                scope.write.push(cache.clone());
+                sandbox = scope.build_for_one_shot()?;
+            }
+        }
+        let proxy = server_proxy(&sandbox, server)?;
+        if let Some(proxy) = &proxy {
+            env::set_proxy(&mut child_env, proxy.local_addr());
+        }
         for (name, value) in explicit {
             child_env.retain(|(known, _)| known != name.as_str());
             child_env.push((name.into(), value.into()));
         }
         let cwd = self.work_dir().to_path_buf();
         let program = exec::resolve_program(command.as_ref(), &cwd, &child_env)?;
-        let command = self.sandbox.sandbox.as_ref().and_then(|prepared| {
+        let command = sandbox.sandbox.as_ref().and_then(|prepared| {
             let (launcher, launcher_args) =
                 prepared.command(&program, call_dir.root(), &child_env, &[])?;
             Some((launcher.to_path_buf(), launcher_args, prepared.confines()))
@@ -98,8 +131,77 @@ impl McpToolset {
             env: child_env,
             cwd,
             sandboxed,
+            package_cache,
+            proxy,
             guarded,
             _call_dir: call_dir,
         })
     }
+}
+
+impl McpLaunch {
+    /// The server's connections through the egress proxy so far, with their decisions.
+    pub fn connections(&self) -> Vec<ConnectionRecord> {
+        self.proxy
+            .as_ref()
+            .map(CallHandle::records)
+            .unwrap_or_default()
+    }
+}
+
+/// The variables that send package managers' downloads to the server's cache, and the
+/// directory of each inside it.
+const PACKAGE_CACHE_VARIABLES: &[(&str, &str)] = &[
+    ("npm_config_cache", "npm"),
+    ("UV_CACHE_DIR", "uv"),
+    ("UV_TOOL_DIR", "uv-tools"),
+    ("UV_PYTHON_INSTALL_DIR", "uv-python"),
+    ("PIP_CACHE_DIR", "pip"),
+];
+
+/// The persistent package cache of server `server` started as `command args…` (made, mode
+/// 0700, when missing): `None` when this user has no cache directory or it cannot be made
+/// (the server then downloads into its private HOME, afresh each time).
+fn package_cache(server: &str, command: &str, args: &[String]) -> Option<PathBuf> {
+    use sha2::{Digest, Sha256};
+    use std::os::unix::fs::{DirBuilderExt, PermissionsExt};
+    let mut hash = Sha256::new();
+    for word in std::iter::once(command).chain(args.iter().map(String::as_str)) {
+        hash.update(word.as_bytes());
+        hash.update([0]);
+    }
+    let digest: String = hash.finalize()[..8]
+        .iter()
+        .map(|byte| format!("{byte:02x}"))
+        .collect();
+    let dir = default_cache_dir()?
+        .join("mcp")
+        .join(format!("{server}-{digest}"));
+    std::fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(&dir)
+        .ok()?;
+    // Made by an earlier run under a looser umask, or by hand: only this user.
+    std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o700)).ok()?;
+    std::fs::canonicalize(&dir).ok()
+}
+
+/// The server's listener on this host's loopback, for a network-by-host sandbox where the
+/// server gets no network namespace of its own (`best-effort` where none can be made). The
+/// server is started outside any tool call: nobody is asked about hosts, `ask` refuses them.
+fn server_proxy(sandbox: &ToolSandbox, server: &str) -> Result<Option<CallHandle>> {
+    let Some(prepared) = &sandbox.sandbox else {
+        return Ok(None);
+    };
+    let Some(policy) = prepared.host_policy() else {
+        return Ok(None);
+    };
+    if !prepared.proxy_on_host() {
+        return Ok(None);
+    }
+    let call = NetworkCall::alone("", format!("mcp server {server}"));
+    Proxy::shared()?
+        .listen(call.context(policy.clone()))
+        .map(Some)
 }

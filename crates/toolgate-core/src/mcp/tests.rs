@@ -610,7 +610,7 @@ fn the_mcp_sandbox_is_the_toolsets_own_and_a_called_worker_stays_within_its_call
     let plan = plan_worker(&path, &LoadOptions::default()).unwrap();
     let planned = &plan.workers()[0];
     let (_, scope) = &planned.toolset_sandboxes[0];
-    assert!(scope.network && !planned.sandbox.network);
+    assert!(scope.network.is_open() && planned.sandbox.network.is_off());
     assert_eq!(scope.mode, crate::sandbox_config::SandboxModeName::Off);
     std::fs::write(
         &path,

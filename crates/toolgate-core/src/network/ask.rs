@@ -39,6 +39,10 @@ pub enum AskAnswer {
     Always,
     /// Refused, with a reason the client is sent.
     Deny { reason: Option<String> },
+    /// Not answered now: the run stops for the question after this call (a deferred run,
+    /// which cannot pause a running process), so this connection is refused with `reason`;
+    /// an approval given when the run resumes lets the call be retried.
+    Deferred { reason: String },
 }
 
 /// The run's approval handler for connections.
@@ -61,16 +65,23 @@ where
 pub(crate) enum AskOutcome {
     /// An earlier `always` of this run covers it; nobody was asked.
     AlreadyAllowed,
+    /// An answer given before for the next call of the tool (when a deferred run resumed):
+    /// approve or deny, for every connection of this call.
+    AnsweredBefore(AskAnswer),
     Answered(AskAnswer),
 }
 
 type PendingKey = (String, u16, String);
+
+/// An answer for the next call of a tool to a host and port, and the call that took it.
+type NextCall = HashMap<(String, u16, String), (AskAnswer, Option<String>)>;
 
 /// What one run allowed with `always`, and the questions it has pending. Shared by every
 /// call of the run (put the same `Arc` in each call's context).
 #[derive(Default)]
 pub struct RunAllowances {
     always: Mutex<HashSet<(String, u16)>>,
+    next_call: Mutex<NextCall>,
     pending: Mutex<HashMap<PendingKey, watch::Receiver<Option<AskAnswer>>>>,
 }
 
@@ -100,6 +111,38 @@ impl RunAllowances {
         lock(&self.always).insert((host.to_string(), port));
     }
 
+    /// Answers `host:port` for the next call of `tool` (every connection of that one call),
+    /// approve or deny: a deferred run's answer, given when it resumes, for the call the model
+    /// retries. `always` is [`allow_always`](Self::allow_always).
+    pub fn answer_next_call(&self, host: &str, port: u16, tool: &str, answer: AskAnswer) {
+        lock(&self.next_call).insert((host.to_string(), port, tool.to_string()), (answer, None));
+    }
+
+    /// The answer for the next call that covers this connection of a call; the first call
+    /// that connects takes it.
+    fn next_call_answer(&self, request: &AskRequest) -> Option<AskAnswer> {
+        let key = (request.host.clone(), request.port, request.tool.clone());
+        match lock(&self.next_call).get_mut(&key) {
+            Some((answer, taker @ None)) => {
+                *taker = Some(request.tool_call_id.clone());
+                Some(answer.clone())
+            }
+            Some((answer, Some(taker))) if *taker == request.tool_call_id => Some(answer.clone()),
+            _ => None,
+        }
+    }
+
+    /// What the run answered already for this connection (an earlier `always`, or an answer
+    /// given for the next call of its tool when a deferred run resumed), asking nobody: a
+    /// resumed run may have no handler, and these answers still hold.
+    pub(crate) fn answered(&self, request: &AskRequest) -> Option<AskOutcome> {
+        if self.allows(&request.host, request.port) {
+            return Some(AskOutcome::AlreadyAllowed);
+        }
+        self.next_call_answer(request)
+            .map(AskOutcome::AnsweredBefore)
+    }
+
     fn allows(&self, host: &str, port: u16) -> bool {
         lock(&self.always).contains(&(host.to_string(), port))
     }
@@ -113,8 +156,8 @@ impl RunAllowances {
         request: AskRequest,
         timeout: Duration,
     ) -> AskOutcome {
-        if self.allows(&request.host, request.port) {
-            return AskOutcome::AlreadyAllowed;
+        if let Some(outcome) = self.answered(&request) {
+            return outcome;
         }
         let key = (request.host.clone(), request.port, request.tool.clone());
         let mut answer = {
@@ -270,6 +313,52 @@ mod tests {
             .ask(&asker, request("a.test", "shell"), Duration::from_secs(5))
             .await;
         assert_eq!(fresh, AskOutcome::Answered(AskAnswer::Always));
+    }
+
+    #[tokio::test]
+    async fn an_approval_for_the_next_call_is_taken_by_one_call_only() {
+        let run = RunAllowances::new();
+        run.answer_next_call("a.test", 443, "shell", AskAnswer::Approve);
+        run.answer_next_call(
+            "b.test",
+            443,
+            "shell",
+            AskAnswer::Deny {
+                reason: Some("no".into()),
+            },
+        );
+        let (asker, count) = counting(AskAnswer::Deny { reason: None }, Duration::ZERO);
+        let call = |id: &str, tool: &str| AskRequest {
+            tool_call_id: id.into(),
+            ..request("a.test", tool)
+        };
+        let timeout = Duration::from_secs(5);
+        // Another tool does not take it.
+        let other = run.ask(&asker, call("c1", "cli_execute"), timeout).await;
+        assert!(matches!(
+            other,
+            AskOutcome::Answered(AskAnswer::Deny { .. })
+        ));
+        // The first call of the tool takes it, for every connection it makes.
+        for _ in 0..3 {
+            let taken = run.ask(&asker, call("c2", "shell"), timeout).await;
+            assert_eq!(taken, AskOutcome::AnsweredBefore(AskAnswer::Approve));
+        }
+        let denied = AskRequest {
+            host: "b.test".into(),
+            ..call("c2", "shell")
+        };
+        assert!(matches!(
+            run.ask(&asker, denied, timeout).await,
+            AskOutcome::AnsweredBefore(AskAnswer::Deny { reason: Some(_) })
+        ));
+        // The next call is asked again.
+        let later = run.ask(&asker, call("c3", "shell"), timeout).await;
+        assert!(matches!(
+            later,
+            AskOutcome::Answered(AskAnswer::Deny { .. })
+        ));
+        assert_eq!(count.load(Ordering::SeqCst), 2);
     }
 
     #[tokio::test]

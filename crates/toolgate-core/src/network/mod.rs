@@ -19,6 +19,8 @@
 
 pub mod address;
 mod ask;
+mod call;
+mod environment;
 mod host;
 mod policy;
 mod proxy;
@@ -32,12 +34,17 @@ mod tests;
 use std::time::Duration;
 
 pub use ask::{AskAnswer, AskRequest, Asker, RunAllowances};
+pub use call::NetworkCall;
+pub use environment::{proxy_environment, REPLACED_VARIABLES};
 pub use host::{parse_authority, printable, Host};
 pub use policy::{
     Denial, HostPolicy, HostVerdict, NetworkAccess, NetworkPolicy, NetworkSetting, MAX_ENTRIES,
 };
 pub use proxy::{CallContext, CallHandle, Proxy, ProxyConfig};
-pub use record::{ConnectionRecord, DecidedBy, Decision, Protocol, RecordSink, SharedSink};
+pub use record::{
+    refusal_note, refused_connections, ConnectionRecord, DecidedBy, Decision, Protocol, RecordSink,
+    RefusedConnection, SharedSink, MAX_REFUSALS_REPORTED,
+};
 pub use resolve::{system_lookup, table_lookup, Lookup};
 pub use rule::{Pattern, Rule};
 

@@ -222,7 +222,12 @@ impl NetworkAccess {
     pub fn widening(&self, inner: &NetworkAccess) -> Option<String> {
         match (self, inner) {
             (_, NetworkAccess::Off) | (NetworkAccess::Open, _) => None,
-            (NetworkAccess::Off, _) => Some("network is on where it is false".into()),
+            (NetworkAccess::Off, NetworkAccess::Open) => {
+                Some("network is true where it is false".into())
+            }
+            (NetworkAccess::Off, NetworkAccess::Hosts(_)) => {
+                Some("network allows hosts where it is false".into())
+            }
             (NetworkAccess::Hosts(_), NetworkAccess::Open) => {
                 Some("network is true where it is limited to some hosts".into())
             }

@@ -37,6 +37,8 @@ pub enum DecidedBy {
     RunAllowance,
     /// `ask` is on, but the call has no approval handler: refused (fail closed).
     NoHandler,
+    /// `ask` is on in a deferred run: refused now, the question waits for the run's resume.
+    Deferred,
     /// The request itself was malformed or used something the proxy does not offer.
     Request,
     /// The call already had as many connections open as it may.
@@ -117,6 +119,68 @@ impl fmt::Display for ConnectionRecord {
     }
 }
 
+/// Most refused destinations a call's result names (the records keep every one).
+pub const MAX_REFUSALS_REPORTED: usize = 16;
+
+/// A refused destination, as a call's result tells the model: so that it can ask for the
+/// right host, or stop trying.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct RefusedConnection {
+    pub host: String,
+    pub port: u16,
+    /// The refusal the client was sent: host, port, reason and how to allow it.
+    pub reason: String,
+    pub decided_by: DecidedBy,
+}
+
+/// The refused destinations among `records`, once per host and port (with the first
+/// refusal's reason), at most [`MAX_REFUSALS_REPORTED`].
+pub fn refused_connections(records: &[ConnectionRecord]) -> Vec<RefusedConnection> {
+    let mut refused: Vec<RefusedConnection> = Vec::new();
+    for record in records.iter().filter(|record| record.refused()) {
+        if refused.len() == MAX_REFUSALS_REPORTED {
+            break;
+        }
+        if refused
+            .iter()
+            .any(|seen| seen.host == record.host && seen.port == record.port)
+        {
+            continue;
+        }
+        refused.push(RefusedConnection {
+            host: record.host.clone(),
+            port: record.port,
+            reason: record.message.clone().unwrap_or_else(|| {
+                format!(
+                    "toolgate: connection to {}:{} refused",
+                    record.host, record.port
+                )
+            }),
+            decided_by: record.decided_by,
+        });
+    }
+    refused
+}
+
+/// The refusals in one paragraph, for the message of a failed call: `None` when nothing was
+/// refused.
+pub fn refusal_note(refused: &[RefusedConnection]) -> Option<String> {
+    if refused.is_empty() {
+        return None;
+    }
+    let lines: Vec<&str> = refused
+        .iter()
+        .map(|refusal| refusal.reason.as_str())
+        .collect();
+    Some(format!(
+        "the egress proxy refused {} connection{}: {}",
+        refused.len(),
+        if refused.len() == 1 { "" } else { "s" },
+        lines.join("; ")
+    ))
+}
+
 /// Where records go as they are made: the run's records and the audit log. Called on the
 /// proxy's threads, once per connection, when it closes (a refusal closes at once): it must
 /// not block.
@@ -161,6 +225,46 @@ mod tests {
         assert_eq!(json["bytesUp"], 10);
         assert_eq!(json["bytesDown"], 20);
         assert!(json.get("rule").is_none());
+        let refused = |host: &str, port: u16, message: &str| ConnectionRecord {
+            host: host.into(),
+            port,
+            decision: Decision::Denied,
+            decided_by: DecidedBy::Policy,
+            message: Some(message.into()),
+            ..record.clone()
+        };
+        let records = vec![
+            record.clone(),
+            refused(
+                "a.test",
+                443,
+                "toolgate: connection to a.test:443 refused: first",
+            ),
+            refused(
+                "a.test",
+                443,
+                "toolgate: connection to a.test:443 refused: again",
+            ),
+            refused(
+                "b.test",
+                80,
+                "toolgate: connection to b.test:80 refused: other",
+            ),
+        ];
+        let summary = refused_connections(&records);
+        assert_eq!(summary.len(), 2);
+        assert!(summary[0].reason.ends_with("first"));
+        let note = refusal_note(&summary).unwrap();
+        assert!(
+            note.starts_with("the egress proxy refused 2 connections: "),
+            "{note}"
+        );
+        assert!(note.contains("b.test:80 refused: other"), "{note}");
+        assert_eq!(refusal_note(&[]), None);
+        let many: Vec<ConnectionRecord> = (0..40)
+            .map(|i| refused(&format!("h{i}.test"), 80, "x"))
+            .collect();
+        assert_eq!(refused_connections(&many).len(), MAX_REFUSALS_REPORTED);
         assert!(!record.refused());
         assert_eq!(
             record.to_string(),

@@ -10,6 +10,10 @@
 //!
 //! Approving `rm -rf build` "always" therefore never approves `rm -rf src` unless the person
 //! chose the prefix `rm -rf` and saw the sentence that says so.
+//!
+//! A network request (`toolName: 'network'`, input `{ host, port, tool }`: the egress proxy
+//! asking about a host) is answered "always" for that host and port, from any tool, for the
+//! rest of the run; no wider scope exists for it (hosts are widened with `network.allow`).
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -88,6 +92,18 @@ impl AlwaysScope {
     /// The default scope of "always" for a call: exactly this call. `argv` is the command's
     /// words for command tools (it only changes the description).
     pub fn exact(tool: &str, input: &Value, argv: Option<&[String]>) -> Self {
+        if let Some((host, port)) = network_destination(tool, input) {
+            return Self {
+                kind: ScopeKind::Call,
+                tool: tool.to_string(),
+                input: Some(serde_json::json!({ "host": host, "port": port })),
+                prefix: None,
+                description: format!(
+                    "connections to {} from any tool, for the rest of the run",
+                    short(&format!("{host}:{port}"))
+                ),
+            };
+        }
         let description = match argv {
             Some(words) => format!(
                 "exactly this command: {} (the same {} input; nothing else)",
@@ -123,6 +139,11 @@ impl AlwaysScope {
         argv: Option<&[String]>,
         choice: &ScopeChoice,
     ) -> Result<Self> {
+        if tool == NETWORK_TOOL && *choice != ScopeChoice::Call {
+            return Err(Error::InvalidInput(
+                "an 'always' answer about a network host covers that host and port only; to reach more hosts, list them in the sandbox's network.allow".into(),
+            ));
+        }
         match choice {
             ScopeChoice::Call => Ok(Self::exact(tool, input, argv)),
             ScopeChoice::Tool => Ok(Self {
@@ -189,6 +210,18 @@ impl AlwaysScope {
         if self.tool != tool {
             return false;
         }
+        if tool == NETWORK_TOOL {
+            // Host and port, whichever tool asks.
+            let approved = self.input.as_ref().and_then(|approved| {
+                Some((
+                    approved.get("host")?.as_str()?.to_ascii_lowercase(),
+                    approved.get("port")?.as_u64()?,
+                ))
+            });
+            return self.kind == ScopeKind::Call
+                && approved.is_some()
+                && approved == network_destination(tool, input);
+        }
         match self.kind {
             ScopeKind::Tool => true,
             ScopeKind::Call => self
@@ -201,6 +234,20 @@ impl AlwaysScope {
             },
         }
     }
+}
+
+/// The tool name of the egress proxy's approval requests.
+pub const NETWORK_TOOL: &str = "network";
+
+/// The host and port of a network request (`{ host, port, tool }` with `toolName: 'network'`).
+fn network_destination(tool: &str, input: &Value) -> Option<(String, u64)> {
+    if tool != NETWORK_TOOL {
+        return None;
+    }
+    let host = input.get("host")?.as_str()?;
+    let port = input.get("port")?.as_u64()?;
+    input.get("tool")?.as_str()?;
+    Some((host.to_ascii_lowercase(), port))
 }
 
 /// Whether any of `scopes` covers the call.
@@ -252,6 +299,46 @@ pub fn display_words(words: &[String]) -> String {
 /// text cut with a count of what was left out (the whole input is shown beside the sentence).
 fn short(text: &str) -> String {
     inline(text, 200)
+}
+
+#[cfg(test)]
+mod network_tests {
+    use super::*;
+
+    #[test]
+    fn always_for_a_network_request_is_its_host_and_port_from_any_tool() {
+        let asked =
+            serde_json::json!({ "host": "registry.npmjs.org", "port": 443, "tool": "shell" });
+        let scope = AlwaysScope::exact(NETWORK_TOOL, &asked, None);
+        assert_eq!(
+            scope.description,
+            "connections to registry.npmjs.org:443 from any tool, for the rest of the run"
+        );
+        scope.check().unwrap();
+        let from_another_tool =
+            serde_json::json!({ "host": "registry.npmjs.org", "port": 443, "tool": "cli_execute" });
+        assert!(scope.covers(NETWORK_TOOL, &from_another_tool, None));
+        for other in [
+            serde_json::json!({ "host": "registry.npmjs.org", "port": 80, "tool": "shell" }),
+            serde_json::json!({ "host": "evil.test", "port": 443, "tool": "shell" }),
+            serde_json::json!({ "host": "registry.npmjs.org", "port": 443 }),
+        ] {
+            assert!(!scope.covers(NETWORK_TOOL, &other, None), "{other}");
+        }
+        // Not a tool called "network" of another kind: the scope is for the proxy's requests.
+        assert!(!scope.covers("shell", &asked, None));
+        // No wider scope: that would open every host.
+        let err = AlwaysScope::choose(NETWORK_TOOL, &asked, None, &ScopeChoice::Tool).unwrap_err();
+        assert!(err.to_string().contains("network.allow"), "{err}");
+        let tool_wide = AlwaysScope {
+            kind: ScopeKind::Tool,
+            tool: NETWORK_TOOL.into(),
+            input: None,
+            prefix: None,
+            description: String::new(),
+        };
+        assert!(!tool_wide.covers(NETWORK_TOOL, &asked, None));
+    }
 }
 
 #[cfg(test)]

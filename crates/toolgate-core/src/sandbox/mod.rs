@@ -61,6 +61,7 @@ use crate::limits::{
     DEFAULT_SANDBOX_CPU_SECONDS, DEFAULT_SANDBOX_FILE_SIZE_MB, DEFAULT_SANDBOX_MEMORY_MB,
     DEFAULT_SANDBOX_PROCESSES, DEFAULT_SANDBOX_TMP_MB,
 };
+use crate::network::NetworkPolicy;
 use guard::Guarded;
 use paths::Reach;
 use toolgate_sandbox::protocol::{
@@ -151,6 +152,13 @@ impl SandboxLimits {
 pub struct SandboxPolicy {
     pub mode: SandboxMode,
     pub network: NetworkMode,
+    /// With [`NetworkMode::Proxy`]: the host policy the egress proxy judges every connection
+    /// by (network by host).
+    pub hosts: Option<NetworkPolicy>,
+    /// With [`NetworkMode::Proxy`]: the programs are started by the one-shot launcher (an MCP
+    /// stdio server, which the MCP SDK talks to over its pipes), which makes no network
+    /// namespace, so the proxy listens on this host's loopback. Only `best-effort` allows it.
+    pub proxy_outside: bool,
     /// Extra directories or files to read and execute (absolute, or relative to `work_dir`).
     pub read: Vec<PathBuf>,
     /// Extra directories or files to write (absolute, or relative to `work_dir`).
@@ -176,6 +184,8 @@ impl SandboxPolicy {
         Self {
             mode: SandboxMode::Enforce,
             network: NetworkMode::Off,
+            hosts: None,
+            proxy_outside: false,
             read: Vec::new(),
             write: Vec::new(),
             work_dir: work_dir.into(),
@@ -197,6 +207,9 @@ pub struct Sandbox {
     launcher: Option<PathBuf>,
     /// The launcher arguments every call shares.
     fixed_args: Vec<OsString>,
+    /// Network by host without a network namespace (best-effort): the call's proxy listens
+    /// on this host's loopback and the program has the network.
+    proxy_on_host: bool,
     /// Protected and hidden paths, absolute.
     guarded: Guarded,
     /// The read roots of the last `PATH` seen: a tool's calls share one environment.
@@ -275,9 +288,15 @@ impl Sandbox {
         // inside a readable one, the proxy network.
         let needs_view = view_needs(&policy, &reach);
         let mut require_view = !needs_view.is_empty();
+        let mut view_missing = false;
         if require_view {
             let why_not = match launcher.as_deref().map(probe_launcher) {
-                Some(Some(probe)) => probe.view.err(),
+                Some(Some(probe)) => probe.view.err().or_else(|| {
+                    (policy.network == NetworkMode::Proxy && !probe.network_namespace).then(|| {
+                        "unprivileged user namespaces cannot make a network namespace here"
+                            .to_string()
+                    })
+                }),
                 Some(None) => Some("the launcher could not be asked".to_string()),
                 None => None, // no launcher: reported above
             };
@@ -288,7 +307,34 @@ impl Sandbox {
                 }
                 warnings.push(message);
                 require_view = false;
+                view_missing = true;
             }
+        }
+        // Network by host where the call gets no network namespace of its own (best-effort
+        // only: enforce was refused above): the proxy listens on this host's loopback.
+        let proxy_on_host = policy.network == NetworkMode::Proxy
+            && (launcher.is_none() || view_missing || policy.proxy_outside);
+        if proxy_on_host {
+            let why = if policy.proxy_outside {
+                "these programs are started by the one-shot launcher, which makes no network namespace"
+            } else {
+                "no network namespace can be made for each call"
+            };
+            let message = format!(
+                "network by host needs a network namespace for each call, so that the egress proxy is the only way out, and {why}"
+            );
+            if enforce {
+                return Err(unavailable(&message));
+            }
+            // Where the view is missing, its warning already said what is lost.
+            let said = if view_missing {
+                "network by host"
+            } else {
+                &message
+            };
+            warnings.push(format!(
+                "{said}: programs get the network with the proxy variables set, and one that ignores them connects directly"
+            ));
         }
         let writable = |path: &Path| reach.write.iter().any(|root| path.starts_with(root));
         guarded.make_owned_directories(writable);
@@ -300,6 +346,7 @@ impl Sandbox {
         match policy.network {
             NetworkMode::Off => {}
             NetworkMode::On => fixed_args.push(ARG_NETWORK.into()),
+            NetworkMode::Proxy if proxy_on_host => fixed_args.push(ARG_NETWORK.into()),
             NetworkMode::Proxy => {
                 fixed_args.push(ARG_NETWORK_PROXY.into());
                 fixed_args.push(PROXY_PORT.to_string().into());
@@ -337,6 +384,7 @@ impl Sandbox {
             support,
             launcher,
             fixed_args,
+            proxy_on_host,
             guarded,
             search_path_roots: Mutex::new(None),
             warnings,
@@ -399,6 +447,19 @@ impl Sandbox {
     /// The policy, with the work directory and the roots canonical.
     pub fn policy(&self) -> &SandboxPolicy {
         &self.policy
+    }
+
+    /// The host policy of a network-by-host sandbox: what the egress proxy judges its
+    /// calls' connections by.
+    pub fn host_policy(&self) -> Option<&NetworkPolicy> {
+        self.policy.hosts.as_ref()
+    }
+
+    /// Whether a call's proxy listens on this host's loopback (network by host where no
+    /// network namespace can be made, under `best-effort`) rather than inside the call's own
+    /// network namespace.
+    pub fn proxy_on_host(&self) -> bool {
+        self.proxy_on_host
     }
 
     /// The kernel support this sandbox was prepared against.
@@ -637,7 +698,7 @@ fn view_needs(policy: &SandboxPolicy, reach: &Reach) -> Vec<String> {
             needs.push(format!("the hidden path '{}'", path.display()));
         }
     }
-    if policy.network == NetworkMode::Proxy {
+    if policy.network == NetworkMode::Proxy && !policy.proxy_outside {
         needs.push("the network by host (through the egress proxy)".into());
     }
     needs

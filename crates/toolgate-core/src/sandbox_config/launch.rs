@@ -12,7 +12,27 @@ use serde::Deserialize;
 use super::{SandboxOption, SandboxScope, ToolSandbox};
 use crate::error::Result;
 use crate::exec::{self, env, CallDir};
+use crate::network::{CallHandle, ConnectionRecord, NetworkCall, Proxy};
 use crate::options::WorkDir;
+
+/// The program's listener on the egress proxy, for a network-by-host sandbox whose program
+/// runs without a network namespace of its own (`best-effort` where none can be made). Nobody
+/// is asked about hosts: `ask` refuses them (a terminal program has no run).
+fn launch_proxy(sandbox: &ToolSandbox, program: &str) -> Result<Option<CallHandle>> {
+    let Some(prepared) = &sandbox.sandbox else {
+        return Ok(None);
+    };
+    let Some(policy) = prepared.host_policy() else {
+        return Ok(None);
+    };
+    if !prepared.proxy_on_host() {
+        return Ok(None);
+    }
+    let call = NetworkCall::alone("sandbox", program);
+    Proxy::shared()?
+        .listen(call.context(policy.clone()))
+        .map(Some)
+}
 
 /// Variables the terminal's programs need besides the one child-environment policy.
 const TERMINAL_VARIABLES: &[&str] = &["TERM", "COLORTERM", "COLUMNS", "LINES"];
@@ -48,6 +68,8 @@ pub struct Launch {
     pub sandboxed: bool,
     /// The sandbox it runs under.
     pub sandbox: ToolSandbox,
+    /// The program's listener on the egress proxy (network by host).
+    proxy: Option<CallHandle>,
     /// Removed when the launch is dropped (after the program ended).
     _call_dir: CallDir,
 }
@@ -72,11 +94,17 @@ impl Launch {
     /// program.
     pub fn prepare(options: LaunchOptions, program: &str, args: &[String]) -> Result<Self> {
         let scope = options.scope()?;
-        let sandbox = scope.build()?;
+        // The CLI spawns the one-shot launcher (with the terminal's streams): a network by
+        // host gets its proxy on this host's loopback, under `best-effort` only.
+        let sandbox = scope.build_for_one_shot()?;
         let passthrough: Vec<String> = TERMINAL_VARIABLES.iter().map(|s| s.to_string()).collect();
         let mut child_env = env::child_environment(&passthrough);
         let call_dir = CallDir::create()?;
         call_dir.apply(&mut child_env);
+        let proxy = launch_proxy(&sandbox, program)?;
+        if let Some(proxy) = &proxy {
+            env::set_proxy(&mut child_env, proxy.local_addr());
+        }
         let cwd = scope.work_dir.clone();
         let resolved = exec::resolve_program(program.as_ref(), &cwd, &child_env)?;
         let command = sandbox.sandbox.as_ref().and_then(|prepared| {
@@ -96,8 +124,19 @@ impl Launch {
             cwd,
             sandboxed,
             sandbox,
+            proxy,
             _call_dir: call_dir,
         })
+    }
+
+    /// Ends the launch once the program has ended: its connections through the egress proxy
+    /// are closed and returned with their decisions, and the private directory is removed.
+    /// Blocks until the proxy has let go of them (call it off any async runtime's threads).
+    pub fn finish(mut self) -> Vec<ConnectionRecord> {
+        self.proxy
+            .take()
+            .map(CallHandle::finish_blocking)
+            .unwrap_or_default()
     }
 
     /// The private directory's `HOME`, for messages and tests.

@@ -5,6 +5,8 @@
 //! [`SandboxOption`]: `false | 'enforce' | 'best-effort' | { mode, network, read, write }`)
 //! becomes a [`SandboxScope`]: mode, network, read and write roots (canonical), the work
 //! directory and `readonly`, all decided. The default is `{ mode: 'enforce', network: false }`.
+//! `network` is `true | false | { allow, deny, ask }` ([`NetworkSetting`]); how the levels
+//! join is [`ScopeNetwork`]'s.
 //!
 //! Scopes nest. Inside one worker file a toolset's `sandbox:` is the author's choice for that
 //! toolset: its keys replace the worker-level ones and may widen them
@@ -15,6 +17,7 @@
 //! the same [`SandboxFields`] and resolves it the same way.
 
 mod launch;
+mod network;
 pub mod protect;
 mod report;
 mod scope;
@@ -29,7 +32,10 @@ use schemars::JsonSchema;
 use serde::de::{self, Deserializer, MapAccess, Visitor};
 use serde::{Deserialize, Serialize};
 
+use crate::network::NetworkSetting;
+
 pub use launch::{Launch, LaunchOptions};
+pub use network::ScopeNetwork;
 pub use protect::{GuardKind, GuardReport, GuardedPath, Guards};
 pub use report::{grants, support_report, SupportReport};
 pub(crate) use scope::expand_home;
@@ -75,10 +81,11 @@ pub struct SandboxFields {
     /// `enforce` (the default), `best-effort` or `off`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub mode: Option<SandboxModeName>,
-    /// Allow network access: TCP/UDP, and unix sockets of services outside the sandbox
-    /// (default false).
+    /// The network: `false` (the default: none), `true` (every host, and unix sockets of
+    /// services outside the sandbox), or `{ allow, deny, ask }`: only the hosts it allows,
+    /// through toolgate's egress proxy.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub network: Option<bool>,
+    pub network: Option<NetworkSetting>,
     /// Extra directories or files processes may read and execute (`~/` is your home).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub read: Option<Vec<PathBuf>>,
@@ -157,7 +164,7 @@ impl SandboxFields {
         };
         SandboxFields {
             mode: self.mode,
-            network: self.network,
+            network: self.network.clone(),
             read: anchor_all(&self.read),
             write: anchor_all(&self.write),
             limits: self.limits,
@@ -175,8 +182,8 @@ pub enum SandboxOption {
     Off,
     /// `'enforce'` or `'best-effort'`, everything else default.
     Mode(SandboxModeName),
-    /// The object form.
-    Fields(SandboxFields),
+    /// The object form (boxed: it is much larger than the other forms).
+    Fields(Box<SandboxFields>),
 }
 
 impl SandboxOption {
@@ -191,7 +198,7 @@ impl SandboxOption {
                 mode: Some(mode),
                 ..SandboxFields::default()
             },
-            SandboxOption::Fields(fields) => fields,
+            SandboxOption::Fields(fields) => *fields,
         }
     }
 }
@@ -229,7 +236,7 @@ impl<'de> Deserialize<'de> for SandboxOption {
 
             fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<SandboxOption, A::Error> {
                 SandboxFields::deserialize(de::value::MapAccessDeserializer::new(map))
-                    .map(SandboxOption::Fields)
+                    .map(|fields| SandboxOption::Fields(Box::new(fields)))
             }
         }
         deserializer.deserialize_any(OptionVisitor)

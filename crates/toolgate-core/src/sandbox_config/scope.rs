@@ -3,10 +3,11 @@
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
+use super::network::ScopeNetwork;
 use super::protect::{git_guards, protect_patterns, GuardReport, Guards};
 use super::{SandboxFields, SandboxModeName};
 use crate::error::{Error, Result};
-use crate::sandbox::{NetworkMode, Sandbox, SandboxLimits, SandboxMode, SandboxPolicy};
+use crate::sandbox::{Sandbox, SandboxLimits, SandboxMode, SandboxPolicy};
 
 /// How many prepared sandboxes [`prepare_cached`] keeps.
 const CACHED_SANDBOXES: usize = 16;
@@ -15,7 +16,7 @@ const CACHED_SANDBOXES: usize = 16;
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SandboxScope {
     pub mode: SandboxModeName,
-    pub network: bool,
+    pub network: ScopeNetwork,
     /// Extra read/execute roots, canonical.
     pub read: Vec<PathBuf>,
     /// Extra writable roots, canonical.
@@ -78,7 +79,7 @@ impl SandboxScope {
         )?);
         Ok(SandboxScope {
             mode: fields.mode.unwrap_or(SandboxModeName::Enforce),
-            network: fields.network.unwrap_or(false),
+            network: ScopeNetwork::new(fields.network.as_ref()),
             read: resolve_roots(fields.read.as_deref(), base, setting, "read")?,
             write: resolve_roots(fields.write.as_deref(), base, setting, "write")?,
             work_dir,
@@ -128,7 +129,23 @@ impl SandboxScope {
     /// (a read root inside the work directory or a read or write root, a write root inside a
     /// writable one). Anything wider is `CONFIG_INVALID`, in the words of `widening`.
     pub fn narrow(&self, fields: &SandboxFields, base: &Path, widening: &Widening) -> Result<Self> {
-        let narrowed = self.with_fields(fields, base, widening.setting)?;
+        let refuse = |what: String| {
+            Error::ConfigInvalid(format!(
+                "{}: {what}, which widens {}; {} may only narrow it (network off, fewer roots, a stricter mode): {}",
+                widening.setting, widening.above, widening.narrower, widening.fix
+            ))
+        };
+        // The called worker's own network joins the access above it (never the toolset
+        // rule of `with_fields`, which may widen inside one file).
+        let keys = SandboxFields {
+            network: None,
+            ..fields.clone()
+        };
+        let mut narrowed = self.with_fields(&keys, base, widening.setting)?;
+        narrowed.network = self
+            .network
+            .for_called(fields.network.as_ref())
+            .map_err(refuse)?;
         narrowed.check_within(self, widening)?;
         Ok(narrowed)
     }
@@ -136,21 +153,22 @@ impl SandboxScope {
     /// This scope with the keys `fields` writes replacing its own, unchecked: a toolset's
     /// `sandbox` inside its own worker file, which is the author's choice for that toolset and
     /// may widen the worker's (issue 22 §8). Roots resolve against `base`; `setting` names the
-    /// key in errors (a root that does not exist is `CONFIG_INVALID`).
-    ///
-    /// Network policy seam: `network` is still a boolean here; when the setting becomes a
-    /// [`crate::network::NetworkSetting`], a toolset's value joins the worker's with
-    /// [`NetworkSetting::extended_by`](crate::network::NetworkSetting::extended_by) at this
-    /// point, and [`check_within`](Self::check_within) uses
-    /// [`NetworkAccess::widening`](crate::network::NetworkAccess::widening).
+    /// key in errors (a root that does not exist is `CONFIG_INVALID`). `network` joins the
+    /// worker's own setting ([`ScopeNetwork::for_toolset`]) and never reaches past what the
+    /// worker's callers leave it (`CONFIG_INVALID`).
     pub fn with_fields(&self, fields: &SandboxFields, base: &Path, setting: &str) -> Result<Self> {
         let mut adjusted = self.clone();
         if let Some(mode) = fields.mode {
             adjusted.mode = mode;
         }
-        if let Some(network) = fields.network {
-            adjusted.network = network;
-        }
+        adjusted.network = self
+            .network
+            .for_toolset(fields.network.as_ref())
+            .map_err(|what| {
+                Error::ConfigInvalid(format!(
+                    "{setting}: {what}, which the worker's callers do not allow; a toolset may widen its own worker's network, but a called worker and its toolsets only narrow their caller's: widen the calling worker's `sandbox.network` instead"
+                ))
+            })?;
         if let Some(read) = &fields.read {
             adjusted.read = resolve_roots(Some(read), base, setting, "read")?;
         }
@@ -183,8 +201,8 @@ impl SandboxScope {
                 outer.mode.as_str()
             ));
         }
-        if self.network && !outer.network {
-            return Some("network is true where it is false".into());
+        if let Some(what) = self.network.widening_over(&outer.network) {
+            return Some(what);
         }
         if let Some(root) = self.read.iter().find(|root| !outer.can_read(root)) {
             return Some(format!(
@@ -312,7 +330,7 @@ impl SandboxScope {
             }
         }
         SandboxScope {
-            network: false,
+            network: ScopeNetwork::off(),
             read,
             write: Vec::new(),
             readonly: true,
@@ -357,7 +375,9 @@ impl SandboxScope {
             .for_policy(|path| self.can_write(path), |path| self.can_read(path));
         Some(SandboxPolicy {
             mode,
-            network: NetworkMode::from_bool(self.network),
+            network: self.network.mode(),
+            hosts: self.network.host_policy(),
+            proxy_outside: false,
             read,
             write: self.write.clone(),
             work_dir: self.work_dir.clone(),
@@ -371,8 +391,30 @@ impl SandboxScope {
     /// Prepares the sandbox of one tool (once; its calls share it). `SANDBOX_UNAVAILABLE`
     /// under `enforce` where the kernel or the launcher is missing.
     pub fn build(&self) -> Result<ToolSandbox> {
+        self.build_with(false)
+    }
+
+    /// [`build`](Self::build) for programs the one-shot launcher starts (MCP stdio servers,
+    /// whose pipes the MCP SDK talks over), which makes no network namespace: a network by
+    /// host then has its proxy on this host's loopback, which only `best-effort` allows
+    /// (`SANDBOX_UNAVAILABLE` under `enforce`, saying why).
+    pub fn build_for_one_shot(&self) -> Result<ToolSandbox> {
+        self.build_with(true)
+    }
+
+    fn build_with(&self, proxy_outside: bool) -> Result<ToolSandbox> {
+        if self.mode == SandboxModeName::Off && self.network.host_policy().is_some() {
+            return Err(Error::ConfigInvalid(format!(
+                "sandbox: network is {}, but the mode is 'off': without the sandbox nothing keeps programs to those hosts; turn the sandbox on (mode 'enforce' or 'best-effort'), or give network: true",
+                self.network.describe()
+            )));
+        }
         let sandbox = self
             .policy()
+            .map(|policy| SandboxPolicy {
+                proxy_outside,
+                ..policy
+            })
             .map(Sandbox::prepare)
             .transpose()?
             .map(Arc::new);

@@ -60,11 +60,11 @@ fn the_option_takes_false_a_mode_or_the_object_form() {
     );
     assert_eq!(
         option(serde_json::json!({ "network": true, "read": ["/usr"] })).unwrap(),
-        SandboxOption::Fields(SandboxFields {
-            network: Some(true),
+        SandboxOption::Fields(Box::new(SandboxFields {
+            network: Some(crate::network::NetworkSetting::Open),
             read: Some(vec![PathBuf::from("/usr")]),
             ..SandboxFields::default()
-        })
+        }))
     );
     assert_eq!(
         SandboxOption::Off.into_fields().mode,
@@ -105,7 +105,7 @@ fn a_scope_on_its_own_starts_from_enforce_without_network() {
     let d = dirs();
     let scope = SandboxScope::new(&d.work, false, &SandboxFields::default(), &d.work, "s").unwrap();
     assert_eq!(scope.mode, SandboxModeName::Enforce);
-    assert!(!scope.network && scope.read.is_empty() && scope.write.is_empty());
+    assert!(scope.network.is_off() && scope.read.is_empty() && scope.write.is_empty());
     assert_eq!(scope.work_dir, d.work);
     let policy = scope.policy().unwrap();
     assert_eq!(policy.mode, SandboxMode::Enforce);
@@ -177,7 +177,7 @@ fn narrowing_keeps_what_is_absent_and_accepts_what_is_narrower() {
         )
         .unwrap();
     assert_eq!(narrowed.mode, SandboxModeName::Enforce);
-    assert!(!narrowed.network);
+    assert!(narrowed.network.is_off());
     assert_eq!(
         narrowed.read,
         [
@@ -292,7 +292,7 @@ fn description_runs_get_no_network_and_write_nothing() {
     )
     .unwrap();
     let discovery = scope.for_discovery();
-    assert!(!discovery.network && discovery.readonly && discovery.write.is_empty());
+    assert!(discovery.network.is_off() && discovery.readonly && discovery.write.is_empty());
     assert_eq!(discovery.read, [d.root.join("cache")]);
     assert_eq!(discovery.mode, scope.mode);
 }
@@ -326,7 +326,7 @@ fn exec_reuses_a_prepared_sandbox_for_an_equal_scope() {
     let second = prepare_cached(&scope).unwrap().sandbox.unwrap();
     assert!(std::sync::Arc::ptr_eq(&first, &second));
     let other = SandboxScope {
-        network: true,
+        network: super::ScopeNetwork::new(Some(&crate::network::NetworkSetting::Open)),
         ..scope
     };
     let third = prepare_cached(&other).unwrap().sandbox.unwrap();

@@ -146,9 +146,10 @@ pub struct SandboxConfig {
     /// processes), `best-effort` (run with what the kernel offers, warn once) or `off`.
     #[serde(default)]
     pub mode: Option<SandboxModeName>,
-    /// Let processes use the network (default false).
+    /// The network of processes: `false` (the default: none), `true` (every host), or
+    /// `{ allow, deny, ask }`: only the hosts it allows, through toolgate's egress proxy.
     #[serde(default)]
-    pub network: Option<bool>,
+    pub network: Option<crate::network::NetworkSetting>,
     /// Extra directories or files processes may read and execute: absolute, relative to this
     /// file, or under `~/`.
     #[serde(default)]
@@ -539,7 +540,7 @@ fn resolve(
     }
     let sandbox_fields = SandboxFields {
         mode: sandbox.mode,
-        network: sandbox.network,
+        network: sandbox.network.clone(),
         read: sandbox.read.clone(),
         write: sandbox.write.clone(),
         protect: sandbox.protect.clone(),

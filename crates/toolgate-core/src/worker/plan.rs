@@ -607,7 +607,11 @@ fn build(
 fn scope_binding(scope: &SandboxScope) -> Value {
     json!({
         "mode": scope.mode.as_str(),
-        "network": scope.network,
+        "network": match scope.network.access() {
+            crate::network::NetworkAccess::Off => json!(false),
+            crate::network::NetworkAccess::Open => json!(true),
+            crate::network::NetworkAccess::Hosts(policy) => json!(policy.to_string()),
+        },
         "read": scope.read.iter().map(|p| path_value(p)).collect::<Vec<_>>(),
         "write": scope.write.iter().map(|p| path_value(p)).collect::<Vec<_>>(),
         "workDir": path_value(&scope.work_dir),

@@ -554,13 +554,7 @@ fn group_name(group: CodeAgentGroup) -> &'static str {
 
 /// A scope as the report shows it.
 pub fn sandbox_report(scope: &SandboxScope) -> SandboxReport {
-    // The network policy seam: a scope's network becomes a `NetworkAccess` (with host
-    // policies) on the branch that wires the egress proxy; the report already speaks its terms.
-    let access = if scope.network {
-        NetworkAccess::Open
-    } else {
-        NetworkAccess::Off
-    };
+    let access = scope.network.access();
     SandboxReport {
         mode: scope.mode.as_str(),
         network: NetworkReport {

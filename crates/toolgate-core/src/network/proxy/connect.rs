@@ -96,7 +96,18 @@ async fn decide(session: &mut Session, host: &Host, port: u16) -> Result<(), Ref
             Ok(())
         }
         HostVerdict::Ask => {
-            let Some(asker) = context.asker.clone() else {
+            let request = AskRequest {
+                host: host.to_string(),
+                port,
+                tool: context.tool.clone(),
+                tool_call_id: context.tool_call_id.clone(),
+            };
+            let run = std::sync::Arc::clone(&context.run);
+            let answered = run.answered(&request);
+            let Some(asker) = context.asker.clone().filter(|_| answered.is_none()) else {
+                if let Some(outcome) = answered {
+                    return settle(session, outcome);
+                }
                 return Err(session.deny(Denial {
                     decided_by: DecidedBy::NoHandler,
                     rule: None,
@@ -107,42 +118,54 @@ async fn decide(session: &mut Session, host: &Host, port: u16) -> Result<(), Ref
                     fix: Some(format!("allow it with network.allow: [\"{host}\"]")),
                 }));
             };
-            let request = AskRequest {
-                host: host.to_string(),
-                port,
-                tool: context.tool.clone(),
-                tool_call_id: context.tool_call_id.clone(),
-            };
-            let run = std::sync::Arc::clone(&context.run);
             let timeout = session.call.config.ask_timeout;
-            match run.ask(&asker, request, timeout).await {
-                AskOutcome::AlreadyAllowed => {
-                    session.decide(Decision::Allowed, DecidedBy::RunAllowance, None)
-                }
-                AskOutcome::Answered(AskAnswer::Approve) => {
-                    session.decide(Decision::AskedApproved, DecidedBy::User, None)
-                }
-                AskOutcome::Answered(AskAnswer::Always) => {
-                    session.decide(Decision::Always, DecidedBy::User, None)
-                }
-                AskOutcome::Answered(AskAnswer::Deny { reason }) => {
-                    let reason = match reason {
-                        Some(reason) if !reason.trim().is_empty() => {
-                            format!("denied when asked: {}", reason.trim())
-                        }
-                        _ => "denied when asked".to_string(),
-                    };
-                    return Err(session.deny(Denial {
-                        decided_by: DecidedBy::User,
-                        rule: None,
-                        reason,
-                        fix: None,
-                    }));
-                }
-            }
-            Ok(())
+            settle(session, run.ask(&asker, request, timeout).await)
         }
     }
+}
+
+/// Records how a question about a host ended: through, or refused with the reason.
+fn settle(session: &mut Session, outcome: AskOutcome) -> Result<(), Refusal> {
+    match outcome {
+        AskOutcome::AlreadyAllowed => {
+            session.decide(Decision::Allowed, DecidedBy::RunAllowance, None)
+        }
+        AskOutcome::Answered(AskAnswer::Approve)
+        | AskOutcome::AnsweredBefore(AskAnswer::Approve) => {
+            session.decide(Decision::AskedApproved, DecidedBy::User, None)
+        }
+        AskOutcome::Answered(AskAnswer::Deferred { reason })
+        | AskOutcome::AnsweredBefore(AskAnswer::Deferred { reason }) => {
+            return Err(session.deny(Denial {
+                decided_by: DecidedBy::Deferred,
+                rule: None,
+                reason,
+                fix: None,
+            }));
+        }
+        AskOutcome::AnsweredBefore(AskAnswer::Always) => {
+            session.decide(Decision::Allowed, DecidedBy::RunAllowance, None)
+        }
+        AskOutcome::Answered(AskAnswer::Always) => {
+            session.decide(Decision::Always, DecidedBy::User, None)
+        }
+        AskOutcome::Answered(AskAnswer::Deny { reason })
+        | AskOutcome::AnsweredBefore(AskAnswer::Deny { reason }) => {
+            let reason = match reason {
+                Some(reason) if !reason.trim().is_empty() => {
+                    format!("denied when asked: {}", reason.trim())
+                }
+                _ => "denied when asked".to_string(),
+            };
+            return Err(session.deny(Denial {
+                decided_by: DecidedBy::User,
+                rule: None,
+                reason,
+                fix: None,
+            }));
+        }
+    }
+    Ok(())
 }
 
 /// Checks every address the name resolved to. A deny entry reaching any of them refuses the

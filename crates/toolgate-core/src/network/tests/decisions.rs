@@ -370,6 +370,55 @@ fn a_denial_carries_its_reason_and_nobody_to_ask_refuses() {
     assert_eq!(web.connections(), 0);
 }
 
+/// A resumed run may have nobody to ask (`toolgate resume` with answers only): the answers it
+/// carries (an `always`, an answer for the next call of a tool) still hold, and nothing else
+/// is let through.
+#[test]
+fn a_run_without_a_handler_keeps_the_answers_it_was_given() {
+    let web = Web::start();
+    let proxy = proxy();
+    let run = RunAllowances::new();
+    run.answer_next_call("web.test", web.port, "shell", AskAnswer::Approve);
+    let retried = asking_call(&proxy, None, Arc::clone(&run), "call-2");
+    for _ in 0..2 {
+        let answer = get(retried.local_addr(), "web.test", web.port, "/hello");
+        assert!(answer.ends_with("hello from web"), "{answer}");
+    }
+    let records = finish(retried);
+    assert_eq!(
+        (records[0].decision, records[0].decided_by),
+        (Decision::AskedApproved, DecidedBy::User)
+    );
+    // The answer was the retried call's: the next call has nobody to ask again.
+    let next = asking_call(&proxy, None, Arc::clone(&run), "call-3");
+    let refused = get(next.local_addr(), "web.test", web.port, "/hello");
+    assert!(refused.contains("nobody to ask"), "{refused}");
+    drop(finish(next));
+    // A denial given on resume holds the same way, with its reason.
+    run.answer_next_call(
+        "web.test",
+        web.port,
+        "shell",
+        AskAnswer::Deny {
+            reason: Some("use the mirror".into()),
+        },
+    );
+    let denied = asking_call(&proxy, None, Arc::clone(&run), "call-4");
+    let refused = get(denied.local_addr(), "web.test", web.port, "/hello");
+    assert!(
+        refused.contains("denied when asked: use the mirror"),
+        "{refused}"
+    );
+    drop(finish(denied));
+    // `always`, restored into the run: every later call, nobody asked.
+    run.allow_always("web.test", web.port);
+    let later = asking_call(&proxy, None, Arc::clone(&run), "call-5");
+    let answer = get(later.local_addr(), "web.test", web.port, "/hello");
+    assert!(answer.ends_with("hello from web"), "{answer}");
+    assert_eq!(finish(later)[0].decided_by, DecidedBy::RunAllowance);
+    assert_eq!(web.connections(), 3);
+}
+
 #[test]
 fn concurrent_connections_wait_for_one_answer() {
     let web = Web::start();

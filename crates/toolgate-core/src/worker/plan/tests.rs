@@ -1,3 +1,5 @@
+mod network;
+
 use std::collections::BTreeMap;
 use std::path::Path;
 
@@ -307,7 +309,9 @@ fn the_worker_sandbox_keys_reach_every_process_toolset() {
     let main = &plan.workers()[0];
     let expected = SandboxScope {
         mode: SandboxModeName::BestEffort,
-        network: true,
+        network: crate::sandbox_config::ScopeNetwork::new(Some(
+            &crate::network::NetworkSetting::Open,
+        )),
         read: vec![d.join("data")],
         write: vec![d.join("cache")],
         work_dir: d.join("work"),
@@ -355,12 +359,12 @@ fn a_toolset_may_narrow_the_worker_sandbox() {
         .map(|(name, scope)| (*name, scope))
         .collect();
     assert_eq!(scopes["shell"].mode, SandboxModeName::Enforce);
-    assert!(!scopes["shell"].network);
+    assert!(scopes["shell"].network.is_off());
     assert_eq!(scopes["shell"].read, [d.join("data/deep")]);
     // cli_execute's read_roots stay readable: path arguments may name them.
     assert_eq!(scopes["cli_execute"].read, [d.join("data")]);
-    assert!(scopes["cli_execute"].network);
-    assert!(!scopes["executables"].network);
+    assert!(scopes["cli_execute"].network.is_open());
+    assert!(scopes["executables"].network.is_off());
     assert_eq!(main.sandbox.mode, SandboxModeName::BestEffort);
 }
 
@@ -384,16 +388,16 @@ fn a_toolset_may_widen_its_workers_sandbox_inside_the_file() {
         .iter()
         .map(|(name, scope)| (*name, scope))
         .collect();
-    assert!(scopes["shell"].network);
+    assert!(scopes["shell"].network.is_open());
     assert_eq!(scopes["shell"].mode, SandboxModeName::Off);
     assert_eq!(scopes["cli_execute"].read, [d.join("data")]);
     assert_eq!(scopes["executables"].write, [d.join("data")]);
-    assert!(scopes["mcp"].network);
+    assert!(scopes["mcp"].network.is_open());
     assert_eq!(scopes["mcp"].read, [d.join("data")]);
     // The worker's own sandbox, and every toolset that says nothing, stay as written.
-    assert!(!main.sandbox.network);
+    assert!(main.sandbox.network.is_off());
     assert!(main.sandbox.read.is_empty() && main.sandbox.write.is_empty());
-    assert!(!scopes["cli_execute"].network && !scopes["executables"].network);
+    assert!(scopes["cli_execute"].network.is_off() && scopes["executables"].network.is_off());
     // A root that does not exist is still an error naming the toolset.
     std::fs::write(
         &top,
@@ -427,9 +431,9 @@ fn a_called_workers_toolsets_may_only_narrow_the_callers_sandbox() {
     );
     let plan = plan(&top);
     let called = &plan.workers()[1];
-    assert!(!called.sandbox.network);
+    assert!(called.sandbox.network.is_off());
     let (_, shell) = &called.toolset_sandboxes[0];
-    assert!(shell.network, "back up to the caller's network");
+    assert!(shell.network.is_open(), "back up to the caller's network");
     assert_eq!(shell.read, [d.join("data/deep")]);
     let cases = [
         ("shell: { default: ask, sandbox: { mode: off } }", "toolsets.shell", "mode is 'off'"),
@@ -512,7 +516,7 @@ fn a_called_worker_may_narrow_its_callers_sandbox_but_not_widen_it() {
     );
     let plan = plan(&top);
     let called = &plan.workers()[1];
-    assert!(!called.sandbox.network);
+    assert!(called.sandbox.network.is_off());
     assert_eq!(called.sandbox.read, [d.join("data/deep")]);
     assert_eq!(
         called.sandbox.mode,
