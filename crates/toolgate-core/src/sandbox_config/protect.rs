@@ -441,5 +441,4 @@ fn literal_path(pattern: &str) -> Option<PathBuf> {
 }
 
 #[cfg(test)]
-#[path = "protect_tests.rs"]
 mod tests;

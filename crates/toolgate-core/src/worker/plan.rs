@@ -25,8 +25,6 @@ use crate::run::crypto::sha256_hex;
 use crate::run::fingerprint::{graph_fingerprint, path_value, BindingParts};
 use crate::sandbox_config::{SandboxFields, SandboxModeName, SandboxScope, ToolSandbox, Widening};
 
-#[cfg(test)]
-mod caller_tests;
 mod protected;
 #[cfg(test)]
 mod tests;

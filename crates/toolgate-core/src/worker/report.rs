@@ -706,5 +706,4 @@ fn mcp_report(
 }
 
 #[cfg(test)]
-#[path = "report_tests.rs"]
 mod tests;

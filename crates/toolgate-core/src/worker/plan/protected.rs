@@ -459,5 +459,4 @@ fn prepare_again(planned: &mut PlannedWorker, toolset: &str, scope: &SandboxScop
 }
 
 #[cfg(test)]
-#[path = "protected_tests.rs"]
 mod tests;

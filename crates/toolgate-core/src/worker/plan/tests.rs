@@ -1,3 +1,4 @@
+mod caller;
 mod network;
 
 use std::collections::BTreeMap;
@@ -316,7 +317,7 @@ fn the_worker_sandbox_keys_reach_every_process_toolset() {
         write: vec![d.join("cache")],
         work_dir: d.join("work"),
         readonly: true,
-        // The plan's protected paths are their own test (`protected_tests.rs`).
+        // The plan's protected paths are their own test (`plan/protected/tests.rs`).
         guards: main.sandbox.guards.clone(),
         limits: Default::default(),
     };

@@ -5,9 +5,9 @@
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 
-use super::*;
 use crate::approval::Decision;
 use crate::command::{Approval, Verdict};
+use crate::worker::plan::*;
 use crate::worker::test_support::{dir, write};
 
 /// A graph `top -> middle -> bottom` in a fresh folder with a `victim.txt`; `top` and
