@@ -113,7 +113,7 @@ async function run(file: string, commands: string[], onApproval?: (request: Appr
   });
   const outputs = result.toolCalls.map((call) => call.output as ShellOutput);
   const connections = events.flatMap((event) => (event.type === 'network-connection' ? [event.record] : []));
-  return { result, outputs, asked, connections };
+  return { result, outputs, asked, connections, events };
 }
 
 /**
@@ -398,6 +398,30 @@ describe('asking about a host', () => {
     expect(outputs.map((output) => output.stdout)).toEqual(['hello from /one', 'hello from /two']);
     expect(asked).toHaveLength(1);
     expect(connections.map((record) => record.decidedBy)).toEqual(['user', 'run-allowance']);
+  });
+
+  it('save writes the host as a rule of the permissions file; the next run reaches it unasked, a denied host stays denied', async () => {
+    const file = asking();
+    const first = await run(file, [twice()[0]!], () => 'save');
+    expect(first.outputs[0]!.stdout).toBe('hello from /one');
+    expect(first.asked).toHaveLength(1);
+    expect(first.asked[0]!.save).toBeDefined();
+    const written = readFileSync(join(dirname(file), 'toolgate.permissions.yaml'), 'utf8');
+    expect(written).toContain(`host: localhost:${port}`);
+    expect(written).toContain('tool: network');
+    const second = await run(file, [twice()[1]!], () => 'deny');
+    expect(second.asked).toEqual([]);
+    expect(second.outputs[0]!.stdout).toBe('hello from /two');
+    expect(second.connections[0]).toMatchObject({ decision: 'asked-approved', decidedBy: 'saved', savedIn: expect.stringContaining('toolgate.permissions.yaml:') });
+    // Another port of the same host is not covered: it is asked about.
+    const other = await run(file, [curl(`http://localhost:1/`)], () => 'deny');
+    expect(other.asked).toHaveLength(1);
+    // A saved rule answers questions only: a host the worker denies is refused unasked.
+    writeFileSync(file, readFileSync(file, 'utf8').replace('ask: true', 'deny: [localhost], ask: true'));
+    const denied = await run(file, [twice()[0]!], () => 'approve');
+    expect(denied.asked).toEqual([]);
+    expect(denied.outputs[0]!.stdout).not.toContain('hello');
+    expect(denied.connections[0]).toMatchObject({ decision: 'denied', decidedBy: 'rule' });
   });
 
   it('deny refuses with the reason the model reads in the result', async () => {

@@ -100,7 +100,7 @@ export async function gatedCall(call: ToolCall, run: CallRun, flow: ApprovalFlow
   const record = run.recorder.started(options.toolCallId, toolName, input, answer, approvalOf(tool), savedRule);
   const started = performance.now();
   try {
-    const output = await withNetworkCall(run.network, options.toolCallId, toolName, () => Promise.resolve(execute(input as never, options)));
+    const output = await withNetworkCall(run.network, options.toolCallId, toolName, () => Promise.resolve(execute(input as never, options)), tool);
     run.recorder.succeeded(record, output, performance.now() - started);
     return { status: 'succeeded', output, record };
   } catch (error) {

@@ -15,6 +15,7 @@
  *   to the rest of the run, a denial to that next call with its reason.
  * - A question still open when its tool call ends is withdrawn (its signal aborts).
  */
+import { savedRulesOf, type SavedRule } from '../approval/saved-rules.js';
 import { native } from '../native/binding.js';
 import { callNative } from '../native/errors.js';
 import { runAsNetworkCall, type NetworkRunLink } from '../native/network-call.js';
@@ -43,11 +44,13 @@ export interface NetworkConnectionRecord {
   tool: string;
   protocol: 'http' | 'connect' | 'socks5' | 'unknown';
   decision: 'allowed' | 'asked-approved' | 'always' | 'denied';
-  decidedBy: 'rule' | 'policy' | 'address' | 'user' | 'flag' | 'run-allowance' | 'no-handler' | 'deferred' | 'request' | 'limit';
+  decidedBy: 'rule' | 'policy' | 'address' | 'user' | 'flag' | 'saved' | 'run-allowance' | 'no-handler' | 'deferred' | 'request' | 'limit';
   /** With `decidedBy: 'flag'`: the command-line flag that answered (`--yes`, `--deny`), not a person. */
   flag?: string;
-  /** The `allow`/`deny` entry that decided. */
+  /** The `allow`/`deny` entry that decided (with `decidedBy: 'saved'`: the saved rule, in words). */
   rule?: string;
+  /** With `decidedBy: 'saved'`: the permissions file and line of the rule. */
+  savedIn?: string;
   /** The refusal the program was sent, or what failed after an allowed decision. */
   message?: string;
   /** The address connected to. */
@@ -99,6 +102,10 @@ export class NetworkApprovals implements NetworkRunLink {
   readonly #calls = new Map<string, AbortController>();
   /** Questions a command-line flag answered (`--yes`, `--deny`), by request id: their records name it. */
   readonly #flags = new Map<string, string>();
+  /** Questions a saved rule of the project permissions file answered, by request id. */
+  readonly #saved = new Map<string, SavedRule>();
+  /** The tool of each running call: its worker's saved rules answer, and "save" writes, network rules. */
+  readonly #owners = new Map<string, object>();
   /** Questions are asked one at a time (a person answers one prompt at a time). */
   #queue: Promise<unknown> = Promise.resolve();
 
@@ -145,20 +152,32 @@ export class NetworkApprovals implements NetworkRunLink {
     const { records } = callNative(() => this.native.takeRecords());
     for (const taken of records) {
       const record = taken as NetworkConnectionRecord;
-      const flag = record.decidedBy === 'user' ? this.#flags.get(networkRequestId(record.toolCallId, record.host, record.port)) : undefined;
-      this.#record(flag ? { ...record, decidedBy: 'flag', flag } : record);
+      const requestId = networkRequestId(record.toolCallId, record.host, record.port);
+      const flag = record.decidedBy === 'user' ? this.#flags.get(requestId) : undefined;
+      const saved = record.decidedBy === 'user' ? this.#saved.get(requestId) : undefined;
+      if (flag) this.#record({ ...record, decidedBy: 'flag', flag });
+      else if (saved) this.#record({ ...record, decidedBy: 'saved', rule: saved.rule, savedIn: `${saved.file}:${saved.line}` });
+      else this.#record(record);
     }
   }
 
-  /** A call's processes may ask from now on; `ended` withdraws its open questions and collects its records. */
-  callStarted(toolCallId: string): { ended: () => void } {
+  /**
+   * A call's processes may ask from now on; `ended` withdraws its open questions and collects its
+   * records. `tool` (the tool whose processes connect) brings its worker's saved rules.
+   */
+  callStarted(toolCallId: string, tool?: object): { ended: () => void } {
     const controller = new AbortController();
     this.#calls.set(toolCallId, controller);
+    if (tool) this.#owners.set(toolCallId, tool);
     return {
       ended: () => {
         controller.abort(new Error(`tool call ${toolCallId} ended before the question about its connection was answered`));
-        if (this.#calls.get(toolCallId) === controller) this.#calls.delete(toolCallId);
+        if (this.#calls.get(toolCallId) === controller) {
+          this.#calls.delete(toolCallId);
+          this.#owners.delete(toolCallId);
+        }
         this.collect();
+        for (const key of this.#saved.keys()) if (key.startsWith(`network:${toolCallId}:`)) this.#saved.delete(key);
       },
     };
   }
@@ -173,6 +192,13 @@ export class NetworkApprovals implements NetworkRunLink {
     }
     const { host, port, tool, toolCallId } = request;
     const requestId = networkRequestId(toolCallId, host, port);
+    // A saved rule answers before anyone is asked (the core asks only where no allow/deny decided).
+    const owner = this.#owners.get(toolCallId);
+    const saved = savedRulesOf(owner)?.covering(NETWORK_TOOL, { host, port, tool }, undefined);
+    if (saved) {
+      this.#saved.set(requestId, saved);
+      return JSON.stringify({ decision: 'approve' });
+    }
     if (this.#gate.answeredBy === 'defer') {
       if (!this.#deferred.has(requestId)) this.#deferred.set(requestId, { host, port, tool, toolCallId, requestId });
       return JSON.stringify({ decision: 'defer', reason: deferredReason(host, port) });
@@ -180,7 +206,7 @@ export class NetworkApprovals implements NetworkRunLink {
     const signal = this.#calls.get(toolCallId)?.signal;
     const asked = this.#queue.then(() => {
       signal?.throwIfAborted();
-      return this.#gate.decide(undefined, NETWORK_TOOL, { host, port, tool }, requestId, signal);
+      return this.#gate.decide(owner, NETWORK_TOOL, { host, port, tool }, requestId, signal);
     });
     this.#queue = asked.catch(() => undefined);
     try {
@@ -199,9 +225,15 @@ export class NetworkApprovals implements NetworkRunLink {
  * hosts and record into the run. Its records are collected, and its open questions withdrawn,
  * when it ends.
  */
-export async function withNetworkCall<T>(approvals: NetworkApprovals | undefined, toolCallId: string, toolName: string, execute: () => Promise<T>): Promise<T> {
+export async function withNetworkCall<T>(
+  approvals: NetworkApprovals | undefined,
+  toolCallId: string,
+  toolName: string,
+  execute: () => Promise<T>,
+  tool?: object,
+): Promise<T> {
   if (!approvals) return execute();
-  const call = approvals.callStarted(toolCallId);
+  const call = approvals.callStarted(toolCallId, tool);
   try {
     return await runAsNetworkCall(approvals, toolCallId, toolName, execute);
   } finally {

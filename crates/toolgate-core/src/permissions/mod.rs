@@ -712,6 +712,8 @@ fn write_atomically(path: &Path, text: &str) -> Result<()> {
         file.write_all(text.as_bytes()).map_err(io)?;
         file.sync_all().map_err(io)?;
         std::fs::rename(&temporary, path).map_err(io)?;
+        // A call running meanwhile sees a protected path appear; it is toolgate's own write.
+        crate::sandbox::note_host_write(path);
         if let Ok(dir) = File::open(folder) {
             let _ = dir.sync_all();
         }

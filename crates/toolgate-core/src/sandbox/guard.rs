@@ -19,12 +19,59 @@
 //! writable root are then not protected during the call, which `enforce` refuses (see
 //! `Sandbox::prepare`).
 
+use std::collections::HashMap;
 use std::os::unix::fs::MetadataExt;
 use std::path::{Component, Path, PathBuf};
+use std::sync::{Mutex, OnceLock, PoisonError};
 
 /// The directories (as their last two names) toolgate makes when missing so that they can be
 /// mounted read-only: a repository's hooks.
 const OWNED_DIRECTORIES: &[(&str, &str)] = &[(".git", "hooks")];
+
+/// What toolgate itself last wrote at a guarded path (the permissions file a "save" answer
+/// writes while a call runs), by path: such a file is toolgate's, not the call's, and is not
+/// removed after the call. The identity includes the change time, which no process can set, so
+/// a file a sandboxed process modified after toolgate wrote it no longer matches.
+fn host_writes() -> &'static Mutex<HashMap<PathBuf, FileIdentity>> {
+    static WRITES: OnceLock<Mutex<HashMap<PathBuf, FileIdentity>>> = OnceLock::new();
+    WRITES.get_or_init(Default::default)
+}
+
+/// A file as it is now: device, inode, change time and size.
+type FileIdentity = (u64, u64, i64, i64, u64);
+
+fn identity(path: &Path) -> Option<FileIdentity> {
+    let meta = std::fs::symlink_metadata(path).ok()?;
+    meta.file_type().is_file().then(|| {
+        (
+            meta.dev(),
+            meta.ino(),
+            meta.ctime(),
+            meta.ctime_nsec(),
+            meta.size(),
+        )
+    })
+}
+
+/// Notes that toolgate (the host, never a sandboxed process) has just written the regular file
+/// at `path`, so that the check after a call that is running meanwhile does not take it for
+/// the call's.
+pub(crate) fn note_host_write(path: &Path) {
+    if let Some(id) = identity(path) {
+        host_writes()
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .insert(path.to_path_buf(), id);
+    }
+}
+
+/// Whether what is at `path` now is exactly what toolgate last wrote there.
+fn written_by_host(path: &Path) -> bool {
+    let writes = host_writes().lock().unwrap_or_else(PoisonError::into_inner);
+    writes
+        .get(path)
+        .is_some_and(|id| identity(path).as_ref() == Some(id))
+}
 
 /// A sandbox's protected and hidden paths, absolute.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -105,7 +152,7 @@ impl Guarded {
         let mut messages = Vec::new();
         for (path, protected, was) in &before.0 {
             let now = state(path);
-            if &now == was {
+            if &now == was || written_by_host(path) {
                 continue;
             }
             let what = if *protected {
@@ -228,6 +275,37 @@ mod tests {
             ]
         );
         assert_eq!(guarded.hide, [root.join("real/.env")]);
+    }
+
+    #[test]
+    fn a_file_toolgate_wrote_during_a_call_is_kept_unless_the_call_changed_it_after() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = std::fs::canonicalize(dir.path()).unwrap();
+        let file = root.join("toolgate.permissions.yaml");
+        let guarded = Guarded::resolve(&root, &[file.clone()], &[]);
+        // Toolgate saves a rule while the call runs: kept, no message.
+        let before = guarded.snapshot();
+        std::fs::write(&file, "version: 1\nrules: []\n").unwrap();
+        note_host_write(&file);
+        assert!(guarded.repair(&before).is_empty());
+        assert!(file.exists());
+        // The call then rewrites it in place (same inode, new change time): reported.
+        std::fs::remove_file(&file).unwrap();
+        let before = guarded.snapshot();
+        std::fs::write(&file, "version: 1\nrules: []\n").unwrap();
+        note_host_write(&file);
+        std::thread::sleep(std::time::Duration::from_millis(20));
+        std::fs::write(&file, "version: 1\nrules: [] # planted\n").unwrap();
+        assert_eq!(guarded.repair(&before).len(), 1);
+        assert!(!file.exists(), "what the call changed is removed");
+        // Or replaces it by a file of its own under the same name: removed too.
+        let before = guarded.snapshot();
+        std::fs::write(&file, "a").unwrap();
+        note_host_write(&file);
+        std::fs::remove_file(&file).unwrap();
+        std::fs::write(&file, "b").unwrap();
+        assert_eq!(guarded.repair(&before).len(), 1);
+        assert!(!file.exists());
     }
 
     #[test]

@@ -62,6 +62,7 @@ use crate::limits::{
     DEFAULT_SANDBOX_PROCESSES, DEFAULT_SANDBOX_TMP_MB,
 };
 use crate::network::NetworkPolicy;
+pub(crate) use guard::note_host_write;
 use guard::Guarded;
 use paths::Reach;
 use toolgate_sandbox::protocol::{
