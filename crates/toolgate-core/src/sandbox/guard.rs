@@ -282,7 +282,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let root = std::fs::canonicalize(dir.path()).unwrap();
         let file = root.join("toolgate.permissions.yaml");
-        let guarded = Guarded::resolve(&root, &[file.clone()], &[]);
+        let guarded = Guarded::resolve(&root, std::slice::from_ref(&file), &[]);
         // Toolgate saves a rule while the call runs: kept, no message.
         let before = guarded.snapshot();
         std::fs::write(&file, "version: 1\nrules: []\n").unwrap();
