@@ -42,7 +42,8 @@ pub(crate) fn loopback_up() -> io::Result<()> {
         }
         request.ifr_ifru.ifru_flags =
             (libc::IFF_UP | libc::IFF_LOOPBACK | libc::IFF_RUNNING) as i16;
-        let done = libc::ioctl(socket, libc::SIOCSIFFLAGS, &request);
+        // The request's type is `c_ulong` for glibc and `c_int` for musl.
+        let done = libc::ioctl(socket, libc::SIOCSIFFLAGS as _, &request);
         let err = io::Error::last_os_error();
         libc::close(socket);
         if done != 0 {

@@ -109,7 +109,13 @@ impl Limits {
     }
 }
 
-fn set_rlimit(resource: libc::__rlimit_resource_t, soft: u64, hard: u64) -> Result<(), String> {
+/// The type of `setrlimit`'s resource argument: glibc declares an enum type, musl an `int`.
+#[cfg(target_env = "gnu")]
+type Resource = libc::__rlimit_resource_t;
+#[cfg(not(target_env = "gnu"))]
+type Resource = libc::c_int;
+
+fn set_rlimit(resource: Resource, soft: u64, hard: u64) -> Result<(), String> {
     let limit = libc::rlimit {
         rlim_cur: soft as libc::rlim_t,
         rlim_max: hard as libc::rlim_t,
