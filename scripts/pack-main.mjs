@@ -65,7 +65,9 @@ export function shippedFiles(root = ROOT) {
   const problems = [];
   const files = new Set(ALWAYS.filter((file) => tracked.has(file)));
   for (const pattern of manifest.files) {
-    for (const file of tracked) if (covers(pattern, file)) files.add(file);
+    // npm never packs a `.gitignore` (an example's `workspace/.gitignore` keeps run outputs out
+    // of git only), so the tarball is compared without them.
+    for (const file of tracked) if (covers(pattern, file) && !file.endsWith('/.gitignore') && file !== '.gitignore') files.add(file);
     for (const file of GENERATED) {
       if (!covers(pattern, file)) continue;
       if (existsSync(join(root, file))) files.add(file);
