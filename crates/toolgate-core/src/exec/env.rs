@@ -25,19 +25,9 @@ use crate::error::{Error, Result};
 /// `PATH` for the child when the parent has none, or none with an absolute entry.
 pub const FALLBACK_PATH: &str = "/usr/local/bin:/usr/bin:/bin";
 
-/// The proxy variables, in both spellings programs read.
-pub const PROXY_VARIABLES: &[&str] = &[
-    "http_proxy",
-    "https_proxy",
-    "ftp_proxy",
-    "all_proxy",
-    "no_proxy",
-    "HTTP_PROXY",
-    "HTTPS_PROXY",
-    "FTP_PROXY",
-    "ALL_PROXY",
-    "NO_PROXY",
-];
+/// The proxy variables, in both spellings programs read (the network module's list: the same
+/// names a call's own proxy replaces).
+pub const PROXY_VARIABLES: &[&str] = crate::network::REPLACED_VARIABLES;
 
 /// Variables copied from the parent besides `PATH`, the `LC_*` family and the proxies.
 const BASE_VARIABLES: &[&str] = &["LANG", "TZ", "USER", "LOGNAME"];
