@@ -330,7 +330,16 @@ impl CliExecute {
         judged: &mut usize,
         inner: &mut Vec<(Vec<String>, Program, String)>,
     ) -> std::result::Result<(), Refusal> {
-        let (text, args) = argv.split_first().expect("argv has a program");
+        // An inner command a runner names may be empty (`npx --` with nothing after it).
+        let Some((text, args)) = argv.split_first() else {
+            return Err(Refusal::new(
+                Layer::Arguments,
+                Error::InvalidInput(
+                    "a program that runs another names none here: give the command it should run"
+                        .into(),
+                ),
+            ));
+        };
         let runs = self.engine.runs(text, Some(program), args)?;
         let shown = argv.join(" ");
         if let Some(why) = runs.unknowable {
