@@ -25,12 +25,10 @@
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use super::cli_execute::CliExecute;
 use super::engine::in_command;
-use super::guardrails::OutputGuardrails;
+use super::guardrails::{CommandGuardrails, OutputGuardrails};
 use super::program::Program;
 use super::rules::{RuleDecision, RuleSet};
-use super::shell::ShellToolset;
 use super::{Layer, Refusal};
 use crate::error::Error;
 
@@ -47,8 +45,8 @@ pub struct CallerLayer {
     pub worker: String,
     /// Its worker file.
     pub file: PathBuf,
-    shell: Option<Arc<ShellToolset>>,
-    cli_execute: Option<Arc<CliExecute>>,
+    shell: Option<Arc<dyn CallerShell>>,
+    cli_execute: Option<Arc<dyn CallerCliExecute>>,
 }
 
 impl CallerLayer {
@@ -61,15 +59,32 @@ impl CallerLayer {
         )
     }
 
-    /// Its `shell` policy, when it has one.
-    pub fn shell(&self) -> Option<&Arc<ShellToolset>> {
-        self.shell.as_ref()
+    /// Whether its `shell` rules bind the workers below it.
+    pub fn binds_shell(&self) -> bool {
+        self.shell.is_some()
     }
 
-    /// Its `cli_execute` policy, when it has one.
-    pub fn cli_execute(&self) -> Option<&Arc<CliExecute>> {
-        self.cli_execute.as_ref()
+    /// Whether its `cli_execute` allowlist and guardrails bind the workers below it.
+    pub fn binds_cli_execute(&self) -> bool {
+        self.cli_execute.is_some()
     }
+}
+
+/// What the callers need of a calling worker's `shell` toolset: its rules. The toolsets
+/// implement these traits (they judge their own commands with [`CallerCommands`], so this
+/// module names none of them).
+pub(crate) trait CallerShell: std::fmt::Debug + Send + Sync {
+    fn rules(&self) -> &RuleSet;
+}
+
+/// What the callers need of a calling worker's `cli_execute` toolset.
+pub(crate) trait CallerCliExecute: std::fmt::Debug + Send + Sync {
+    /// Whether `program` is on its allowlist, by file.
+    fn allows(&self, program: &Program) -> bool;
+    /// The allowed programs that were found, for messages.
+    fn available_names(&self) -> Vec<&str>;
+    fn command_guardrails(&self) -> &CommandGuardrails;
+    fn output_guardrails(&self) -> &Arc<OutputGuardrails>;
 }
 
 /// One command a checked command runs (itself or one it runs by its own means), for the
@@ -84,20 +99,20 @@ pub(crate) struct RunCommand<'a> {
 impl CallerCommands {
     /// These callers joined by `worker` (its file `file`), the next worker down the chain, with
     /// its command toolsets. A worker with neither adds no layer.
-    pub fn handed_down(
+    pub(crate) fn handed_down(
         &self,
         worker: &str,
         file: &Path,
-        shell: Option<&Arc<ShellToolset>>,
-        cli_execute: Option<&Arc<CliExecute>>,
+        shell: Option<Arc<dyn CallerShell>>,
+        cli_execute: Option<Arc<dyn CallerCliExecute>>,
     ) -> CallerCommands {
         let mut next = self.clone();
         if shell.is_some() || cli_execute.is_some() {
             next.layers.push(Arc::new(CallerLayer {
                 worker: worker.to_string(),
                 file: file.to_path_buf(),
-                shell: shell.cloned(),
-                cli_execute: cli_execute.cloned(),
+                shell,
+                cli_execute,
             }));
         }
         next
@@ -165,7 +180,7 @@ impl CallerCommands {
                         "'{}' may run anything: {why}; {} allows only its allowed_binaries ({}), which bind every worker it calls, so it is refused. Run the programs it would run directly",
                         first.argv.join(" "),
                         layer.describe(),
-                        cli.available().collect::<Vec<_>>().join(", ")
+                        cli.available_names().join(", ")
                     )),
                 ));
             }
@@ -177,7 +192,7 @@ impl CallerCommands {
                         binary,
                         allowed: format!(
                             "{} (the allowed_binaries of {}, which bind every worker it calls)",
-                            cli.available().collect::<Vec<_>>().join(", "),
+                            cli.available_names().join(", "),
                             layer.describe()
                         ),
                     };

@@ -3,7 +3,7 @@
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use super::callers::{CallerCommands, RunCommand};
+use super::callers::{CallerCliExecute, CallerCommands, RunCommand};
 use super::config::{Approval, CliExecuteConfig};
 use super::engine::{in_command, Engine, ProgramCache};
 use super::guardrails::{compile, CommandGuardrails, OutputGuardrails};
@@ -43,6 +43,27 @@ pub struct CliExecute {
     callers: CallerCommands,
     /// Programs found for the callers' shell rules (a command's inner commands).
     found: ProgramCache,
+}
+
+/// A calling worker's allowlist and guardrails bind the workers it calls.
+impl CallerCliExecute for CliExecute {
+    fn allows(&self, program: &Program) -> bool {
+        self.programs.iter().flatten().any(|allowed| {
+            (allowed.id.is_some() && allowed.id == program.id) || allowed.real == program.real
+        })
+    }
+
+    fn available_names(&self) -> Vec<&str> {
+        self.available().collect()
+    }
+
+    fn command_guardrails(&self) -> &CommandGuardrails {
+        &self.commands
+    }
+
+    fn output_guardrails(&self) -> &Arc<OutputGuardrails> {
+        &self.output
+    }
 }
 
 impl CliExecute {
@@ -107,23 +128,6 @@ impl CliExecute {
     /// The command policies of the calling workers this toolset is bound by.
     pub fn callers(&self) -> &CallerCommands {
         &self.callers
-    }
-
-    /// Whether `program` is one of the allowlisted binaries, by file.
-    pub(crate) fn allows(&self, program: &Program) -> bool {
-        self.programs.iter().flatten().any(|allowed| {
-            (allowed.id.is_some() && allowed.id == program.id) || allowed.real == program.real
-        })
-    }
-
-    /// The compiled `deny_commands`.
-    pub(crate) fn command_guardrails(&self) -> &CommandGuardrails {
-        &self.commands
-    }
-
-    /// The compiled `deny_output`.
-    pub(crate) fn output_guardrails(&self) -> &Arc<OutputGuardrails> {
-        &self.output
     }
 
     /// The approval the calling workers' shell rules give a call (`preApproved` when no caller

@@ -10,10 +10,11 @@ use std::time::Duration;
 
 use super::arguments::check_argument_text;
 use super::environment::{child_environment, lookup};
-use super::indirection::{Indirections, Runs};
+use super::indirection::Indirections;
 use super::paths::Confinement;
 use super::program::{identity, Program};
 use super::programs::{self, Families};
+use super::runs::Runs;
 use super::trampoline::{
     is_dynamic_loader, refusal_reason, refusal_reason_as, RefusedFiles, LOADER, PROGRAM_DIRS,
 };

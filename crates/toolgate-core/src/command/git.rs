@@ -25,7 +25,7 @@
 //!   command line run it with a shell and are refused; `bisect run <cmd…>` and `for-each-repo`
 //!   run a visible command, which is judged.
 
-use super::indirection::{Inner, Runs};
+use super::runs::{Inner, Runs};
 use super::split::split_command;
 use super::{Layer, Refusal};
 use crate::error::Error;

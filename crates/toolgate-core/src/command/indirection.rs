@@ -20,6 +20,7 @@ use std::time::SystemTime;
 
 use super::program::{FileId, Program};
 use super::runners::{self, RUNNERS};
+use super::runs::Runs;
 use super::{git, Layer, Refusal};
 use crate::error::Error;
 
@@ -27,51 +28,6 @@ use crate::error::Error;
 pub(crate) const MAX_DEPTH: usize = 8;
 /// How many commands one command may be judged as, in all (ambiguous forms and nesting).
 pub(crate) const MAX_JUDGED: usize = 64;
-
-/// A command another command runs, and how it was found (for messages).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct Inner {
-    /// The program and its arguments.
-    pub argv: Vec<String>,
-    /// How the outer command runs it ("'p' is the git alias 'push'").
-    pub via: String,
-}
-
-impl Inner {
-    pub fn new(argv: Vec<String>, via: String) -> Self {
-        Self { argv, via }
-    }
-}
-
-/// What a command runs besides its own program.
-#[derive(Debug, Default)]
-pub(crate) struct Runs {
-    /// Commands it runs that toolgate can see; each is judged like a command of its own. More
-    /// than one when the form is ambiguous (an unknown option that may take a value): every
-    /// reading is judged.
-    pub commands: Vec<Inner>,
-    /// Why it may also run commands toolgate cannot see, if it may.
-    pub unknowable: Option<String>,
-}
-
-impl Runs {
-    fn merge(&mut self, other: Runs) {
-        for inner in other.commands {
-            if !self.commands.contains(&inner) {
-                self.commands.push(inner);
-            }
-        }
-        if self.unknowable.is_none() {
-            self.unknowable = other.unknowable;
-        }
-    }
-
-    /// Whether it runs nothing else.
-    #[cfg(test)]
-    pub fn is_nothing(&self) -> bool {
-        self.commands.is_empty() && self.unknowable.is_none()
-    }
-}
 
 /// A program that runs others: git, or one of the [`RUNNERS`] (by index).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -147,7 +103,7 @@ impl Indirections {
     /// its modification time, for the whole process).
     pub fn find(dirs: &[PathBuf]) -> Self {
         let mut all: Vec<PathBuf> = dirs.to_vec();
-        for dir in super::rules::core_dirs("git") {
+        for dir in super::program::core_dirs("git") {
             let dir = PathBuf::from(dir);
             if !all.contains(&dir) && dir.is_dir() {
                 all.push(dir);

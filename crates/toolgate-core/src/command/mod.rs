@@ -31,6 +31,7 @@ mod program;
 mod programs;
 mod rules;
 mod runners;
+mod runs;
 mod shell;
 mod split;
 mod trampoline;

@@ -25,3 +25,15 @@ pub(crate) fn identity(path: &Path) -> Option<FileId> {
         .ok()
         .map(|meta| (meta.dev(), meta.ino()))
 }
+
+/// Where programs keep their helpers and dashed forms (`/usr/lib/git-core/git`).
+pub(crate) fn core_dirs(name: &str) -> Vec<String> {
+    let mut dirs = Vec::new();
+    for prefix in ["/usr", "/usr/local", ""] {
+        for lib in ["lib", "libexec"] {
+            dirs.push(format!("{prefix}/{lib}/{name}-core"));
+            dirs.push(format!("{prefix}/{lib}/{name}"));
+        }
+    }
+    dirs
+}

@@ -32,7 +32,7 @@ use std::path::Path;
 
 use super::config::{Approval, ShellRule};
 use super::engine::Engine;
-use super::program::{FileId, Program};
+use super::program::{core_dirs, FileId, Program};
 use super::split::split_command;
 use crate::error::{Error, Result};
 
@@ -121,18 +121,6 @@ impl RuleProgram {
         view.id.is_some_and(|id| self.ids.contains(&id))
             || view.names.iter().any(|name| self.names.contains(name))
     }
-}
-
-/// Where programs keep their helpers and dashed forms (`/usr/lib/git-core/git`).
-pub(crate) fn core_dirs(name: &str) -> Vec<String> {
-    let mut dirs = Vec::new();
-    for prefix in ["/usr", "/usr/local", ""] {
-        for lib in ["lib", "libexec"] {
-            dirs.push(format!("{prefix}/{lib}/{name}-core"));
-            dirs.push(format!("{prefix}/{lib}/{name}"));
-        }
-    }
-    dirs
 }
 
 /// Multi-call binaries that become the program they are run as.

@@ -13,7 +13,7 @@
 //!
 //! `docs/commands.md` lists the table in prose; keep the two together.
 
-use super::indirection::{Inner, Runs};
+use super::runs::{Inner, Runs};
 use super::{Layer, Refusal};
 use crate::error::Error;
 

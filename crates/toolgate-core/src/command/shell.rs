@@ -4,7 +4,7 @@
 
 use std::path::{Path, PathBuf};
 
-use super::callers::{CallerCommands, RunCommand};
+use super::callers::{CallerCommands, CallerShell, RunCommand};
 use super::config::{Approval, ShellConfig};
 use super::engine::{in_command, Engine, ProgramCache};
 use super::indirection::{too_deep, MAX_DEPTH, MAX_JUDGED};
@@ -86,6 +86,13 @@ impl Explanation {
     }
 }
 
+/// A calling worker's rules bind the workers it calls.
+impl CallerShell for ShellToolset {
+    fn rules(&self) -> &RuleSet {
+        &self.rules
+    }
+}
+
 impl ShellToolset {
     /// Builds the policy for `cwd` (an existing directory: the child's cwd). Calls run
     /// unconfined until [`with_sandbox`](Self::with_sandbox) gives them a sandbox.
@@ -118,11 +125,6 @@ impl ShellToolset {
     /// The command policies of the calling workers this toolset is bound by.
     pub fn callers(&self) -> &CallerCommands {
         &self.callers
-    }
-
-    /// The compiled rules (a calling worker's bind the workers it calls).
-    pub(crate) fn rules(&self) -> &RuleSet {
-        &self.rules
     }
 
     /// Runs every call under `sandbox` (`None`: unconfined, as `sandbox: false` asks).

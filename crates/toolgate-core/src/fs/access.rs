@@ -19,7 +19,7 @@ use std::sync::Arc;
 
 use serde_json::Value;
 
-use super::guards::FileGuards;
+use super::guards::{BlockedPaths, FileGuards};
 use super::rules::{EntryKind, PathRule, PathRules, RuleRef};
 use crate::approval::{Decision, Resolved};
 use crate::error::{Error, Result};
@@ -71,6 +71,40 @@ impl PathVerdict {
     }
 }
 
+impl BlockedPaths for PathGate {
+    /// Whether the entry at `absolute` is blocked, for a walk from the work directory that
+    /// enters only directories this returned `false` for (see [`PathRules::blocks_in_walk`]).
+    fn blocks_in_walk(&self, absolute: &Path, kind: EntryKind) -> bool {
+        let own = self.own.as_ref().is_some_and(|rules| {
+            absolute
+                .strip_prefix(&self.root)
+                .is_ok_and(|relative| rules.blocks_in_walk(relative, kind))
+        });
+        // The callers' rules are relative to their own work directories, above this walk's
+        // start: each entry is judged in full.
+        own || self.inherited.iter().any(|above| {
+            absolute.strip_prefix(&above.root).is_ok_and(|relative| {
+                above
+                    .rules
+                    .decide(relative, kind)
+                    .is_some_and(|rule| rule.approval == Decision::Blocked)
+            })
+        })
+    }
+
+    /// Whether a rule of this toolset or of a calling worker is `blocked`.
+    fn has_blocking_rules(&self) -> bool {
+        self.own.as_ref().is_some_and(|rules| rules.has_blocked())
+            || self.inherited.iter().any(|above| above.rules.has_blocked())
+    }
+
+    fn blocking_rule(&self, absolute: &Path, kind: EntryKind) -> Option<String> {
+        self.judge(absolute, kind)
+            .blocking()
+            .map(|rule| rule.describe())
+    }
+}
+
 impl PathGate {
     /// Compiles `rules` for the work directory `root`; `place` names the list in messages
     /// (`code_agent approval.paths`). Patterns ignore case when the work directory's file system
@@ -105,32 +139,6 @@ impl PathGate {
     /// The canonical work directory the rules are relative to.
     pub fn root(&self) -> &Path {
         &self.root
-    }
-
-    /// Whether the entry at `absolute` is blocked, for a walk from the work directory that
-    /// enters only directories this returned `false` for (see [`PathRules::blocks_in_walk`]).
-    pub fn blocks_in_walk(&self, absolute: &Path, kind: EntryKind) -> bool {
-        let own = self.own.as_ref().is_some_and(|rules| {
-            absolute
-                .strip_prefix(&self.root)
-                .is_ok_and(|relative| rules.blocks_in_walk(relative, kind))
-        });
-        // The callers' rules are relative to their own work directories, above this walk's
-        // start: each entry is judged in full.
-        own || self.inherited.iter().any(|above| {
-            absolute.strip_prefix(&above.root).is_ok_and(|relative| {
-                above
-                    .rules
-                    .decide(relative, kind)
-                    .is_some_and(|rule| rule.approval == Decision::Blocked)
-            })
-        })
-    }
-
-    /// Whether a rule of this toolset or of a calling worker is `blocked`.
-    pub fn has_blocking_rules(&self) -> bool {
-        self.own.as_ref().is_some_and(|rules| rules.has_blocked())
-            || self.inherited.iter().any(|above| above.rules.has_blocked())
     }
 
     /// Adds the rules handed down by the calling workers.

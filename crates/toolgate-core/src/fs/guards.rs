@@ -18,7 +18,6 @@ use std::collections::{HashMap, HashSet};
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 
-use super::access::PathGate;
 use super::expand::{expand, TooLarge};
 use super::rules::EntryKind;
 use crate::error::{Error, Result};
@@ -51,12 +50,28 @@ pub struct FileGuards {
     hidden_inodes: HashSet<u64>,
 }
 
+/// What the guards need of the path rules: which paths a `blocked` rule matches. The file
+/// tools' gate (`PathGate`, in `access.rs`) answers it; it holds the guards, so they
+/// ask through this trait rather than naming it.
+pub trait BlockedPaths {
+    /// Whether any rule blocks.
+    fn has_blocking_rules(&self) -> bool;
+    /// Whether a walk below the root should report `absolute` as blocked.
+    fn blocks_in_walk(&self, absolute: &Path, kind: EntryKind) -> bool;
+    /// The rule that blocks `absolute`, described for a message.
+    fn blocking_rule(&self, absolute: &Path, kind: EntryKind) -> Option<String>;
+}
+
 impl FileGuards {
     /// The guards of file tools confined to `root` (canonical): `protected` paths (absolute,
     /// each with its reason; those outside `root` are ignored), and the identities of the
     /// protected files and of every file `gate`'s `blocked` rules match below `root` (a walk
     /// of `root`; `CONFIG_INVALID` past [`MAX_GUARD_WALK_ENTRIES`](crate::limits::MAX_GUARD_WALK_ENTRIES)).
-    pub fn new(root: &Path, protected: &[(PathBuf, String)], gate: &PathGate) -> Result<Self> {
+    pub fn new(
+        root: &Path,
+        protected: &[(PathBuf, String)],
+        gate: &impl BlockedPaths,
+    ) -> Result<Self> {
         let mut guards = FileGuards {
             root: root.to_path_buf(),
             ..FileGuards::default()
@@ -85,9 +100,7 @@ impl FileGuards {
             let found = expand(root, &[&blocked], None).map_err(|err| err.into_error(what))?;
             for matched in found {
                 let rule = gate
-                    .judge(&matched.path, kind(matched.is_dir))
-                    .blocking()
-                    .map(|rule| rule.describe())
+                    .blocking_rule(&matched.path, kind(matched.is_dir))
                     .unwrap_or_else(|| "a blocked path rule".into());
                 let files = if matched.is_dir {
                     files_below(&matched.path).map_err(|err| err.into_error(what))?

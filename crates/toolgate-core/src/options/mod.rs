@@ -19,9 +19,9 @@ pub mod spelling;
 mod value;
 mod workdir;
 
-pub use numbers::{ByteCount, Count, TimeoutMs};
+pub use numbers::{format_number, ByteCount, Count, TimeoutMs};
 pub use spelling::SPREAD;
-pub use value::{format_number, parse, JsOnly, OptionValue, Problem, ReadError};
+pub use value::{parse, JsOnly, OptionValue, Problem, ReadError};
 pub use workdir::WorkDir;
 
 #[cfg(test)]

@@ -14,8 +14,20 @@ use schemars::{json_schema, JsonSchema, Schema, SchemaGenerator};
 use serde::de::{self, Deserialize, Deserializer, Visitor};
 use serde::{Serialize, Serializer};
 
-use super::value::format_number;
 use crate::limits::{MAX_COUNT, MAX_OUTPUT_BYTES, MAX_TIMEOUT};
+
+/// A number as a person writes it: `30000`, `0.5`, `2e22`, `NaN`, `-Infinity`.
+pub fn format_number(value: f64) -> String {
+    if value.is_nan() {
+        "NaN".into()
+    } else if value.is_infinite() {
+        if value > 0.0 { "Infinity" } else { "-Infinity" }.into()
+    } else if value.abs() >= 1e15 {
+        format!("{value:e}")
+    } else {
+        format!("{value}")
+    }
+}
 
 /// Accepts any number and checks it with `check` while it is being read (so that a worker
 /// file's error carries the key, the line and the column).

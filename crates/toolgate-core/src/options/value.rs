@@ -7,7 +7,7 @@ use std::fmt;
 
 use serde::de::{self, DeserializeOwned, IntoDeserializer, Visitor};
 
-use super::numbers::TimeoutMs;
+use super::numbers::{format_number, TimeoutMs};
 use super::spelling::{holds_seconds, js_key, SPREAD};
 use crate::error::Error;
 
@@ -67,19 +67,6 @@ impl From<serde_json::Value> for OptionValue {
                     .collect(),
             ),
         }
-    }
-}
-
-/// A number as a person writes it: `30000`, `0.5`, `2e22`, `NaN`, `-Infinity`.
-pub fn format_number(value: f64) -> String {
-    if value.is_nan() {
-        "NaN".into()
-    } else if value.is_infinite() {
-        if value > 0.0 { "Infinity" } else { "-Infinity" }.into()
-    } else if value.abs() >= 1e15 {
-        format!("{value:e}")
-    } else {
-        format!("{value}")
     }
 }
 

@@ -13,6 +13,7 @@ use serde_json::{json, Value};
 use super::{load_worker_stamped, LoadOptions, Worker};
 use crate::builtins::http::system_lookup;
 use crate::builtins::Builtins;
+use crate::command::callers::{CallerCliExecute, CallerShell};
 use crate::command::{CallerCommands, CliExecute, ShellToolset};
 use crate::error::{Error, Result};
 use crate::executables::Registry;
@@ -259,8 +260,14 @@ impl WorkerPlan {
                 caller.callers.handed_down(
                     &caller.worker.name,
                     &caller.worker.path,
-                    caller.shell.as_ref(),
-                    caller.cli_execute.as_ref(),
+                    caller
+                        .shell
+                        .clone()
+                        .map(|shell| shell as Arc<dyn CallerShell>),
+                    caller
+                        .cli_execute
+                        .clone()
+                        .map(|cli| cli as Arc<dyn CallerCliExecute>),
                 )
             })
             .unwrap_or_default();

@@ -17,7 +17,7 @@ use super::decide::{DecidedTool, McpReports, ModuleTools};
 use super::plan::{PlannedWorker, WorkerPlan};
 use crate::approval::{ApprovalConfig, ApprovalSource, Decision, OwnApproval, Toolset};
 use crate::command::config::{OutputAction, ShellConfig};
-use crate::command::{CallerLayer, CliExecute};
+use crate::command::CliExecute;
 use crate::error::Result;
 use crate::fs::config::{filesystem_tools, CodeAgentGroup, FileApprovalConfig};
 use crate::fs::rules::PathRule;
@@ -404,11 +404,12 @@ impl WorkerPlan {
                 worker: caller.worker.name.clone(),
                 path: caller.worker.path.clone(),
                 shell: layer
-                    .and_then(CallerLayer::shell)
+                    .filter(|layer| layer.binds_shell())
                     .and(caller.worker.toolsets.shell.as_ref())
                     .map(shell_report),
                 cli_execute: layer
-                    .and_then(CallerLayer::cli_execute)
+                    .filter(|layer| layer.binds_cli_execute())
+                    .and(caller.cli_execute.as_ref())
                     .map(|cli| cli_report(cli, &caller.worker)),
                 approval: caller.worker.approval.clone(),
             });
