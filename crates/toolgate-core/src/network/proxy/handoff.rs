@@ -9,6 +9,8 @@
 
 use std::io;
 use std::net::{Ipv4Addr, SocketAddr, TcpListener as StdListener};
+#[cfg(test)]
+use std::os::fd::BorrowedFd;
 use std::os::fd::{AsFd, OwnedFd};
 
 use rustix::net::sockopt;
@@ -93,6 +95,111 @@ fn invalid(message: &str) -> io::Error {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::network::{CallContext, HostPolicy, NetworkPolicy, Proxy, ProxyConfig};
+    use std::io::{Read, Write};
+    use std::time::{Duration, Instant};
+
+    fn pair() -> (OwnedFd, OwnedFd) {
+        rustix::net::socketpair(
+            rustix::net::AddressFamily::UNIX,
+            rustix::net::SocketType::SEQPACKET,
+            rustix::net::SocketFlags::CLOEXEC,
+            None,
+        )
+        .unwrap()
+    }
+
+    /// A call that allows no host (every connection is refused and recorded).
+    fn call() -> CallContext {
+        CallContext::new(
+            "c1",
+            "mcp server s",
+            NetworkPolicy::new(HostPolicy::default()),
+        )
+    }
+
+    /// What the launcher's end reads next: `Some(bytes)`, or `None` at the end of the stream.
+    fn next(launcher: &OwnedFd) -> Option<Vec<u8>> {
+        rustix::net::sockopt::set_socket_timeout(
+            launcher,
+            rustix::net::sockopt::Timeout::Recv,
+            Some(Duration::from_secs(10)),
+        )
+        .unwrap();
+        let message = wire::recv(launcher.as_fd(), true).unwrap();
+        (!message.bytes.is_empty()).then_some(message.bytes)
+    }
+
+    #[test]
+    fn one_listener_is_taken_answered_and_served_then_the_socket_closes() {
+        let proxy = Proxy::start(ProxyConfig::default()).unwrap();
+        let (ours, launcher) = pair();
+        let (listener, port) = loopback_listener();
+        let handle = proxy.serve_handoff(ours, port, call()).unwrap();
+        assert_eq!(
+            handle.local_addr(),
+            SocketAddr::from((Ipv4Addr::LOCALHOST, port))
+        );
+        wire::send(launcher.as_fd(), &[wire::LISTENER], &[listener.as_fd()]).unwrap();
+        drop(listener);
+        assert_eq!(next(&launcher), Some(vec![wire::HANDED_OFF]));
+        // Exactly one: the proxy's end is closed after the handoff, a second listener goes
+        // nowhere.
+        assert_eq!(next(&launcher), None);
+        // The listener is served with the call's policy: a request is refused and recorded.
+        let mut client = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
+        client
+            .write_all(b"GET http://example.com/ HTTP/1.1\r\nHost: example.com\r\n\r\n")
+            .unwrap();
+        client
+            .set_read_timeout(Some(Duration::from_secs(10)))
+            .unwrap();
+        let mut answer = [0u8; 12];
+        client.read_exact(&mut answer).unwrap();
+        assert_eq!(&answer, b"HTTP/1.1 403");
+        let records = handle.finish_blocking();
+        assert_eq!(records.len(), 1, "{records:?}");
+        assert!(records[0].refused());
+    }
+
+    #[test]
+    fn anything_but_one_proper_listener_ends_the_handoff_unanswered() {
+        let proxy = Proxy::start(ProxyConfig::default()).unwrap();
+        let (listener, port) = loopback_listener();
+        let udp = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+        let wrong: Vec<(&[u8], Vec<BorrowedFd<'_>>)> = vec![
+            (&[wire::LISTENER], vec![udp.as_fd()]),
+            (&[wire::LISTENER], vec![]),
+            (&[wire::LISTENER], vec![listener.as_fd(), listener.as_fd()]),
+            (&[wire::EXITED], vec![listener.as_fd()]),
+            (&[wire::LISTENER, 0], vec![listener.as_fd()]),
+        ];
+        for (bytes, fds) in wrong {
+            let (ours, launcher) = pair();
+            let handle = proxy.serve_handoff(ours, port, call()).unwrap();
+            wire::send(launcher.as_fd(), bytes, &fds).unwrap();
+            assert_eq!(next(&launcher), None, "{bytes:?} with {} fds", fds.len());
+            assert!(handle.finish_blocking().is_empty());
+        }
+        // A listener on another port than the call's.
+        let (ours, launcher) = pair();
+        let other = port.checked_add(1).unwrap_or(1);
+        let handle = proxy.serve_handoff(ours, other, call()).unwrap();
+        wire::send(launcher.as_fd(), &[wire::LISTENER], &[listener.as_fd()]).unwrap();
+        assert_eq!(next(&launcher), None);
+        drop(handle);
+    }
+
+    #[test]
+    fn finishing_a_call_whose_launcher_ended_first_returns_at_once() {
+        let proxy = Proxy::start(ProxyConfig::default()).unwrap();
+        let (ours, launcher) = pair();
+        let handle = proxy.serve_handoff(ours, 3128, call()).unwrap();
+        drop(launcher);
+        let started = Instant::now();
+        assert!(handle.finish_blocking().is_empty());
+        assert!(started.elapsed() < crate::network::HANDOFF_TIMEOUT);
+    }
 
     /// A listener on 127.0.0.1 (a free port) and its port.
     fn loopback_listener() -> (OwnedFd, u16) {
