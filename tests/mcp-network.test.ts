@@ -63,6 +63,8 @@ interface Registry {
   port: number;
   /** Requests for the package's tarball so far. */
   tarballs: number;
+  /** While set, every request's connection is dropped unanswered (the registry is down). */
+  down: boolean;
   server: Server;
 }
 
@@ -74,8 +76,12 @@ async function startRegistry(): Promise<Registry> {
   const packed = tempDir();
   execFileSync('npm', ['pack', '--pack-destination', packed, '--silent'], { cwd: source, env: { ...process.env, npm_config_cache: join(packed, '.npm') } });
   const tarball = readFileSync(join(packed, readdirSync(packed).find((name) => name.endsWith('.tgz'))!));
-  const registry: Registry = { port: 0, tarballs: 0, server: createServer() };
+  const registry: Registry = { port: 0, tarballs: 0, down: false, server: createServer() };
   registry.server.on('request', (request, response) => {
+    if (registry.down) {
+      request.socket.destroy();
+      return;
+    }
     const base = `http://127.0.0.1:${registry.port}`;
     if (request.url === `/${PACKAGE}`) {
       const version = {
@@ -129,7 +135,7 @@ async function npxServer(workDir: string, network: { allow?: string[]; deny?: st
       echo: {
         command: 'npx',
         args: ['-y', PACKAGE],
-        env: { npm_config_registry: `http://127.0.0.1:${registry.port}/`, npm_config_update_notifier: 'false', npm_config_audit: 'false', npm_config_fund: 'false', MCP_SDK_DIR: SDK },
+        env: { npm_config_registry: `http://127.0.0.1:${registry.port}/`, npm_config_update_notifier: 'false', npm_config_audit: 'false', npm_config_fund: 'false', npm_config_fetch_retries: '0', MCP_SDK_DIR: SDK },
       },
     },
     approval: { default: 'preApproved' },
@@ -157,6 +163,18 @@ describe('an npx MCP server with the network by host', () => {
     // A second start finds the package in the server's cache: no new download.
     const second = await npxServer(work, { allow: [`127.0.0.1:${registry.port}`] });
     expect(second.tools.map((tool) => tool.name)).toContain('echo_echo');
+    expect(registry.tarballs).toBe(1);
+    await second.close();
+    open.splice(0);
+
+    // A third with the registry down still starts, from the cache alone.
+    registry.down = true;
+    try {
+      const third = await npxServer(work, { allow: [`127.0.0.1:${registry.port}`] });
+      expect(third.tools.map((tool) => tool.name)).toContain('echo_echo');
+    } finally {
+      registry.down = false;
+    }
     expect(registry.tarballs).toBe(1);
   }, 120_000);
 
