@@ -14,6 +14,7 @@ import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { CLI } from './helpers/cli.js';
 import { tempDir } from './helpers/fs.js';
+import { HAS_SCRIPT, inPty } from './helpers/pty.js';
 import { expectNoWayOut, probeProgram } from './helpers/network-probe.js';
 
 let server: Server;
@@ -98,6 +99,17 @@ describe('toolgate sandbox --allow-host under enforce', () => {
     const ran = await sandbox(dir, ['--allow-host', `127.0.0.1:${port}`, '--read', process.execPath, '--', process.execPath, '-e', probeProgram(port)]);
     expectNoWayOut(ran.stdout, ran.stderr);
     expect(ran.status).toBe(0);
+  });
+
+  it.runIf(HAS_SCRIPT)('works with --tty too: the program keeps the terminal and still has only the proxy', async () => {
+    const dir = tempDir();
+    const session = inPty(
+      [process.execPath, CLI, 'sandbox', '--tty', '--work-dir', dir, '--allow-host', `127.0.0.1:${port}`, '--', 'sh', '-c', `curl -sS --max-time 10 http://127.0.0.1:${port}/tty; echo; [ -t 0 ] && echo on-a-terminal; echo sockets=$(ls -l /proc/$$/fd | grep -c socket)`],
+      { cwd: dir, env: { PATH: process.env.PATH } },
+    );
+    expect(await session.exit).toBe(0);
+    const shown = session.output().replace(/\r/g, '');
+    expect(shown).toContain('hello from /tty\non-a-terminal\nsockets=0\n');
   });
 
   it('runs nothing when the proxy cannot be handed its listener: a launcher given no handoff socket', async () => {
