@@ -101,6 +101,26 @@ describe('toolgate sandbox --allow-host under enforce', () => {
     expect(ran.status).toBe(0);
   });
 
+  it.runIf(PYTHON !== undefined)("cannot take the init's listener (or any descriptor of it): /proc/1/fd, pidfd_getfd", async () => {
+    // The init (PID 1 of the program's namespace) keeps its copy of the proxy's listener.
+    const steal = [
+      'import ctypes, os',
+      'libc = ctypes.CDLL(None, use_errno=True)',
+      'opened = 0',
+      'for name in (os.listdir("/proc/1/fd") if os.access("/proc/1/fd", os.R_OK) else []):',
+      '    try:',
+      '        os.open("/proc/1/fd/" + name, os.O_RDONLY); opened += 1',
+      '    except OSError:',
+      '        pass',
+      'print("opened=%d" % opened)',
+      'pidfd = libc.syscall(434, 1, 0)  # pidfd_open(1)',
+      'stolen = [fd for fd in range(0, 300) if pidfd >= 0 and libc.syscall(438, pidfd, fd, 0) >= 0]  # pidfd_getfd',
+      'print("stolen=%d" % len(stolen))',
+    ].join('\n');
+    const ran = await sandbox(tempDir(), ['--allow-host', `127.0.0.1:${port}`, '--', PYTHON!, '-c', steal]);
+    expect(ran.stdout, ran.stderr).toBe('opened=0\nstolen=0\n');
+  });
+
   it.runIf(HAS_SCRIPT)('works with --tty too: the program keeps the terminal and still has only the proxy', async () => {
     const dir = tempDir();
     const session = inPty(
