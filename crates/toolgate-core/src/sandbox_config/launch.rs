@@ -21,7 +21,7 @@ use crate::error::Result;
 use crate::exec::{self, env, CallDir};
 use crate::network::{CallHandle, ConnectionRecord, HostPolicy, NetworkCall, NetworkPolicy, Proxy};
 use crate::options::WorkDir;
-use crate::sandbox::{NetworkMode, PROXY_PORT};
+use crate::sandbox::NetworkMode;
 
 /// The egress proxy of a program the one-shot launcher starts (`toolgate sandbox`, an MCP
 /// stdio server) under a network-by-host sandbox.
@@ -59,6 +59,12 @@ impl OneShotProxy {
         if !prepared.proxy_in_namespace() {
             return Ok(Self::default());
         }
+        Self::handoff(call.context(policy))
+    }
+
+    /// A socket pair for the launcher's handoff and the proxy waiting on our end.
+    #[cfg(target_os = "linux")]
+    fn handoff(call: crate::network::CallContext) -> Result<Self> {
         let (ours, theirs) = rustix::net::socketpair(
             rustix::net::AddressFamily::UNIX,
             rustix::net::SocketType::SEQPACKET,
@@ -70,11 +76,17 @@ impl OneShotProxy {
                 "the egress proxy's handoff socket could not be made: {err}"
             ))
         })?;
-        let call = Proxy::shared()?.serve_handoff(ours, PROXY_PORT, call.context(policy))?;
+        let call = Proxy::shared()?.serve_handoff(ours, crate::sandbox::PROXY_PORT, call)?;
         Ok(Self {
             call: Some(call),
             launcher_end: Some(theirs),
         })
+    }
+
+    /// No kernel sandbox here, so no call runs in a network namespace of its own.
+    #[cfg(not(target_os = "linux"))]
+    fn handoff(_call: crate::network::CallContext) -> Result<Self> {
+        Ok(Self::default())
     }
 
     /// Sets the proxy variables of `env` to the program's proxy address.
