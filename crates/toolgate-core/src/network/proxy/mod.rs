@@ -362,6 +362,12 @@ impl CallHandle {
             .load(std::sync::atomic::Ordering::Relaxed)
     }
 
+    /// Whether serving has ended by itself (a handoff that failed), without `finish`.
+    #[cfg(test)]
+    pub(crate) fn ended(&self) -> bool {
+        *self.done.borrow()
+    }
+
     /// Stops serving: the listener closes, open connections are cut (each recorded with the
     /// bytes it moved), and the call's records are returned.
     pub async fn finish(self) -> Vec<ConnectionRecord> {
