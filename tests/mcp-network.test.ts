@@ -1,8 +1,11 @@
 /**
- * An MCP stdio server started with `npx -y <package>` under a network-by-host sandbox (issue 24):
- * npx reaches the package registry through the egress proxy (only the registry's host allowed),
- * keeps what it downloaded in the server's persistent package cache (a second start downloads
- * nothing), and a registry that is not allowed is a startup failure naming the refused host.
+ * An MCP stdio server started with `npx -y <package>` under a network-by-host sandbox with the
+ * default mode, `enforce` (issue 24): the server runs in a network namespace of its own whose
+ * only way out is the egress proxy (its launcher's init hands the proxy's listener to toolgate
+ * over the socket pair it inherited as descriptor 3). npx reaches the package registry through
+ * the proxy (only the registry's address allowed), keeps what it downloaded in the server's
+ * persistent package cache (a second start downloads nothing), a registry that is not allowed is
+ * a startup failure naming the refused host, and the server itself cannot get past the proxy.
  *
  * The registry is a local one on 127.0.0.1 serving one package, made here with `npm pack`: an
  * MCP server whose code is this checkout's official SDK (`@modelcontextprotocol/sdk`, readable
@@ -18,6 +21,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { mcpToolset, ToolgateError, type McpToolset } from '../ts/src/index.js';
 import { nodeModulesDir, packageDir } from './helpers/checkout.js';
 import { tempDir } from './helpers/fs.js';
+import { expectNoWayOut, NETWORK_PROBE } from './helpers/network-probe.js';
 
 const PACKAGE = 'toolgate-echo-mcp';
 /** The official SDK's package root (its `package.json` resolves inside `dist/cjs`). */
@@ -40,10 +44,18 @@ const { Server } = await import(sdk + '/dist/esm/server/index.js');
 const { StdioServerTransport } = await import(sdk + '/dist/esm/server/stdio.js');
 const { ListToolsRequestSchema, CallToolRequestSchema } = await import(sdk + '/dist/esm/types.js');
 const server = new Server({ name: 'echo', version: '1.0.0' }, { capabilities: { tools: {} } });
+const modules = { net: await import('node:net'), dgram: await import('node:dgram'), dns: await import('node:dns'), fs: await import('node:fs') };
+const probe = ${NETWORK_PROBE};
 server.setRequestHandler(ListToolsRequestSchema, () => ({
-  tools: [{ name: 'echo', description: 'Echoes its text', inputSchema: { type: 'object', properties: { text: { type: 'string' } }, required: ['text'] } }],
+  tools: [
+    { name: 'echo', description: 'Echoes its text', inputSchema: { type: 'object', properties: { text: { type: 'string' } }, required: ['text'] } },
+    { name: 'probe', description: 'Tries to get past the egress proxy', inputSchema: { type: 'object', properties: { port: { type: 'number' } }, required: ['port'] } },
+  ],
 }));
-server.setRequestHandler(CallToolRequestSchema, (request) => ({ content: [{ type: 'text', text: 'echo: ' + request.params.arguments.text }] }));
+server.setRequestHandler(CallToolRequestSchema, async (request) => {
+  if (request.params.name === 'probe') return { content: [{ type: 'text', text: (await probe(modules, request.params.arguments.port)).join('\\n') }] };
+  return { content: [{ type: 'text', text: 'echo: ' + request.params.arguments.text }] };
+});
 await server.connect(new StdioServerTransport());
 `;
 
@@ -51,6 +63,8 @@ interface Registry {
   port: number;
   /** Requests for the package's tarball so far. */
   tarballs: number;
+  /** While set, every request's connection is dropped unanswered (the registry is down). */
+  down: boolean;
   server: Server;
 }
 
@@ -62,8 +76,12 @@ async function startRegistry(): Promise<Registry> {
   const packed = tempDir();
   execFileSync('npm', ['pack', '--pack-destination', packed, '--silent'], { cwd: source, env: { ...process.env, npm_config_cache: join(packed, '.npm') } });
   const tarball = readFileSync(join(packed, readdirSync(packed).find((name) => name.endsWith('.tgz'))!));
-  const registry: Registry = { port: 0, tarballs: 0, server: createServer() };
+  const registry: Registry = { port: 0, tarballs: 0, down: false, server: createServer() };
   registry.server.on('request', (request, response) => {
+    if (registry.down) {
+      request.socket.destroy();
+      return;
+    }
     const base = `http://127.0.0.1:${registry.port}`;
     if (request.url === `/${PACKAGE}`) {
       const version = {
@@ -117,11 +135,11 @@ async function npxServer(workDir: string, network: { allow?: string[]; deny?: st
       echo: {
         command: 'npx',
         args: ['-y', PACKAGE],
-        env: { npm_config_registry: `http://127.0.0.1:${registry.port}/`, npm_config_update_notifier: 'false', npm_config_audit: 'false', npm_config_fund: 'false', MCP_SDK_DIR: SDK },
+        env: { npm_config_registry: `http://127.0.0.1:${registry.port}/`, npm_config_update_notifier: 'false', npm_config_audit: 'false', npm_config_fund: 'false', npm_config_fetch_retries: '0', MCP_SDK_DIR: SDK },
       },
     },
     approval: { default: 'preApproved' },
-    sandbox: { mode: 'best-effort', read: READ, network },
+    sandbox: { read: READ, network },
     startupTimeoutMs: 60_000,
     workDir,
   });
@@ -146,23 +164,26 @@ describe('an npx MCP server with the network by host', () => {
     const second = await npxServer(work, { allow: [`127.0.0.1:${registry.port}`] });
     expect(second.tools.map((tool) => tool.name)).toContain('echo_echo');
     expect(registry.tarballs).toBe(1);
+    await second.close();
+    open.splice(0);
+
+    // A third with the registry down still starts, from the cache alone.
+    registry.down = true;
+    try {
+      const third = await npxServer(work, { allow: [`127.0.0.1:${registry.port}`] });
+      expect(third.tools.map((tool) => tool.name)).toContain('echo_echo');
+    } finally {
+      registry.down = false;
+    }
+    expect(registry.tarballs).toBe(1);
   }, 120_000);
 
-  it('under enforce a host policy for stdio servers is SANDBOX_UNAVAILABLE, saying why', async () => {
-    const error = await mcpToolset({
-      servers: { echo: { command: 'npx', args: ['-y', PACKAGE] } },
-      sandbox: { read: READ, network: { allow: [`127.0.0.1:${registry.port}`] } },
-      workDir: tempDir(),
-    }).then(
-      (toolset) => {
-        open.push(toolset);
-        return undefined;
-      },
-      (caught: unknown) => caught,
-    );
-    expect((error as ToolgateError).code).toBe('SANDBOX_UNAVAILABLE');
-    expect((error as ToolgateError).message).toContain('one-shot launcher');
-  });
+  it('leaves the server no way past the proxy: not to the registry directly, no UDP, no DNS, no listener, no handoff socket', async () => {
+    const toolset = await npxServer(tempDir(), { allow: [`127.0.0.1:${registry.port}`] });
+    const probe = toolset.tools.find((tool) => tool.name === 'echo_probe')!;
+    const output = (await probe.execute!({ port: registry.port } as never, { toolCallId: 'c2', messages: [] })) as { content: { text: string }[] };
+    expectNoWayOut(output.content[0]!.text);
+  }, 120_000);
 
   it('fails to start when the registry is not allowed, naming the refused host', async () => {
     const work = tempDir();
@@ -170,7 +191,7 @@ describe('an npx MCP server with the network by host', () => {
     // A server of its own (the cache is per server and command line): nothing cached.
     const error = await mcpToolset({
       servers: { other: { command: 'npx', args: ['-y', '--prefer-online', PACKAGE], env: { npm_config_registry: `http://127.0.0.1:${registry.port}/`, MCP_SDK_DIR: SDK } } },
-      sandbox: { mode: 'best-effort', read: READ, network: { allow: ['registry.npmjs.org'] } },
+      sandbox: { read: READ, network: { allow: ['registry.npmjs.org'] } },
       startupTimeoutMs: 60_000,
       workDir: work,
     }).then(

@@ -201,33 +201,98 @@ async fn without_network_the_hosts_abstract_sockets_are_not_there() {
     assert_eq!(text(&out.stdout), "['lo']\n0\n", "{}", text(&out.stderr));
 }
 
-/// Programs the one-shot launcher starts (MCP stdio servers, `toolgate sandbox`) get no network
-/// namespace: a host policy for them is refused under `enforce`, and under `best-effort` their
-/// proxy listens on the host's loopback, said in a warning.
+/// Programs the one-shot launcher starts (MCP stdio servers, `toolgate sandbox`) get the
+/// proxy network under `enforce`: their own network namespace, whose listener the launcher's
+/// init hands over the launch's socket pair (the launcher's descriptor 3). Through the proxy
+/// an allowed host is reached and recorded; directly, nothing is.
 #[test]
-fn a_one_shot_launch_gets_the_proxy_outside_under_best_effort_only() {
+fn a_one_shot_launch_gets_the_proxy_in_a_namespace_of_its_own_under_enforce() {
+    if !view_available() || !installed("curl") {
+        return;
+    }
+    use std::os::unix::process::CommandExt;
+    use toolgate_core::sandbox_config::{Launch, LaunchOptions};
+    let f = Fixture::new();
+    let port = web_server();
+    let target = format!("http://127.0.0.1:{port}/");
+    let options: LaunchOptions = serde_json::from_value(serde_json::json!({
+        "workDir": f.work,
+        "sandbox": { "network": { "allow": ["127.0.0.1"] } },
+    }))
+    .unwrap();
+    let script = format!(
+        "curl -sS --max-time 10 {target}; echo; curl -sS --max-time 5 --noproxy '*' {target} >/dev/null 2>&1 && echo direct || echo no-direct"
+    );
+    let mut launch = Launch::prepare(options, "/bin/sh", &["-c".into(), script]).unwrap();
+    assert!(launch.sandboxed);
+    assert!(
+        launch.sandbox.warning.is_none(),
+        "{:?}",
+        launch.sandbox.warning
+    );
+    let handoff = launch
+        .handoff_fd()
+        .expect("a handoff socket for the launcher");
+    assert!(launch
+        .args
+        .windows(2)
+        .any(|pair| pair[0] == "--proxy-handoff" && pair[1] == "3"));
+    let mut command = std::process::Command::new(&launch.file);
+    command
+        .args(&launch.args)
+        .env_clear()
+        .envs(launch.env.iter().map(|(name, value)| (name, value)))
+        .current_dir(&launch.cwd);
+    // SAFETY: dup2 in the forked child before exec (what Node's `stdio[3]` does).
+    unsafe {
+        command.pre_exec(move || {
+            if libc::dup2(handoff, 3) < 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
+    let out = command.output().unwrap();
+    launch.close_handoff();
+    assert!(out.status.success(), "{out:?}");
+    assert_eq!(
+        text(&out.stdout),
+        "hello\nno-direct\n",
+        "{}",
+        text(&out.stderr)
+    );
+    let records = launch.finish();
+    assert_eq!(records.len(), 1, "{records:?}");
+    assert_eq!(records[0].port, port);
+    assert!(!records[0].refused());
+}
+
+/// Where the launcher ends without handing its listener over (here: it is given no handoff
+/// socket), the proxy's side does not wait for it: the launch finishes at once, with nothing
+/// recorded, and the program never ran.
+#[test]
+fn a_one_shot_launch_without_its_handoff_runs_nothing_and_finishes() {
     if !view_available() {
         return;
     }
+    use toolgate_core::sandbox_config::{Launch, LaunchOptions};
     let f = Fixture::new();
-    let mut policy = f.policy();
-    policy.network = NetworkMode::Proxy;
-    policy.hosts = Some(hosts(&["127.0.0.1"]));
-    policy.proxy_outside = true;
-    let Err(err) = toolgate_core::sandbox::Sandbox::prepare(policy.clone()) else {
-        panic!("enforce accepted a host policy without a network namespace");
-    };
-    assert_eq!(err.code(), "SANDBOX_UNAVAILABLE");
-    assert!(err.to_string().contains("one-shot launcher"), "{err}");
-    policy.mode = toolgate_core::sandbox::SandboxMode::BestEffort;
-    let sandbox = toolgate_core::sandbox::Sandbox::prepare(policy).unwrap();
-    assert!(sandbox.proxy_on_host());
-    assert!(
-        sandbox
-            .warnings()
-            .iter()
-            .any(|warning| warning.contains("one that ignores them connects directly")),
-        "{:?}",
-        sandbox.warnings()
-    );
+    let options: LaunchOptions = serde_json::from_value(serde_json::json!({
+        "workDir": f.work,
+        "sandbox": { "network": { "allow": ["127.0.0.1"] } },
+    }))
+    .unwrap();
+    let mut launch =
+        Launch::prepare(options, "/bin/sh", &["-c".into(), "touch ran".into()]).unwrap();
+    let out = std::process::Command::new(&launch.file)
+        .args(&launch.args)
+        .env_clear()
+        .envs(launch.env.iter().map(|(name, value)| (name, value)))
+        .current_dir(&launch.cwd)
+        .output()
+        .unwrap();
+    launch.close_handoff();
+    assert_eq!(out.status.code(), Some(125), "{out:?}");
+    assert!(!f.work.join("ran").exists());
+    assert!(launch.finish().is_empty());
 }

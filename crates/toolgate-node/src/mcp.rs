@@ -318,6 +318,38 @@ impl McpServerLaunch {
         infallible(&env, "McpServerLaunch.sandboxed", || self.sandboxed)
     }
 
+    /// The descriptor to give the launcher as its fd 3 (`stdio: ['pipe', 'pipe', 'pipe',
+    /// handoffFd]`): the socket its init hands the egress proxy's listener over (network by
+    /// host); `null` when it needs none. Call `closeHandoff()` once the server is spawned.
+    #[napi(getter)]
+    pub fn handoff_fd(&self, env: Env) -> napi::Result<Option<i32>> {
+        infallible(&env, "McpServerLaunch.handoffFd", || {
+            self.launch
+                .lock()
+                .ok()
+                .as_deref()
+                .and_then(Option::as_ref)
+                .and_then(McpLaunch::handoff_fd)
+        })
+    }
+
+    /// Closes this process's copy of the handoff socket (once the server is spawned, or could
+    /// not be).
+    #[napi]
+    pub fn close_handoff(&self, env: Env) -> napi::Result<()> {
+        infallible(&env, "McpServerLaunch.closeHandoff", || {
+            if let Some(launch) = self
+                .launch
+                .lock()
+                .ok()
+                .as_deref_mut()
+                .and_then(Option::as_mut)
+            {
+                launch.close_handoff();
+            }
+        })
+    }
+
     /// After each tool call of the server: removes what it created at a missing protected or
     /// hidden path (and puts back a replaced protected symlink); one message per repair, for
     /// the call's result. Empty when nothing was touched, or after `finish()`.

@@ -247,6 +247,38 @@ impl SandboxLaunch {
         })
     }
 
+    /// The descriptor to give the launcher as its fd 3 (`stdio: [..., handoffFd]`): the socket
+    /// its init hands the egress proxy's listener over (`--allow-host`/`--deny-host`); `null`
+    /// when it needs none. Call `closeHandoff()` once the launcher is spawned.
+    #[napi(getter)]
+    pub fn handoff_fd(&self, env: Env) -> napi::Result<Option<i32>> {
+        infallible(&env, "SandboxLaunch.handoffFd", || {
+            self.launch
+                .lock()
+                .ok()
+                .as_deref()
+                .and_then(Option::as_ref)
+                .and_then(Launch::handoff_fd)
+        })
+    }
+
+    /// Closes this process's copy of the handoff socket (once the launcher is spawned, or
+    /// could not be).
+    #[napi]
+    pub fn close_handoff(&self, env: Env) -> napi::Result<()> {
+        infallible(&env, "SandboxLaunch.closeHandoff", || {
+            if let Some(launch) = self
+                .launch
+                .lock()
+                .ok()
+                .as_deref_mut()
+                .and_then(Option::as_mut)
+            {
+                launch.close_handoff();
+            }
+        })
+    }
+
     /// Removes the private HOME/TMPDIR; call it once the program has ended. Returns the
     /// connections the egress proxy refused (network by host), once per destination.
     #[napi]

@@ -20,6 +20,13 @@
 //! Without namespaces the launcher is a child subreaper: when the program exits it kills every
 //! process that was reparented to it until none is left.
 //!
+//! The proxy network (`--network-proxy PORT --proxy-handoff FD`): the init makes the call's
+//! network namespace and the proxy's listener in it (as a served init does), sends the
+//! listener to toolgate over the inherited handoff socket and starts the program only once
+//! toolgate answers that it serves it. The handoff socket is close-on-exec from the start and
+//! closed before the program runs: the program never holds it. (The launcher server hands its
+//! calls' listeners over each call's own socket instead.)
+//!
 //! Signals: the launcher blocks all signals, so a TERM to the process group reaches the
 //! program (and its group) once, while the launcher stays to report how the program ended.
 //!
@@ -28,13 +35,13 @@
 //! found.
 
 use std::ffi::{OsStr, OsString};
-use std::os::fd::{AsFd, OwnedFd};
+use std::os::fd::{AsFd, FromRawFd, OwnedFd};
 use std::path::Path;
 
 use crate::confine::{fail, filters_of, ChildStack, Grant, Program, RulesetBuilder};
 use crate::init::{own_network, Prepared};
 use crate::plan::{Confinement, Launch, Network, Plan};
-use crate::protocol::{probe as keys, ARG_PROBE, ARG_SERVE, EXIT_SETUP_FAILED, LIMIT_REPORT};
+use crate::protocol::{probe as keys, wire, ARG_PROBE, ARG_SERVE, EXIT_SETUP_FAILED, LIMIT_REPORT};
 use crate::seccomp;
 use crate::tree::{block_signals, enter_user_namespace, kill_descendants};
 use crate::view::{self, Access, ViewSpec};
@@ -62,8 +69,15 @@ pub fn launcher_main(args: Vec<OsString>) -> i32 {
             confinement,
             launch: Some(launch),
             call_dir,
+            proxy_handoff,
             ..
-        }) => run(parent, &confinement, call_dir.as_deref(), &launch),
+        }) => run(
+            parent,
+            &confinement,
+            call_dir.as_deref(),
+            proxy_handoff,
+            &launch,
+        ),
         Ok(_) => fail(EXIT_SETUP_FAILED, "no program given"),
         Err(message) => fail(EXIT_SETUP_FAILED, &message),
     }
@@ -83,12 +97,18 @@ struct OneShot<'a> {
     launch: &'a Launch,
     filters: &'a [seccomp::Program],
     mask: &'a libc::sigset_t,
+    /// The socket the proxy's listener is handed to toolgate over (the proxy network).
+    handoff: Option<libc::c_int>,
 }
+
+/// How long the init waits for toolgate to take the proxy's listener.
+const HANDOFF_TIMEOUT_MS: libc::c_int = 30_000;
 
 fn run(
     parent: Option<libc::pid_t>,
     rules: &Confinement,
     call_dir: Option<&OsStr>,
+    handoff: Option<libc::c_int>,
     launch: &Launch,
 ) -> i32 {
     let original_mask = block_signals();
@@ -96,12 +116,25 @@ fn run(
         Ok(parent) => parent,
         Err(message) => return fail(EXIT_SETUP_FAILED, &message),
     };
-    if matches!(rules.network, Network::Proxy(_)) {
-        return fail(
-            EXIT_SETUP_FAILED,
-            "the proxy network runs through the launcher server only (it hands the call's listener to toolgate)",
-        );
-    }
+    let handoff = match (rules.network, handoff) {
+        (Network::Proxy(_), Some(fd)) => match take_handoff(fd) {
+            Ok(fd) => Some(fd),
+            Err(message) => return fail(EXIT_SETUP_FAILED, &message),
+        },
+        (Network::Proxy(_), None) => {
+            return fail(
+                EXIT_SETUP_FAILED,
+                "the proxy network needs --proxy-handoff FD (the socket the call's listener is handed to toolgate over)",
+            )
+        }
+        (_, Some(_)) => {
+            return fail(
+                EXIT_SETUP_FAILED,
+                "--proxy-handoff goes with --network-proxy only",
+            )
+        }
+        (_, None) => None,
+    };
     let filters = match filters_of(rules) {
         Ok(filters) => filters,
         Err(message) => return fail(EXIT_SETUP_FAILED, &message),
@@ -119,6 +152,7 @@ fn run(
         launch: &launch,
         filters: &filters,
         mask: &original_mask,
+        handoff,
     };
     match contain() {
         Containment::PidNamespace => run_in_namespace(&one_shot, parent),
@@ -152,7 +186,17 @@ impl OneShot<'_> {
             if !rules.without.ipc {
                 let _ = crate::sys::unshare(libc::CLONE_NEWIPC);
             }
-            if rules.network == Network::Off
+            if let Network::Proxy(_) = rules.network {
+                // The only way out is the proxy: a network namespace of the call's own with
+                // the listener toolgate serves, or nothing runs.
+                if rules.without.network_namespace {
+                    return Err("the proxy network needs the call's own network namespace (--without network-namespace)".into());
+                }
+                crate::sys::unshare(libc::CLONE_NEWNET).map_err(|err| {
+                    format!("the proxy network needs the call's own network namespace, which cannot be made here: {err}")
+                })?;
+                prepared.listener = own_network(rules.network)?;
+            } else if rules.network == Network::Off
                 && !rules.without.network_namespace
                 && crate::sys::unshare(libc::CLONE_NEWNET).is_ok()
             {
@@ -204,6 +248,8 @@ impl OneShot<'_> {
             prepared.private_dir = private_dir.map(|dir| dir.as_os_str().to_os_string());
             prepared.tmp = tmp_root;
             prepared.make_call_dir(self.call_dir)?;
+        } else if matches!(rules.network, Network::Proxy(_)) {
+            return Err("the proxy network needs the call's own view and network namespace, which cannot be made here: user namespaces (with capabilities in them) are not available".into());
         } else if rules.require_view {
             return Err("this policy needs the sandbox's own view of the file system (protected or hidden paths inside the roots), which cannot be built here: user namespaces (with capabilities in them) are not available".into());
         }
@@ -220,6 +266,42 @@ impl OneShot<'_> {
         crate::isolate::drop_capabilities()
             .map_err(|err| format!("giving up capabilities: {err}"))?;
         Ok(prepared)
+    }
+
+    /// Hands the proxy's listener to toolgate over the handoff socket and waits until toolgate
+    /// says it serves it; closes the socket either way (the program never gets it).
+    fn hand_off(&self, prepared: &Prepared) -> Result<(), String> {
+        let Some(fd) = self.handoff else {
+            return Ok(());
+        };
+        // SAFETY: `fd` is the inherited handoff socket, checked in `run`; from here this
+        // process owns it (the launcher closed its copy) and it closes on return.
+        let socket = unsafe { OwnedFd::from_raw_fd(fd) };
+        let Some(listener) = &prepared.listener else {
+            return Err("the proxy network has no listener to hand to toolgate".into());
+        };
+        wire::send(socket.as_fd(), &[wire::LISTENER], &[listener.as_fd()])
+            .map_err(|err| format!("handing the egress proxy's listener to toolgate: {err}"))?;
+        let mut watch = libc::pollfd {
+            fd,
+            events: libc::POLLIN,
+            revents: 0,
+        };
+        // SAFETY: poll reads and writes the one pollfd we own.
+        let ready = loop {
+            let ready = unsafe { libc::poll(&mut watch, 1, HANDOFF_TIMEOUT_MS) };
+            if ready < 0 && std::io::Error::last_os_error().raw_os_error() == Some(libc::EINTR) {
+                continue;
+            }
+            break ready;
+        };
+        if ready <= 0 {
+            return Err("toolgate did not take the egress proxy's listener in time".into());
+        }
+        match wire::recv(socket.as_fd(), false) {
+            Ok(reply) if reply.bytes == [wire::HANDED_OFF] => Ok(()),
+            _ => Err("toolgate did not take the egress proxy's listener".into()),
+        }
     }
 
     /// Starts the program with what `prepared` holds; returns its pid.
@@ -250,6 +332,41 @@ impl OneShot<'_> {
             let _ = fail(0, &format!("{LIMIT_REPORT}{}", hit.join(",")));
         }
     }
+}
+
+/// The inherited handoff socket `fd`, checked to be a unix `SOCK_SEQPACKET` socket and made
+/// close-on-exec at once, so that no program ever inherits it.
+fn take_handoff(fd: libc::c_int) -> Result<libc::c_int, String> {
+    let option = |name: libc::c_int| {
+        let mut value: libc::c_int = 0;
+        let mut size = std::mem::size_of::<libc::c_int>() as libc::socklen_t;
+        // SAFETY: getsockopt writes at most `size` bytes into the integer we own.
+        let done = unsafe {
+            libc::getsockopt(
+                fd,
+                libc::SOL_SOCKET,
+                name,
+                (&mut value as *mut libc::c_int).cast(),
+                &mut size,
+            )
+        };
+        (done == 0).then_some(value)
+    };
+    if option(libc::SO_DOMAIN) != Some(libc::AF_UNIX)
+        || option(libc::SO_TYPE) != Some(libc::SOCK_SEQPACKET)
+    {
+        return Err(format!(
+            "--proxy-handoff {fd}: that descriptor is not the handoff socket toolgate passes (a unix SOCK_SEQPACKET socket)"
+        ));
+    }
+    // SAFETY: fcntl on a descriptor we checked is open.
+    if unsafe { libc::fcntl(fd, libc::F_SETFD, libc::FD_CLOEXEC) } != 0 {
+        return Err(format!(
+            "--proxy-handoff {fd}: {}",
+            std::io::Error::last_os_error()
+        ));
+    }
+    Ok(fd)
 }
 
 /// A pidfd for toolgate, checked to really be our parent (it may have died before we looked).
@@ -303,8 +420,14 @@ fn run_in_namespace(one_shot: &OneShot<'_>, parent: Option<libc::c_int>) -> i32 
         unsafe { libc::close(status_read) };
         init_main(one_shot, status_write);
     }
-    // SAFETY: closing our copy of the write end.
-    unsafe { libc::close(status_write) };
+    // SAFETY: closing our copies of the write end and of the handoff socket (the init has
+    // them).
+    unsafe {
+        libc::close(status_write);
+        if let Some(handoff) = one_shot.handoff {
+            libc::close(handoff);
+        }
+    }
     // Without the terminal, the program has a session of its own: signals sent to ours
     // (toolgate's TERM to its group, the terminal's interrupt) are passed on to it.
     let forward = (!one_shot.rules.tty).then_some(init);
@@ -341,9 +464,10 @@ fn init_main(one_shot: &OneShot<'_>, status_write: libc::c_int) -> ! {
             libc::setsid();
         }
     }
-    let started = one_shot
-        .prepare(true)
-        .and_then(|prepared| Ok((one_shot.start(&prepared)?, prepared)));
+    let started = one_shot.prepare(true).and_then(|prepared| {
+        one_shot.hand_off(&prepared)?;
+        Ok((one_shot.start(&prepared)?, prepared))
+    });
     let (pid, prepared) = match started {
         Ok(started) => started,
         Err(message) => {

@@ -7,11 +7,11 @@ use std::os::unix::ffi::OsStringExt;
 use crate::limits::Limits;
 use crate::protocol::{
     ARG_BEST_EFFORT, ARG_CALL_DIR, ARG_CWD, ARG_DEVICE, ARG_END, ARG_ENV, ARG_HIDE, ARG_LIMIT,
-    ARG_NETWORK, ARG_NETWORK_PROXY, ARG_PARENT, ARG_PROTECT, ARG_READ, ARG_REQUIRE_VIEW,
-    ARG_SECCOMP, ARG_TTY, ARG_WITHOUT, ARG_WRITE,
+    ARG_NETWORK, ARG_NETWORK_PROXY, ARG_PARENT, ARG_PROTECT, ARG_PROXY_HANDOFF, ARG_READ,
+    ARG_REQUIRE_VIEW, ARG_SECCOMP, ARG_TTY, ARG_WITHOUT, ARG_WRITE,
 };
 
-const USAGE: &str = "usage: toolgate-sandbox [--parent PID] [--best-effort] [--network | --network-proxy PORT] [--seccomp] [--read PATH]... [--write PATH]... [--device PATH]... [--protect PATH]... [--hide PATH]... [--limit NAME=VALUE]... [--require-view] [--tty] [--call-dir DIR] -- PROGRAM [ARG]...";
+const USAGE: &str = "usage: toolgate-sandbox [--parent PID] [--best-effort] [--network | --network-proxy PORT [--proxy-handoff FD]] [--seccomp] [--read PATH]... [--write PATH]... [--device PATH]... [--protect PATH]... [--hide PATH]... [--limit NAME=VALUE]... [--require-view] [--tty] [--call-dir DIR] -- PROGRAM [ARG]...";
 
 /// What the program may reach of the network.
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq, Hash)]
@@ -75,6 +75,9 @@ pub(crate) struct Plan {
     pub cwd: Option<CString>,
     /// The call's private directory (`--call-dir`).
     pub call_dir: Option<OsString>,
+    /// The one-shot launcher's inherited socket for handing the proxy's listener to toolgate
+    /// (`--proxy-handoff FD`).
+    pub proxy_handoff: Option<libc::c_int>,
     /// Present when the list ends with `-- PROGRAM [ARG]...`.
     pub launch: Option<Launch>,
 }
@@ -137,6 +140,17 @@ impl Plan {
                     }
                 }
                 Some(ARG_CALL_DIR) => plan.call_dir = Some(value()?),
+                Some(ARG_PROXY_HANDOFF) => {
+                    let text = value()?;
+                    let fd = text
+                        .to_str()
+                        .and_then(|t| t.parse().ok())
+                        .filter(|&fd: &libc::c_int| fd > 2)
+                        .ok_or_else(|| {
+                            format!("--proxy-handoff {text:?} is not an inherited descriptor (3 or more)")
+                        })?;
+                    plan.proxy_handoff = Some(fd);
+                }
                 Some(ARG_SECCOMP) => rules.seccomp = true,
                 Some(ARG_CWD) => plan.cwd = Some(c_string(value()?)?),
                 Some(ARG_ENV) => plan
@@ -238,6 +252,8 @@ mod tests {
                 "ipc",
                 "--call-dir",
                 "/t/p/c",
+                "--proxy-handoff",
+                "3",
             ]),
             false,
         )
@@ -248,6 +264,7 @@ mod tests {
         assert_eq!(rules.hide, ["/w/.env"]);
         assert_eq!(rules.limits.processes, Some(10));
         assert!(rules.require_view && rules.without.ipc && !rules.without.view);
+        assert_eq!(policy.proxy_handoff, Some(3));
         assert_eq!(
             policy.call_dir.as_deref(),
             Some(std::ffi::OsStr::new("/t/p/c"))
@@ -259,6 +276,16 @@ mod tests {
             (&["--bogus"][..], true, "unknown argument"),
             (&["--parent", "0", "--", "x"][..], true, "not a process id"),
             (&["--network-proxy", "0"][..], false, "not a port"),
+            (
+                &["--proxy-handoff", "1"][..],
+                false,
+                "not an inherited descriptor",
+            ),
+            (
+                &["--proxy-handoff", "x"][..],
+                false,
+                "not an inherited descriptor",
+            ),
             (&["--limit", "cpu=1"][..], false, "unknown limit"),
             (&["--without", "seccomp"][..], false, "no such layer"),
         ] {

@@ -150,11 +150,16 @@ function runInTerminal(launch: native.SandboxLaunch, tty: boolean): Promise<numb
   process.on('SIGINT', ignore);
   process.on('SIGQUIT', ignore);
   return new Promise<number>((resolve) => {
+    // With --allow-host/--deny-host, the launcher's fd 3 is the socket its init hands the
+    // egress proxy's listener over; our copy is closed once it is spawned.
+    const handoff = launch.handoffFd;
+    const streams = tty ? 'inherit' : 'pipe';
     const child = spawn(launch.file, launch.args, {
       cwd: launch.cwd,
       env: launch.env,
-      stdio: tty ? 'inherit' : 'pipe',
+      stdio: handoff === null ? streams : [streams, streams, streams, handoff],
     });
+    child.once('spawn', () => launch.closeHandoff());
     if (!tty) relay(child);
     const done = (code: number) => {
       process.off('SIGINT', ignore);
@@ -162,6 +167,7 @@ function runInTerminal(launch: native.SandboxLaunch, tty: boolean): Promise<numb
       resolve(code);
     };
     child.on('error', (error) => {
+      launch.closeHandoff();
       process.stderr.write(`toolgate sandbox: could not start '${terminalText(launch.file)}': ${terminalText(error.message)}\n`);
       done(126);
     });

@@ -78,17 +78,24 @@ export class SandboxedStdioTransport implements Transport {
 
   async start(): Promise<void> {
     installExitHook();
+    // With the network by host, the launcher's fd 3 is the socket its init hands the egress
+    // proxy's listener over; our copy is closed once it is spawned.
+    const handoff = this.launch.handoffFd;
     const child = spawn(this.launch.file, this.launch.args, {
       cwd: this.launch.cwd,
       env: this.launch.env,
-      stdio: ['pipe', 'pipe', 'pipe'],
+      stdio: handoff === null ? ['pipe', 'pipe', 'pipe'] : ['pipe', 'pipe', 'pipe', handoff],
       detached: true,
     });
     this.child = child;
     running.add(child);
     await new Promise<void>((resolve, reject) => {
-      child.once('spawn', resolve);
+      child.once('spawn', () => {
+        this.launch.closeHandoff();
+        resolve();
+      });
       child.once('error', (error) => {
+        this.launch.closeHandoff();
         this.launch.finish();
         this.fail(`could not be started: ${error.message}`);
         reject(error);

@@ -327,15 +327,19 @@ pub fn spawn_with_abort(request: ExecRequest, abort: AbortHandle) -> Result<Runn
         stdin: request.stdin,
         readable: &readable,
     };
-    let (mut child, pipes) = match (sandbox, &call_dir) {
+    let (mut child, pipes, handoff) = match (sandbox, &call_dir) {
         (Some(sandbox), Some(dir)) => child.sandboxed(sandbox, dir)?,
-        _ => child
-            .direct()
-            .map_err(|err| spawn_error(&program, &request.cwd, err))?,
+        _ => {
+            let (child, pipes) = child
+                .direct()
+                .map_err(|err| spawn_error(&program, &request.cwd, err))?;
+            (child, pipes, None)
+        }
     };
     let proxy = match sandbox {
         Some(sandbox) if proxy_in_namespace(Some(sandbox)) => Some(serve_proxy(
             &mut child,
+            handoff,
             sandbox,
             request.network.as_ref(),
             &program,
@@ -397,33 +401,41 @@ fn proxy_in_namespace(sandbox: Option<&Sandbox>) -> bool {
     })
 }
 
-/// Serves the proxy listener the call's init handed up, judged by the sandbox's host policy
-/// for `call` (a sandbox without one refuses every host).
+/// Serves the proxy listener the call's init handed up (a served call), or the one the
+/// one-shot launcher's init hands over `handoff`, judged by the sandbox's host policy for
+/// `call` (a sandbox without one refuses every host).
 fn serve_proxy(
     child: &mut Started,
+    handoff: Option<OwnedFd>,
     sandbox: &Sandbox,
     call: Option<&NetworkCall>,
     program: &Path,
 ) -> Result<CallHandle> {
+    let policy = sandbox
+        .host_policy()
+        .cloned()
+        .unwrap_or_else(|| NetworkPolicy::new(HostPolicy::default()));
+    let context = call_or_alone(call, program).context(policy);
     let listener = match child {
         #[cfg(target_os = "linux")]
         Started::Served(served) => served.take_listener(),
         _ => None,
     };
-    let listener = listener.ok_or_else(|| {
-        Error::SandboxUnavailable(format!(
-            "'{}' runs with the network through toolgate's proxy, which needs the launcher server; it did not hand over the call's listener",
+    match (listener, handoff) {
+        (Some(listener), _) => {
+            Proxy::shared()?.serve(std::net::TcpListener::from(listener), context)
+        }
+        #[cfg(target_os = "linux")]
+        (None, Some(handoff)) => Proxy::shared()?.serve_handoff(
+            handoff,
+            toolgate_sandbox::protocol::PROXY_PORT,
+            context,
+        ),
+        _ => Err(Error::SandboxUnavailable(format!(
+            "'{}' runs with the network through toolgate's proxy; its launcher did not hand over the call's listener",
             program.display()
-        ))
-    })?;
-    let policy = sandbox
-        .host_policy()
-        .cloned()
-        .unwrap_or_else(|| NetworkPolicy::new(HostPolicy::default()));
-    Proxy::shared()?.serve(
-        std::net::TcpListener::from(listener),
-        call_or_alone(call, program).context(policy),
-    )
+        ))),
+    }
 }
 
 /// What to start, resolved.
@@ -440,7 +452,13 @@ struct Spawn<'a> {
 impl Spawn<'_> {
     /// Starts the program under `sandbox`: through the launcher server, or where none can run
     /// the one-shot launcher.
-    fn sandboxed(self, sandbox: &Sandbox, dir: &CallDir) -> Result<(Started, Pipes)> {
+    /// With the proxy network, the one-shot launcher also gets the launcher end of a handoff
+    /// socket pair as its descriptor 3; ours is returned for the proxy to serve.
+    fn sandboxed(
+        self,
+        sandbox: &Sandbox,
+        dir: &CallDir,
+    ) -> Result<(Started, Pipes, Option<OwnedFd>)> {
         #[cfg(target_os = "linux")]
         {
             let (stdio, pipes) = call_pipes(self.stdin.is_some())?;
@@ -460,7 +478,7 @@ impl Spawn<'_> {
                         stdout: pipes.stdout,
                         stderr: pipes.stderr,
                     };
-                    return Ok((Started::Served(served), pipes));
+                    return Ok((Started::Served(served), pipes, None));
                 }
                 Err(Refusal::Unavailable) => {} // the one-shot launcher, below
                 Err(Refusal::Failed(code, message)) => {
@@ -480,10 +498,16 @@ impl Spawn<'_> {
             .expect("the sandbox has a launcher");
         let mut command = Command::new(launcher);
         command.args(launcher_args).args(self.args);
-        self.start(command).map_err(|err| Error::SandboxUnavailable(format!(
+        let handoff = sandbox
+            .proxy_in_namespace()
+            .then(|| handoff_pair(&mut command))
+            .transpose()?;
+        let (started, pipes) = self.start(command).map_err(|err| Error::SandboxUnavailable(format!(
             "the sandbox launcher '{}' could not be started ({err}); rebuild it with `npm run build:native` (or `cargo build -p toolgate-sandbox`), or configure the tool with sandbox: false",
             launcher.display()
-        )))
+        )))?;
+        // `command` (dropped with `start`) held the launcher's end: only the launcher has it now.
+        Ok((started, pipes, handoff))
     }
 
     /// Starts the program itself as a child of this process.
@@ -521,6 +545,35 @@ impl Spawn<'_> {
             },
         ))
     }
+}
+
+/// A handoff socket pair for the one-shot launcher `command` (see `Sandbox::command`): the
+/// launcher's end becomes its descriptor `HANDOFF_FD` (it moves into `command`, closed in this
+/// process when `command` is dropped); ours is returned.
+fn handoff_pair(command: &mut Command) -> Result<OwnedFd> {
+    let (ours, theirs) = rustix::net::socketpair(
+        rustix::net::AddressFamily::UNIX,
+        rustix::net::SocketType::SEQPACKET,
+        rustix::net::SocketFlags::CLOEXEC,
+        None,
+    )
+    .map_err(|err| {
+        Error::SandboxUnavailable(format!(
+            "the egress proxy's handoff socket could not be made: {err}"
+        ))
+    })?;
+    let target = crate::sandbox::HANDOFF_FD;
+    // SAFETY: only dup2 runs in the forked child before exec; the closure owns `theirs`, so
+    // the descriptor stays open until `command` is dropped (after the spawn).
+    unsafe {
+        command.pre_exec(move || {
+            if libc::dup2(std::os::fd::AsRawFd::as_raw_fd(&theirs), target) < 0 {
+                return Err(io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
+    Ok(ours)
 }
 
 /// Pipes for a served call: the child's ends (for the server) and ours.

@@ -11,6 +11,13 @@
 //! `cli_execute`, executable tools) can write there, another server (or the same name with
 //! another command line) gets another cache, so what one server leaves only ever reaches the
 //! same server, which runs that code anyway.
+//!
+//! A network by host (`network: { allow: [...] }`) works for a stdio server as for a tool's
+//! process: the server runs in a network namespace of its own whose only way out is the
+//! egress proxy, its launcher's init hands the proxy's listener over a socket pair made for the
+//! launch (the spawner passes its launcher end as descriptor
+//! [`HANDOFF_FD`](crate::sandbox::HANDOFF_FD)). The server starts outside any tool call:
+//! nobody is asked about hosts, `ask` refuses them.
 
 use std::ffi::OsString;
 use std::path::PathBuf;
@@ -19,8 +26,8 @@ use super::{McpToolset, McpTransport};
 use crate::error::{Error, Result};
 use crate::exec::{self, env, CallDir};
 use crate::executables::cache::default_cache_dir;
-use crate::network::{CallHandle, ConnectionRecord, NetworkCall, Proxy};
-use crate::sandbox_config::ToolSandbox;
+use crate::network::{ConnectionRecord, NetworkCall};
+use crate::sandbox_config::launch::OneShotProxy;
 
 /// A stdio server ready to start: the file to execute, its arguments, its complete
 /// environment and its working directory. Its private HOME/TMPDIR exists while this value
@@ -37,8 +44,8 @@ pub struct McpLaunch {
     pub sandboxed: bool,
     /// The server's persistent package cache, when one could be made.
     pub package_cache: Option<PathBuf>,
-    /// The server's listener on the egress proxy (network by host).
-    proxy: Option<CallHandle>,
+    /// The server's egress proxy (network by host).
+    proxy: OneShotProxy,
     /// The sandbox and its guarded paths' states when the server was launched: a long-lived
     /// server is checked after each of its tool calls ([`McpLaunch::repair_guarded`]).
     guarded: Option<(
@@ -97,13 +104,14 @@ impl McpToolset {
             if sandbox.sandbox.is_some() {
                 let mut scope = sandbox.scope.clone();
                 scope.write.push(cache.clone());
-                sandbox = scope.build_for_one_shot()?;
+                sandbox = scope.build()?;
             }
         }
-        let proxy = server_proxy(&sandbox, server)?;
-        if let Some(proxy) = &proxy {
-            env::set_proxy(&mut child_env, proxy.local_addr());
-        }
+        let proxy = OneShotProxy::new(
+            &sandbox,
+            &NetworkCall::alone("", format!("mcp server {server}")),
+        )?;
+        proxy.apply(&mut child_env);
         for (name, value) in explicit {
             child_env.retain(|(known, _)| known != name.as_str());
             child_env.push((name.into(), value.into()));
@@ -143,9 +151,22 @@ impl McpLaunch {
     /// The server's connections through the egress proxy so far, with their decisions.
     pub fn connections(&self) -> Vec<ConnectionRecord> {
         self.proxy
+            .call
             .as_ref()
-            .map(CallHandle::records)
+            .map(crate::network::CallHandle::records)
             .unwrap_or_default()
+    }
+
+    /// The descriptor (of this process) to give the launcher as its descriptor
+    /// [`HANDOFF_FD`](crate::sandbox::HANDOFF_FD) (`None`: it needs none). Close it with
+    /// [`close_handoff`](Self::close_handoff) once the server is spawned.
+    pub fn handoff_fd(&self) -> Option<i32> {
+        self.proxy.launcher_fd()
+    }
+
+    /// Closes this process's copy of the launcher's handoff socket (after spawning it).
+    pub fn close_handoff(&mut self) {
+        self.proxy.launcher_end = None;
     }
 }
 
@@ -185,23 +206,4 @@ fn package_cache(server: &str, command: &str, args: &[String]) -> Option<PathBuf
     // Made by an earlier run under a looser umask, or by hand: only this user.
     std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o700)).ok()?;
     std::fs::canonicalize(&dir).ok()
-}
-
-/// The server's listener on this host's loopback, for a network-by-host sandbox where the
-/// server gets no network namespace of its own (`best-effort` where none can be made). The
-/// server is started outside any tool call: nobody is asked about hosts, `ask` refuses them.
-fn server_proxy(sandbox: &ToolSandbox, server: &str) -> Result<Option<CallHandle>> {
-    let Some(prepared) = &sandbox.sandbox else {
-        return Ok(None);
-    };
-    let Some(policy) = prepared.host_policy() else {
-        return Ok(None);
-    };
-    if !prepared.proxy_on_host() {
-        return Ok(None);
-    }
-    let call = NetworkCall::alone("", format!("mcp server {server}"));
-    Proxy::shared()?
-        .listen(call.context(policy.clone()))
-        .map(Some)
 }

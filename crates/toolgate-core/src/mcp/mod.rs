@@ -90,7 +90,7 @@ impl McpToolset {
             servers: checked.servers,
             whitelist: checked.whitelist,
             approval: config.approval.clone().unwrap_or_default(),
-            sandbox: scope.build_for_one_shot()?,
+            sandbox: scope.build()?,
             timeout: checked.timeout,
             startup_timeout: checked.startup_timeout,
             place: place.to_string(),

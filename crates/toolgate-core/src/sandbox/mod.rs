@@ -65,11 +65,16 @@ use crate::network::NetworkPolicy;
 pub(crate) use guard::note_host_write;
 use guard::Guarded;
 use paths::Reach;
+pub use toolgate_sandbox::protocol::PROXY_PORT;
 use toolgate_sandbox::protocol::{
     ARG_BEST_EFFORT, ARG_CALL_DIR, ARG_CWD, ARG_DEVICE, ARG_END, ARG_ENV, ARG_HIDE, ARG_LIMIT,
-    ARG_NETWORK, ARG_NETWORK_PROXY, ARG_PARENT, ARG_PROTECT, ARG_READ, ARG_REQUIRE_VIEW,
-    ARG_SECCOMP, ARG_TTY, ARG_WITHOUT, ARG_WRITE, PROXY_PORT,
+    ARG_NETWORK, ARG_NETWORK_PROXY, ARG_PARENT, ARG_PROTECT, ARG_PROXY_HANDOFF, ARG_READ,
+    ARG_REQUIRE_VIEW, ARG_SECCOMP, ARG_TTY, ARG_WITHOUT, ARG_WRITE,
 };
+
+/// The descriptor a one-shot launcher with the proxy network gets its handoff socket as (the
+/// first after the standard streams).
+pub const HANDOFF_FD: i32 = 3;
 
 /// How strictly a sandbox is required.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -156,10 +161,6 @@ pub struct SandboxPolicy {
     /// With [`NetworkMode::Proxy`]: the host policy the egress proxy judges every connection
     /// by (network by host).
     pub hosts: Option<NetworkPolicy>,
-    /// With [`NetworkMode::Proxy`]: the programs are started by the one-shot launcher (an MCP
-    /// stdio server, which the MCP SDK talks to over its pipes), which makes no network
-    /// namespace, so the proxy listens on this host's loopback. Only `best-effort` allows it.
-    pub proxy_outside: bool,
     /// Extra directories or files to read and execute (absolute, or relative to `work_dir`).
     pub read: Vec<PathBuf>,
     /// Extra directories or files to write (absolute, or relative to `work_dir`).
@@ -186,7 +187,6 @@ impl SandboxPolicy {
             mode: SandboxMode::Enforce,
             network: NetworkMode::Off,
             hosts: None,
-            proxy_outside: false,
             read: Vec::new(),
             write: Vec::new(),
             work_dir: work_dir.into(),
@@ -313,17 +313,10 @@ impl Sandbox {
         }
         // Network by host where the call gets no network namespace of its own (best-effort
         // only: enforce was refused above): the proxy listens on this host's loopback.
-        let proxy_on_host = policy.network == NetworkMode::Proxy
-            && (launcher.is_none() || view_missing || policy.proxy_outside);
+        let proxy_on_host =
+            policy.network == NetworkMode::Proxy && (launcher.is_none() || view_missing);
         if proxy_on_host {
-            let why = if policy.proxy_outside {
-                "these programs are started by the one-shot launcher, which makes no network namespace"
-            } else {
-                "no network namespace can be made for each call"
-            };
-            let message = format!(
-                "network by host needs a network namespace for each call, so that the egress proxy is the only way out, and {why}"
-            );
+            let message = "network by host needs a network namespace for each call, so that the egress proxy is the only way out, and none can be made here".to_string();
             if enforce {
                 return Err(unavailable(&message));
             }
@@ -506,8 +499,19 @@ impl Sandbox {
         self.policy.limits.effective()
     }
 
+    /// Whether a call's program runs in a network namespace of its own whose only way out is
+    /// the egress proxy's listener, which its init hands to toolgate (network by host where
+    /// the kernel allows it). A one-shot launch of such a sandbox gets the handoff socket as
+    /// its descriptor [`HANDOFF_FD`] (see [`Sandbox::command`]).
+    pub fn proxy_in_namespace(&self) -> bool {
+        self.policy.network == NetworkMode::Proxy && !self.proxy_on_host && self.launcher.is_some()
+    }
+
     /// The launcher and its arguments (through `--` and `program`) for one call, or `None`
-    /// when calls run unconfined: the policy's whole per-call share. `call_dir` becomes
+    /// when calls run unconfined: the policy's whole per-call share. With the proxy in the
+    /// call's namespace ([`Sandbox::proxy_in_namespace`]), whoever spawns the launcher gives it
+    /// the launcher's end of a handoff socket pair as descriptor [`HANDOFF_FD`] (and serves the
+    /// other end with `Proxy::serve_handoff`). `call_dir` becomes
     /// writable; `env` is the child's environment, whose `PATH` directories become readable;
     /// `readable` lists further files the call may read (the script an interpreter runs).
     /// (This starts the one-shot launcher, as `toolgate sandbox` does; `exec` runs its calls
@@ -543,6 +547,10 @@ impl Sandbox {
             args.push(ARG_TTY.into());
             args.push(ARG_DEVICE.into());
             args.push("/dev/tty".into());
+        }
+        if self.proxy_in_namespace() {
+            args.push(ARG_PROXY_HANDOFF.into());
+            args.push(HANDOFF_FD.to_string().into());
         }
         self.push_call_paths(&mut args, program, call_dir, env, readable);
         args.push(ARG_END.into());
@@ -699,7 +707,7 @@ fn view_needs(policy: &SandboxPolicy, reach: &Reach) -> Vec<String> {
             needs.push(format!("the hidden path '{}'", path.display()));
         }
     }
-    if policy.network == NetworkMode::Proxy && !policy.proxy_outside {
+    if policy.network == NetworkMode::Proxy {
         needs.push("the network by host (through the egress proxy)".into());
     }
     needs

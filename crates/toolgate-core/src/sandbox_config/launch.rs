@@ -3,8 +3,15 @@
 //! its own process) and passes its exit code through. Without `tty` the program has a session
 //! of its own and no terminal (the CLI relays its streams through pipes); with `tty` it is
 //! given the terminal: it keeps the terminal's session and `/dev/tty`.
+//!
+//! A network by host works here as for every tool call: the program runs in a network
+//! namespace of its own whose only way out is the egress proxy. The launcher's init hands the
+//! proxy's listener to toolgate over a socket pair made for the launch ([`OneShotProxy`]),
+//! whose launcher end the spawner passes as the launcher's descriptor
+//! [`HANDOFF_FD`](crate::sandbox::HANDOFF_FD).
 
 use std::ffi::OsString;
+use std::os::fd::{AsRawFd, OwnedFd};
 use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
@@ -12,26 +19,87 @@ use serde::Deserialize;
 use super::{SandboxOption, SandboxScope, ToolSandbox};
 use crate::error::Result;
 use crate::exec::{self, env, CallDir};
-use crate::network::{CallHandle, ConnectionRecord, NetworkCall, Proxy};
+use crate::network::{CallHandle, ConnectionRecord, HostPolicy, NetworkCall, NetworkPolicy, Proxy};
 use crate::options::WorkDir;
+use crate::sandbox::NetworkMode;
 
-/// The program's listener on the egress proxy, for a network-by-host sandbox whose program
-/// runs without a network namespace of its own (`best-effort` where none can be made). Nobody
-/// is asked about hosts: `ask` refuses them (a terminal program has no run).
-fn launch_proxy(sandbox: &ToolSandbox, program: &str) -> Result<Option<CallHandle>> {
-    let Some(prepared) = &sandbox.sandbox else {
-        return Ok(None);
-    };
-    let Some(policy) = prepared.host_policy() else {
-        return Ok(None);
-    };
-    if !prepared.proxy_on_host() {
-        return Ok(None);
+/// The egress proxy of a program the one-shot launcher starts (`toolgate sandbox`, an MCP
+/// stdio server) under a network-by-host sandbox.
+#[derive(Debug, Default)]
+pub(crate) struct OneShotProxy {
+    /// The program's connections, served and recorded.
+    pub call: Option<CallHandle>,
+    /// The launcher's end of the handoff socket pair: the spawner passes it as the
+    /// launcher's descriptor `HANDOFF_FD` (close-on-exec here, so no other child inherits it).
+    pub launcher_end: Option<OwnedFd>,
+}
+
+impl OneShotProxy {
+    /// For `sandbox`, the program's place `call` (who is asked about hosts): a handoff where
+    /// the program gets a network namespace of its own, a listener on this host's loopback
+    /// where it cannot (`best-effort`), nothing without a network by host.
+    pub(crate) fn new(sandbox: &ToolSandbox, call: &NetworkCall) -> Result<Self> {
+        let Some(prepared) = &sandbox.sandbox else {
+            return Ok(Self::default());
+        };
+        if prepared.policy().network != NetworkMode::Proxy {
+            return Ok(Self::default());
+        }
+        let policy = prepared
+            .host_policy()
+            .cloned()
+            .unwrap_or_else(|| NetworkPolicy::new(HostPolicy::default()));
+        if prepared.proxy_on_host() {
+            let call = Proxy::shared()?.listen(call.context(policy))?;
+            return Ok(Self {
+                call: Some(call),
+                launcher_end: None,
+            });
+        }
+        if !prepared.proxy_in_namespace() {
+            return Ok(Self::default());
+        }
+        Self::handoff(call.context(policy))
     }
-    let call = NetworkCall::alone("sandbox", program);
-    Proxy::shared()?
-        .listen(call.context(policy.clone()))
-        .map(Some)
+
+    /// A socket pair for the launcher's handoff and the proxy waiting on our end.
+    #[cfg(target_os = "linux")]
+    fn handoff(call: crate::network::CallContext) -> Result<Self> {
+        let (ours, theirs) = rustix::net::socketpair(
+            rustix::net::AddressFamily::UNIX,
+            rustix::net::SocketType::SEQPACKET,
+            rustix::net::SocketFlags::CLOEXEC,
+            None,
+        )
+        .map_err(|err| {
+            crate::error::Error::SandboxUnavailable(format!(
+                "the egress proxy's handoff socket could not be made: {err}"
+            ))
+        })?;
+        let call = Proxy::shared()?.serve_handoff(ours, crate::sandbox::PROXY_PORT, call)?;
+        Ok(Self {
+            call: Some(call),
+            launcher_end: Some(theirs),
+        })
+    }
+
+    /// No kernel sandbox here, so no call runs in a network namespace of its own.
+    #[cfg(not(target_os = "linux"))]
+    fn handoff(_call: crate::network::CallContext) -> Result<Self> {
+        Ok(Self::default())
+    }
+
+    /// Sets the proxy variables of `env` to the program's proxy address.
+    pub(crate) fn apply(&self, env: &mut Vec<(OsString, OsString)>) {
+        if let Some(call) = &self.call {
+            env::set_proxy(env, call.local_addr());
+        }
+    }
+
+    /// The launcher's end of the handoff socket, as a descriptor of this process.
+    pub(crate) fn launcher_fd(&self) -> Option<i32> {
+        self.launcher_end.as_ref().map(AsRawFd::as_raw_fd)
+    }
 }
 
 /// Variables the terminal's programs need besides the one child-environment policy.
@@ -68,8 +136,8 @@ pub struct Launch {
     pub sandboxed: bool,
     /// The sandbox it runs under.
     pub sandbox: ToolSandbox,
-    /// The program's listener on the egress proxy (network by host).
-    proxy: Option<CallHandle>,
+    /// The program's egress proxy (network by host).
+    proxy: OneShotProxy,
     /// Removed when the launch is dropped (after the program ended).
     _call_dir: CallDir,
 }
@@ -94,17 +162,14 @@ impl Launch {
     /// program.
     pub fn prepare(options: LaunchOptions, program: &str, args: &[String]) -> Result<Self> {
         let scope = options.scope()?;
-        // The CLI spawns the one-shot launcher (with the terminal's streams): a network by
-        // host gets its proxy on this host's loopback, under `best-effort` only.
-        let sandbox = scope.build_for_one_shot()?;
+        let sandbox = scope.build()?;
         let passthrough: Vec<String> = TERMINAL_VARIABLES.iter().map(|s| s.to_string()).collect();
         let mut child_env = env::child_environment(&passthrough);
         let call_dir = CallDir::create()?;
         call_dir.apply(&mut child_env);
-        let proxy = launch_proxy(&sandbox, program)?;
-        if let Some(proxy) = &proxy {
-            env::set_proxy(&mut child_env, proxy.local_addr());
-        }
+        // A terminal program has no run: nobody is asked about hosts, `ask` refuses them.
+        let proxy = OneShotProxy::new(&sandbox, &NetworkCall::alone("sandbox", program))?;
+        proxy.apply(&mut child_env);
         let cwd = scope.work_dir.clone();
         let resolved = exec::resolve_program(program.as_ref(), &cwd, &child_env)?;
         let command = sandbox.sandbox.as_ref().and_then(|prepared| {
@@ -133,10 +198,25 @@ impl Launch {
     /// are closed and returned with their decisions, and the private directory is removed.
     /// Blocks until the proxy has let go of them (call it off any async runtime's threads).
     pub fn finish(mut self) -> Vec<ConnectionRecord> {
+        self.proxy.launcher_end = None;
         self.proxy
+            .call
             .take()
             .map(CallHandle::finish_blocking)
             .unwrap_or_default()
+    }
+
+    /// The descriptor (of this process) to give the launcher as its descriptor
+    /// [`HANDOFF_FD`](crate::sandbox::HANDOFF_FD) (`None`: it needs none). Close it with
+    /// [`close_handoff`](Self::close_handoff) once the launcher is spawned.
+    pub fn handoff_fd(&self) -> Option<i32> {
+        self.proxy.launcher_fd()
+    }
+
+    /// Closes this process's copy of the launcher's handoff socket (after spawning it): if the
+    /// launcher then ends before handing over its listener, the proxy sees the end at once.
+    pub fn close_handoff(&mut self) {
+        self.proxy.launcher_end = None;
     }
 
     /// The private directory's `HOME`, for messages and tests.

@@ -16,7 +16,7 @@
 //! widen instead. Any toolset that starts processes (shell, cli_execute, executables, mcp) reads
 //! the same [`SandboxFields`] and resolves it the same way.
 
-mod launch;
+pub(crate) mod launch;
 mod network;
 pub mod protect;
 mod report;

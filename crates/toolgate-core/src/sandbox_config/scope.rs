@@ -377,7 +377,6 @@ impl SandboxScope {
             mode,
             network: self.network.mode(),
             hosts: self.network.host_policy(),
-            proxy_outside: false,
             read,
             write: self.write.clone(),
             work_dir: self.work_dir.clone(),
@@ -391,18 +390,6 @@ impl SandboxScope {
     /// Prepares the sandbox of one tool (once; its calls share it). `SANDBOX_UNAVAILABLE`
     /// under `enforce` where the kernel or the launcher is missing.
     pub fn build(&self) -> Result<ToolSandbox> {
-        self.build_with(false)
-    }
-
-    /// [`build`](Self::build) for programs the one-shot launcher starts (MCP stdio servers,
-    /// whose pipes the MCP SDK talks over), which makes no network namespace: a network by
-    /// host then has its proxy on this host's loopback, which only `best-effort` allows
-    /// (`SANDBOX_UNAVAILABLE` under `enforce`, saying why).
-    pub fn build_for_one_shot(&self) -> Result<ToolSandbox> {
-        self.build_with(true)
-    }
-
-    fn build_with(&self, proxy_outside: bool) -> Result<ToolSandbox> {
         if self.mode == SandboxModeName::Off && self.network.host_policy().is_some() {
             return Err(Error::ConfigInvalid(format!(
                 "sandbox: network is {}, but the mode is 'off': without the sandbox nothing keeps programs to those hosts; turn the sandbox on (mode 'enforce' or 'best-effort'), or give network: true",
@@ -411,10 +398,6 @@ impl SandboxScope {
         }
         let sandbox = self
             .policy()
-            .map(|policy| SandboxPolicy {
-                proxy_outside,
-                ..policy
-            })
             .map(Sandbox::prepare)
             .transpose()?
             .map(Arc::new);

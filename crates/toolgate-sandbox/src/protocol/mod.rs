@@ -5,7 +5,7 @@
 //! A policy and a call travel as words: `[--parent PID] [--best-effort] [--network |
 //! --network-proxy PORT] [--seccomp] [--read PATH]... [--write PATH]... [--device PATH]...
 //! [--protect PATH]... [--hide PATH]... [--limit NAME=VALUE]... [--require-view] [--tty]
-//! [--call-dir DIR] [--cwd DIR] [--env K=V]... [-- PROGRAM [ARG]...]`, on the one-shot
+//! [--call-dir DIR] [--proxy-handoff FD] [--cwd DIR] [--env K=V]... [-- PROGRAM [ARG]...]`, on the one-shot
 //! launcher's command line or, joined by [`words::join`], in a server request.
 
 #[cfg(target_os = "linux")]
@@ -34,6 +34,11 @@ pub const ARG_PROBE: &str = "--probe";
 /// its own with `lo` up and a listener on `127.0.0.1:PORT` (handed to toolgate), may connect
 /// to that port only, and cannot resolve names itself.
 pub const ARG_NETWORK_PROXY: &str = "--network-proxy";
+/// The one-shot launcher's: with `--network-proxy`, the descriptor (inherited, a unix
+/// `SOCK_SEQPACKET` socket whose other end toolgate holds) over which the call's init hands
+/// the proxy's listener to toolgate (`LISTENER` + [fd]) and waits for `HANDED_OFF` before the
+/// program starts. The launcher server hands its calls' listeners over the call's socket.
+pub const ARG_PROXY_HANDOFF: &str = "--proxy-handoff";
 /// A path every process sees read-only, also inside a writable root (its view mounts it
 /// read-only over itself).
 pub const ARG_PROTECT: &str = "--protect";

@@ -24,6 +24,10 @@
 //!   into, comma-separated, before `EXITED`), `EXITED status` (the program's wait status) or
 //!   `FAILED`;
 //! - toolgate closing its end: the call is over; the server kills what is left and reaps.
+//!
+//! On the one-shot launcher's handoff socket (`--proxy-handoff FD`, a socketpair toolgate
+//! made; the launcher inherits one end): init → toolgate `LISTENER` + [the proxy's listener],
+//! toolgate → init `HANDED_OFF`; then both ends are closed.
 
 use std::io::{self, IoSlice, IoSliceMut};
 use std::mem::MaybeUninit;
@@ -63,6 +67,9 @@ pub const EXITED: u8 = 12;
 pub const LISTENER: u8 = 13;
 /// init → toolgate: `LIMIT names`, the limits the call ran into (comma-separated).
 pub const LIMIT: u8 = 14;
+/// toolgate → the one-shot launcher's init, on the handoff socket (`--proxy-handoff`): the
+/// listener was taken and is served; the program may start.
+pub const HANDED_OFF: u8 = 15;
 
 /// Flag of `SPAWN` and `ASSIGN`: a stdin fd comes last (before a body's memfd).
 pub const HAS_STDIN: u8 = 1;

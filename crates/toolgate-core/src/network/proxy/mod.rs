@@ -4,11 +4,15 @@
 //! A tool call's listener is registered with [`Proxy::serve`] together with the call's
 //! [`CallContext`]; every connection accepted on it belongs to that call. (A sandboxed call
 //! binds its listener inside its own network namespace and hands the descriptor up; tests
-//! and unsandboxed callers bind one on 127.0.0.1 with [`Proxy::listen`].) The first byte of a
+//! and unsandboxed callers bind one on 127.0.0.1 with [`Proxy::listen`]; a program the one-shot
+//! launcher starts hands its listener over a socket of its own, [`Proxy::serve_handoff`].) The
+//! first byte of a
 //! connection says what it speaks: `0x05` is SOCKS5, a letter is HTTP/1.x (`CONNECT` or an
 //! absolute-form request); anything else is refused.
 
 mod connect;
+#[cfg(target_os = "linux")]
+mod handoff;
 mod http;
 mod relay;
 mod session;
@@ -155,6 +159,11 @@ impl fmt::Debug for Proxy {
 /// The process-wide proxy, or why it could not start.
 static SHARED: OnceLock<std::result::Result<Proxy, String>> = OnceLock::new();
 
+/// How long a one-shot launcher has to hand over its call's listener
+/// ([`Proxy::serve_handoff`]) once toolgate has made the handoff socket: the launcher's start,
+/// its namespaces and the view come first.
+pub const HANDOFF_TIMEOUT: Duration = Duration::from_secs(60);
+
 /// Threads of a proxy's runtime: relaying is cheap; two keep one slow handshake from holding
 /// up the rest.
 const PROXY_THREADS: usize = 2;
@@ -204,6 +213,64 @@ impl Proxy {
             let _entered = self.handle.enter();
             TcpListener::from_std(listener).map_err(|err| io_error("register the listener", err))?
         };
+        Ok(self.start_call(call, local_addr, |state, stopped, done| {
+            accept_loop(listener, state, stopped, done)
+        }))
+    }
+
+    /// Serves, for one call, the listener a one-shot launcher's init hands over `socket`
+    /// (toolgate's end of the handoff socket pair; the launcher got the other end with
+    /// `--proxy-handoff`): a listening TCP socket on `127.0.0.1:port` in the call's own
+    /// network namespace. Exactly one listener is taken, checked, answered with `HANDED_OFF`
+    /// and served like [`serve`](Self::serve)'s; anything else (another message, another kind
+    /// of socket, the launcher ending first, nothing within [`HANDOFF_TIMEOUT`]) ends the
+    /// handoff, and the launcher refuses to start the program. Serving stops when the handle
+    /// is finished or dropped.
+    #[cfg(target_os = "linux")]
+    pub fn serve_handoff(
+        &self,
+        socket: std::os::fd::OwnedFd,
+        port: u16,
+        call: CallContext,
+    ) -> Result<CallHandle> {
+        let socket = {
+            let _entered = self.handle.enter();
+            handoff::Handoff::new(socket, port)
+                .map_err(|err| io_error("watch the listener's handoff socket", err))?
+        };
+        let local_addr = SocketAddr::from((std::net::Ipv4Addr::LOCALHOST, port));
+        Ok(
+            self.start_call(call, local_addr, |state, mut stopped, done| async move {
+                let received = tokio::select! {
+                    received = tokio::time::timeout(HANDOFF_TIMEOUT, socket.receive()) => received,
+                    _ = stopped.wait_for(|stop| *stop) => {
+                        let _ = done.send(true);
+                        return;
+                    }
+                };
+                match received {
+                    Ok(Ok(listener)) => accept_loop(listener, state, stopped, done).await,
+                    // The launcher says why on its stderr ("toolgate did not take …"); the call
+                    // has no connections.
+                    _ => {
+                        let _ = done.send(true);
+                    }
+                }
+            }),
+        )
+    }
+
+    /// The call's state and handle, with `serving` spawned on the proxy's threads.
+    fn start_call<F, Fut>(
+        &self,
+        call: CallContext,
+        local_addr: SocketAddr,
+        serving: F,
+    ) -> CallHandle
+    where
+        F: FnOnce(Arc<CallState>, watch::Receiver<bool>, watch::Sender<bool>) -> Fut,
+        Fut: std::future::Future<Output = ()> + Send + 'static,
+    {
         let state = Arc::new(CallState {
             context: call,
             config: Arc::clone(&self.config),
@@ -212,19 +279,15 @@ impl Proxy {
         });
         let (stop, stopped) = watch::channel(false);
         let (done_sender, done) = watch::channel(false);
-        self.handle.spawn(accept_loop(
-            listener,
-            Arc::clone(&state),
-            stopped,
-            done_sender,
-        ));
-        Ok(CallHandle {
+        self.handle
+            .spawn(serving(Arc::clone(&state), stopped, done_sender));
+        CallHandle {
             state,
             stop,
             done,
             local_addr,
             handle: self.handle.clone(),
-        })
+        }
     }
 
     /// Binds a listener on 127.0.0.1 (a free port) and serves it for the call.
@@ -297,6 +360,12 @@ impl CallHandle {
         self.state
             .records_dropped
             .load(std::sync::atomic::Ordering::Relaxed)
+    }
+
+    /// Whether serving has ended by itself (a handoff that failed), without `finish`.
+    #[cfg(test)]
+    pub(crate) fn ended(&self) -> bool {
+        *self.done.borrow()
     }
 
     /// Stops serving: the listener closes, open connections are cut (each recorded with the
