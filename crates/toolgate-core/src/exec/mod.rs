@@ -563,11 +563,18 @@ fn handoff_pair(command: &mut Command) -> Result<OwnedFd> {
         ))
     })?;
     let target = crate::sandbox::HANDOFF_FD;
-    // SAFETY: only dup2 runs in the forked child before exec; the closure owns `theirs`, so
+    // SAFETY: only dup2 (or fcntl) runs in the forked child before exec; the closure owns `theirs`, so
     // the descriptor stays open until `command` is dropped (after the spawn).
     unsafe {
         command.pre_exec(move || {
-            if libc::dup2(std::os::fd::AsRawFd::as_raw_fd(&theirs), target) < 0 {
+            let raw = std::os::fd::AsRawFd::as_raw_fd(&theirs);
+            // dup2 onto itself keeps close-on-exec: clear it instead.
+            let moved = if raw == target {
+                libc::fcntl(raw, libc::F_SETFD, 0)
+            } else {
+                libc::dup2(raw, target)
+            };
+            if moved < 0 {
                 return Err(io::Error::last_os_error());
             }
             Ok(())
