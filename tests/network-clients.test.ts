@@ -29,8 +29,11 @@ const SECRET = 'network-clients-secret-of-32-bytes-0123';
 async function startServer(name: string): Promise<{ server: Server; port: number; served: string[] }> {
   const served: string[] = [];
   const server = createServer((request, response) => {
-    served.push(request.url ?? '');
-    response.end(`${name} ${request.url}`);
+    const url = request.url ?? '';
+    served.push(url);
+    // /redirect/<url>: a redirect to that URL.
+    if (url.startsWith('/redirect/')) return response.writeHead(302, { location: decodeURIComponent(url.slice('/redirect/'.length)) }).end();
+    response.end(`${name} ${url}`);
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   return { server, port: (server.address() as AddressInfo).port, served };
@@ -112,7 +115,10 @@ async function runNode(node: string, commands: string[], allow: string[]) {
     model: scriptedModel([...commands.map((command) => ({ toolCalls: [{ toolName: 'shell', input: { command } }] })), { text: 'done' }]),
     onEvent: (event: RunEvent) => events.push(event),
   });
-  const outputs = result.toolCalls.map((call) => call.output as ShellOutput);
+  const outputs = result.toolCalls.map((call) => {
+    if (!call.output) throw new Error(`${JSON.stringify(call.input)} did not run: ${call.error}`);
+    return call.output as ShellOutput;
+  });
   // The scripts print one JSON line; anything else is kept as it came.
   const parsed = outputs.map((output) => (output.stdout.startsWith('{') ? (JSON.parse(output.stdout) as Record<string, unknown>) : { output: output.stdout + output.stderr }));
   const connections = events.flatMap((event) => (event.type === 'network-connection' ? [event.record] : []));
@@ -170,6 +176,38 @@ describe("Node's fetch in a sandboxed call", () => {
     expect(parsed[1]).toMatchObject({ error: 'Error', code: expect.stringMatching(/^(ECONNREFUSED|ENETUNREACH|EACCES|EPERM)$/) });
     expect(allowed.served).toEqual([]);
     expect(connections).toEqual([]);
+  });
+});
+
+describe('a sandboxed curl following redirects and homographs', () => {
+  it('a redirect from an allowed server to an internal address, in any spelling, is refused when followed; a homograph is another host', async () => {
+    allowed.served.length = 0;
+    refused.served.length = 0;
+    const targets = [
+      'http://169.254.169.254/latest/meta-data/',
+      `http://[::ffff:127.0.0.1]:${refused.port}/mapped`,
+      `http://[::ffff:7f00:1]:${refused.port}/mapped-hex`,
+      `http://2130706433:${refused.port}/decimal`,
+      `http://0177.0.0.1:${refused.port}/octal`,
+      `http://localhost:${allowed.port}/by-name`,
+    ];
+    // Cyrillic 'о' (U+043E) for the Latin 'o' of localhost: curl sends its punycode form.
+    const homograph = `http://l\u043ecalhost:${allowed.port}/homograph`;
+    const follow = (url: string) => `curl -sS -L --max-time 10 -w '\\n%{http_code}' http://127.0.0.1:${allowed.port}/redirect/${encodeURIComponent(url)}`;
+    const { outputs, connections } = await runNode(process.execPath, [...targets.map(follow), `curl -sS --max-time 10 -w '\\n%{http_code}' ${homograph}`], [`127.0.0.1:${allowed.port}`]);
+    for (const [index, output] of outputs.entries()) {
+      const what = targets[index] ?? homograph;
+      expect(output.stdout, what).toMatch(/\n403$/);
+      expect(output.stdout, what).toContain('refused');
+      expect(output.refusedConnections, what).toHaveLength(1);
+    }
+    expect(outputs[0]!.refusedConnections![0]).toMatchObject({ host: '169.254.169.254', port: 80 });
+    expect(outputs[5]!.refusedConnections![0]).toMatchObject({ host: 'localhost', port: allowed.port });
+    expect(outputs[6]!.refusedConnections![0]!.host).toMatch(/^xn--/);
+    // Only the redirecting requests reached a server.
+    expect(allowed.served).toEqual(targets.map((url) => `/redirect/${encodeURIComponent(url)}`));
+    expect(refused.served).toEqual([]);
+    expect(connections.filter((record) => record.decision === 'denied')).toHaveLength(targets.length + 1);
   });
 });
 

@@ -488,6 +488,60 @@ fn a_redirect_to_a_private_address_is_judged_on_its_own() {
 }
 
 #[test]
+fn redirects_to_internal_addresses_in_every_spelling_are_refused_when_followed() {
+    let web = Web::start();
+    let proxy = proxy();
+    // Every `.test` name is allowed by name, and 127.0.0.1 (the server) by address: what the
+    // redirects point to is internal, and only an allow entry for the address itself opens it.
+    let call = serve(
+        &proxy,
+        json!({ "allow": ["web.test", "*.test", "127.0.0.1"] }),
+    );
+    let home = tempfile::tempdir().unwrap();
+    let targets = [
+        // Cloud metadata, as written, IPv4-mapped, and by a name resolving there.
+        "169.254.169.254",
+        "[::ffff:a9fe:a9fe]",
+        "metadata.test",
+        // 10.0.0.5 in decimal, octal and hex spellings, IPv4-mapped, and by name.
+        "167772165",
+        "012.0.0.05",
+        "0x0a000005",
+        "[::ffff:10.0.0.5]",
+        "private.test",
+        // Unique-local and link-local IPv6.
+        "[fd00::1]",
+        "[fe80::1]",
+    ];
+    for target in targets {
+        let out = run(client("curl", call.local_addr(), home.path()).args([
+            "-q",
+            "-s",
+            "-L",
+            "-w",
+            "\n%{http_code}",
+            &format!("http://web.test:{}/redirect-to/{target}", web.port),
+        ]));
+        let stdout = text(&out.stdout);
+        assert!(stdout.ends_with("\n403"), "{target}: {stdout}");
+        assert!(stdout.contains("refused"), "{target}: {stdout}");
+        assert!(!stdout.contains("hello from web"), "{target}: {stdout}");
+    }
+    assert_eq!(
+        web.requests().len(),
+        targets.len(),
+        "only the redirecting requests reached the server"
+    );
+    let records = finish(call);
+    assert_eq!(records.len(), 2 * targets.len(), "{records:?}");
+    for pair in records.chunks(2) {
+        assert!(!pair[0].refused(), "{pair:?}");
+        assert!(pair[1].refused(), "{pair:?}");
+        assert_eq!(pair[1].decided_by, DecidedBy::Address, "{pair:?}");
+    }
+}
+
+#[test]
 fn idn_homographs_are_other_hosts() {
     let web = Web::start();
     let proxy = proxy();
