@@ -1,7 +1,7 @@
 /**
  * Network by host (issue 24), the clients and answers tests/network.test.ts leaves out: Node's own
- * `fetch` in a sandboxed call, and a deferred run's network question answered `save` in another
- * process.
+ * `fetch` in a sandboxed call, curl following redirects to internal addresses and a homograph
+ * host, and a deferred run's network question answered `save` in another process.
  *
  * Node reads the proxy variables from Node 24 on, when `NODE_USE_ENV_PROXY=1` (toolgate sets it):
  * its `fetch` then goes through the egress proxy. Node 20 ignores them and connects directly, which
