@@ -15,12 +15,17 @@ use std::collections::HashMap;
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::process::Command;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Instant;
 
 use serde_json::json;
 use toolgate_core::network::{
     table_lookup, CallContext, NetworkAccess, NetworkSetting, Proxy, ProxyConfig,
 };
+
+/// CPU time the server's threads spent sending downloads (a thread's own accounting, read
+/// before it ends).
+static SERVER_CPU_NS: AtomicU64 = AtomicU64::new(0);
 
 /// Serves `GET /big` (the download) and `GET /small` on 127.0.0.1, one thread per connection.
 fn start_server(big_bytes: usize) -> SocketAddr {
@@ -30,7 +35,9 @@ fn start_server(big_bytes: usize) -> SocketAddr {
     std::thread::spawn(move || {
         for stream in listener.incoming().flatten() {
             let chunk = chunk.clone();
-            std::thread::spawn(move || serve(stream, big_bytes, &chunk));
+            let _ = std::thread::Builder::new()
+                .name("bench-server".into())
+                .spawn(move || serve(stream, big_bytes, &chunk));
         }
     });
     address
@@ -56,14 +63,16 @@ fn serve(stream: TcpStream, big_bytes: usize, chunk: &[u8]) {
         let head =
             format!("HTTP/1.1 200 OK\r\nContent-Length: {big_bytes}\r\nConnection: close\r\n\r\n");
         let _ = writer.write_all(head.as_bytes());
+        let started = own_cpu_ns();
         let mut left = big_bytes;
         while left > 0 {
             let n = left.min(chunk.len());
             if writer.write_all(&chunk[..n]).is_err() {
-                return;
+                break;
             }
             left -= n;
         }
+        SERVER_CPU_NS.fetch_add(own_cpu_ns() - started, Ordering::Relaxed);
     } else {
         let _ = writer
             .write_all(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\nConnection: close\r\n\r\nok");
@@ -134,6 +143,36 @@ fn own_cpu_ns() -> u64 {
         .next()
         .and_then(|ns| ns.parse().ok())
         .unwrap_or(0)
+}
+
+/// CPU time of each party, summed over downloads.
+#[derive(Default)]
+struct Cpu {
+    server: u64,
+    proxy: u64,
+    client: u64,
+}
+
+impl Cpu {
+    /// Runs one download on this thread (the client), adding each party's CPU time; returns
+    /// its wall time in seconds.
+    fn add(&mut self, download: impl FnOnce()) -> f64 {
+        let before = (
+            SERVER_CPU_NS.load(Ordering::Relaxed),
+            proxy_cpu_ns(),
+            own_cpu_ns(),
+        );
+        let secs = seconds(download);
+        self.server += SERVER_CPU_NS.load(Ordering::Relaxed) - before.0;
+        self.proxy += proxy_cpu_ns() - before.1;
+        self.client += own_cpu_ns() - before.2;
+        secs
+    }
+
+    fn json(&self, rounds: usize) -> serde_json::Value {
+        let ms = |ns: u64| ns as f64 / rounds as f64 / 1e6;
+        json!({ "server": ms(self.server), "proxy": ms(self.proxy), "client": ms(self.client) })
+    }
 }
 
 /// The median: a busy machine's spikes move it less than a mean.
@@ -217,22 +256,17 @@ fn main() {
 
     let (mut direct, mut forward, mut tunnel) = (f64::MAX, f64::MAX, f64::MAX);
     let (mut small_direct, mut small_forward) = (Vec::new(), Vec::new());
-    let (mut proxy_cpu, mut client_cpu) = (0u64, 0u64);
+    let (mut direct_cpu, mut forward_cpu, mut tunnel_cpu) =
+        (Cpu::default(), Cpu::default(), Cpu::default());
     let (mut curl_direct, mut curl_proxied): (Option<f64>, Option<f64>) = (None, None);
     let big_url = format!("http://bench.test:{port}/big");
     for _ in 0..rounds {
-        direct = direct.min(seconds(|| {
-            assert!(request(server, &direct_big, None) > big_bytes)
-        }));
-        let (proxy_before, client_before) = (proxy_cpu_ns(), own_cpu_ns());
-        forward = forward.min(seconds(|| {
-            assert!(request(via, &forward_big, None) > big_bytes)
-        }));
-        proxy_cpu += proxy_cpu_ns() - proxy_before;
-        client_cpu += own_cpu_ns() - client_before;
-        tunnel = tunnel.min(seconds(|| {
-            assert!(request(via, &direct_big, Some(&connect)) > big_bytes)
-        }));
+        direct =
+            direct.min(direct_cpu.add(|| assert!(request(server, &direct_big, None) > big_bytes)));
+        forward =
+            forward.min(forward_cpu.add(|| assert!(request(via, &forward_big, None) > big_bytes)));
+        tunnel = tunnel
+            .min(tunnel_cpu.add(|| assert!(request(via, &direct_big, Some(&connect)) > big_bytes)));
         let direct_url = format!("http://127.0.0.1:{port}/big");
         let best = |current: Option<f64>, new: Option<f64>| match (current, new) {
             (Some(a), Some(b)) => Some(a.min(b)),
@@ -267,10 +301,13 @@ fn main() {
                 "tunnelMBps": megabytes_per_second(tunnel),
                 "curlDirectMBps": curl_direct.map(megabytes_per_second),
                 "curlProxiedMBps": curl_proxied.map(megabytes_per_second),
-                // Per download through the proxy (absolute-form), averaged over the rounds:
-                // the proxy's threads and the receiving client's.
-                "proxyCpuMs": proxy_cpu as f64 / rounds as f64 / 1e6,
-                "clientCpuMs": client_cpu as f64 / rounds as f64 / 1e6,
+                // CPU per download, averaged over the rounds: the sending server's
+                // threads, the proxy's and the receiving client's.
+                "cpuMs": {
+                    "direct": direct_cpu.json(rounds),
+                    "forward": forward_cpu.json(rounds),
+                    "tunnel": tunnel_cpu.json(rounds),
+                },
             },
             "newConnection": {
                 "directMs": median(&mut small_direct) * 1000.0,

@@ -114,7 +114,9 @@ export async function prepareResumedRun(
           ? { approved: true, decision: answer.always ? ('always' as const) : ('approved' as const), decidedBy: 'user' as const, ...(answer.always ? { scope: answer.always } : {}) }
           : { approved: false, decision: 'denied' as const, decidedBy: 'user' as const, reason: answer.reason ?? 'the user denied this tool call' };
         if (answer.save) {
-          const rule = setup.gate.saveRule(setup.original.get(pending.toolName), pending, 'deferred-answer');
+          // A network question's rule goes to the permissions file of the tool whose process asked.
+          const owner = pending.toolName === NETWORK_TOOL ? (networkInput(pending.input)?.tool ?? pending.toolName) : pending.toolName;
+          const rule = setup.gate.saveRule(setup.original.get(owner), pending, 'deferred-answer');
           if (rule) gateAnswer.savedRule = rule;
         }
         setup.gate.remember(pending.toolCallId, gateAnswer);

@@ -488,6 +488,169 @@ fn a_redirect_to_a_private_address_is_judged_on_its_own() {
 }
 
 #[test]
+fn redirects_to_internal_addresses_in_every_spelling_are_refused_when_followed() {
+    let web = Web::start();
+    let proxy = proxy();
+    // Every `.test` name is allowed by name, and 127.0.0.1 (the server) by address: what the
+    // redirects point to is internal, and only an allow entry for the address itself opens it.
+    let call = serve(
+        &proxy,
+        json!({ "allow": ["web.test", "*.test", "127.0.0.1"] }),
+    );
+    let home = tempfile::tempdir().unwrap();
+    let targets = [
+        // Cloud metadata, as written, IPv4-mapped, and by a name resolving there.
+        "169.254.169.254",
+        "[::ffff:a9fe:a9fe]",
+        "metadata.test",
+        // 10.0.0.5 in decimal, octal and hex spellings, IPv4-mapped, and by name.
+        "167772165",
+        "012.0.0.05",
+        "0x0a000005",
+        "[::ffff:10.0.0.5]",
+        "private.test",
+        // Unique-local and link-local IPv6.
+        "[fd00::1]",
+        "[fe80::1]",
+    ];
+    for target in targets {
+        let out = run(client("curl", call.local_addr(), home.path()).args([
+            "-q",
+            "-s",
+            "-L",
+            "-w",
+            "\n%{http_code}",
+            &format!("http://web.test:{}/redirect-to/{target}", web.port),
+        ]));
+        let stdout = text(&out.stdout);
+        assert!(stdout.ends_with("\n403"), "{target}: {stdout}");
+        assert!(stdout.contains("refused"), "{target}: {stdout}");
+        assert!(!stdout.contains("hello from web"), "{target}: {stdout}");
+    }
+    assert_eq!(
+        web.requests().len(),
+        targets.len(),
+        "only the redirecting requests reached the server"
+    );
+    let records = finish(call);
+    assert_eq!(records.len(), 2 * targets.len(), "{records:?}");
+    for pair in records.chunks(2) {
+        assert!(!pair[0].refused(), "{pair:?}");
+        assert!(pair[1].refused(), "{pair:?}");
+        assert_eq!(pair[1].decided_by, DecidedBy::Address, "{pair:?}");
+    }
+}
+
+/// A server on 127.0.0.1 answering every connection with `reply` once the request head has
+/// come, then keeping the connection open (as a keep-alive server would) for a while.
+fn replying_server(reply: &'static [u8]) -> u16 {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    std::thread::spawn(move || {
+        for mut stream in listener.incoming().flatten() {
+            std::thread::spawn(move || {
+                let mut head = Vec::new();
+                let mut byte = [0u8; 1];
+                while !head.ends_with(b"\r\n\r\n") && stream.read_exact(&mut byte).is_ok() {
+                    head.push(byte[0]);
+                }
+                let _ = stream.write_all(reply);
+                std::thread::sleep(Duration::from_secs(2));
+            });
+        }
+    });
+    port
+}
+
+#[test]
+fn nothing_past_a_responses_end_reaches_the_client() {
+    let proxy = proxy();
+    let cases: [(&str, &'static [u8], &str, &str); 6] = [
+        (
+            "bytes past Content-Length",
+            b"HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nhelloHTTP/1.1 200 OK\r\nContent-Length: 8\r\n\r\nsmuggled",
+            "GET",
+            "hello",
+        ),
+        (
+            "bytes past the last chunk",
+            b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n0\r\n\r\nHTTP/1.1 200 OK\r\nContent-Length: 8\r\n\r\nsmuggled",
+            "GET",
+            "5\r\nhello\r\n0\r\n\r\n",
+        ),
+        (
+            "Content-Length beside chunked (chunked wins, the length is dropped)",
+            b"HTTP/1.1 200 OK\r\nContent-Length: 200\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n0\r\n\r\nsmuggled",
+            "GET",
+            "5\r\nhello\r\n0\r\n\r\n",
+        ),
+        (
+            "a body after a HEAD response",
+            b"HTTP/1.1 200 OK\r\nContent-Length: 8\r\n\r\nsmuggled",
+            "HEAD",
+            "",
+        ),
+        (
+            "a body after 204",
+            b"HTTP/1.1 204 No Content\r\n\r\nHTTP/1.1 200 OK\r\nContent-Length: 8\r\n\r\nsmuggled",
+            "GET",
+            "",
+        ),
+        (
+            "bytes after 100 Continue and a sized response",
+            b"HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nokHTTP/1.1 200 OK\r\nContent-Length: 8\r\n\r\nsmuggled",
+            "GET",
+            "ok",
+        ),
+    ];
+    for (what, reply, method, body) in cases {
+        let port = replying_server(reply);
+        let call = serve(&proxy, json!({ "allow": ["127.0.0.1"] }));
+        let answer = exchange(
+            call.local_addr(),
+            format!("{method} http://127.0.0.1:{port}/ HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\n\r\n")
+                .as_bytes(),
+        );
+        assert!(!answer.contains("smuggled"), "{what}: {answer:?}");
+        let (_, sent_body) = answer.split_once("\r\n\r\n").unwrap_or((&answer, ""));
+        let sent_body = sent_body
+            .strip_prefix("HTTP/1.1 200 OK\r\n")
+            .map_or(sent_body, |_| {
+                // After 100 Continue: the final response's head, then its body.
+                sent_body
+                    .split_once("\r\n\r\n")
+                    .map_or("", |(_, body)| body)
+            });
+        assert!(
+            answer.contains("Connection: close\r\n"),
+            "{what}: {answer:?}"
+        );
+        assert_eq!(sent_body, body, "{what}: {answer:?}");
+        let records = finish(call);
+        assert_eq!(records.len(), 1, "{what}");
+        assert_eq!(
+            records[0].bytes_down as usize,
+            relayed_len(reply, method),
+            "{what}: bytes counted are what was relayed from the server"
+        );
+    }
+}
+
+/// How much of `reply` the proxy relays: everything before the smuggled part (a second
+/// response, or a body the first response has none of).
+fn relayed_len(reply: &[u8], method: &str) -> usize {
+    let text = std::str::from_utf8(reply).unwrap();
+    let body = text.find("smuggled").unwrap();
+    let second = "HTTP/1.1 200 OK\r\nContent-Length: 8\r\n";
+    match text[..body].rfind(second) {
+        // A HEAD response's own unread body.
+        Some(0) if method == "HEAD" => body,
+        Some(start) if start > 0 => start,
+        _ => body,
+    }
+}
+
+#[test]
 fn idn_homographs_are_other_hosts() {
     let web = Web::start();
     let proxy = proxy();

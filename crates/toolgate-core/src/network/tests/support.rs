@@ -182,6 +182,12 @@ fn serve_http(stream: TcpStream, seen: Arc<Mutex<Vec<String>>>, port: u16) {
                 format!("Location: http://10.0.0.5:{port}/hello\r\n"),
                 Vec::new(),
             ),
+            // A redirect to the host after the prefix, on the same port.
+            other if other.starts_with("/redirect-to/") => (
+                "302 Found",
+                format!("Location: http://{}:{port}/hello\r\n", &other[13..]),
+                Vec::new(),
+            ),
             other if other.starts_with("/big/") => {
                 let size: usize = other[5..].parse().unwrap_or(0);
                 ("200 OK", String::new(), vec![b'x'; size])
