@@ -158,52 +158,25 @@ impl OneShot<'_> {
             {
                 own_network(rules.network)?;
             }
-            // The tmpfs goes on the call's directory itself: a view of one call.
-            let private_dir = self.call_dir.map(Path::new);
-            let proc = view::new_proc().ok();
-            let tmp = private_dir
-                .map(|_| view::new_private_tmpfs(rules.limits.tmp_mb.unwrap_or(0)))
-                .transpose()
-                .map_err(|err| format!("mounting the call's private tmpfs: {err}"))?;
-            let mut entries: Vec<(OsString, Access)> = Vec::new();
-            for (paths, access) in [
-                (&rules.read, Access::Read),
-                (&rules.write, Access::Write),
-                (&rules.devices, Access::Device),
-                (&rules.protect, Access::Protect),
-                (&rules.hide, Access::Hide),
-            ] {
-                entries.extend(paths.iter().map(|path| (path.clone(), access)));
+            match self.build_view(&mut builder, &mut prepared) {
+                Ok(fresh) => fresh_proc = fresh,
+                // The mount API is refused before anything was mounted (qemu-user, an old
+                // kernel, a seccomp profile): the call goes on as where no mount namespace
+                // can be made, under Landlock and seccomp, and says so.
+                Err(err) if err.unavailable && !rules.require_view => {
+                    let _ = fail(
+                        0,
+                        &format!(
+                            "warning: the sandbox's view of the file system cannot be built here ({}); the program runs under Landlock and seccomp alone",
+                            err.message
+                        ),
+                    );
+                }
+                Err(err) if err.unavailable => {
+                    return Err(format!("this policy needs the sandbox's own view of the file system (protected or hidden paths inside the roots), which cannot be built here: {}", err.message));
+                }
+                Err(err) => return Err(err.message),
             }
-            let spec = ViewSpec {
-                entries,
-                private_dir: private_dir.map(|dir| dir.as_os_str().to_os_string()),
-                host_proc: proc.is_none(),
-            };
-            let mut extra: Vec<(OwnedFd, &OsStr)> = Vec::new();
-            let proc_root = proc.as_ref().map(|proc| proc.try_clone()).transpose();
-            let tmp_root = tmp.as_ref().map(|tmp| tmp.try_clone()).transpose();
-            let (proc_root, tmp_root) = (
-                proc_root.map_err(|err| err.to_string())?,
-                tmp_root.map_err(|err| err.to_string())?,
-            );
-            if let Some(proc) = proc {
-                extra.push((proc, OsStr::new("/proc")));
-            }
-            if let (Some(tmp), Some(dir)) = (tmp, private_dir) {
-                extra.push((tmp, dir.as_os_str()));
-            }
-            view::build(&spec, &extra)?;
-            if let Some(proc) = &proc_root {
-                builder.add(proc.as_fd(), true, Grant::Read)?;
-                fresh_proc = true;
-            }
-            if let Some(tmp) = &tmp_root {
-                builder.add(tmp.as_fd(), true, Grant::Write)?;
-            }
-            prepared.private_dir = private_dir.map(|dir| dir.as_os_str().to_os_string());
-            prepared.tmp = tmp_root;
-            prepared.make_call_dir(self.call_dir)?;
         } else if rules.require_view {
             return Err("this policy needs the sandbox's own view of the file system (protected or hidden paths inside the roots), which cannot be built here: user namespaces (with capabilities in them) are not available".into());
         }
@@ -220,6 +193,65 @@ impl OneShot<'_> {
         crate::isolate::drop_capabilities()
             .map_err(|err| format!("giving up capabilities: {err}"))?;
         Ok(prepared)
+    }
+
+    /// In this process's own mount namespace: builds the call's view (a view of one call,
+    /// with its own `/proc` and private tmpfs) and adds those two to the ruleset. Returns
+    /// whether the call has a `/proc` of its own.
+    fn build_view(
+        &self,
+        builder: &mut RulesetBuilder,
+        prepared: &mut Prepared,
+    ) -> Result<bool, view::ViewError> {
+        let rules = self.rules;
+        // The tmpfs goes on the call's directory itself: a view of one call.
+        let private_dir = self.call_dir.map(Path::new);
+        let proc = view::new_proc().ok();
+        let tmp = private_dir
+            .map(|_| view::new_private_tmpfs(rules.limits.tmp_mb.unwrap_or(0)))
+            .transpose()
+            .map_err(|err| {
+                view::ViewError::of("mounting the call's private tmpfs".into(), &err, true)
+            })?;
+        let mut entries: Vec<(OsString, Access)> = Vec::new();
+        for (paths, access) in [
+            (&rules.read, Access::Read),
+            (&rules.write, Access::Write),
+            (&rules.devices, Access::Device),
+            (&rules.protect, Access::Protect),
+            (&rules.hide, Access::Hide),
+        ] {
+            entries.extend(paths.iter().map(|path| (path.clone(), access)));
+        }
+        let spec = ViewSpec {
+            entries,
+            private_dir: private_dir.map(|dir| dir.as_os_str().to_os_string()),
+            host_proc: proc.is_none(),
+        };
+        let mut extra: Vec<(OwnedFd, &OsStr)> = Vec::new();
+        let proc_root = proc.as_ref().map(|proc| proc.try_clone()).transpose();
+        let tmp_root = tmp.as_ref().map(|tmp| tmp.try_clone()).transpose();
+        let (proc_root, tmp_root) = (
+            proc_root.map_err(|err| err.to_string())?,
+            tmp_root.map_err(|err| err.to_string())?,
+        );
+        if let Some(proc) = proc {
+            extra.push((proc, OsStr::new("/proc")));
+        }
+        if let (Some(tmp), Some(dir)) = (tmp, private_dir) {
+            extra.push((tmp, dir.as_os_str()));
+        }
+        view::build(&spec, &extra)?;
+        if let Some(proc) = &proc_root {
+            builder.add(proc.as_fd(), true, Grant::Read)?;
+        }
+        if let Some(tmp) = &tmp_root {
+            builder.add(tmp.as_fd(), true, Grant::Write)?;
+        }
+        prepared.private_dir = private_dir.map(|dir| dir.as_os_str().to_os_string());
+        prepared.tmp = tmp_root;
+        prepared.make_call_dir(self.call_dir)?;
+        Ok(proc_root.is_some())
     }
 
     /// Starts the program with what `prepared` holds; returns its pid.

@@ -14,7 +14,7 @@ use std::process::{Command, Output};
 
 use common::{
     eventually, installed, kernel_can_confine, launcher, process_is_gone, processes_with,
-    sleep_marker, text, view_available, wait_inside_for, Fixture, SECRET,
+    restricted, sleep_marker, text, view_available, wait_inside_for, Fixture, SECRET,
 };
 use toolgate_sandbox::protocol::{
     EXIT_CANNOT_EXECUTE, EXIT_NOT_FOUND, EXIT_SETUP_FAILED, LAUNCHER_MESSAGE_PREFIX,
@@ -320,4 +320,83 @@ fn the_probe_says_what_the_kernel_allows() {
         assert!(line.ends_with("=0") || line.ends_with("=1"), "{report}");
     }
     eprintln!("launcher probe: {report}");
+}
+
+/// Where the new mount API is missing (qemu-user, kernels before 5.2; simulated by a seccomp
+/// filter answering `ENOSYS`), the view cannot be built: the call runs under Landlock and
+/// seccomp alone and the launcher says so, unless the policy needs the view.
+#[test]
+fn without_the_mount_api_the_view_is_left_out_and_said() {
+    if !kernel_can_confine() || !view_available() {
+        return;
+    }
+    let Some(_) = restricted("no-mount-api") else {
+        return;
+    };
+    let f = Fixture::new();
+    let run = |policy: &[OsString], script: &str| {
+        restricted("no-mount-api")
+            .unwrap()
+            .arg("--parent")
+            .arg(std::process::id().to_string())
+            .args(policy)
+            .arg("--")
+            .args(["/bin/sh", "-c", script])
+            .current_dir(&f.work)
+            .env_clear()
+            .env("PATH", "/usr/bin:/bin")
+            .output()
+            .unwrap()
+    };
+    let warning = "view of the file system cannot be built here";
+    for extra in [&["--best-effort", "--seccomp"][..], &["--seccomp"]] {
+        let policy = f.policy(false, extra);
+        let out = run(&policy, "cat in.txt && echo made > new.txt");
+        assert_eq!(
+            out.status.code(),
+            Some(0),
+            "{extra:?}: {}",
+            text(&out.stderr)
+        );
+        assert_eq!(text(&out.stdout), "line one\nline two\n");
+        let stderr = text(&out.stderr);
+        assert!(stderr.contains(warning), "{stderr}");
+        assert!(stderr.contains("Function not implemented"), "{stderr}");
+        assert!(stderr.contains("Landlock and seccomp alone"), "{stderr}");
+        assert_eq!(
+            std::fs::read_to_string(f.work.join("new.txt")).unwrap(),
+            "made\n"
+        );
+        // Landlock still refuses what the policy does not grant (the host's tree is there).
+        for script in [
+            format!("cat {}", f.secret()),
+            "cat ../outside/secret.txt".into(),
+        ] {
+            let out = run(&policy, &script);
+            assert_ne!(out.status.code(), Some(0), "{script}");
+            assert!(
+                !text(&out.stdout).contains(SECRET),
+                "{script}: the secret leaked"
+            );
+            assert!(
+                text(&out.stderr).contains("Permission denied"),
+                "{}",
+                text(&out.stderr)
+            );
+        }
+        // seccomp too: no IP socket without network.
+        let out = run(&policy, "exec 3<>/dev/tcp/127.0.0.1/9 && echo connected");
+        assert!(!text(&out.stdout).contains("connected"));
+    }
+    // A policy that needs the view is refused, naming why.
+    let out = run(
+        &f.policy(false, &["--best-effort", "--seccomp", "--require-view"]),
+        "echo ran",
+    );
+    assert_eq!(out.status.code(), Some(EXIT_SETUP_FAILED));
+    assert!(text(&out.stdout).is_empty(), "the program ran");
+    let stderr = text(&out.stderr);
+    assert!(stderr.starts_with(LAUNCHER_MESSAGE_PREFIX), "{stderr}");
+    assert!(stderr.contains("needs the sandbox's own view"), "{stderr}");
+    assert!(stderr.contains("Function not implemented"), "{stderr}");
 }
