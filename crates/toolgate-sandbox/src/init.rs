@@ -10,6 +10,7 @@ use std::path::Path;
 use crate::confine::{Grant, RulesetBuilder};
 use crate::limits::{CallCgroup, CgroupFiles, Limits};
 use crate::plan::{Confinement, Network};
+use crate::tree::Ended;
 use crate::{isolate, sys, view};
 
 /// What an init holds for its call, set up ahead of it.
@@ -67,16 +68,10 @@ impl Prepared {
     }
 
     /// Which limits the call ran into, once its program ended.
-    pub fn limits_hit(
-        &self,
-        limits: &Limits,
-        status: libc::c_int,
-        cpu: std::time::Duration,
-    ) -> Vec<&'static str> {
+    pub fn limits_hit(&self, limits: &Limits, ended: &Ended) -> Vec<&'static str> {
         crate::limits::limits_hit(
             limits,
-            status,
-            cpu,
+            ended,
             self.cgroup.as_ref(),
             self.tmp.as_ref().map(AsFd::as_fd),
         )

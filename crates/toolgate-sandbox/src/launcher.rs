@@ -36,7 +36,7 @@ use crate::init::{own_network, Prepared};
 use crate::plan::{Confinement, Launch, Network, Plan};
 use crate::protocol::{probe as keys, ARG_PROBE, ARG_SERVE, EXIT_SETUP_FAILED, LIMIT_REPORT};
 use crate::seccomp;
-use crate::tree::{block_signals, enter_user_namespace, kill_descendants};
+use crate::tree::{block_signals, enter_user_namespace, kill_descendants, Ended};
 use crate::view::{self, Access, ViewSpec};
 
 /// The launcher's `main`, given its arguments without the program name: returns only to
@@ -271,13 +271,13 @@ impl OneShot<'_> {
     }
 
     /// Says on stderr which limits the program ran into.
-    fn report_limits(&self, prepared: &Prepared, status: libc::c_int, cpu: std::time::Duration) {
+    fn report_limits(&self, prepared: &Prepared, ended: &Ended) {
         let limits = if self.rules.without.limits {
             Default::default()
         } else {
             self.rules.limits
         };
-        let hit = prepared.limits_hit(&limits, status, cpu);
+        let hit = prepared.limits_hit(&limits, ended);
         if !hit.is_empty() {
             let _ = fail(0, &format!("{LIMIT_REPORT}{}", hit.join(",")));
         }
@@ -384,12 +384,12 @@ fn init_main(one_shot: &OneShot<'_>, status_write: libc::c_int) -> ! {
             unsafe { libc::_exit(EXIT_SETUP_FAILED) }
         }
     };
-    let Some((status, cpu)) = crate::tree::reap_until_with_usage(pid) else {
+    let Some(ended) = crate::tree::reap_until_with_usage(pid) else {
         // SAFETY: _exit never returns.
         unsafe { libc::_exit(EXIT_SETUP_FAILED) }
     };
-    one_shot.report_limits(&prepared, status, cpu);
-    let bytes = status.to_ne_bytes();
+    one_shot.report_limits(&prepared, &ended);
+    let bytes = ended.status.to_ne_bytes();
     // SAFETY: write of the 4 bytes we own; _exit never returns.
     unsafe {
         libc::write(status_write, bytes.as_ptr().cast(), bytes.len());
@@ -406,8 +406,12 @@ fn run_as_subreaper(one_shot: &OneShot<'_>, parent: Option<libc::c_int>) -> i32 
         Err(message) => return fail(EXIT_SETUP_FAILED, &message),
     };
     let status = wait_for(pid, parent, None);
-    kill_descendants();
-    one_shot.report_limits(&prepared, status, std::time::Duration::ZERO);
+    let ended = Ended {
+        status,
+        cpu: std::time::Duration::ZERO,
+        orphan_file_size: kill_descendants(),
+    };
+    one_shot.report_limits(&prepared, &ended);
     mirror(status)
 }
 

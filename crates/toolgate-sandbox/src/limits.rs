@@ -20,6 +20,8 @@ use std::io::Write;
 use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd};
 use std::path::{Path, PathBuf};
 
+use crate::tree::Ended;
+
 /// The names of the limits, as configured (`sandbox.limits`) and reported.
 pub(crate) const PROCESSES: &str = "processes";
 pub(crate) const MEMORY_MB: &str = "memoryMb";
@@ -542,19 +544,21 @@ fn counter(dir: BorrowedFd<'_>, file: &str, key: &str) -> u64 {
 /// `RLIMIT_CPU` and `RLIMIT_FSIZE` (or a kill past the CPU limit).
 pub(crate) fn limits_hit(
     limits: &Limits,
-    status: libc::c_int,
-    cpu: std::time::Duration,
+    ended: &Ended,
     cgroup: Option<&CgroupFiles>,
     tmp: Option<BorrowedFd<'_>>,
 ) -> Vec<&'static str> {
     let mut hit = cgroup.map(CgroupFiles::hit).unwrap_or_default();
+    let (status, cpu) = (ended.status, ended.cpu);
     let signal = libc::WIFSIGNALED(status).then(|| libc::WTERMSIG(status));
     if limits.cpu_seconds.is_some_and(|seconds| {
         signal == Some(libc::SIGXCPU) || (signal == Some(libc::SIGKILL) && cpu.as_secs() >= seconds)
     }) {
         hit.push(CPU_SECONDS);
     }
-    if limits.file_size_mb.is_some() && signal == Some(libc::SIGXFSZ) {
+    // The program, or an orphan its init reaped (a process whose parent reaped it is not
+    // seen: the kernel tells only the parent; see docs/sandbox.md).
+    if limits.file_size_mb.is_some() && (signal == Some(libc::SIGXFSZ) || ended.orphan_file_size) {
         hit.push(FILE_SIZE_MB);
     }
     if limits.tmp_mb.is_some() && tmp.and_then(crate::sys::free_blocks) == Some(0) {

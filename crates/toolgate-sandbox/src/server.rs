@@ -57,7 +57,7 @@ use crate::protocol::wire::{self, Reader};
 use crate::protocol::words;
 use crate::protocol::{ARG_CLEAN, ARG_PARENT, EXIT_SETUP_FAILED};
 use crate::seccomp;
-use crate::tree::{block_signals, cpu_time, enter_user_namespace, kill_descendants};
+use crate::tree::{block_signals, cpu_time, enter_user_namespace, kill_descendants, Ended};
 use crate::view::{self, Access, ViewSpec};
 
 /// How many kinds of waiting inits (one per view) are kept.
@@ -1107,19 +1107,20 @@ impl Server {
         } else {
             subreaper_wait(program, call.as_fd())
         };
-        if let Some((status, cpu)) = ended {
+        if let Some(ended) = ended {
             let limits = if rules.without.limits {
                 Default::default()
             } else {
                 rules.limits
             };
-            let hit = prepared.limits_hit(&limits, status, cpu);
+            let hit = prepared.limits_hit(&limits, &ended);
             if !hit.is_empty() {
                 let mut bytes = vec![wire::LIMIT];
                 bytes.extend_from_slice(hit.join(",").as_bytes());
                 let _ = wire::send(call.as_fd(), &bytes, &[]);
             }
-            let _ = wire::send(call.as_fd(), &wire::tagged_i32(wire::EXITED, status), &[]);
+            let status = wire::tagged_i32(wire::EXITED, ended.status);
+            let _ = wire::send(call.as_fd(), &status, &[]);
         }
         Ok(())
     }
@@ -1269,16 +1270,15 @@ impl Request {
 }
 
 /// In a subreaper init: waits for the program, or for toolgate to close the call's socket;
-/// either way kills every leftover descendant. Returns the program's status and CPU time if
-/// it exited.
-fn subreaper_wait(
-    program: libc::pid_t,
-    socket: BorrowedFd<'_>,
-) -> Option<(libc::c_int, std::time::Duration)> {
+/// either way kills every leftover descendant. Returns how the program ended if it exited.
+fn subreaper_wait(program: libc::pid_t, socket: BorrowedFd<'_>) -> Option<Ended> {
     let Ok(program_fd) = wire::pidfd_open(program) else {
         let ended = crate::tree::reap_until_with_usage(program);
-        kill_descendants();
-        return ended;
+        let orphan_file_size = kill_descendants();
+        return ended.map(|ended| Ended {
+            orphan_file_size: ended.orphan_file_size || orphan_file_size,
+            ..ended
+        });
     };
     loop {
         let mut polls = [poll_in(program_fd.as_fd()), poll_in(socket)];
@@ -1292,8 +1292,12 @@ fn subreaper_wait(
             // SAFETY: wait4 of our own child into values we own.
             let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
             let reaped = unsafe { libc::wait4(program, &mut status, 0, &mut usage) } == program;
-            kill_descendants();
-            return reaped.then(|| (status, cpu_time(&usage)));
+            let orphan_file_size = kill_descendants();
+            return reaped.then(|| Ended {
+                status,
+                cpu: cpu_time(&usage),
+                orphan_file_size,
+            });
         }
         if polls[1].revents != 0 {
             // SAFETY: kill of our own unreaped child.

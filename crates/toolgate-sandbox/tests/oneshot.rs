@@ -400,3 +400,65 @@ fn without_the_mount_api_the_view_is_left_out_and_said() {
     assert!(stderr.contains("needs the sandbox's own view"), "{stderr}");
     assert!(stderr.contains("Function not implemented"), "{stderr}");
 }
+
+/// `fileSizeMb` is named when the program itself, or an orphan of the call (a process whose
+/// parent exited before it: the init reaps it), is killed by `SIGXFSZ`; a child reaped by its
+/// own parent is not seen (the kernel tells only the parent).
+#[test]
+fn a_file_size_overrun_by_an_orphan_is_named() {
+    if !kernel_can_confine() {
+        return;
+    }
+    let f = Fixture::new();
+    let policy = f.policy(
+        false,
+        &[
+            "--seccomp",
+            "--device",
+            "/dev/zero",
+            "--limit",
+            "fileSizeMb=1",
+        ],
+    );
+    let report = format!(
+        "{LAUNCHER_MESSAGE_PREFIX}{}fileSizeMb",
+        toolgate_sandbox::protocol::LIMIT_REPORT
+    );
+    // The writer's parent (a subshell) exits at once; the script waits until the orphan is
+    // gone (reaped by the init: `kill -0` fails only then) and exits 0 itself.
+    for (writer, file) in [
+        ("head -c 3000000 /dev/zero > big1", "big1"),
+        ("dd if=/dev/zero of=big2 bs=1M count=3 2>/dev/null", "big2"),
+    ] {
+        let script = format!(
+            "({writer} & echo $! > pid); while kill -0 $(cat pid) 2>/dev/null; do sleep 0.01; done; echo done"
+        );
+        let out = sh(&f, &policy, &script);
+        assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+        assert_eq!(text(&out.stdout), "done\n");
+        assert!(
+            text(&out.stderr).contains(&report),
+            "{writer}: {}",
+            text(&out.stderr)
+        );
+        assert_eq!(std::fs::metadata(f.work.join(file)).unwrap().len(), 1 << 20);
+    }
+    // The program itself.
+    let out = sh(&f, &policy, "exec head -c 3000000 /dev/zero > big3");
+    assert_eq!(out.status.signal(), Some(libc::SIGXFSZ));
+    assert!(text(&out.stderr).contains(&report), "{}", text(&out.stderr));
+    // Within the limit, or a file-size error the writer handled itself: nothing named.
+    for script in [
+        "head -c 1000 /dev/zero > small; (head -c 1000 /dev/zero > small2 &); sleep 0.1",
+        "trap '' XFSZ; head -c 3000000 /dev/zero > big4 || echo refused",
+    ] {
+        let out = sh(&f, &policy, script);
+        assert!(
+            !text(&out.stderr).contains(LIMIT_REPORT_TEXT),
+            "{script}: {}",
+            text(&out.stderr)
+        );
+    }
+}
+
+const LIMIT_REPORT_TEXT: &str = toolgate_sandbox::protocol::LIMIT_REPORT;
