@@ -338,13 +338,18 @@ async fn layers(rounds: usize, work: &Path, env: &[(std::ffi::OsString, std::ffi
         ("without the IPC namespace", &["ipc"]),
         ("without the network namespace", &["network-namespace"]),
         ("without the limits (cgroup, rlimits)", &["limits"]),
-        ("without all four", &["view", "ipc", "network-namespace", "limits"]),
+        (
+            "without all four",
+            &["view", "ipc", "network-namespace", "limits"],
+        ),
     ];
     let sandboxes: Vec<Arc<Sandbox>> = LAYERS
         .iter()
         .map(|(_, left_out)| {
             let sandbox = Sandbox::prepare(SandboxPolicy::new(work)).unwrap_or_else(|err| {
-                eprintln!("{err}\n(build the launcher first: cargo build --release -p toolgate-sandbox)");
+                eprintln!(
+                    "{err}\n(build the launcher first: cargo build --release -p toolgate-sandbox)"
+                );
                 std::process::exit(1);
             });
             Arc::new(sandbox.without_layers(left_out))
@@ -359,7 +364,11 @@ async fn layers(rounds: usize, work: &Path, env: &[(std::ffi::OsString, std::ffi
         })
         .collect();
     let mut variants: Vec<&dyn Fn() -> ExecRequest> = vec![&plain];
-    variants.extend(makers.iter().map(|make| make.as_ref() as &dyn Fn() -> ExecRequest));
+    variants.extend(
+        makers
+            .iter()
+            .map(|make| make.as_ref() as &dyn Fn() -> ExecRequest),
+    );
     let load_before = load_average();
     let times = measure(rounds, &variants).await;
     let mut cpu = Vec::new();
@@ -370,7 +379,12 @@ async fn layers(rounds: usize, work: &Path, env: &[(std::ffi::OsString, std::ffi
         "sandbox_bench layers: /bin/true through exec and the launcher server, {rounds} interleaved rounds, median per call (load {load_before} / {})",
         load_average()
     );
-    println!("  {:<48} {}  CPU {}", "exec, unsandboxed", micros(times[0]), micros(cpu[0]));
+    println!(
+        "  {:<48} {}  CPU {}",
+        "exec, unsandboxed",
+        micros(times[0]),
+        micros(cpu[0])
+    );
     let all = times[1];
     for (index, (name, _)) in LAYERS.iter().enumerate() {
         let time = times[index + 1];

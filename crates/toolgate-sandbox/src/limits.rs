@@ -500,13 +500,12 @@ impl CgroupFiles {
             }
         }
         if let Some(dir) = &self.memory {
-            let killed = if self.version == 1 {
-                counter(dir.as_fd(), "memory.oom_control", "oom_kill")
-                    + counter(dir.as_fd(), "memory.oom_control", "under_oom")
+            let (file, keys) = if self.version == 1 {
+                ("memory.oom_control", ["oom_kill", "under_oom"])
             } else {
-                counter(dir.as_fd(), "memory.events", "oom_kill")
-                    + counter(dir.as_fd(), "memory.events", "oom")
+                ("memory.events", ["oom_kill", "oom"])
             };
+            let killed: u64 = counters(dir.as_fd(), file, &keys).iter().sum();
             if killed > 0 {
                 hit.push(MEMORY_MB);
             }
@@ -517,6 +516,11 @@ impl CgroupFiles {
 
 /// The value of `key` in a flat-keyed cgroup file (`key value` lines); 0 when absent.
 fn counter(dir: BorrowedFd<'_>, file: &str, key: &str) -> u64 {
+    counters(dir, file, &[key])[0]
+}
+
+/// The values of `keys` in a flat-keyed cgroup file, read once; 0 for each one absent.
+fn counters<const N: usize>(dir: BorrowedFd<'_>, file: &str, keys: &[&str; N]) -> [u64; N] {
     let text = rustix::fs::openat(
         dir,
         file,
@@ -531,12 +535,14 @@ fn counter(dir: BorrowedFd<'_>, file: &str, key: &str) -> u64 {
         String::from_utf8(bytes).ok()
     })
     .unwrap_or_default();
-    text.lines()
-        .find_map(|line| {
-            let (name, value) = line.split_once(' ')?;
-            (name == key).then(|| value.trim().parse().ok())?
-        })
-        .unwrap_or(0)
+    keys.map(|key| {
+        text.lines()
+            .find_map(|line| {
+                let (name, value) = line.split_once(' ')?;
+                (name == key).then(|| value.trim().parse().ok())?
+            })
+            .unwrap_or(0)
+    })
 }
 
 /// Which limits a call ran into, once its program ended with `status` having used `cpu`

@@ -183,6 +183,9 @@ struct Server {
     /// The kinds of the last calls, most recent last: what to make inits ahead for.
     recent: Vec<Key>,
     calls: Vec<Call>,
+    /// Calls whose init is gone, to reap and clean up when the server is idle (not between
+    /// toolgate's next request and its answer).
+    ended: Vec<Call>,
     clean: Option<PathBuf>,
     /// Counts inits (cgroup names) and view uses.
     counter: u64,
@@ -197,6 +200,8 @@ struct Waiting {
     cgroup: Option<CallCgroup>,
     /// It built its ruleset itself (it has a view): no `RULES` per call.
     has_view: bool,
+    /// Its mount namespace, once it said `READY` (see `Prepared::mount_namespace`).
+    mount_namespace: Option<OwnedFd>,
 }
 
 /// A started call.
@@ -208,6 +213,9 @@ struct Call {
     cgroup: Option<CallCgroup>,
     /// toolgate is done with it: waiting for the init to be gone, then reaping it.
     closing: bool,
+    /// Held (never read) until the call is cleaned up, so that the init's exit does not
+    /// wait for the kernel to tear the namespace down.
+    _mount_namespace: Option<OwnedFd>,
 }
 
 /// A call's request, as received.
@@ -272,6 +280,7 @@ impl Server {
             waiting: Vec::new(),
             recent: Vec::new(),
             calls: Vec::new(),
+            ended: Vec::new(),
             clean,
             counter: 0,
         })
@@ -326,10 +335,9 @@ impl Server {
             }
             for index in finished.into_iter().rev() {
                 let call = self.calls.swap_remove(index);
-                reap(call.pid);
-                if let Some(cgroup) = &call.cgroup {
-                    cgroup.remove();
-                }
+                self.ended.push(call);
+                make_waiting_at
+                    .get_or_insert_with(|| std::time::Instant::now() + MAKE_WAITING_AFTER);
             }
             if polls[0].revents != 0 {
                 if let Some(ending) = self.handle_requests() {
@@ -337,9 +345,22 @@ impl Server {
                 }
                 make_waiting_at = Some(std::time::Instant::now() + MAKE_WAITING_AFTER);
             } else if make_waiting_at.is_some_and(|at| at <= std::time::Instant::now()) {
-                // Quiet for a moment: make the inits the next calls will want.
+                // Quiet for a moment: make the inits the next calls will want, then clean up
+                // after the calls that ended.
                 make_waiting_at = None;
                 self.make_waiting();
+                self.tidy();
+            }
+        }
+    }
+
+    /// Reaps the inits of ended calls and removes their cgroups; their mount namespaces go
+    /// (the kernel tears each down now, in this process).
+    fn tidy(&mut self) {
+        for call in self.ended.drain(..) {
+            reap(call.pid);
+            if let Some(cgroup) = &call.cgroup {
+                cgroup.remove();
             }
         }
     }
@@ -498,8 +519,11 @@ impl Server {
                 },
             };
             // The init says whether it could set itself up (ahead of time: already said).
+            let mut waiting = waiting;
             match wire::recv(waiting.socket.as_fd(), true) {
-                Ok(message) if message.bytes.first() == Some(&wire::READY) => {}
+                Ok(message) if message.bytes.first() == Some(&wire::READY) => {
+                    waiting.mount_namespace = message.fds.into_iter().next();
+                }
                 Ok(message) if message.bytes.first() == Some(&wire::FAILED) => {
                     let text = String::from_utf8_lossy(&message.bytes[1..]).into_owned();
                     self.discard(waiting);
@@ -555,6 +579,7 @@ impl Server {
             pid: waiting.pid,
             cgroup: waiting.cgroup,
             closing: false,
+            _mount_namespace: waiting.mount_namespace,
         };
         if wire::send(call.socket.as_fd(), &started, &[call.init.as_fd()]).is_err() {
             // toolgate gave up on the call already.
@@ -878,6 +903,7 @@ impl Server {
                 socket: ours,
                 cgroup,
                 has_view,
+                mount_namespace: None,
             }),
             Err(message) => {
                 // SAFETY: kill of our own child; reaped right after.
@@ -997,7 +1023,8 @@ impl Server {
         });
         let code = match ready {
             Ok((prepared, stack)) => {
-                if wire::send(socket, &[wire::READY], &[]).is_err() {
+                let mount = prepared.mount_namespace.as_ref().map(AsFd::as_fd);
+                if wire::send(socket, &[wire::READY], mount.as_slice()).is_err() {
                     EXIT_SETUP_FAILED
                 } else {
                     match self.serve_call(socket, namespace, &prepared, stack, setup.rules) {
@@ -1133,12 +1160,8 @@ impl Server {
                 self.close(index);
             }
         }
-        for call in self.calls.drain(..) {
-            reap(call.pid);
-            if let Some(cgroup) = &call.cgroup {
-                cgroup.remove();
-            }
-        }
+        self.ended.append(&mut self.calls);
+        self.tidy();
         for waiting in std::mem::take(&mut self.waiting) {
             self.discard(waiting);
         }
