@@ -62,10 +62,13 @@ describe('a call over a limit says which', () => {
 
   it('fileSizeMb: named when an orphan of the call writes past it (the init reaps it), not when a parent reaps its child', async () => {
     const sandbox = { limits: { fileSizeMb: 1 } };
-    // The writer's parent (a subshell) exits at once, so the call's init reaps it; the script
-    // waits until it is gone (`kill -0` fails once it is reaped) and exits 0 itself.
-    for (const writer of ['head -c 3000000 /dev/zero > big1', 'dd if=/dev/zero of=big2 bs=1M count=3 2>/dev/null', "perl -e 'print \"0\" x 3000000' > big3"]) {
-      const script = `(${writer} & echo $! > pid); while kill -0 $(cat pid) 2>/dev/null; do sleep 0.01; done; echo done`;
+    // The writer's parent (a subshell) exits at once, and the writer starts only once it is an
+    // orphan (its parent changed), so the call's init reaps it; the script waits until it is
+    // gone (`kill -0` fails once it is reaped) and exits 0 itself.
+    // (`$1`: the subshell's pid, from a child's `$PPID`; `$2`: the writer.)
+    writeFileSync(join(fx.work, 'orphan.sh'), 'while [ "$(cut -d" " -f4 /proc/$$/stat)" = "$1" ]; do sleep 0.01; done\neval "exec $2"\n');
+    for (const writer of ['head -c 3000000 /dev/zero > big1', 'dd if=/dev/zero of=big2 bs=1M count=3 2>/dev/null', 'perl -e "print 0 x 3000000" > big3']) {
+      const script = `(sh orphan.sh $(sh -c 'echo $PPID') '${writer}' & echo $! > pid); while kill -0 $(cat pid) 2>/dev/null; do sleep 0.01; done; echo done`;
       const result = await exec({ command: 'sh', args: ['-c', script], cwd: fx.work, env: env(), sandbox });
       expect(result.exitCode, result.stderr).toBe(0);
       expect(result.stdout).toBe('done\n');

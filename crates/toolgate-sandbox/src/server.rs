@@ -67,6 +67,9 @@ const MAX_VIEWS: usize = 32;
 /// How long after a request the server waits before making the next waiting inits: the init
 /// it just woke should get a CPU first, not queue behind that work.
 const MAKE_WAITING_AFTER: std::time::Duration = std::time::Duration::from_micros(300);
+/// How many ended calls wait for the server to be idle before they are cleaned up anyway (a
+/// steady stream of requests never leaves it idle).
+const MAX_ENDED: usize = 16;
 
 /// The server's `main` (after `--serve`): returns only when it could not start.
 pub(crate) fn serve(args: impl Iterator<Item = OsString>) -> i32 {
@@ -338,6 +341,9 @@ impl Server {
                 self.ended.push(call);
                 make_waiting_at
                     .get_or_insert_with(|| std::time::Instant::now() + MAKE_WAITING_AFTER);
+            }
+            if self.ended.len() >= MAX_ENDED {
+                self.tidy();
             }
             if polls[0].revents != 0 {
                 if let Some(ending) = self.handle_requests() {

@@ -424,14 +424,16 @@ fn a_file_size_overrun_by_an_orphan_is_named() {
         "{LAUNCHER_MESSAGE_PREFIX}{}fileSizeMb",
         toolgate_sandbox::protocol::LIMIT_REPORT
     );
-    // The writer's parent (a subshell) exits at once; the script waits until the orphan is
-    // gone (reaped by the init: `kill -0` fails only then) and exits 0 itself.
+    // The writer's parent (a subshell) exits at once, and the writer starts only once it is
+    // an orphan (its parent changed: `orphan.sh`); the script waits until the writer is gone
+    // (reaped by the init: `kill -0` fails only then) and exits 0 itself.
+    std::fs::write(f.work.join("orphan.sh"), ORPHAN_SH).unwrap();
     for (writer, file) in [
         ("head -c 3000000 /dev/zero > big1", "big1"),
         ("dd if=/dev/zero of=big2 bs=1M count=3 2>/dev/null", "big2"),
     ] {
         let script = format!(
-            "({writer} & echo $! > pid); while kill -0 $(cat pid) 2>/dev/null; do sleep 0.01; done; echo done"
+            "(sh orphan.sh $(sh -c 'echo $PPID') '{writer}' & echo $! > pid); while kill -0 $(cat pid) 2>/dev/null; do sleep 0.01; done; echo done"
         );
         let out = sh(&f, &policy, &script);
         assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
@@ -462,3 +464,9 @@ fn a_file_size_overrun_by_an_orphan_is_named() {
 }
 
 const LIMIT_REPORT_TEXT: &str = toolgate_sandbox::protocol::LIMIT_REPORT;
+
+/// Runs the command `$2` once this shell's parent is no longer `$1` (it is then an orphan,
+/// whose end only the init sees).
+const ORPHAN_SH: &str = "while [ \"$(cut -d' ' -f4 /proc/$$/stat)\" = \"$1\" ]; do sleep 0.01; done
+eval \"exec $2\"
+";
