@@ -60,6 +60,29 @@ describe('a call over a limit says which', () => {
     expect(statSync(join(fx.work, 'big2')).size).toBeLessThanOrEqual(1024 * 1024);
   });
 
+  it('fileSizeMb: named when an orphan of the call writes past it (the init reaps it), not when a parent reaps its child', async () => {
+    const sandbox = { limits: { fileSizeMb: 1 } };
+    // The writer's parent (a subshell) exits at once, and the writer starts only once it is an
+    // orphan (its parent changed), so the call's init reaps it; the script waits until it is
+    // gone (`kill -0` fails once it is reaped) and exits 0 itself.
+    // (`$1`: the subshell's pid, from a child's `$PPID`; `$2`: the writer.)
+    writeFileSync(join(fx.work, 'orphan.sh'), 'while [ "$(cut -d" " -f4 /proc/$$/stat)" = "$1" ]; do sleep 0.01; done\neval "exec $2"\n');
+    for (const writer of ['head -c 3000000 /dev/zero > big1', 'dd if=/dev/zero of=big2 bs=1M count=3 2>/dev/null', 'perl -e "print 0 x 3000000" > big3']) {
+      const script = `(sh orphan.sh $(sh -c 'echo $PPID') '${writer}' & echo $! > pid); while kill -0 $(cat pid) 2>/dev/null; do sleep 0.01; done; echo done`;
+      const result = await exec({ command: 'sh', args: ['-c', script], cwd: fx.work, env: env(), sandbox });
+      expect(result.exitCode, result.stderr).toBe(0);
+      expect(result.stdout).toBe('done\n');
+      expect(result.limit, writer).toBe('fileSizeMb');
+      expect(result.stderr).toContain('sandbox limit: fileSizeMb (1)');
+    }
+    // A child its own shell waits for: the kernel tells only that shell (which says so on
+    // stderr); the call's result cannot name the limit (docs/sandbox.md, Limits).
+    const waited = await exec({ command: 'sh', args: ['-c', 'head -c 3000000 /dev/zero > big4; echo after'], cwd: fx.work, env: env(), sandbox });
+    expect(waited.stdout).toBe('after\n');
+    expect(statSync(join(fx.work, 'big4')).size).toBe(1024 * 1024);
+    expect(waited.limit).toBeNull();
+  });
+
   it('cpuSeconds: a busy loop ends', async () => {
     const result = await exec({ command: 'sh', args: ['-c', 'while :; do :; done'], cwd: fx.work, env: env(), sandbox: { limits: { cpuSeconds: 1 } }, timeoutMs: 30_000 });
     expect(result.timedOut).toBe(false);

@@ -13,10 +13,10 @@
 import { execFileSync } from 'node:child_process';
 import { existsSync, lstatSync, mkdtempSync, readFileSync, readlinkSync, realpathSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { join, resolve } from 'node:path';
 import { cliExecuteTool, exec, type ExecOptions } from '../../ts/src/index.js';
 import { native } from '../../ts/src/native/binding.js';
-import { packageDir } from '../helpers/checkout.js';
+import { packageDir, REPO_ROOT } from '../helpers/checkout.js';
 import { buildRustBaseline, rustBaselineMs } from './exec.bench.js';
 import { printComparison, printLine, timeMs } from './lib/report.js';
 
@@ -25,6 +25,7 @@ const ROUNDS = 5;
 const POLICY_CALLS = 20_000;
 const FLOOR_BATCH = 50;
 const HYPERFINE_RUNS = Number(process.env.TOOLGATE_BENCH_CALLS ?? 1000);
+const LAYER_ROUNDS = Number(process.env.TOOLGATE_BENCH_CALLS ?? 1000);
 const PROGRAM = '/bin/true';
 const CALL = { toolCallId: 'bench', messages: [] };
 
@@ -132,6 +133,29 @@ async function oneShotViewAgainstBwrap(work: string, bwrap: string | null): Prom
   }
 }
 
+/**
+ * What each layer of a sandboxed call costs (the mount view, the IPC namespace, the network
+ * namespace, the limits): the Rust example crates/toolgate-core/examples/sandbox_bench.rs in its
+ * `layers` mode, through the launcher server as every call goes, with the launcher this
+ * checkout's addon uses. It leaves layers out with `Sandbox::without_layers`, which exists for
+ * measuring only (no option of toolgate's reaches it).
+ */
+function perLayerCost(): void {
+  const launcher = join(REPO_ROOT, 'native', 'toolgate-sandbox');
+  if (!existsSync(launcher)) {
+    printLine('  native/toolgate-sandbox is missing (npm run build:native): the per-layer figures are skipped');
+    return;
+  }
+  execFileSync('cargo', ['build', '--quiet', '--release', '-p', 'toolgate-core', '--example', 'sandbox_bench'], { stdio: 'inherit', cwd: REPO_ROOT });
+  const target = resolve(REPO_ROOT, process.env.CARGO_TARGET_DIR ?? 'target');
+  const out = execFileSync(join(target, 'release/examples/sandbox_bench'), [String(LAYER_ROUNDS), 'layers'], {
+    encoding: 'utf8',
+    env: { ...process.env, TOOLGATE_SANDBOX_LAUNCHER: launcher },
+  });
+  printLine('');
+  for (const line of out.trimEnd().split('\n')) printLine(line);
+}
+
 export async function benchSandbox(): Promise<void> {
   const work = realpathSync(mkdtempSync(join(tmpdir(), 'toolgate-bench-')));
   // The private HOME/TMPDIR of every sandboxed call is made there too; on a disk mounted with
@@ -194,6 +218,7 @@ export async function benchSandbox(): Promise<void> {
     }
 
     await oneShotViewAgainstBwrap(work, bwrap);
+    perLayerCost();
 
     // The policy's share of a sandboxed cli_execute call: every check and the request with its
     // sandbox (the native prepare, no process), against the whole call.

@@ -9,6 +9,8 @@ Modes:
   gives no capabilities, so no other namespace can be made in it, and nothing can be mounted.
 - ``no-user-namespaces``: user namespaces cannot be created at all (``max_user_namespaces=0``,
   or a kernel without them). Root still makes its other namespaces without one.
+- ``no-mount-api``: namespaces work, but the new mount API (``open_tree``, ``fsopen``, …) is
+  missing (``ENOSYS``), as under qemu-user or on a kernel before 5.2.
 
 A test writes a small wrapper script (``#!python3``) that imports this module and calls
 ``run(mode, real_launcher, sys.argv[1:])``, and points ``TOOLGATE_SANDBOX_LAUNCHER`` at it (or
@@ -71,6 +73,9 @@ def program(mode):
             refuse_if_flags(numbers[call], OTHER_NAMESPACES)
         for call in ('setns', 'mount', 'umount2', 'pivot_root', *NEW_MOUNT_API):
             refuse(numbers[call])
+    elif mode == 'no-mount-api':
+        for call in NEW_MOUNT_API:
+            refuse(numbers[call], ENOSYS)
     else:
         raise SystemExit(f'restricted_launcher: unknown mode {mode!r}')
     code.append((RET, 0, 0, ALLOW))

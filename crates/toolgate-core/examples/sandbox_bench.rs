@@ -6,12 +6,17 @@
 //! cargo build --release -p toolgate-sandbox
 //! cargo build --release -p toolgate-core --example sandbox_bench
 //! target/release/examples/sandbox_bench [rounds] [only]
+//! target/release/examples/sandbox_bench [rounds] layers
 //! ```
 //!
 //! The launcher is found next to this example's directory (`target/release/`), or where
 //! `TOOLGATE_SANDBOX_LAUNCHER` says (`npm run bench sandbox` uses the static release build).
 //! bubblewrap is skipped with a message when `bwrap` is not installed. `only` (`sandboxed` or
-//! `unsandboxed`) runs nothing but those calls, for a profiler.
+//! `unsandboxed`) runs nothing but those calls, for a profiler. `layers` measures what each
+//! layer of a sandboxed call costs instead (`npm run bench sandbox` runs it): calls through the
+//! launcher server with everything on, and with the mount view, the IPC namespace, the network
+//! namespace, the limits or all four left out (`Sandbox::without_layers`, for measurement
+//! only), interleaved call by call with unsandboxed calls.
 
 use std::path::Path;
 use std::sync::Arc;
@@ -182,6 +187,9 @@ async fn main() {
     let plain = || ExecRequest::new("/bin/true", &work).env(env.clone());
     let private = || plain().private_dirs();
     let sandboxed = || plain().sandbox(Arc::clone(&sandbox));
+    if only.as_deref() == Some("layers") {
+        return layers(rounds, &work, &env).await;
+    }
     if let Some(only) = only {
         let variant: &dyn Fn() -> ExecRequest = match only.as_str() {
             "sandboxed" => &sandboxed,
@@ -317,4 +325,84 @@ async fn main() {
         "  32 at a time: sandboxed / unsandboxed {:.2}x",
         ratio(concurrent_sandboxed, concurrent_plain)
     );
+}
+
+/// What each layer of a sandboxed call costs: the median per call with every layer, and with
+/// each left out, through the launcher server (the path every call takes), interleaved call
+/// by call with each other and with unsandboxed calls. Printed as one line per variant and
+/// the differences; the CPU time per call of every process involved follows.
+async fn layers(rounds: usize, work: &Path, env: &[(std::ffi::OsString, std::ffi::OsString)]) {
+    const LAYERS: [(&str, &[&str]); 6] = [
+        ("every layer (what calls get)", &[]),
+        ("without the mount view", &["view"]),
+        ("without the IPC namespace", &["ipc"]),
+        ("without the network namespace", &["network-namespace"]),
+        ("without the limits (cgroup, rlimits)", &["limits"]),
+        (
+            "without all four",
+            &["view", "ipc", "network-namespace", "limits"],
+        ),
+    ];
+    let sandboxes: Vec<Arc<Sandbox>> = LAYERS
+        .iter()
+        .map(|(_, left_out)| {
+            let sandbox = Sandbox::prepare(SandboxPolicy::new(work)).unwrap_or_else(|err| {
+                eprintln!(
+                    "{err}\n(build the launcher first: cargo build --release -p toolgate-sandbox)"
+                );
+                std::process::exit(1);
+            });
+            Arc::new(sandbox.without_layers(left_out))
+        })
+        .collect();
+    let plain = || ExecRequest::new("/bin/true", work).env(env.to_vec());
+    let makers: Vec<Box<dyn Fn() -> ExecRequest>> = sandboxes
+        .iter()
+        .map(|sandbox| {
+            let sandbox = Arc::clone(sandbox);
+            Box::new(move || plain().sandbox(Arc::clone(&sandbox))) as Box<dyn Fn() -> ExecRequest>
+        })
+        .collect();
+    let mut variants: Vec<&dyn Fn() -> ExecRequest> = vec![&plain];
+    variants.extend(
+        makers
+            .iter()
+            .map(|make| make.as_ref() as &dyn Fn() -> ExecRequest),
+    );
+    let load_before = load_average();
+    let times = measure(rounds, &variants).await;
+    let mut cpu = Vec::new();
+    for make in &variants {
+        cpu.push(cpu_per_call(rounds.min(300), *make).await);
+    }
+    println!(
+        "sandbox_bench layers: /bin/true through exec and the launcher server, {rounds} interleaved rounds, median per call (load {load_before} / {})",
+        load_average()
+    );
+    println!(
+        "  {:<48} {}  CPU {}",
+        "exec, unsandboxed",
+        micros(times[0]),
+        micros(cpu[0])
+    );
+    let all = times[1];
+    for (index, (name, _)) in LAYERS.iter().enumerate() {
+        let time = times[index + 1];
+        let delta = if index == 0 {
+            String::new()
+        } else {
+            format!(
+                "  the layer costs {:+6.0} µs ({:+4.0} µs CPU)",
+                (all.as_secs_f64() - time.as_secs_f64()) * 1e6,
+                (cpu[1].as_secs_f64() - cpu[index + 1].as_secs_f64()) * 1e6
+            )
+        };
+        println!(
+            "  {:<48} {}  CPU {}  {:.2}x unsandboxed{delta}",
+            format!("sandboxed, {name}"),
+            micros(time),
+            micros(cpu[index + 1]),
+            time.as_secs_f64() / times[0].as_secs_f64()
+        );
+    }
 }

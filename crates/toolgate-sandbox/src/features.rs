@@ -120,7 +120,7 @@ fn try_all() -> Vec<u8> {
                     bits |= VIEW;
                     String::new()
                 }
-                Err(message) => message,
+                Err(err) => err.message,
             }
         }
     };

@@ -10,6 +10,7 @@ use std::path::Path;
 use crate::confine::{Grant, RulesetBuilder};
 use crate::limits::{CallCgroup, CgroupFiles, Limits};
 use crate::plan::{Confinement, Network};
+use crate::tree::Ended;
 use crate::{isolate, sys, view};
 
 /// What an init holds for its call, set up ahead of it.
@@ -23,16 +24,26 @@ pub(crate) struct Prepared {
     /// The egress proxy's listener in the call's network namespace.
     pub listener: Option<OwnedFd>,
     pub cgroup: Option<CgroupFiles>,
+    /// The call's own mount namespace (a copy of the view), handed to the server with
+    /// `READY`: while the server holds it, the init's exit does not tear it down, which
+    /// would keep toolgate waiting (tens of microseconds idle, a millisecond on a busy machine:
+    /// the kernel waits for an RCU grace period); the server drops it after the call.
+    pub mount_namespace: Option<OwnedFd>,
 }
 
 impl Prepared {
     /// The descriptors the init keeps.
     pub fn fds(&self) -> Vec<libc::c_int> {
-        let mut fds: Vec<libc::c_int> = [&self.ruleset, &self.tmp, &self.listener]
-            .into_iter()
-            .flatten()
-            .map(AsRawFd::as_raw_fd)
-            .collect();
+        let mut fds: Vec<libc::c_int> = [
+            &self.ruleset,
+            &self.tmp,
+            &self.listener,
+            &self.mount_namespace,
+        ]
+        .into_iter()
+        .flatten()
+        .map(AsRawFd::as_raw_fd)
+        .collect();
         if let Some(cgroup) = &self.cgroup {
             fds.extend(cgroup.fds());
         }
@@ -67,16 +78,10 @@ impl Prepared {
     }
 
     /// Which limits the call ran into, once its program ended.
-    pub fn limits_hit(
-        &self,
-        limits: &Limits,
-        status: libc::c_int,
-        cpu: std::time::Duration,
-    ) -> Vec<&'static str> {
+    pub fn limits_hit(&self, limits: &Limits, ended: &Ended) -> Vec<&'static str> {
         crate::limits::limits_hit(
             limits,
-            status,
-            cpu,
+            ended,
             self.cgroup.as_ref(),
             self.tmp.as_ref().map(AsFd::as_fd),
         )
@@ -149,6 +154,8 @@ pub(crate) fn prepare_served(setup: &ServedInit<'_>) -> Result<Prepared, String>
         }
         prepared.private_dir = view.private_dir.map(OsStr::to_os_string);
         prepared.tmp = tmp;
+        // Not being able to hand it over only costs time.
+        prepared.mount_namespace = sys::own_namespace(c"mnt").ok();
         proc_root = proc;
     }
     let limits = if rules.without.limits {

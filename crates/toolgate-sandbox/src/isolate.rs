@@ -99,10 +99,12 @@ pub(crate) fn proxy_listener(port: u16) -> io::Result<OwnedFd> {
 pub(crate) fn drop_capabilities() -> io::Result<()> {
     // SAFETY: prctl and capset take integers and the structs we own.
     unsafe {
-        let mut cap = 0;
-        while libc::prctl(libc::PR_CAPBSET_READ, cap, 0, 0, 0) >= 0 {
-            libc::prctl(libc::PR_CAPBSET_DROP, cap, 0, 0, 0);
-            cap += 1;
+        // One call per capability: EINVAL past the last one this kernel knows; EPERM for
+        // every one without CAP_SETPCAP (nothing can be dropped then).
+        for cap in 0..64 {
+            if libc::prctl(libc::PR_CAPBSET_DROP, cap, 0, 0, 0) != 0 {
+                break;
+            }
         }
         libc::prctl(
             libc::PR_CAP_AMBIENT,

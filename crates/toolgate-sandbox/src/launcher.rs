@@ -43,7 +43,7 @@ use crate::init::{own_network, Prepared};
 use crate::plan::{Confinement, Launch, Network, Plan};
 use crate::protocol::{probe as keys, wire, ARG_PROBE, ARG_SERVE, EXIT_SETUP_FAILED, LIMIT_REPORT};
 use crate::seccomp;
-use crate::tree::{block_signals, enter_user_namespace, kill_descendants};
+use crate::tree::{block_signals, enter_user_namespace, kill_descendants, Ended};
 use crate::view::{self, Access, ViewSpec};
 
 /// The launcher's `main`, given its arguments without the program name: returns only to
@@ -202,52 +202,25 @@ impl OneShot<'_> {
             {
                 own_network(rules.network)?;
             }
-            // The tmpfs goes on the call's directory itself: a view of one call.
-            let private_dir = self.call_dir.map(Path::new);
-            let proc = view::new_proc().ok();
-            let tmp = private_dir
-                .map(|_| view::new_private_tmpfs(rules.limits.tmp_mb.unwrap_or(0)))
-                .transpose()
-                .map_err(|err| format!("mounting the call's private tmpfs: {err}"))?;
-            let mut entries: Vec<(OsString, Access)> = Vec::new();
-            for (paths, access) in [
-                (&rules.read, Access::Read),
-                (&rules.write, Access::Write),
-                (&rules.devices, Access::Device),
-                (&rules.protect, Access::Protect),
-                (&rules.hide, Access::Hide),
-            ] {
-                entries.extend(paths.iter().map(|path| (path.clone(), access)));
+            match self.build_view(&mut builder, &mut prepared) {
+                Ok(fresh) => fresh_proc = fresh,
+                // The mount API is refused before anything was mounted (qemu-user, an old
+                // kernel, a seccomp profile): the call goes on as where no mount namespace
+                // can be made, under Landlock and seccomp, and says so.
+                Err(err) if err.unavailable && !rules.require_view => {
+                    let _ = fail(
+                        0,
+                        &format!(
+                            "warning: the sandbox's view of the file system cannot be built here ({}); the program runs under Landlock and seccomp alone",
+                            err.message
+                        ),
+                    );
+                }
+                Err(err) if err.unavailable => {
+                    return Err(format!("this policy needs the sandbox's own view of the file system (protected or hidden paths inside the roots), which cannot be built here: {}", err.message));
+                }
+                Err(err) => return Err(err.message),
             }
-            let spec = ViewSpec {
-                entries,
-                private_dir: private_dir.map(|dir| dir.as_os_str().to_os_string()),
-                host_proc: proc.is_none(),
-            };
-            let mut extra: Vec<(OwnedFd, &OsStr)> = Vec::new();
-            let proc_root = proc.as_ref().map(|proc| proc.try_clone()).transpose();
-            let tmp_root = tmp.as_ref().map(|tmp| tmp.try_clone()).transpose();
-            let (proc_root, tmp_root) = (
-                proc_root.map_err(|err| err.to_string())?,
-                tmp_root.map_err(|err| err.to_string())?,
-            );
-            if let Some(proc) = proc {
-                extra.push((proc, OsStr::new("/proc")));
-            }
-            if let (Some(tmp), Some(dir)) = (tmp, private_dir) {
-                extra.push((tmp, dir.as_os_str()));
-            }
-            view::build(&spec, &extra)?;
-            if let Some(proc) = &proc_root {
-                builder.add(proc.as_fd(), true, Grant::Read)?;
-                fresh_proc = true;
-            }
-            if let Some(tmp) = &tmp_root {
-                builder.add(tmp.as_fd(), true, Grant::Write)?;
-            }
-            prepared.private_dir = private_dir.map(|dir| dir.as_os_str().to_os_string());
-            prepared.tmp = tmp_root;
-            prepared.make_call_dir(self.call_dir)?;
         } else if matches!(rules.network, Network::Proxy(_)) {
             return Err("the proxy network needs the call's own view and network namespace, which cannot be made here: user namespaces (with capabilities in them) are not available".into());
         } else if rules.require_view {
@@ -304,6 +277,65 @@ impl OneShot<'_> {
         }
     }
 
+    /// In this process's own mount namespace: builds the call's view (a view of one call,
+    /// with its own `/proc` and private tmpfs) and adds those two to the ruleset. Returns
+    /// whether the call has a `/proc` of its own.
+    fn build_view(
+        &self,
+        builder: &mut RulesetBuilder,
+        prepared: &mut Prepared,
+    ) -> Result<bool, view::ViewError> {
+        let rules = self.rules;
+        // The tmpfs goes on the call's directory itself: a view of one call.
+        let private_dir = self.call_dir.map(Path::new);
+        let proc = view::new_proc().ok();
+        let tmp = private_dir
+            .map(|_| view::new_private_tmpfs(rules.limits.tmp_mb.unwrap_or(0)))
+            .transpose()
+            .map_err(|err| {
+                view::ViewError::of("mounting the call's private tmpfs".into(), &err, true)
+            })?;
+        let mut entries: Vec<(OsString, Access)> = Vec::new();
+        for (paths, access) in [
+            (&rules.read, Access::Read),
+            (&rules.write, Access::Write),
+            (&rules.devices, Access::Device),
+            (&rules.protect, Access::Protect),
+            (&rules.hide, Access::Hide),
+        ] {
+            entries.extend(paths.iter().map(|path| (path.clone(), access)));
+        }
+        let spec = ViewSpec {
+            entries,
+            private_dir: private_dir.map(|dir| dir.as_os_str().to_os_string()),
+            host_proc: proc.is_none(),
+        };
+        let mut extra: Vec<(OwnedFd, &OsStr)> = Vec::new();
+        let proc_root = proc.as_ref().map(|proc| proc.try_clone()).transpose();
+        let tmp_root = tmp.as_ref().map(|tmp| tmp.try_clone()).transpose();
+        let (proc_root, tmp_root) = (
+            proc_root.map_err(|err| err.to_string())?,
+            tmp_root.map_err(|err| err.to_string())?,
+        );
+        if let Some(proc) = proc {
+            extra.push((proc, OsStr::new("/proc")));
+        }
+        if let (Some(tmp), Some(dir)) = (tmp, private_dir) {
+            extra.push((tmp, dir.as_os_str()));
+        }
+        view::build(&spec, &extra)?;
+        if let Some(proc) = &proc_root {
+            builder.add(proc.as_fd(), true, Grant::Read)?;
+        }
+        if let Some(tmp) = &tmp_root {
+            builder.add(tmp.as_fd(), true, Grant::Write)?;
+        }
+        prepared.private_dir = private_dir.map(|dir| dir.as_os_str().to_os_string());
+        prepared.tmp = tmp_root;
+        prepared.make_call_dir(self.call_dir)?;
+        Ok(proc_root.is_some())
+    }
+
     /// Starts the program with what `prepared` holds; returns its pid.
     fn start(&self, prepared: &Prepared) -> Result<libc::pid_t, String> {
         let program = Program {
@@ -321,13 +353,13 @@ impl OneShot<'_> {
     }
 
     /// Says on stderr which limits the program ran into.
-    fn report_limits(&self, prepared: &Prepared, status: libc::c_int, cpu: std::time::Duration) {
+    fn report_limits(&self, prepared: &Prepared, ended: &Ended) {
         let limits = if self.rules.without.limits {
             Default::default()
         } else {
             self.rules.limits
         };
-        let hit = prepared.limits_hit(&limits, status, cpu);
+        let hit = prepared.limits_hit(&limits, ended);
         if !hit.is_empty() {
             let _ = fail(0, &format!("{LIMIT_REPORT}{}", hit.join(",")));
         }
@@ -476,12 +508,12 @@ fn init_main(one_shot: &OneShot<'_>, status_write: libc::c_int) -> ! {
             unsafe { libc::_exit(EXIT_SETUP_FAILED) }
         }
     };
-    let Some((status, cpu)) = crate::tree::reap_until_with_usage(pid) else {
+    let Some(ended) = crate::tree::reap_until_with_usage(pid) else {
         // SAFETY: _exit never returns.
         unsafe { libc::_exit(EXIT_SETUP_FAILED) }
     };
-    one_shot.report_limits(&prepared, status, cpu);
-    let bytes = status.to_ne_bytes();
+    one_shot.report_limits(&prepared, &ended);
+    let bytes = ended.status.to_ne_bytes();
     // SAFETY: write of the 4 bytes we own; _exit never returns.
     unsafe {
         libc::write(status_write, bytes.as_ptr().cast(), bytes.len());
@@ -498,8 +530,12 @@ fn run_as_subreaper(one_shot: &OneShot<'_>, parent: Option<libc::c_int>) -> i32 
         Err(message) => return fail(EXIT_SETUP_FAILED, &message),
     };
     let status = wait_for(pid, parent, None);
-    kill_descendants();
-    one_shot.report_limits(&prepared, status, std::time::Duration::ZERO);
+    let ended = Ended {
+        status,
+        cpu: std::time::Duration::ZERO,
+        orphan_file_size: kill_descendants(),
+    };
+    one_shot.report_limits(&prepared, &ended);
     mirror(status)
 }
 

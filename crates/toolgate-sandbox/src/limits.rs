@@ -20,6 +20,8 @@ use std::io::Write;
 use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd};
 use std::path::{Path, PathBuf};
 
+use crate::tree::Ended;
+
 /// The names of the limits, as configured (`sandbox.limits`) and reported.
 pub(crate) const PROCESSES: &str = "processes";
 pub(crate) const MEMORY_MB: &str = "memoryMb";
@@ -498,13 +500,12 @@ impl CgroupFiles {
             }
         }
         if let Some(dir) = &self.memory {
-            let killed = if self.version == 1 {
-                counter(dir.as_fd(), "memory.oom_control", "oom_kill")
-                    + counter(dir.as_fd(), "memory.oom_control", "under_oom")
+            let (file, keys) = if self.version == 1 {
+                ("memory.oom_control", ["oom_kill", "under_oom"])
             } else {
-                counter(dir.as_fd(), "memory.events", "oom_kill")
-                    + counter(dir.as_fd(), "memory.events", "oom")
+                ("memory.events", ["oom_kill", "oom"])
             };
+            let killed: u64 = counters(dir.as_fd(), file, &keys).iter().sum();
             if killed > 0 {
                 hit.push(MEMORY_MB);
             }
@@ -515,6 +516,11 @@ impl CgroupFiles {
 
 /// The value of `key` in a flat-keyed cgroup file (`key value` lines); 0 when absent.
 fn counter(dir: BorrowedFd<'_>, file: &str, key: &str) -> u64 {
+    counters(dir, file, &[key])[0]
+}
+
+/// The values of `keys` in a flat-keyed cgroup file, read once; 0 for each one absent.
+fn counters<const N: usize>(dir: BorrowedFd<'_>, file: &str, keys: &[&str; N]) -> [u64; N] {
     let text = rustix::fs::openat(
         dir,
         file,
@@ -529,12 +535,14 @@ fn counter(dir: BorrowedFd<'_>, file: &str, key: &str) -> u64 {
         String::from_utf8(bytes).ok()
     })
     .unwrap_or_default();
-    text.lines()
-        .find_map(|line| {
-            let (name, value) = line.split_once(' ')?;
-            (name == key).then(|| value.trim().parse().ok())?
-        })
-        .unwrap_or(0)
+    keys.map(|key| {
+        text.lines()
+            .find_map(|line| {
+                let (name, value) = line.split_once(' ')?;
+                (name == key).then(|| value.trim().parse().ok())?
+            })
+            .unwrap_or(0)
+    })
 }
 
 /// Which limits a call ran into, once its program ended with `status` having used `cpu`
@@ -542,19 +550,21 @@ fn counter(dir: BorrowedFd<'_>, file: &str, key: &str) -> u64 {
 /// `RLIMIT_CPU` and `RLIMIT_FSIZE` (or a kill past the CPU limit).
 pub(crate) fn limits_hit(
     limits: &Limits,
-    status: libc::c_int,
-    cpu: std::time::Duration,
+    ended: &Ended,
     cgroup: Option<&CgroupFiles>,
     tmp: Option<BorrowedFd<'_>>,
 ) -> Vec<&'static str> {
     let mut hit = cgroup.map(CgroupFiles::hit).unwrap_or_default();
+    let (status, cpu) = (ended.status, ended.cpu);
     let signal = libc::WIFSIGNALED(status).then(|| libc::WTERMSIG(status));
     if limits.cpu_seconds.is_some_and(|seconds| {
         signal == Some(libc::SIGXCPU) || (signal == Some(libc::SIGKILL) && cpu.as_secs() >= seconds)
     }) {
         hit.push(CPU_SECONDS);
     }
-    if limits.file_size_mb.is_some() && signal == Some(libc::SIGXFSZ) {
+    // The program, or an orphan its init reaped (a process whose parent reaped it is not
+    // seen: the kernel tells only the parent; see docs/sandbox.md).
+    if limits.file_size_mb.is_some() && (signal == Some(libc::SIGXFSZ) || ended.orphan_file_size) {
         hit.push(FILE_SIZE_MB);
     }
     if limits.tmp_mb.is_some() && tmp.and_then(crate::sys::free_blocks) == Some(0) {

@@ -57,7 +57,7 @@ use crate::protocol::wire::{self, Reader};
 use crate::protocol::words;
 use crate::protocol::{ARG_CLEAN, ARG_PARENT, EXIT_SETUP_FAILED};
 use crate::seccomp;
-use crate::tree::{block_signals, cpu_time, enter_user_namespace, kill_descendants};
+use crate::tree::{block_signals, cpu_time, enter_user_namespace, kill_descendants, Ended};
 use crate::view::{self, Access, ViewSpec};
 
 /// How many kinds of waiting inits (one per view) are kept.
@@ -67,6 +67,9 @@ const MAX_VIEWS: usize = 32;
 /// How long after a request the server waits before making the next waiting inits: the init
 /// it just woke should get a CPU first, not queue behind that work.
 const MAKE_WAITING_AFTER: std::time::Duration = std::time::Duration::from_micros(300);
+/// How many ended calls wait for the server to be idle before they are cleaned up anyway (a
+/// steady stream of requests never leaves it idle).
+const MAX_ENDED: usize = 16;
 
 /// The server's `main` (after `--serve`): returns only when it could not start.
 pub(crate) fn serve(args: impl Iterator<Item = OsString>) -> i32 {
@@ -183,6 +186,9 @@ struct Server {
     /// The kinds of the last calls, most recent last: what to make inits ahead for.
     recent: Vec<Key>,
     calls: Vec<Call>,
+    /// Calls whose init is gone, to reap and clean up when the server is idle (not between
+    /// toolgate's next request and its answer).
+    ended: Vec<Call>,
     clean: Option<PathBuf>,
     /// Counts inits (cgroup names) and view uses.
     counter: u64,
@@ -197,6 +203,8 @@ struct Waiting {
     cgroup: Option<CallCgroup>,
     /// It built its ruleset itself (it has a view): no `RULES` per call.
     has_view: bool,
+    /// Its mount namespace, once it said `READY` (see `Prepared::mount_namespace`).
+    mount_namespace: Option<OwnedFd>,
 }
 
 /// A started call.
@@ -208,6 +216,9 @@ struct Call {
     cgroup: Option<CallCgroup>,
     /// toolgate is done with it: waiting for the init to be gone, then reaping it.
     closing: bool,
+    /// Held (never read) until the call is cleaned up, so that the init's exit does not
+    /// wait for the kernel to tear the namespace down.
+    _mount_namespace: Option<OwnedFd>,
 }
 
 /// A call's request, as received.
@@ -272,6 +283,7 @@ impl Server {
             waiting: Vec::new(),
             recent: Vec::new(),
             calls: Vec::new(),
+            ended: Vec::new(),
             clean,
             counter: 0,
         })
@@ -326,10 +338,12 @@ impl Server {
             }
             for index in finished.into_iter().rev() {
                 let call = self.calls.swap_remove(index);
-                reap(call.pid);
-                if let Some(cgroup) = &call.cgroup {
-                    cgroup.remove();
-                }
+                self.ended.push(call);
+                make_waiting_at
+                    .get_or_insert_with(|| std::time::Instant::now() + MAKE_WAITING_AFTER);
+            }
+            if self.ended.len() >= MAX_ENDED {
+                self.tidy();
             }
             if polls[0].revents != 0 {
                 if let Some(ending) = self.handle_requests() {
@@ -337,9 +351,22 @@ impl Server {
                 }
                 make_waiting_at = Some(std::time::Instant::now() + MAKE_WAITING_AFTER);
             } else if make_waiting_at.is_some_and(|at| at <= std::time::Instant::now()) {
-                // Quiet for a moment: make the inits the next calls will want.
+                // Quiet for a moment: make the inits the next calls will want, then clean up
+                // after the calls that ended.
                 make_waiting_at = None;
                 self.make_waiting();
+                self.tidy();
+            }
+        }
+    }
+
+    /// Reaps the inits of ended calls and removes their cgroups; their mount namespaces go
+    /// (the kernel tears each down now, in this process).
+    fn tidy(&mut self) {
+        for call in self.ended.drain(..) {
+            reap(call.pid);
+            if let Some(cgroup) = &call.cgroup {
+                cgroup.remove();
             }
         }
     }
@@ -498,8 +525,11 @@ impl Server {
                 },
             };
             // The init says whether it could set itself up (ahead of time: already said).
+            let mut waiting = waiting;
             match wire::recv(waiting.socket.as_fd(), true) {
-                Ok(message) if message.bytes.first() == Some(&wire::READY) => {}
+                Ok(message) if message.bytes.first() == Some(&wire::READY) => {
+                    waiting.mount_namespace = message.fds.into_iter().next();
+                }
                 Ok(message) if message.bytes.first() == Some(&wire::FAILED) => {
                     let text = String::from_utf8_lossy(&message.bytes[1..]).into_owned();
                     self.discard(waiting);
@@ -555,6 +585,7 @@ impl Server {
             pid: waiting.pid,
             cgroup: waiting.cgroup,
             closing: false,
+            _mount_namespace: waiting.mount_namespace,
         };
         if wire::send(call.socket.as_fd(), &started, &[call.init.as_fd()]).is_err() {
             // toolgate gave up on the call already.
@@ -878,6 +909,7 @@ impl Server {
                 socket: ours,
                 cgroup,
                 has_view,
+                mount_namespace: None,
             }),
             Err(message) => {
                 // SAFETY: kill of our own child; reaped right after.
@@ -997,7 +1029,8 @@ impl Server {
         });
         let code = match ready {
             Ok((prepared, stack)) => {
-                if wire::send(socket, &[wire::READY], &[]).is_err() {
+                let mount = prepared.mount_namespace.as_ref().map(AsFd::as_fd);
+                if wire::send(socket, &[wire::READY], mount.as_slice()).is_err() {
                     EXIT_SETUP_FAILED
                 } else {
                     match self.serve_call(socket, namespace, &prepared, stack, setup.rules) {
@@ -1107,19 +1140,20 @@ impl Server {
         } else {
             subreaper_wait(program, call.as_fd())
         };
-        if let Some((status, cpu)) = ended {
+        if let Some(ended) = ended {
             let limits = if rules.without.limits {
                 Default::default()
             } else {
                 rules.limits
             };
-            let hit = prepared.limits_hit(&limits, status, cpu);
+            let hit = prepared.limits_hit(&limits, &ended);
             if !hit.is_empty() {
                 let mut bytes = vec![wire::LIMIT];
                 bytes.extend_from_slice(hit.join(",").as_bytes());
                 let _ = wire::send(call.as_fd(), &bytes, &[]);
             }
-            let _ = wire::send(call.as_fd(), &wire::tagged_i32(wire::EXITED, status), &[]);
+            let status = wire::tagged_i32(wire::EXITED, ended.status);
+            let _ = wire::send(call.as_fd(), &status, &[]);
         }
         Ok(())
     }
@@ -1132,12 +1166,8 @@ impl Server {
                 self.close(index);
             }
         }
-        for call in self.calls.drain(..) {
-            reap(call.pid);
-            if let Some(cgroup) = &call.cgroup {
-                cgroup.remove();
-            }
-        }
+        self.ended.append(&mut self.calls);
+        self.tidy();
         for waiting in std::mem::take(&mut self.waiting) {
             self.discard(waiting);
         }
@@ -1269,16 +1299,15 @@ impl Request {
 }
 
 /// In a subreaper init: waits for the program, or for toolgate to close the call's socket;
-/// either way kills every leftover descendant. Returns the program's status and CPU time if
-/// it exited.
-fn subreaper_wait(
-    program: libc::pid_t,
-    socket: BorrowedFd<'_>,
-) -> Option<(libc::c_int, std::time::Duration)> {
+/// either way kills every leftover descendant. Returns how the program ended if it exited.
+fn subreaper_wait(program: libc::pid_t, socket: BorrowedFd<'_>) -> Option<Ended> {
     let Ok(program_fd) = wire::pidfd_open(program) else {
         let ended = crate::tree::reap_until_with_usage(program);
-        kill_descendants();
-        return ended;
+        let orphan_file_size = kill_descendants();
+        return ended.map(|ended| Ended {
+            orphan_file_size: ended.orphan_file_size || orphan_file_size,
+            ..ended
+        });
     };
     loop {
         let mut polls = [poll_in(program_fd.as_fd()), poll_in(socket)];
@@ -1292,8 +1321,12 @@ fn subreaper_wait(
             // SAFETY: wait4 of our own child into values we own.
             let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
             let reaped = unsafe { libc::wait4(program, &mut status, 0, &mut usage) } == program;
-            kill_descendants();
-            return reaped.then(|| (status, cpu_time(&usage)));
+            let orphan_file_size = kill_descendants();
+            return reaped.then(|| Ended {
+                status,
+                cpu: cpu_time(&usage),
+                orphan_file_size,
+            });
         }
         if polls[1].revents != 0 {
             // SAFETY: kill of our own unreaped child.

@@ -61,19 +61,41 @@ fn write_proc_self(name: &[u8], content: &[u8]) -> std::io::Result<()> {
     Ok(())
 }
 
+/// How a call's program ended, as its init (or subreaper launcher) saw it.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Ended {
+    /// The program's wait status.
+    pub status: libc::c_int,
+    /// The CPU time it and the children it waited for used.
+    pub cpu: std::time::Duration,
+    /// A process of the call reaped here (an orphan: its parent had exited) was killed by
+    /// `SIGXFSZ`, the file-size limit's signal.
+    pub orphan_file_size: bool,
+}
+
+/// Whether a wait status is a death by `SIGXFSZ`.
+fn file_size_signal(status: libc::c_int) -> bool {
+    libc::WIFSIGNALED(status) && libc::WTERMSIG(status) == libc::SIGXFSZ
+}
+
 /// As PID 1 of a namespace (or a subreaper): reaps every child, orphans included, until
-/// `program` has exited, and returns its wait status and the CPU time it and the children it
-/// waited for used (`None` if waiting failed).
-pub(crate) fn reap_until_with_usage(
-    program: libc::pid_t,
-) -> Option<(libc::c_int, std::time::Duration)> {
+/// `program` has exited, and returns how it ended (`None` if waiting failed).
+pub(crate) fn reap_until_with_usage(program: libc::pid_t) -> Option<Ended> {
+    let mut orphan_file_size = false;
     loop {
         let mut status = 0;
         // SAFETY: wait4 writes the status and the usage into values we own.
         let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
         let pid = unsafe { libc::wait4(-1, &mut status, 0, &mut usage) };
         if pid == program {
-            return Some((status, cpu_time(&usage)));
+            return Some(Ended {
+                status,
+                cpu: cpu_time(&usage),
+                orphan_file_size,
+            });
+        }
+        if pid > 0 {
+            orphan_file_size |= file_size_signal(status);
         }
         if pid < 0 && std::io::Error::last_os_error().raw_os_error() != Some(libc::EINTR) {
             return None;
@@ -88,17 +110,24 @@ pub(crate) fn cpu_time(usage: &libc::rusage) -> std::time::Duration {
 }
 
 /// Kills and reaps every process reparented to us (subreaper mode). Each round kills the
-/// children we have; their orphans become ours and are killed in the next round.
-pub(crate) fn kill_descendants() {
+/// children we have; their orphans become ours and are killed in the next round. Returns
+/// whether one of them had been killed by `SIGXFSZ` before (an orphan that was waiting to be
+/// reaped).
+pub(crate) fn kill_descendants() -> bool {
+    let mut file_size = false;
     loop {
         for pid in own_children() {
             // SAFETY: kill takes plain integers; these pids are our unreaped children.
             unsafe { libc::kill(pid, libc::SIGKILL) };
         }
-        // SAFETY: waitpid with a null status pointer.
-        let reaped = unsafe { libc::waitpid(-1, std::ptr::null_mut(), libc::__WALL) };
+        let mut status = 0;
+        // SAFETY: waitpid writes the status into the integer we own.
+        let reaped = unsafe { libc::waitpid(-1, &mut status, libc::__WALL) };
+        if reaped > 0 {
+            file_size |= file_size_signal(status);
+        }
         if reaped < 0 && std::io::Error::last_os_error().raw_os_error() != Some(libc::EINTR) {
-            return; // ECHILD: nothing left
+            return file_size; // ECHILD: nothing left
         }
     }
 }

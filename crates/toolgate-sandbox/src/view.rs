@@ -74,12 +74,56 @@ struct Planned {
     directory: bool,
 }
 
+/// Why a view was not built.
+#[derive(Debug)]
+pub(crate) struct ViewError {
+    pub message: String,
+    /// The kernel refused the mount API itself (`ENOSYS`: a kernel before 5.2/5.12, or
+    /// qemu-user, which does not implement `open_tree`; `EPERM`: no capabilities, a seccomp
+    /// profile) before anything was mounted: this process's mount tree is still the one it
+    /// had, so the call may go on without a view.
+    pub unavailable: bool,
+}
+
+impl ViewError {
+    /// `what` failed with `err`; `before_mounting`: nothing was mounted yet.
+    pub(crate) fn of(what: String, err: &io::Error, before_mounting: bool) -> Self {
+        Self {
+            message: format!("{what}: {err}"),
+            unavailable: before_mounting && mount_api_refused(err),
+        }
+    }
+}
+
+impl From<String> for ViewError {
+    fn from(message: String) -> Self {
+        Self {
+            message,
+            unavailable: false,
+        }
+    }
+}
+
+impl From<ViewError> for String {
+    fn from(err: ViewError) -> Self {
+        err.message
+    }
+}
+
+/// Whether `err` says the mount API is missing or not allowed here (rather than that one
+/// path could not be mounted).
+pub(crate) fn mount_api_refused(err: &io::Error) -> bool {
+    matches!(err.raw_os_error(), Some(libc::ENOSYS | libc::EPERM))
+}
+
 /// Builds the view in this process's mount namespace, which must be its own (made with
 /// `unshare(CLONE_NEWNS)` by a process with capabilities in the namespace's user namespace):
 /// afterwards its root is the view. `extra` are detached mounts to attach at the end (a
-/// call's `/proc` and private tmpfs, in the one-shot launcher).
-pub(crate) fn build(spec: &ViewSpec, extra: &[(OwnedFd, &OsStr)]) -> Result<(), String> {
-    sys::make_private().map_err(|err| format!("making the mounts private: {err}"))?;
+/// call's `/proc` and private tmpfs, in the one-shot launcher). An error says whether the
+/// mount tree is still untouched ([`ViewError::unavailable`]).
+pub(crate) fn build(spec: &ViewSpec, extra: &[(OwnedFd, &OsStr)]) -> Result<(), ViewError> {
+    sys::make_private()
+        .map_err(|err| ViewError::of("making the mounts private".into(), &err, true))?;
     let mut links = BTreeMap::new();
     let mut planned: BTreeMap<PathBuf, Planned> = BTreeMap::new();
     for (name, access) in &spec.entries {
@@ -93,7 +137,8 @@ pub(crate) fn build(spec: &ViewSpec, extra: &[(OwnedFd, &OsStr)]) -> Result<(), 
             return Err(format!(
                 "'{}' is the root directory, which cannot be a root of the sandbox's view; give a subdirectory",
                 Path::new(name).display()
-            ));
+            )
+            .into());
         }
         let directory = is_directory(&real);
         let entry = planned.entry(real).or_insert(Planned {
@@ -141,20 +186,19 @@ pub(crate) fn build(spec: &ViewSpec, extra: &[(OwnedFd, &OsStr)]) -> Result<(), 
                 "the private directory '{}' holds '{}', which its tmpfs would cover; give the call a directory of its own",
                 dir.display(),
                 covered.display()
-            ));
+            )
+            .into());
         }
     }
 
     let root = sys::new_mount(c"tmpfs", &[(c"mode", c"0755"), (c"size", c"1m")], 0)
-        .map_err(|err| format!("mounting the view's root: {err}"))?;
+        .map_err(|err| ViewError::of("mounting the view's root".into(), &err, true))?;
+    // From here on this process's mount tree changes: no failure leaves it as it was.
     sys::attach_at(root.as_fd(), c"/")
         .map_err(|err| format!("attaching the view's root: {err}"))?;
     // SAFETY: fchdir to the fd of the new root, which we hold.
     if unsafe { libc::fchdir(std::os::fd::AsRawFd::as_raw_fd(&root)) } != 0 {
-        return Err(format!(
-            "entering the view's root: {}",
-            io::Error::last_os_error()
-        ));
+        return Err(format!("entering the view's root: {}", io::Error::last_os_error()).into());
     }
     let mounted: Vec<&Path> = planned.keys().map(PathBuf::as_path).collect();
     let inside_mount = |path: &Path| mounted.iter().any(|m| path != *m && path.starts_with(m));
@@ -194,7 +238,7 @@ pub(crate) fn build(spec: &ViewSpec, extra: &[(OwnedFd, &OsStr)]) -> Result<(), 
         match std::os::unix::fs::symlink(target, link) {
             Ok(()) => {}
             Err(err) if err.kind() == io::ErrorKind::AlreadyExists => {}
-            Err(err) => return Err(format!("making /{link}: {err}")),
+            Err(err) => return Err(format!("making /{link}: {err}").into()),
         }
     }
     // Relative to the new root: absolute names still start from the old one until the pivot.
@@ -370,18 +414,30 @@ fn with_pins(mut planned: BTreeMap<PathBuf, Planned>) -> BTreeMap<PathBuf, Plann
 }
 
 /// A detached copy of `path`'s mount tree with the attributes of `access`.
-fn tree(path: &Path, access: Access) -> Result<OwnedFd, String> {
+/// (Before anything is mounted: an error may say the mount API is unavailable.)
+fn tree(path: &Path, access: Access) -> Result<OwnedFd, ViewError> {
     let name = sys::c_path(path.as_os_str()).map_err(|err| err.to_string())?;
-    let fd = sys::clone_tree(&name)
-        .map_err(|err| format!("taking '{}' into the view: {err}", path.display()))?;
+    let fd = sys::clone_tree(&name).map_err(|err| {
+        ViewError::of(
+            format!("taking '{}' into the view", path.display()),
+            &err,
+            true,
+        )
+    })?;
     let attrs = match access {
         Access::Read | Access::Protect => sys::ATTR_RDONLY | sys::ATTR_NOSUID | sys::ATTR_NODEV,
         Access::Write | Access::Pin => sys::ATTR_NOSUID | sys::ATTR_NODEV,
         Access::Device => sys::ATTR_RDONLY | sys::ATTR_NOSUID | sys::ATTR_NOEXEC,
         Access::Hide => unreachable!("a hidden path has no source"),
     };
-    sys::set_attrs(fd.as_fd(), attrs, true)
-        .map_err(|err| format!("making '{}' {access:?} in the view: {err}", path.display()))?;
+    // mount_setattr came in 5.12, after open_tree (5.2).
+    sys::set_attrs(fd.as_fd(), attrs, true).map_err(|err| {
+        ViewError::of(
+            format!("making '{}' {access:?} in the view", path.display()),
+            &err,
+            true,
+        )
+    })?;
     Ok(fd)
 }
 

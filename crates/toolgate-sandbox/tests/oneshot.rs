@@ -14,7 +14,7 @@ use std::process::{Command, Output};
 
 use common::{
     eventually, installed, kernel_can_confine, launcher, process_is_gone, processes_with,
-    sleep_marker, text, view_available, wait_inside_for, Fixture, SECRET,
+    restricted, sleep_marker, text, view_available, wait_inside_for, Fixture, SECRET,
 };
 use toolgate_sandbox::protocol::{
     EXIT_CANNOT_EXECUTE, EXIT_NOT_FOUND, EXIT_SETUP_FAILED, LAUNCHER_MESSAGE_PREFIX,
@@ -321,3 +321,152 @@ fn the_probe_says_what_the_kernel_allows() {
     }
     eprintln!("launcher probe: {report}");
 }
+
+/// Where the new mount API is missing (qemu-user, kernels before 5.2; simulated by a seccomp
+/// filter answering `ENOSYS`), the view cannot be built: the call runs under Landlock and
+/// seccomp alone and the launcher says so, unless the policy needs the view.
+#[test]
+fn without_the_mount_api_the_view_is_left_out_and_said() {
+    if !kernel_can_confine() || !view_available() {
+        return;
+    }
+    let Some(_) = restricted("no-mount-api") else {
+        return;
+    };
+    let f = Fixture::new();
+    let run = |policy: &[OsString], script: &str| {
+        restricted("no-mount-api")
+            .unwrap()
+            .arg("--parent")
+            .arg(std::process::id().to_string())
+            .args(policy)
+            .arg("--")
+            .args(["/bin/sh", "-c", script])
+            .current_dir(&f.work)
+            .env_clear()
+            .env("PATH", "/usr/bin:/bin")
+            .output()
+            .unwrap()
+    };
+    let warning = "view of the file system cannot be built here";
+    for extra in [&["--best-effort", "--seccomp"][..], &["--seccomp"]] {
+        let policy = f.policy(false, extra);
+        let out = run(&policy, "cat in.txt && echo made > new.txt");
+        assert_eq!(
+            out.status.code(),
+            Some(0),
+            "{extra:?}: {}",
+            text(&out.stderr)
+        );
+        assert_eq!(text(&out.stdout), "line one\nline two\n");
+        let stderr = text(&out.stderr);
+        assert!(stderr.contains(warning), "{stderr}");
+        assert!(stderr.contains("Function not implemented"), "{stderr}");
+        assert!(stderr.contains("Landlock and seccomp alone"), "{stderr}");
+        assert_eq!(
+            std::fs::read_to_string(f.work.join("new.txt")).unwrap(),
+            "made\n"
+        );
+        // Landlock still refuses what the policy does not grant (the host's tree is there).
+        for script in [
+            format!("cat {}", f.secret()),
+            "cat ../outside/secret.txt".into(),
+        ] {
+            let out = run(&policy, &script);
+            assert_ne!(out.status.code(), Some(0), "{script}");
+            assert!(
+                !text(&out.stdout).contains(SECRET),
+                "{script}: the secret leaked"
+            );
+            assert!(
+                text(&out.stderr).contains("Permission denied"),
+                "{}",
+                text(&out.stderr)
+            );
+        }
+        // seccomp too: no IP socket without network.
+        let out = run(&policy, "exec 3<>/dev/tcp/127.0.0.1/9 && echo connected");
+        assert!(!text(&out.stdout).contains("connected"));
+    }
+    // A policy that needs the view is refused, naming why.
+    let out = run(
+        &f.policy(false, &["--best-effort", "--seccomp", "--require-view"]),
+        "echo ran",
+    );
+    assert_eq!(out.status.code(), Some(EXIT_SETUP_FAILED));
+    assert!(text(&out.stdout).is_empty(), "the program ran");
+    let stderr = text(&out.stderr);
+    assert!(stderr.starts_with(LAUNCHER_MESSAGE_PREFIX), "{stderr}");
+    assert!(stderr.contains("needs the sandbox's own view"), "{stderr}");
+    assert!(stderr.contains("Function not implemented"), "{stderr}");
+}
+
+/// `fileSizeMb` is named when the program itself, or an orphan of the call (a process whose
+/// parent exited before it: the init reaps it), is killed by `SIGXFSZ`; a child reaped by its
+/// own parent is not seen (the kernel tells only the parent).
+#[test]
+fn a_file_size_overrun_by_an_orphan_is_named() {
+    if !kernel_can_confine() {
+        return;
+    }
+    let f = Fixture::new();
+    let policy = f.policy(
+        false,
+        &[
+            "--seccomp",
+            "--device",
+            "/dev/zero",
+            "--limit",
+            "fileSizeMb=1",
+        ],
+    );
+    let report = format!(
+        "{LAUNCHER_MESSAGE_PREFIX}{}fileSizeMb",
+        toolgate_sandbox::protocol::LIMIT_REPORT
+    );
+    // The writer's parent (a subshell) exits at once, and the writer starts only once it is
+    // an orphan (its parent changed: `orphan.sh`); the script waits until the writer is gone
+    // (reaped by the init: `kill -0` fails only then) and exits 0 itself.
+    std::fs::write(f.work.join("orphan.sh"), ORPHAN_SH).unwrap();
+    for (writer, file) in [
+        ("head -c 3000000 /dev/zero > big1", "big1"),
+        ("dd if=/dev/zero of=big2 bs=1M count=3 2>/dev/null", "big2"),
+    ] {
+        let script = format!(
+            "(sh orphan.sh $(sh -c 'echo $PPID') '{writer}' & echo $! > pid); while kill -0 $(cat pid) 2>/dev/null; do sleep 0.01; done; echo done"
+        );
+        let out = sh(&f, &policy, &script);
+        assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+        assert_eq!(text(&out.stdout), "done\n");
+        assert!(
+            text(&out.stderr).contains(&report),
+            "{writer}: {}",
+            text(&out.stderr)
+        );
+        assert_eq!(std::fs::metadata(f.work.join(file)).unwrap().len(), 1 << 20);
+    }
+    // The program itself.
+    let out = sh(&f, &policy, "exec head -c 3000000 /dev/zero > big3");
+    assert_eq!(out.status.signal(), Some(libc::SIGXFSZ));
+    assert!(text(&out.stderr).contains(&report), "{}", text(&out.stderr));
+    // Within the limit, or a file-size error the writer handled itself: nothing named.
+    for script in [
+        "head -c 1000 /dev/zero > small; (head -c 1000 /dev/zero > small2 &); sleep 0.1",
+        "trap '' XFSZ; head -c 3000000 /dev/zero > big4 || echo refused",
+    ] {
+        let out = sh(&f, &policy, script);
+        assert!(
+            !text(&out.stderr).contains(LIMIT_REPORT_TEXT),
+            "{script}: {}",
+            text(&out.stderr)
+        );
+    }
+}
+
+const LIMIT_REPORT_TEXT: &str = toolgate_sandbox::protocol::LIMIT_REPORT;
+
+/// Runs the command `$2` once this shell's parent is no longer `$1` (it is then an orphan,
+/// whose end only the init sees).
+const ORPHAN_SH: &str = "while [ \"$(cut -d' ' -f4 /proc/$$/stat)\" = \"$1\" ]; do sleep 0.01; done
+eval \"exec $2\"
+";

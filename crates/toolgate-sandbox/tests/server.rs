@@ -15,7 +15,10 @@ use std::os::fd::{AsFd, FromRawFd, OwnedFd};
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
 
-use common::{eventually, kernel_can_confine, launcher, process_is_gone, text, Fixture, SECRET};
+use common::{
+    eventually, kernel_can_confine, launcher, process_is_gone, restricted, text, view_available,
+    Fixture, SECRET,
+};
 use toolgate_sandbox::protocol::wire::{self, Reader};
 use toolgate_sandbox::protocol::words;
 
@@ -42,8 +45,12 @@ struct CallResult {
 
 impl Server {
     fn start(clean: Option<&Path>) -> Self {
+        Self::start_with(Command::new(launcher()), clean)
+    }
+
+    /// A server started by `command` (the launcher, or a helper that executes it).
+    fn start_with(mut command: Command, clean: Option<&Path>) -> Self {
         let (ours, theirs) = wire::socket_pair().unwrap();
-        let mut command = Command::new(launcher());
         command
             .arg("--serve")
             .arg("--parent")
@@ -298,4 +305,43 @@ fn a_replaced_server_quits_and_leaves_the_directory_alone() {
     let exit = server.process.wait().unwrap();
     assert!(exit.success(), "{exit:?}");
     assert!(private.is_dir(), "QUIT removed toolgate's directory");
+}
+
+/// Where the new mount API is missing (qemu-user, kernels before 5.2; simulated by a seccomp
+/// filter answering `ENOSYS`), the server's calls run without a view, under Landlock and
+/// seccomp, and a policy that needs the view is refused with the reason.
+#[test]
+fn without_the_mount_api_calls_run_without_a_view() {
+    if !kernel_can_confine() || !view_available() {
+        return;
+    }
+    let Some(command) = restricted("no-mount-api") else {
+        return;
+    };
+    let f = Fixture::new();
+    let server = Server::start_with(command, None);
+    server.register(1, &f.policy(false, &["--best-effort", "--seccomp"]));
+    server.register(2, &f.policy(false, &["--seccomp"]));
+    server.register(3, &f.policy(false, &["--seccomp", "--require-view"]));
+    for id in [1, 2] {
+        let out = server.call(id, &f.work, "/bin/cat", &["in.txt"]);
+        assert_eq!(exit_code(&out), 0, "{}", out.stderr);
+        assert_eq!(out.stdout, "line one\nline two\n");
+        // Without a view the host's tree is there, and Landlock refuses it.
+        let out = server.call(id, &f.work, "/bin/cat", &[&f.secret()]);
+        assert_ne!(exit_code(&out), 0);
+        assert!(out.stderr.contains("Permission denied"), "{}", out.stderr);
+        assert!(!out.stdout.contains(SECRET));
+    }
+    match server.call(3, &f.work, "/bin/true", &[]).ended {
+        Ended::Failed(code, message) => {
+            assert_eq!(code, toolgate_sandbox::protocol::EXIT_SETUP_FAILED);
+            assert!(
+                message.contains("needs the sandbox's own view"),
+                "{message}"
+            );
+            assert!(message.contains("Function not implemented"), "{message}");
+        }
+        other => panic!("{other:?}"),
+    }
 }

@@ -182,3 +182,18 @@ pub fn eventually(seconds: u64, check: impl Fn() -> bool) -> bool {
     }
     check()
 }
+
+/// A command that runs the launcher with `args` under the seccomp filter of
+/// `tests/helpers/restricted_launcher.py`'s `mode` (a machine that refuses some namespaces or
+/// system calls, simulated by a real kernel refusal; the helper executes the launcher in its
+/// own process). `None` (with the reason printed) where `python3` is not installed.
+pub fn restricted(mode: &str) -> Option<std::process::Command> {
+    if !installed("/usr/bin/python3") {
+        return None;
+    }
+    let helper =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/helpers/restricted_launcher.py");
+    let mut command = std::process::Command::new("/usr/bin/python3");
+    command.arg(helper).arg(mode).arg(launcher());
+    Some(command)
+}
