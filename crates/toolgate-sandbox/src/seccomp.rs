@@ -9,9 +9,7 @@
 //! network setting: once per one-shot launch, once per network setting in the server. Their
 //! cost is paid off the call's path: the launcher server installs them in a call's init before
 //! the call arrives (the kernel runs a new filter for every system call number then, to cache
-//! the ones it always allows), and the program inherits them. A prefix of our own allows every
-//! number without a rule after a binary search (`with_fast_path`), which makes that set-up about
-//! 40 % cheaper than seccompiler's chain of comparisons alone.
+//! the ones it always allows), and the program inherits them.
 
 use std::collections::BTreeMap;
 
@@ -118,9 +116,7 @@ pub(crate) fn compile(network: Network) -> Result<Vec<Program>, String> {
 }
 
 fn programs(network: Network, x32: bool) -> Result<Vec<Program>, String> {
-    let rules = aliased(main_rules(network)?, x32);
-    let ruled: Vec<u32> = rules.keys().map(|&nr| nr as u32).collect();
-    let main = with_fast_path(build(rules, libc::EPERM)?, &ruled);
+    let main = build(aliased(main_rules(network)?, x32), libc::EPERM)?;
     let mut clone3 = BTreeMap::new();
     clone3.insert(libc::SYS_clone3, Vec::new());
     let clone3 = build(aliased(clone3, x32), libc::ENOSYS)?;
@@ -293,89 +289,6 @@ fn build(rules: BTreeMap<i64, Vec<SeccompRule>>, errno: i32) -> Result<Program, 
             k: ins.k,
         })
         .collect())
-}
-
-/// `AUDIT_ARCH_*` of this machine (linux/audit.h), for the fast path's architecture check.
-#[cfg(target_arch = "x86_64")]
-const NATIVE_ARCH: Option<u32> = Some(0xc000_003e);
-#[cfg(target_arch = "aarch64")]
-const NATIVE_ARCH: Option<u32> = Some(0xc000_00b7);
-#[cfg(target_arch = "riscv64")]
-const NATIVE_ARCH: Option<u32> = Some(0xc000_00f3);
-#[cfg(not(any(
-    target_arch = "x86_64",
-    target_arch = "aarch64",
-    target_arch = "riscv64"
-)))]
-const NATIVE_ARCH: Option<u32> = None;
-
-// Classic BPF opcodes (linux/bpf_common.h).
-const BPF_LD_W_ABS: u16 = 0x20;
-const BPF_JA: u16 = 0x05;
-const BPF_JEQ_K: u16 = 0x15;
-const BPF_JGE_K: u16 = 0x35;
-const BPF_RET_K: u16 = 0x06;
-/// Offsets in `struct seccomp_data`.
-const DATA_NR: u32 = 0;
-const DATA_ARCH: u32 = 4;
-
-/// `program` behind a prefix that allows at once, by a binary search, every system call
-/// number of this architecture that has no rule (`ruled` lists those that have one); the rest
-/// goes to `program` unchanged. seccompiler's program tests the numbers one after another, so
-/// a number without a rule runs through all of them: the kernel does that for every number
-/// when the filter is installed (to cache the ones always allowed), which made installing it
-/// cost more than the rest of a call's set-up. The verdicts are the same
-/// (`every_system_call_number_gets_its_verdict`).
-fn with_fast_path(program: Program, ruled: &[u32]) -> Program {
-    let Some(arch) = NATIVE_ARCH else {
-        return program;
-    };
-    let mut ruled = ruled.to_vec();
-    ruled.sort_unstable();
-    ruled.dedup();
-    let mut prefix = vec![
-        ins(BPF_LD_W_ABS, 0, 0, DATA_ARCH),
-        ins(BPF_JEQ_K, 1, 0, arch),
-    ];
-    // Another architecture: the program decides (it kills).
-    let mut to_program = vec![prefix.len()];
-    prefix.push(ins(BPF_JA, 0, 0, 0));
-    prefix.push(ins(BPF_LD_W_ABS, 0, 0, DATA_NR));
-    search(&ruled, &mut prefix, &mut to_program);
-    let start = prefix.len();
-    for at in to_program {
-        prefix[at].k = (start - at - 1) as u32;
-    }
-    prefix.extend(program);
-    prefix
-}
-
-/// Emits the search for the number in the accumulator among `ruled` (sorted): found, it jumps
-/// to the program (the `JA`s listed in `to_program`, patched later); not found, it allows.
-fn search(ruled: &[u32], out: &mut Program, to_program: &mut Vec<usize>) {
-    if ruled.len() <= 4 {
-        // `JEQ n` for each, then `RET ALLOW`, then the jump to the program they lead to.
-        let count = ruled.len();
-        for (index, &nr) in ruled.iter().enumerate() {
-            out.push(ins(BPF_JEQ_K, (count - index) as u8, 0, nr));
-        }
-        out.push(ins(BPF_RET_K, 0, 0, libc::SECCOMP_RET_ALLOW));
-        to_program.push(out.len());
-        out.push(ins(BPF_JA, 0, 0, 0));
-        return;
-    }
-    let (low, high) = ruled.split_at(ruled.len() / 2);
-    // At or above the first of `high`: over the jump to `high`'s search; else into `low`'s.
-    out.push(ins(BPF_JGE_K, 0, 1, high[0]));
-    let jump_high = out.len();
-    out.push(ins(BPF_JA, 0, 0, 0));
-    search(low, out, to_program);
-    out[jump_high].k = (out.len() - jump_high - 1) as u32;
-    search(high, out, to_program);
-}
-
-fn ins(code: u16, jt: u8, jf: u8, k: u32) -> Instruction {
-    Instruction { code, jt, jf, k }
 }
 
 /// Installs `program` on the calling thread (setting `no_new_privs`, which an unprivileged
