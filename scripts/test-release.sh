@@ -148,9 +148,9 @@ if [ "$mode" != --local ]; then
     qemu-aarch64-static -L /usr/aarch64-linux-gnu "$node_arm64" smoke.mjs linux-arm64-gnu --emulated &&
     # The launcher itself: it parses its arguments and runs a program (best effort: qemu has no
     # Landlock); the program it starts is this machine's /bin/echo, which the kernel runs natively.
-    # qemu-user does not implement the new mount API (open_tree: ENOSYS), so the per-call view is
-    # left out (--without view); the view itself is tested natively by the sandbox tests.
-    out="$(qemu-aarch64-static "$launcher" --without view --best-effort --read /usr --read /bin --read /lib --read /lib64 --read /etc --write "$app" -- /bin/echo launcher-ran)" &&
+    # qemu-user does not implement the new mount API (open_tree: ENOSYS): best effort goes on
+    # without the per-call view and says so on stderr (the view is tested natively).
+    out="$(qemu-aarch64-static "$launcher" --best-effort --read /usr --read /bin --read /lib --read /lib64 --read /etc --write "$app" -- /bin/echo launcher-ran)" &&
     [ "$out" = launcher-ran ] && echo "  ok  the arm64 launcher runs a program under qemu (best effort)")
 
   echo "== musl (Alpine-like): npm's musl Node is missing, so PyPI's musllinux Node on Debian's musl"
