@@ -88,7 +88,7 @@ pub(crate) async fn open(
 
 /// The host-level decision, asking the run's handler when the policy says so.
 async fn decide(session: &mut Session, host: &Host, port: u16) -> Result<(), Refusal> {
-    let context = &session.call.context;
+    let context = session.context();
     match context.policy.judge_host(host, port) {
         HostVerdict::Deny(denial) => Err(session.deny(denial)),
         HostVerdict::Allow { rule } => {
@@ -108,13 +108,18 @@ async fn decide(session: &mut Session, host: &Host, port: u16) -> Result<(), Ref
                 if let Some(outcome) = answered {
                     return settle(session, outcome);
                 }
+                let why = context
+                    .nobody_to_ask
+                    .as_deref()
+                    .unwrap_or("this call has no approval handler");
+                let reason = format!(
+                    "{} is not in network.allow, and network.ask has nobody to ask ({why})",
+                    host.with_port(port)
+                );
                 return Err(session.deny(Denial {
                     decided_by: DecidedBy::NoHandler,
                     rule: None,
-                    reason: format!(
-                        "{} is not in network.allow, and network.ask has nobody to ask (this call has no approval handler)",
-                        host.with_port(port)
-                    ),
+                    reason,
                     fix: Some(format!("allow it with network.allow: [\"{host}\"]")),
                 }));
             };
@@ -181,7 +186,7 @@ fn check_addresses(
     let mut checked = Vec::new();
     let mut first_refusal = None;
     for ip in addresses {
-        match session.call.context.policy.judge_address(host, ip, port) {
+        match session.context().policy.judge_address(host, ip, port) {
             Ok(()) => {
                 if !checked.contains(&ip) {
                     checked.push(ip);

@@ -8,7 +8,7 @@ use std::time::Instant;
 
 use tokio::sync::OwnedSemaphorePermit;
 
-use super::CallState;
+use super::{CallContext, CallState, Owner};
 use crate::network::host::{printable, Host};
 use crate::network::policy::Denial;
 use crate::network::record::{ConnectionRecord, DecidedBy, Decision, Protocol};
@@ -45,6 +45,8 @@ pub(crate) enum Failure {
 
 pub(crate) struct Session {
     pub(crate) call: Arc<CallState>,
+    /// The tool call the connection belongs to, fixed when it was accepted.
+    owner: Owner,
     started: Instant,
     pub(crate) protocol: Protocol,
     host: String,
@@ -60,9 +62,14 @@ pub(crate) struct Session {
 }
 
 impl Session {
-    pub(crate) fn new(call: Arc<CallState>, permit: Option<OwnedSemaphorePermit>) -> Self {
+    pub(crate) fn new(
+        call: Arc<CallState>,
+        owner: Owner,
+        permit: Option<OwnedSemaphorePermit>,
+    ) -> Self {
         Session {
             call,
+            owner,
             started: Instant::now(),
             protocol: Protocol::Unknown,
             host: String::new(),
@@ -74,6 +81,11 @@ impl Session {
             down: AtomicU64::new(0),
             permit,
         }
+    }
+
+    /// The context the connection is judged with.
+    pub(crate) fn context(&self) -> &CallContext {
+        &self.owner.context
     }
 
     /// The destination, once the request names it.
@@ -198,10 +210,11 @@ impl Session {
 impl Drop for Session {
     fn drop(&mut self) {
         let Some((decision, decided_by, rule)) = self.decision.take() else {
+            self.owner.release();
             return;
         };
-        let context = &self.call.context;
-        self.call.push(ConnectionRecord {
+        let context = &self.owner.context;
+        let record = ConnectionRecord {
             host: std::mem::take(&mut self.host),
             port: self.port,
             tool_call_id: context.tool_call_id.clone(),
@@ -220,6 +233,8 @@ impl Drop for Session {
                 .as_millis()
                 .try_into()
                 .unwrap_or(u64::MAX),
-        });
+        };
+        self.call.push(&self.owner, record);
+        self.owner.release();
     }
 }
