@@ -72,12 +72,13 @@ export class SandboxedStdioTransport implements Transport {
    * Starts tool call `toolCallId` of the server, as `tool` (its name as the model sees it): until
    * `end()`, the connections the server opens through the egress proxy belong to that call. Inside
    * a run's tool call (the gated pipeline) the run's approval handler is asked and records go to
-   * the run; outside one nobody is asked. `end()` resolves with the destinations refused to it.
+   * the run, under the call's id and name as the run knows them (as for a shell's processes);
+   * outside one nobody is asked. `end()` resolves with the destinations refused to it.
    */
   beginCall(toolCallId: string, tool: string): { end(): Promise<RefusedConnection[]> } {
     const call = currentNetworkCall();
     const scope = callNative(() =>
-      call ? this.launch.beginCall(call.run.native, call.toolCallId, tool) : this.launch.beginCallAlone(toolCallId, tool),
+      call ? this.launch.beginCall(call.run.native, call.toolCallId, call.toolName) : this.launch.beginCallAlone(toolCallId, tool),
     );
     return {
       end: async () => (await scope.end()).map(({ host, port, reason }) => ({ host, port, reason })),
