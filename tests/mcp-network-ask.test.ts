@@ -4,8 +4,9 @@
  * the connections it opens belong to that call. The run's approval handler is asked (`toolName:
  * 'network'`, `input.tool` the MCP tool's name as the model sees it), `always` holds for the rest
  * of the run, a denial's reason reaches the tool's result, the records and the audit log name the
- * tool. Outside calls (at start-up) and with nobody to ask, `ask` refuses; with two calls of one
- * server in flight at once the proxy cannot tell whose a connection is, and refuses naming both.
+ * tool, and a deferred run stops for the question and reaches the host once resumed with an
+ * approval. Outside calls (at start-up) and with nobody to ask, `ask` refuses; with two calls of
+ * one server in flight at once the proxy cannot tell whose a connection is, and refuses naming both.
  *
  * The server is a real one (the official SDK, tests/fixtures/mcp/fetch-server.mjs) making requests
  * with Node's `http` module through `HTTP_PROXY` to a server this test starts on 127.0.0.1. As in
@@ -18,7 +19,7 @@ import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { loadWorker, mcpToolset, type McpToolset } from '../ts/src/index.js';
-import { runWorker, type ApprovalAnswer, type ApprovalRequest, type RunEvent } from '../ts/src/worker/index.js';
+import { resumeWorker, runWorker, type ApprovalAnswer, type ApprovalRequest, type RunEvent } from '../ts/src/worker/index.js';
 import { nodeModulesDir, REPO_ROOT } from './helpers/checkout.js';
 import { tempDir } from './helpers/fs.js';
 import { scriptedModel } from './helpers/mock-model.js';
@@ -27,6 +28,7 @@ const SERVER = join(REPO_ROOT, 'tests/fixtures/mcp/fetch-server.mjs');
 /** The server is a Node program: the sandbox must let it read the code it runs. */
 const READ = [REPO_ROOT, nodeModulesDir('@modelcontextprotocol/sdk')];
 const NETWORK = '{ allow: ["127.0.0.1"], ask: true }';
+const SECRET = 'mcp-network-ask-secret-of-at-least-32-bytes';
 
 let web: Server;
 let port: number;
@@ -179,6 +181,27 @@ describe('an MCP server asking about a host during its tool call (runWorker)', (
       expect(textOf(output)).toMatch(/^403 /);
       expect(textOf(output)).toMatch(/the tool calls 's_fetch_pair' \(call [^)]+\) and 's_fetch_pair' \(call [^)]+\) of this server are in progress at once/);
       expect(output.refusedConnections).toHaveLength(1);
+    }
+  });
+});
+
+describe('a deferred run', () => {
+  it('stops for the host an MCP tool asked about; the resumed run reaches it once approved', async () => {
+    const worker = await loadWorker(workerFile());
+    try {
+      const first = await runWorker(worker, 'fetch', { model: scriptedModel([{ toolCalls: fetchCall('/deferred') }]), onApproval: 'defer', stateSecret: SECRET });
+      expect(first.status).toBe('approval-required');
+      const pending = first.pending!.find((request) => request.toolName === 'network')!;
+      expect(pending.input).toEqual({ host: 'localhost', port, tool: 's_fetch' });
+      expect(textOf(first.toolCalls[0]!.output)).toContain('needs approval');
+      const resumed = await resumeWorker(worker, first.state!, { [pending.id]: 'approve' }, {
+        model: scriptedModel([{ toolCalls: fetchCall('/deferred') }, { text: 'done' }]),
+        stateSecret: SECRET,
+      });
+      expect(resumed.status).toBe('completed');
+      expect(textOf(resumed.toolCalls.at(-1)!.output)).toBe('200 hello from /deferred');
+    } finally {
+      await worker.close();
     }
   });
 });
