@@ -5,7 +5,8 @@
  * 'network'`, `input.tool` the MCP tool's name as the model sees it), `always` holds for the rest
  * of the run, a denial's reason reaches the tool's result, the records and the audit log name the
  * tool, and a deferred run stops for the question and reaches the host once resumed with an
- * approval. Outside calls (at start-up) and with nobody to ask, `ask` refuses; with two calls of
+ * approval. Outside calls (at start-up) and with nobody to ask, `ask` refuses, also for a
+ * connection opened outside a call and used in one, or opened in a call and used after it; with two calls of
  * one server in flight at once the proxy cannot tell whose a connection is, and refuses naming both.
  *
  * The server is a real one (the official SDK, tests/fixtures/mcp/fetch-server.mjs) making requests
@@ -168,6 +169,21 @@ describe('an MCP server asking about a host during its tool call (runWorker)', (
     // Not the call's: its result names no refusal, and the run has no record of it.
     expect(outputs[0]!.refusedConnections).toBeUndefined();
     expect(connections).toEqual([]);
+  });
+
+  it('a connection opened outside a call and used in one, or opened in a call and used after it, asks nobody', async () => {
+    const held = (which: string) => [{ toolName: 's_send_held', input: { url: url(`/held-${which}`), which } }];
+    const before = served.length;
+    const { outputs, asked } = await run(workerFile({ HOLD_AT_START: '1' }), [held('start'), [{ toolName: 's_hold', input: {} }], held('call')], () => 'approve');
+    expect(asked).toEqual([]);
+    const [fromStart, hold, fromCall] = outputs.map(textOf);
+    expect(hold).toBe('held');
+    expect(fromStart).toMatch(/^HTTP\/1.1 403/);
+    expect(fromStart).toContain('outside any of its tool calls');
+    // Opened during `s_hold` (accepted then, or after its result): either way nobody is asked.
+    expect(fromCall).toMatch(/^HTTP\/1.1 403/);
+    expect(fromCall).toMatch(/the tool call 's_hold' \(call [^)]+\) the connection was opened in has ended|outside any of its tool calls/);
+    expect(served.length).toBe(before);
   });
 
   it('two calls of one server in flight at once: nobody is asked, the refusal names both calls', async () => {

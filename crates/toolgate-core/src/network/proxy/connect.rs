@@ -104,13 +104,18 @@ async fn decide(session: &mut Session, host: &Host, port: u16) -> Result<(), Ref
             };
             let run = std::sync::Arc::clone(&context.run);
             let answered = run.answered(&request);
-            let Some(asker) = context.asker.clone().filter(|_| answered.is_none()) else {
+            let ended = session.call_ended();
+            let asker = context
+                .asker
+                .clone()
+                .filter(|_| answered.is_none() && ended.is_none());
+            let Some(asker) = asker else {
                 if let Some(outcome) = answered {
                     return settle(session, outcome);
                 }
-                let why = context
-                    .nobody_to_ask
+                let why = ended
                     .as_deref()
+                    .or(context.nobody_to_ask.as_deref())
                     .unwrap_or("this call has no approval handler");
                 let reason = format!(
                     "{} is not in network.allow, and network.ask has nobody to ask ({why})",

@@ -1,5 +1,7 @@
 //! Tool calls lent to a long-lived program's listener (an MCP stdio server): while a tool call
-//! of the program is in progress, the connections its processes open belong to that call.
+//! of the program is in progress, the connections its processes open belong to that call. A
+//! connection keeps the context it was accepted with: one opened before a call is not that
+//! call's, and one opened during a call but used after its end asks nobody.
 //!
 //! A listener served for one process ([`Proxy::serve`](super::Proxy::serve)) has one context
 //! for its whole life. A server started when its toolset loads outlives every tool call, so its
@@ -15,7 +17,7 @@
 //!   `always` answers still hold when all of them belong to the same run, and every one of
 //!   those calls is told of the refusal.
 
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -40,6 +42,9 @@ pub(crate) struct LentCall {
     /// Connections accepted for the call and not yet recorded.
     open: AtomicUsize,
     closed: watch::Sender<()>,
+    /// The call's result is in: a connection it opened may still make its request, but nobody
+    /// is asked on the call's behalf any more.
+    ended: AtomicBool,
 }
 
 impl LentCall {
@@ -77,8 +82,26 @@ pub(crate) struct Owner {
 }
 
 impl Owner {
-    /// The connection has ended and is recorded: the calls it belonged to stop waiting for it.
-    pub(crate) fn release(&self) {
+    /// Why nobody may be asked about this connection any more: a tool call it belongs to has
+    /// ended (a connection opened during a call and used after it, to be asked about on behalf
+    /// of a call that is over).
+    pub(crate) fn call_ended(&self) -> Option<String> {
+        self.calls
+            .iter()
+            .find(|call| call.ended.load(Ordering::SeqCst))
+            .map(|call| {
+                format!(
+                    "the tool call '{}' (call {}) the connection was opened in has ended",
+                    call.context.tool, call.context.tool_call_id
+                )
+            })
+    }
+}
+
+impl Drop for Owner {
+    /// The connection has ended (and is recorded: a session's record is made before its owner
+    /// is dropped): the calls it belonged to stop waiting for it.
+    fn drop(&mut self) {
         for call in &self.calls {
             call.closed();
         }
@@ -165,6 +188,7 @@ impl CallHandle {
             records: Mutex::new(Vec::new()),
             open: AtomicUsize::new(0),
             closed,
+            ended: AtomicBool::new(false),
         });
         lock(&lent.calls).push(Arc::clone(&call));
         ToolCallScope {
@@ -197,6 +221,7 @@ impl ToolCallScope {
     }
 
     fn withdraw(&self) {
+        self.call.ended.store(true, Ordering::SeqCst);
         lock(&self.state.lent.calls).retain(|lent| lent.id != self.call.id);
     }
 }

@@ -476,7 +476,9 @@ async fn accept_loop(
                         drop(stream);
                         continue;
                     }
-                    connections.spawn(serve_connection(stream, Arc::clone(&state), permit));
+                    // Whose connection it is is decided here, in the order of acceptance.
+                    let owner = state.owner();
+                    connections.spawn(serve_connection(stream, Arc::clone(&state), owner, permit));
                 }
                 // Out of descriptors or a connection reset before accept: try again shortly.
                 Err(_) => tokio::time::sleep(Duration::from_millis(20)).await,
@@ -492,11 +494,11 @@ async fn accept_loop(
 async fn serve_connection(
     mut stream: TcpStream,
     state: Arc<CallState>,
+    owner: Owner,
     permit: Option<OwnedSemaphorePermit>,
 ) {
     let _ = stream.set_nodelay(true);
     let head_timeout = state.config.head_timeout;
-    let owner = state.owner();
     let mut session = Session::new(state, owner, permit);
     let mut buf = Vec::with_capacity(8 * 1024);
     let first = tokio::time::timeout(head_timeout, stream.read_buf(&mut buf)).await;

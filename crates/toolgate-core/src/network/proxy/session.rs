@@ -88,6 +88,12 @@ impl Session {
         &self.owner.context
     }
 
+    /// Why nobody may be asked for this connection any more (the tool call it was accepted in
+    /// has ended), if so.
+    pub(crate) fn call_ended(&self) -> Option<String> {
+        self.owner.call_ended()
+    }
+
     /// The destination, once the request names it.
     pub(crate) fn target(&mut self, host: &Host, port: u16) {
         self.host = host.to_string();
@@ -209,8 +215,8 @@ impl Session {
 
 impl Drop for Session {
     fn drop(&mut self) {
+        // The owner, dropped after this, lets the call know the connection is done.
         let Some((decision, decided_by, rule)) = self.decision.take() else {
-            self.owner.release();
             return;
         };
         let context = &self.owner.context;
@@ -235,6 +241,5 @@ impl Drop for Session {
                 .unwrap_or(u64::MAX),
         };
         self.call.push(&self.owner, record);
-        self.owner.release();
     }
 }

@@ -534,10 +534,13 @@ fn redirects_to_internal_addresses_in_every_spelling_are_refused_when_followed()
     );
     let records = finish(call);
     assert_eq!(records.len(), 2 * targets.len(), "{records:?}");
-    for pair in records.chunks(2) {
-        assert!(!pair[0].refused(), "{pair:?}");
-        assert!(pair[1].refused(), "{pair:?}");
-        assert_eq!(pair[1].decided_by, DecidedBy::Address, "{pair:?}");
+    // A record is made when its connection closes: the redirect's refusal may close before
+    // the redirecting exchange does, so the order within a pair is not fixed.
+    let (refused, allowed): (Vec<_>, Vec<_>) = records.iter().partition(|record| record.refused());
+    assert_eq!(allowed.len(), targets.len(), "{records:?}");
+    assert_eq!(refused.len(), targets.len(), "{records:?}");
+    for record in refused {
+        assert_eq!(record.decided_by, DecidedBy::Address, "{record:?}");
     }
 }
 

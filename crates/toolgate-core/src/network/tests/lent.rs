@@ -251,3 +251,70 @@ fn several_calls_at_once_ask_nobody_and_name_every_call() {
     assert!(get(listener.local_addr(), "web.test", web.port).starts_with("HTTP/1.1 403"));
     drop((a, b));
 }
+
+/// Sends `GET http://host:port/hello` on a connection opened earlier and reads the answer.
+fn get_on(mut stream: std::net::TcpStream, host: &str, port: u16) -> String {
+    use std::io::Write;
+    stream
+        .write_all(
+            format!("GET http://{host}:{port}/hello HTTP/1.1\r\nHost: {host}:{port}\r\n\r\n")
+                .as_bytes(),
+        )
+        .unwrap();
+    read_to_close(&mut stream)
+}
+
+#[test]
+fn a_connection_keeps_the_context_it_was_accepted_in_and_asks_nobody_after_its_call() {
+    let web = Web::start();
+    let proxy = proxy();
+    let listener = server_listener(&proxy);
+    let run = RunAllowances::new();
+    let asker = answering(AskAnswer::Approve);
+    let call = |id: &str| tool_call(id, "s_fetch", Some(Arc::clone(&asker)), &run, None);
+    let connect = || {
+        let stream = std::net::TcpStream::connect(listener.local_addr()).unwrap();
+        stream
+            .set_read_timeout(Some(std::time::Duration::from_secs(10)))
+            .unwrap();
+        stream
+    };
+    // Opened before the call, used during it: the listener's own context, nobody asked.
+    let early = connect();
+    // The proxy has accepted it (a connection it has not accepted yet has no context): a
+    // first exchange on another connection comes back only after the earlier accept.
+    assert!(get(listener.local_addr(), "other.test", web.port).starts_with("HTTP/1.1 403"));
+    let scope = listener.begin_call(&call("c1"));
+    let answer = get_on(early, "web.test", web.port);
+    assert!(answer.starts_with("HTTP/1.1 403"), "{answer}");
+    assert!(answer.contains("outside any of its tool calls"), "{answer}");
+    // Opened during the call, used after its end (to ask on behalf of a call that is over):
+    // refused, nobody asked, whether no call or another call is in progress then.
+    let late = connect();
+    let later = connect();
+    assert!(get(listener.local_addr(), "other.test", web.port).starts_with("HTTP/1.1 403"));
+    let records = end(scope);
+    let answer = get_on(late, "web.test", web.port);
+    assert!(answer.starts_with("HTTP/1.1 403"), "{answer}");
+    assert!(
+        answer.contains("the tool call 's_fetch' (call c1) the connection was opened in has ended"),
+        "{answer}"
+    );
+    let next = listener.begin_call(&call("c2"));
+    let answer = get_on(later, "web.test", web.port);
+    assert!(
+        answer.contains("(call c1) the connection was opened in has ended"),
+        "{answer}"
+    );
+    assert!(asker.asked.lock().unwrap().is_empty(), "nobody was asked");
+    // The ended call's late connections are still recorded for it (in the run's sink); the
+    // call's own result had what was decided before its end.
+    assert!(records.iter().all(|record| record.tool_call_id == "c1"));
+    // The run's earlier `always` still holds for such a connection.
+    run.allow_always("web.test", web.port);
+    let reused = connect();
+    assert!(get(listener.local_addr(), "other.test", web.port).starts_with("HTTP/1.1 403"));
+    drop(next);
+    assert!(get_on(reused, "web.test", web.port).ends_with("hello from web"));
+    assert_eq!(web.requests().len(), 1);
+}
