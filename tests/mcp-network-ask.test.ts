@@ -8,20 +8,24 @@
  * approval. Outside calls (at start-up) and with nobody to ask, `ask` refuses, also for a
  * connection opened outside a call and used in one, or opened in a call and used after it; with two calls of
  * one server in flight at once the proxy cannot tell whose a connection is, and refuses naming both.
+ * `toolgate run --yes` / `--deny` answer such questions, and the audit log names the tool and the flag.
  *
  * The server is a real one (the official SDK, tests/fixtures/mcp/fetch-server.mjs) making requests
  * with Node's `http` module through `HTTP_PROXY` to a server this test starts on 127.0.0.1. As in
  * tests/network.test.ts, `localhost` is the name asked about: it is in no `allow` list, and its
  * address (127.0.0.1, an internal one) is allowed.
  */
+import { spawn } from 'node:child_process';
 import { readFileSync, writeFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { loadWorker, mcpToolset, type McpToolset } from '../ts/src/index.js';
 import { resumeWorker, runWorker, type ApprovalAnswer, type ApprovalRequest, type RunEvent } from '../ts/src/worker/index.js';
 import { nodeModulesDir, REPO_ROOT } from './helpers/checkout.js';
+import { CLI } from './helpers/cli.js';
+import { startFakeOpenAiServer, toolResultsIn } from './helpers/fake-openai-server.js';
 import { tempDir } from './helpers/fs.js';
 import { scriptedModel } from './helpers/mock-model.js';
 
@@ -219,6 +223,44 @@ describe('a deferred run', () => {
     } finally {
       await worker.close();
     }
+  });
+});
+
+/** `toolgate run` in `cwd`, without blocking this process (its servers answer the child meanwhile). */
+async function toolgate(cwd: string, args: string[]): Promise<{ status: number | null; stderr: string }> {
+  const child = spawn(process.execPath, [CLI, ...args], { cwd, env: { ...process.env, XDG_CACHE_HOME: join(cwd, '.cache') }, stdio: ['pipe', 'ignore', 'pipe'] });
+  let stderr = '';
+  child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
+  child.stdin.end();
+  const status = await new Promise<number | null>((resolve) => child.on('close', resolve));
+  return { status, stderr };
+}
+
+describe('toolgate run', () => {
+  it('--yes answers an MCP tool\'s question and --deny refuses it; the audit log names the tool and the flag', async () => {
+    const file = workerFile();
+    const dir = dirname(file);
+    for (const flag of ['--yes', '--deny'] as const) {
+      const model = await startFakeOpenAiServer([{ toolCalls: [{ name: 's_fetch', arguments: { url: url(`/cli${flag}`) } }] }, { text: 'finished' }]);
+      try {
+        const ran = await toolgate(dir, ['run', 'worker.yaml', 'fetch', '--model', 'openai-compatible:fake', '--base-url', model.baseUrl, flag]);
+        expect(ran.status, ran.stderr).toBe(0);
+        const result = Object.values(toolResultsIn(model.requests[1]!)).join('\n');
+        if (flag === '--yes') expect(result).toContain('200 hello from /cli--yes');
+        else expect(result).toContain(`connection to localhost:${port} refused`);
+      } finally {
+        await model.close();
+      }
+    }
+    const network = readFileSync(join(dir, 'audit.jsonl'), 'utf8')
+      .trim()
+      .split('\n')
+      .map((line) => JSON.parse(line) as Record<string, unknown>)
+      .filter((line) => line.event === 'network');
+    expect(network.map((line) => [line.tool, line.decision, line.decidedBy, line.flag])).toEqual([
+      ['s_fetch', 'asked-approved', 'flag', '--yes'],
+      ['s_fetch', 'denied', 'flag', '--deny'],
+    ]);
   });
 });
 
