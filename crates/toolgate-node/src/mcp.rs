@@ -8,10 +8,12 @@ use napi::bindgen_prelude::Unknown;
 use napi::Env;
 use napi_derive::napi;
 use toolgate_core::mcp::{self, McpLaunch, McpToolsetOptions, McpTransport, ServerTools};
+use toolgate_core::network::{NetworkCall, ToolCallScope};
 
 use crate::approval::ResolvedApproval;
-use crate::error::{infallible, sync};
+use crate::error::{guarded, infallible, sync, Settled};
 use crate::js_value;
+use crate::network::NetworkRun;
 use crate::process::RefusedConnection;
 use crate::sandbox::SandboxSummary;
 
@@ -396,6 +398,37 @@ impl McpServerLaunch {
         })
     }
 
+    /// Starts tool call `toolCallId` of the server, as tool `tool` (its name as the model sees
+    /// it) of run `run`: until the returned scope's `end()`, connections the server opens
+    /// through the egress proxy belong to that call (the run's approval handler is asked,
+    /// `always` goes into the run, records go to the run, refusals come back from `end()`).
+    #[napi]
+    pub fn begin_call(
+        &self,
+        env: Env,
+        run: &NetworkRun,
+        tool_call_id: String,
+        tool: String,
+    ) -> napi::Result<McpCallScope> {
+        infallible(&env, "McpServerLaunch.beginCall", || {
+            self.scope(&run.call(tool_call_id, tool))
+        })
+    }
+
+    /// [`begin_call`](Self::begin_call) for a tool called outside any run: nobody is asked
+    /// (`ask` refuses), but the call's refusals still come back from `end()`.
+    #[napi]
+    pub fn begin_call_alone(
+        &self,
+        env: Env,
+        tool_call_id: String,
+        tool: String,
+    ) -> napi::Result<McpCallScope> {
+        infallible(&env, "McpServerLaunch.beginCallAlone", || {
+            self.scope(&NetworkCall::alone(tool_call_id, tool))
+        })
+    }
+
     /// The server's persistent package cache (`npm_config_cache`, `UV_CACHE_DIR`, … point
     /// into it), or `null`.
     #[napi(getter)]
@@ -409,6 +442,49 @@ impl McpServerLaunch {
                 .and_then(|launch| launch.package_cache.as_ref())
                 .map(|dir| dir.display().to_string())
         })
+    }
+}
+
+/// One tool call of a stdio server in progress (`McpServerLaunch.beginCall`): call `end()` once
+/// its result is in.
+#[napi]
+pub struct McpCallScope {
+    scope: Mutex<Option<ToolCallScope>>,
+}
+
+#[napi]
+impl McpCallScope {
+    /// Ends the call: later connections are no longer its. Resolves, once the connections it
+    /// opened are recorded (at most a short grace), with the destinations refused to it, once
+    /// each (for its result). A second `end()` resolves with nothing.
+    #[napi(ts_return_type = "Promise<RefusedConnection[]>")]
+    pub async fn end(&self) -> Settled<Vec<RefusedConnection>> {
+        let scope = self.scope.lock().ok().and_then(|mut scope| scope.take());
+        guarded("McpCallScope.end", async move {
+            Ok(match scope {
+                Some(scope) => toolgate_core::network::refused_connections(&scope.finish().await)
+                    .into_iter()
+                    .map(RefusedConnection::from)
+                    .collect(),
+                None => Vec::new(),
+            })
+        })
+        .await
+    }
+}
+
+impl McpServerLaunch {
+    fn scope(&self, call: &NetworkCall) -> McpCallScope {
+        let scope = self
+            .launch
+            .lock()
+            .ok()
+            .as_deref()
+            .and_then(Option::as_ref)
+            .and_then(|launch| launch.begin_call(call));
+        McpCallScope {
+            scope: Mutex::new(scope),
+        }
     }
 }
 

@@ -4,6 +4,7 @@ import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
 import type { Tool as McpTool } from '@modelcontextprotocol/sdk/types.js';
 import { native } from '../native/binding.js';
 import { callNative, ToolgateError } from '../native/errors.js';
+import type { RefusedConnection } from '../native/network-call.js';
 import { VERSION } from '../native/package-root.js';
 import { SandboxedStdioTransport } from './sandboxed-stdio.js';
 
@@ -24,6 +25,11 @@ export interface McpConnection {
   describe(error: unknown): string;
   /** After a tool call of a stdio server: the protected paths it created, removed (messages). */
   checkGuarded(): string[];
+  /**
+   * A tool call of the server begins: a stdio server's connections through the egress proxy
+   * belong to it until `end()`, which resolves with the destinations refused to it.
+   */
+  beginCall(toolCallId: string, tool: string): { end(): Promise<RefusedConnection[]> };
   close(): Promise<void>;
 }
 
@@ -78,6 +84,7 @@ async function connectOne(plan: native.McpToolsetPlan, info: native.McpServerInf
     client,
     tools: [],
     checkGuarded: () => stdio?.checkGuarded() ?? [],
+    beginCall: (toolCallId, tool) => stdio?.beginCall(toolCallId, tool) ?? { end: () => Promise.resolve([]) },
     describe: (error) => {
       const why = stdio?.failure ?? messageOf(error);
       const stderr = stdio?.stderr;

@@ -3,6 +3,8 @@ import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
 import { ReadBuffer, serializeMessage } from '@modelcontextprotocol/sdk/shared/stdio.js';
 import type { JSONRPCMessage } from '@modelcontextprotocol/sdk/types.js';
 import type { native } from '../native/binding.js';
+import { callNative } from '../native/errors.js';
+import { currentNetworkCall, type RefusedConnection } from '../native/network-call.js';
 
 /** How much of a server's stderr is kept for error messages. */
 const STDERR_TAIL_BYTES = 2048;
@@ -64,6 +66,23 @@ export class SandboxedStdioTransport implements Transport {
    */
   checkGuarded(): string[] {
     return this.launch.checkGuarded();
+  }
+
+  /**
+   * Starts tool call `toolCallId` of the server, as `tool` (its name as the model sees it): until
+   * `end()`, the connections the server opens through the egress proxy belong to that call. Inside
+   * a run's tool call (the gated pipeline) the run's approval handler is asked and records go to
+   * the run, under the call's id and name as the run knows them (as for a shell's processes);
+   * outside one nobody is asked. `end()` resolves with the destinations refused to it.
+   */
+  beginCall(toolCallId: string, tool: string): { end(): Promise<RefusedConnection[]> } {
+    const call = currentNetworkCall();
+    const scope = callNative(() =>
+      call ? this.launch.beginCall(call.run.native, call.toolCallId, call.toolName) : this.launch.beginCallAlone(toolCallId, tool),
+    );
+    return {
+      end: async () => (await scope.end()).map(({ host, port, reason }) => ({ host, port, reason })),
+    };
   }
 
   /** The last bytes the server wrote to stderr, for error messages. */

@@ -7,6 +7,7 @@ import { named, type NamedTool } from '../approval/named-tool.js';
 import { bindTools, settingsOf } from '../approval/tool-binding.js';
 import { native } from '../native/binding.js';
 import { callNative, ToolgateError } from '../native/errors.js';
+import type { RefusedConnection } from '../native/network-call.js';
 import { type SandboxOption, warnSandbox } from '../native/sandbox.js';
 import { connectServers, MCP_LIMITS, type McpConnection, reportOf, serverFailure } from './connect.js';
 
@@ -52,6 +53,13 @@ export interface McpToolset {
 export interface McpToolOutput {
   content: CallToolResult['content'];
   structuredContent?: Record<string, unknown>;
+  /** The destinations the egress proxy refused the server during this call (network by host). */
+  refusedConnections?: RefusedConnection[];
+}
+
+/** `; the egress proxy refused …` for an error message, when it refused something. */
+function refusalNote(refused: readonly RefusedConnection[]): string {
+  return refused.length > 0 ? `; the egress proxy refused: ${refused.map((entry) => entry.reason).join('; ')}` : '';
 }
 
 /** The error text a server put in a result it marked `isError`. */
@@ -76,7 +84,7 @@ export function mcpTools(
     const base = tool<unknown, McpToolOutput>({
       description: listed.description ?? listed.title ?? `Tool '${chosen.tool}' of MCP server '${chosen.server}'`,
       inputSchema: jsonSchema(listed.inputSchema as Parameters<typeof jsonSchema>[0]),
-      execute: async (input, { abortSignal }) => {
+      execute: async (input, { abortSignal, toolCallId }) => {
         abortSignal?.throwIfAborted();
         const serialized = JSON.stringify(input ?? {});
         if (serialized.length > MCP_LIMITS.maxInputBytes) {
@@ -85,6 +93,9 @@ export function mcpTools(
             `the input of ${qualified} is ${serialized.length} bytes of JSON; at most ${MCP_LIMITS.maxInputBytes} are sent to an MCP server`,
           );
         }
+        // From here to the result, the server's connections belong to this call (asked about,
+        // recorded and reported for it).
+        const call = connection.beginCall(toolCallId, chosen.name);
         let result: CallToolResult;
         try {
           result = (await connection.client.callTool(
@@ -93,20 +104,25 @@ export function mcpTools(
             { timeout: plan.timeoutMs, ...(abortSignal ? { signal: abortSignal } : {}) },
           )) as CallToolResult;
         } catch (error) {
+          const refused = await call.end();
           connection.checkGuarded();
           if (abortSignal?.aborted) throw abortSignal.reason;
-          throw serverFailure(connection, `in a call of '${chosen.tool}'`, error);
+          const failure = serverFailure(connection, `in a call of '${chosen.tool}'`, error);
+          if (refused.length === 0) throw failure;
+          throw new ToolgateError(failure.code, `${failure.message}${refusalNote(refused)}`, { cause: failure.cause });
         }
+        const refused = await call.end();
         // A server runs across calls: what it made at a missing protected path is removed after
         // each call, and the result says so.
         const repaired = connection.checkGuarded();
         if (result.isError) {
           const notes = repaired.length > 0 ? `; ${repaired.join('; ')}` : '';
-          throw new ToolgateError('TOOL_FAILED', `MCP tool ${qualified} reported an error: ${errorText(result)}${notes}`);
+          throw new ToolgateError('TOOL_FAILED', `MCP tool ${qualified} reported an error: ${errorText(result)}${notes}${refusalNote(refused)}`);
         }
         return {
           content: [...result.content, ...repaired.map((text) => ({ type: 'text' as const, text }))],
           ...(result.structuredContent ? { structuredContent: result.structuredContent } : {}),
+          ...(refused.length > 0 ? { refusedConnections: refused } : {}),
         };
       },
     });

@@ -14,7 +14,7 @@ export interface NetworkRunLink {
   collect(): void;
 }
 
-interface NetworkCallContext {
+export interface NetworkCallContext {
   run: NetworkRunLink;
   toolCallId: string;
   toolName: string;
@@ -25,6 +25,11 @@ const current = new AsyncLocalStorage<NetworkCallContext>();
 /** Runs `body` as tool call `toolCallId` of `run`: processes started inside belong to it. */
 export function runAsNetworkCall<T>(run: NetworkRunLink, toolCallId: string, toolName: string, body: () => Promise<T>): Promise<T> {
   return current.run({ run, toolCallId, toolName }, body);
+}
+
+/** The tool call running now (inside `runAsNetworkCall`), if any. */
+export function currentNetworkCall(): Readonly<NetworkCallContext> | undefined {
+  return current.getStore();
 }
 
 /**

@@ -16,8 +16,16 @@
 //! process: the server runs in a network namespace of its own whose only way out is the
 //! egress proxy, its launcher's init hands the proxy's listener over a socket pair made for the
 //! launch (the spawner passes its launcher end as descriptor
-//! [`HANDOFF_FD`](crate::sandbox::HANDOFF_FD)). The server starts outside any tool call:
-//! nobody is asked about hosts, `ask` refuses them.
+//! [`HANDOFF_FD`](crate::sandbox::HANDOFF_FD)).
+//!
+//! The server starts when its toolset loads, outside any run, so its listener's own context
+//! asks nobody: `ask` refuses hosts at start-up, while it lists its tools and between calls.
+//! During one of its tool calls ([`McpLaunch::begin_call`], from the call's start to its
+//! result) the connections it opens belong to that call: the run's approval handler is asked
+//! (naming the tool as the model sees it), `always` goes into the run's allowances, records go
+//! to the run and the refusals into the call's result. With several of its calls in progress
+//! at once the proxy cannot tell which one a connection is for: nobody is asked (fail closed),
+//! and the refusal names every call in progress.
 
 use std::ffi::OsString;
 use std::path::PathBuf;
@@ -26,7 +34,7 @@ use super::{McpToolset, McpTransport};
 use crate::error::{Error, Result};
 use crate::exec::{self, env, CallDir};
 use crate::executables::cache::default_cache_dir;
-use crate::network::{ConnectionRecord, NetworkCall};
+use crate::network::{ConnectionRecord, NetworkCall, ToolCallScope};
 use crate::sandbox_config::launch::OneShotProxy;
 
 /// A stdio server ready to start: the file to execute, its arguments, its complete
@@ -110,6 +118,7 @@ impl McpToolset {
         let proxy = OneShotProxy::new(
             &sandbox,
             &NetworkCall::alone("", format!("mcp server {server}")),
+            Some(OUTSIDE_CALLS),
         )?;
         proxy.apply(&mut child_env);
         for (name, value) in explicit {
@@ -164,11 +173,22 @@ impl McpLaunch {
         self.proxy.launcher_fd()
     }
 
+    /// Lends the server's egress proxy tool call `call` (its id, the tool as the model sees
+    /// it, the run's approval handler, allowances and sink) until the scope is finished or
+    /// dropped: connections the server opens meanwhile belong to that call. `None` when the
+    /// server has no network by host.
+    pub fn begin_call(&self, call: &NetworkCall) -> Option<ToolCallScope> {
+        self.proxy.begin_call(call)
+    }
+
     /// Closes this process's copy of the launcher's handoff socket (after spawning it).
     pub fn close_handoff(&mut self) {
         self.proxy.launcher_end = None;
     }
 }
+
+/// Why a connection of a server outside its tool calls has nobody to ask.
+const OUTSIDE_CALLS: &str = "the MCP server opened it outside any of its tool calls (at start-up, while listing its tools or between calls), where no run's approval handler is there to ask";
 
 /// The variables that send package managers' downloads to the server's cache, and the
 /// directory of each inside it.

@@ -46,6 +46,7 @@ impl NetworkCall {
             asker: self.asker.clone(),
             run: Arc::clone(&self.run),
             sink: self.sink.clone(),
+            nobody_to_ask: None,
         }
     }
 }

@@ -40,7 +40,9 @@ pub use host::{parse_authority, printable, Host};
 pub use policy::{
     Denial, HostPolicy, HostVerdict, NetworkAccess, NetworkPolicy, NetworkSetting, MAX_ENTRIES,
 };
-pub use proxy::{CallContext, CallHandle, Proxy, ProxyConfig, HANDOFF_TIMEOUT};
+pub use proxy::{
+    CallContext, CallHandle, Proxy, ProxyConfig, ToolCallScope, CALL_END_GRACE, HANDOFF_TIMEOUT,
+};
 pub use record::{
     refusal_note, refused_connections, ConnectionRecord, DecidedBy, Decision, Protocol, RecordSink,
     RefusedConnection, SharedSink, MAX_REFUSALS_REPORTED,

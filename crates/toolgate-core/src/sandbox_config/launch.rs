@@ -19,7 +19,9 @@ use serde::Deserialize;
 use super::{SandboxOption, SandboxScope, ToolSandbox};
 use crate::error::Result;
 use crate::exec::{self, env, CallDir};
-use crate::network::{CallHandle, ConnectionRecord, HostPolicy, NetworkCall, NetworkPolicy, Proxy};
+use crate::network::{
+    CallHandle, ConnectionRecord, HostPolicy, NetworkCall, NetworkPolicy, Proxy, ToolCallScope,
+};
 use crate::options::WorkDir;
 use crate::sandbox::NetworkMode;
 
@@ -35,10 +37,16 @@ pub(crate) struct OneShotProxy {
 }
 
 impl OneShotProxy {
-    /// For `sandbox`, the program's place `call` (who is asked about hosts): a handoff where
-    /// the program gets a network namespace of its own, a listener on this host's loopback
-    /// where it cannot (`best-effort`), nothing without a network by host.
-    pub(crate) fn new(sandbox: &ToolSandbox, call: &NetworkCall) -> Result<Self> {
+    /// For `sandbox`, the program's place `call` (who is asked about hosts; `nobody_to_ask`
+    /// says why nobody is, when that is the case): a handoff where the program gets a network
+    /// namespace of its own, a listener on this host's loopback where it cannot
+    /// (`best-effort`), nothing without a network by host. A long-lived program lends its
+    /// tool calls to the listener with [`begin_call`](Self::begin_call).
+    pub(crate) fn new(
+        sandbox: &ToolSandbox,
+        call: &NetworkCall,
+        nobody_to_ask: Option<&str>,
+    ) -> Result<Self> {
         let Some(prepared) = &sandbox.sandbox else {
             return Ok(Self::default());
         };
@@ -49,8 +57,10 @@ impl OneShotProxy {
             .host_policy()
             .cloned()
             .unwrap_or_else(|| NetworkPolicy::new(HostPolicy::default()));
+        let mut context = call.context(policy);
+        context.nobody_to_ask = nobody_to_ask.map(str::to_string);
         if prepared.proxy_on_host() {
-            let call = Proxy::shared()?.listen(call.context(policy))?;
+            let call = Proxy::shared()?.listen(context)?;
             return Ok(Self {
                 call: Some(call),
                 launcher_end: None,
@@ -59,7 +69,13 @@ impl OneShotProxy {
         if !prepared.proxy_in_namespace() {
             return Ok(Self::default());
         }
-        Self::handoff(call.context(policy))
+        Self::handoff(context)
+    }
+
+    /// Lends the program's listener tool call `call` until the scope ends (see
+    /// [`CallHandle::begin_call`]); `None` without a network by host.
+    pub(crate) fn begin_call(&self, call: &NetworkCall) -> Option<ToolCallScope> {
+        self.call.as_ref().map(|handle| handle.begin_call(call))
     }
 
     /// A socket pair for the launcher's handoff and the proxy waiting on our end.
@@ -168,7 +184,7 @@ impl Launch {
         let call_dir = CallDir::create()?;
         call_dir.apply(&mut child_env);
         // A terminal program has no run: nobody is asked about hosts, `ask` refuses them.
-        let proxy = OneShotProxy::new(&sandbox, &NetworkCall::alone("sandbox", program))?;
+        let proxy = OneShotProxy::new(&sandbox, &NetworkCall::alone("sandbox", program), None)?;
         proxy.apply(&mut child_env);
         let cwd = scope.work_dir.clone();
         let resolved = exec::resolve_program(program.as_ref(), &cwd, &child_env)?;

@@ -88,7 +88,7 @@ pub(crate) async fn open(
 
 /// The host-level decision, asking the run's handler when the policy says so.
 async fn decide(session: &mut Session, host: &Host, port: u16) -> Result<(), Refusal> {
-    let context = &session.call.context;
+    let context = session.context();
     match context.policy.judge_host(host, port) {
         HostVerdict::Deny(denial) => Err(session.deny(denial)),
         HostVerdict::Allow { rule } => {
@@ -104,17 +104,27 @@ async fn decide(session: &mut Session, host: &Host, port: u16) -> Result<(), Ref
             };
             let run = std::sync::Arc::clone(&context.run);
             let answered = run.answered(&request);
-            let Some(asker) = context.asker.clone().filter(|_| answered.is_none()) else {
+            let ended = session.call_ended();
+            let asker = context
+                .asker
+                .clone()
+                .filter(|_| answered.is_none() && ended.is_none());
+            let Some(asker) = asker else {
                 if let Some(outcome) = answered {
                     return settle(session, outcome);
                 }
+                let why = ended
+                    .as_deref()
+                    .or(context.nobody_to_ask.as_deref())
+                    .unwrap_or("this call has no approval handler");
+                let reason = format!(
+                    "{} is not in network.allow, and network.ask has nobody to ask ({why})",
+                    host.with_port(port)
+                );
                 return Err(session.deny(Denial {
                     decided_by: DecidedBy::NoHandler,
                     rule: None,
-                    reason: format!(
-                        "{} is not in network.allow, and network.ask has nobody to ask (this call has no approval handler)",
-                        host.with_port(port)
-                    ),
+                    reason,
                     fix: Some(format!("allow it with network.allow: [\"{host}\"]")),
                 }));
             };
@@ -181,7 +191,7 @@ fn check_addresses(
     let mut checked = Vec::new();
     let mut first_refusal = None;
     for ip in addresses {
-        match session.call.context.policy.judge_address(host, ip, port) {
+        match session.context().policy.judge_address(host, ip, port) {
             Ok(()) => {
                 if !checked.contains(&ip) {
                     checked.push(ip);

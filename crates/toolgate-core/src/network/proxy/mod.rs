@@ -14,6 +14,7 @@ mod connect;
 #[cfg(target_os = "linux")]
 mod handoff;
 mod http;
+mod lent;
 mod relay;
 mod session;
 mod socks;
@@ -34,6 +35,8 @@ use super::policy::NetworkPolicy;
 use super::record::{ConnectionRecord, Protocol, SharedSink};
 use super::resolve::{system_lookup, Lookup};
 use crate::error::{Error, Result};
+use lent::{LentCalls, Owner};
+pub use lent::{ToolCallScope, CALL_END_GRACE};
 use session::Session;
 
 /// How the proxy resolves, times out and limits. [`Default`] is what the process-wide proxy
@@ -89,6 +92,9 @@ pub struct CallContext {
     pub run: Arc<RunAllowances>,
     /// Where records go as they are made (the run's records, the audit log).
     pub sink: Option<SharedSink>,
+    /// Why nobody is asked, when `asker` is `None` for a reason worth telling (the refusal
+    /// says it instead of "this call has no approval handler").
+    pub nobody_to_ask: Option<String>,
 }
 
 impl CallContext {
@@ -105,7 +111,14 @@ impl CallContext {
             asker: None,
             run: RunAllowances::new(),
             sink: None,
+            nobody_to_ask: None,
         }
+    }
+
+    /// With the reason nobody is asked (see [`nobody_to_ask`](Self::nobody_to_ask)).
+    pub fn with_nobody_to_ask(mut self, why: impl Into<String>) -> Self {
+        self.nobody_to_ask = Some(why.into());
+        self
     }
 
     /// With the run's approval handler.
@@ -272,7 +285,8 @@ impl Proxy {
         Fut: std::future::Future<Output = ()> + Send + 'static,
     {
         let state = Arc::new(CallState {
-            context: call,
+            base: Arc::new(call),
+            lent: LentCalls::default(),
             config: Arc::clone(&self.config),
             records: Mutex::new(Vec::new()),
             records_dropped: std::sync::atomic::AtomicU64::new(0),
@@ -324,7 +338,7 @@ impl fmt::Debug for CallHandle {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("CallHandle")
             .field("local_addr", &self.local_addr)
-            .field("call", &self.state.context)
+            .field("call", &self.state.base)
             .finish_non_exhaustive()
     }
 }
@@ -393,18 +407,31 @@ impl Drop for CallHandle {
     }
 }
 
-/// What every connection of one call shares.
+/// What every connection of one listener shares.
 pub(crate) struct CallState {
-    pub(crate) context: CallContext,
+    /// The listener's own context.
+    base: Arc<CallContext>,
+    /// Tool calls lent to it (a long-lived program's listener): see [`lent`].
+    lent: LentCalls,
     pub(crate) config: Arc<ProxyConfig>,
     records: Mutex<Vec<ConnectionRecord>>,
     records_dropped: std::sync::atomic::AtomicU64,
 }
 
 impl CallState {
-    fn push(&self, record: ConnectionRecord) {
-        if let Some(sink) = &self.context.sink {
+    /// The context a connection accepted now is judged and recorded with.
+    fn owner(&self) -> Owner {
+        self.lent.owner(&self.base)
+    }
+
+    /// Records a connection of `owner`: to its context's sink, the listener's records and
+    /// the lent calls it belongs to.
+    fn push(&self, owner: &Owner, record: ConnectionRecord) {
+        if let Some(sink) = &owner.context.sink {
             sink.record(&record);
+        }
+        for call in &owner.calls {
+            call.record(&record);
         }
         let mut records = lock(&self.records);
         if records.len() < super::MAX_RECORDS_PER_CALL {
@@ -449,7 +476,9 @@ async fn accept_loop(
                         drop(stream);
                         continue;
                     }
-                    connections.spawn(serve_connection(stream, Arc::clone(&state), permit));
+                    // Whose connection it is is decided here, in the order of acceptance.
+                    let owner = state.owner();
+                    connections.spawn(serve_connection(stream, Arc::clone(&state), owner, permit));
                 }
                 // Out of descriptors or a connection reset before accept: try again shortly.
                 Err(_) => tokio::time::sleep(Duration::from_millis(20)).await,
@@ -465,11 +494,12 @@ async fn accept_loop(
 async fn serve_connection(
     mut stream: TcpStream,
     state: Arc<CallState>,
+    owner: Owner,
     permit: Option<OwnedSemaphorePermit>,
 ) {
     let _ = stream.set_nodelay(true);
     let head_timeout = state.config.head_timeout;
-    let mut session = Session::new(state, permit);
+    let mut session = Session::new(state, owner, permit);
     let mut buf = Vec::with_capacity(8 * 1024);
     let first = tokio::time::timeout(head_timeout, stream.read_buf(&mut buf)).await;
     if !matches!(first, Ok(Ok(n)) if n > 0) {

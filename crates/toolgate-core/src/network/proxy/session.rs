@@ -8,7 +8,7 @@ use std::time::Instant;
 
 use tokio::sync::OwnedSemaphorePermit;
 
-use super::CallState;
+use super::{CallContext, CallState, Owner};
 use crate::network::host::{printable, Host};
 use crate::network::policy::Denial;
 use crate::network::record::{ConnectionRecord, DecidedBy, Decision, Protocol};
@@ -45,6 +45,8 @@ pub(crate) enum Failure {
 
 pub(crate) struct Session {
     pub(crate) call: Arc<CallState>,
+    /// The tool call the connection belongs to, fixed when it was accepted.
+    owner: Owner,
     started: Instant,
     pub(crate) protocol: Protocol,
     host: String,
@@ -60,9 +62,14 @@ pub(crate) struct Session {
 }
 
 impl Session {
-    pub(crate) fn new(call: Arc<CallState>, permit: Option<OwnedSemaphorePermit>) -> Self {
+    pub(crate) fn new(
+        call: Arc<CallState>,
+        owner: Owner,
+        permit: Option<OwnedSemaphorePermit>,
+    ) -> Self {
         Session {
             call,
+            owner,
             started: Instant::now(),
             protocol: Protocol::Unknown,
             host: String::new(),
@@ -74,6 +81,17 @@ impl Session {
             down: AtomicU64::new(0),
             permit,
         }
+    }
+
+    /// The context the connection is judged with.
+    pub(crate) fn context(&self) -> &CallContext {
+        &self.owner.context
+    }
+
+    /// Why nobody may be asked for this connection any more (the tool call it was accepted in
+    /// has ended), if so.
+    pub(crate) fn call_ended(&self) -> Option<String> {
+        self.owner.call_ended()
     }
 
     /// The destination, once the request names it.
@@ -197,11 +215,12 @@ impl Session {
 
 impl Drop for Session {
     fn drop(&mut self) {
+        // The owner, dropped after this, lets the call know the connection is done.
         let Some((decision, decided_by, rule)) = self.decision.take() else {
             return;
         };
-        let context = &self.call.context;
-        self.call.push(ConnectionRecord {
+        let context = &self.owner.context;
+        let record = ConnectionRecord {
             host: std::mem::take(&mut self.host),
             port: self.port,
             tool_call_id: context.tool_call_id.clone(),
@@ -220,6 +239,7 @@ impl Drop for Session {
                 .as_millis()
                 .try_into()
                 .unwrap_or(u64::MAX),
-        });
+        };
+        self.call.push(&self.owner, record);
     }
 }

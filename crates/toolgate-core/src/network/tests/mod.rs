@@ -3,4 +3,5 @@
 mod attacks;
 mod clients;
 mod decisions;
+mod lent;
 mod support;
