@@ -3,8 +3,9 @@
  * (ESM or CommonJS), through jiti. Every failure becomes a `ToolgateError` that names the file.
  */
 import { existsSync, lstatSync, mkdirSync, readFileSync, realpathSync, statSync } from 'node:fs';
+import { createRequire } from 'node:module';
 import { homedir } from 'node:os';
-import { dirname, extname, isAbsolute, join, resolve } from 'node:path';
+import { dirname, extname, isAbsolute, join, resolve, sep } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import type { Jiti } from 'jiti';
 import { LIMITS } from '../native/constants.js';
@@ -51,6 +52,17 @@ let jiti: Promise<Jiti> | undefined;
 let loaded: Jiti | undefined;
 /** The files each module's first import added to the module cache. */
 const addedBy = new Map<string, readonly string[]>();
+
+/**
+ * jiti's own folder: jiti loads parts of itself (its transpiler) the first time it has to
+ * transpile, which would otherwise count as imports of whichever module came first, and only
+ * when its disk cache was cold.
+ */
+let loaderFolder: string | undefined;
+function isLoaderFile(file: string): boolean {
+  loaderFolder ??= dirname(createRequire(import.meta.url).resolve('jiti/package.json')) + sep;
+  return file.startsWith(loaderFolder);
+}
 
 /**
  * One jiti instance per process, created on first use so that importing toolgate does not pay
@@ -111,7 +123,9 @@ export async function importModule(path: string, options: ImportModuleOptions = 
   const before = new Set(Object.keys(instance.cache));
   const imported = instance.import(path).then(
     (namespace) => {
-      if (!addedBy.has(path)) addedBy.set(path, Object.keys(instance.cache).filter((file) => !before.has(file)));
+      if (!addedBy.has(path)) {
+        addedBy.set(path, Object.keys(instance.cache).filter((file) => !before.has(file) && !isLoaderFile(file)));
+      }
       return namespace as Record<string, unknown>;
     },
     (error: unknown) => {
