@@ -44,7 +44,7 @@ use crate::plan::{Confinement, Launch, Network, Plan};
 use crate::protocol::{probe as keys, wire, ARG_PROBE, ARG_SERVE, EXIT_SETUP_FAILED, LIMIT_REPORT};
 use crate::seccomp;
 use crate::tree::{block_signals, enter_user_namespace, kill_descendants, Ended};
-use crate::view::{self, Access, ViewSpec};
+use crate::view::{self, ViewSpec};
 
 /// The launcher's `main`, given its arguments without the program name: returns only to
 /// report a failure before anything ran (the caller exits with the returned code); on every
@@ -295,18 +295,8 @@ impl OneShot<'_> {
             .map_err(|err| {
                 view::ViewError::of("mounting the call's private tmpfs".into(), &err, true)
             })?;
-        let mut entries: Vec<(OsString, Access)> = Vec::new();
-        for (paths, access) in [
-            (&rules.read, Access::Read),
-            (&rules.write, Access::Write),
-            (&rules.devices, Access::Device),
-            (&rules.protect, Access::Protect),
-            (&rules.hide, Access::Hide),
-        ] {
-            entries.extend(paths.iter().map(|path| (path.clone(), access)));
-        }
         let spec = ViewSpec {
-            entries,
+            entries: view::entries_of(rules, &[]),
             private_dir: private_dir.map(|dir| dir.as_os_str().to_os_string()),
             host_proc: proc.is_none(),
         };

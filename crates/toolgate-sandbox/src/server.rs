@@ -58,7 +58,7 @@ use crate::protocol::words;
 use crate::protocol::{ARG_CLEAN, ARG_PARENT, EXIT_SETUP_FAILED};
 use crate::seccomp;
 use crate::tree::{block_signals, cpu_time, enter_user_namespace, kill_descendants, Ended};
-use crate::view::{self, Access, ViewSpec};
+use crate::view::{self, ViewSpec};
 
 /// How many kinds of waiting inits (one per view) are kept.
 const MAX_WAITING_KINDS: usize = 8;
@@ -749,19 +749,8 @@ impl Server {
             return Err(format!("unknown policy {}", key.policy));
         };
         let rules = &policy.rules;
-        let mut entries: Vec<(OsString, Access)> = Vec::new();
-        for (paths, access) in [
-            (&rules.read, Access::Read),
-            (&key.extras, Access::Read),
-            (&rules.write, Access::Write),
-            (&rules.devices, Access::Device),
-            (&rules.protect, Access::Protect),
-            (&rules.hide, Access::Hide),
-        ] {
-            entries.extend(paths.iter().map(|path| (path.clone(), access)));
-        }
         let spec = ViewSpec {
-            entries,
+            entries: view::entries_of(rules, &key.extras),
             private_dir: key.private_dir.clone(),
             host_proc: !self.features.fresh_proc,
         };

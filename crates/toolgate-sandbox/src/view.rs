@@ -33,6 +33,7 @@ use std::os::fd::{AsFd, OwnedFd};
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Component, Path, PathBuf};
 
+use crate::plan::Confinement;
 use crate::sys;
 
 /// How many symlinks a name may lead through (the kernel's own limit).
@@ -54,6 +55,23 @@ pub(crate) enum Access {
     /// A directory between a writable root and a protected path, bound over itself so that it
     /// stays where it is.
     Pin,
+}
+
+/// The paths of `rules` as the view holds them, with `extra_read` (the read roots of a call's
+/// program) read-only as well.
+pub(crate) fn entries_of(rules: &Confinement, extra_read: &[OsString]) -> Vec<(OsString, Access)> {
+    let mut entries = Vec::new();
+    for (paths, access) in [
+        (&rules.read[..], Access::Read),
+        (extra_read, Access::Read),
+        (&rules.write[..], Access::Write),
+        (&rules.devices[..], Access::Device),
+        (&rules.protect[..], Access::Protect),
+        (&rules.hide[..], Access::Hide),
+    ] {
+        entries.extend(paths.iter().map(|path| (path.clone(), access)));
+    }
+    entries
 }
 
 /// What a view holds.
