@@ -9,7 +9,7 @@ mod common;
 use std::time::{Duration, Instant};
 
 use common::{installed, text, Fixture};
-use toolgate_core::exec::{self, ExecOutput};
+use toolgate_core::exec::{self, ExecOutput, ExecRequest};
 use toolgate_core::sandbox::SandboxLimits;
 use toolgate_core::SandboxPolicy;
 
@@ -201,21 +201,25 @@ async fn a_file_over_the_size_limit_is_not_written() {
         file_size_mb: Some(1),
         ..SandboxLimits::default()
     };
-    let out = run(
-        &f,
-        limits,
-        "/usr/bin/dd",
-        &["if=/dev/zero", "of=big", "bs=1M", "count=4"],
-    )
-    .await;
-    assert_eq!(
-        out.signal.as_deref(),
-        Some("SIGXFSZ"),
-        "{}",
-        text(&out.stderr)
-    );
-    says_limit(&out, "fileSizeMb");
-    assert!(std::fs::metadata(f.work.join("big")).unwrap().len() <= 1 << 20);
+    // Repeated: the limit and the program's own end come in one report, so neither can be lost
+    // to toolgate ending the call when the first part of it arrives.
+    for round in 0..10 {
+        let out = run(
+            &f,
+            limits,
+            "/usr/bin/dd",
+            &["if=/dev/zero", "of=big", "bs=1M", "count=4"],
+        )
+        .await;
+        assert_eq!(
+            out.signal.as_deref(),
+            Some("SIGXFSZ"),
+            "round {round}: {}",
+            text(&out.stderr)
+        );
+        says_limit(&out, "fileSizeMb");
+        assert!(std::fs::metadata(f.work.join("big")).unwrap().len() <= 1 << 20);
+    }
     // Through a shell the limit holds (the shell reports its child's signal itself).
     let out = run(
         &f,
@@ -276,5 +280,100 @@ async fn limits_are_checked_when_prepared() {
             err.to_string().contains(&format!("sandbox.limits.{name}")),
             "{err}"
         );
+    }
+}
+
+/// The cgroup a call ran in, as the call sees it (`/proc/self/cgroup`'s `call-N` name).
+async fn cgroup_of_call(f: &Fixture, sandbox: &std::sync::Arc<toolgate_core::Sandbox>) -> String {
+    let request = ExecRequest::new("/bin/cat", &f.work)
+        .args(["/proc/self/cgroup"])
+        .env(toolgate_core::exec::env::child_environment(&[]))
+        .timeout(Duration::from_secs(20))
+        .sandbox(std::sync::Arc::clone(sandbox));
+    let out = exec::run(request).await.unwrap();
+    assert!(out.success(), "{}", text(&out.stderr));
+    assert_eq!(out.limit, None, "a call under its limits names none");
+    let listing = text(&out.stdout);
+    let line = listing
+        .lines()
+        .find(|line| line.contains("call-"))
+        .unwrap_or_else(|| panic!("no call cgroup in {listing}"));
+    line.rsplit('/').next().unwrap().to_string()
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_cgroup_serves_again_only_when_its_call_hit_no_limit() {
+    // Making and removing a cgroup per call costs more than a short call's program, so an
+    // emptied one serves a later call. Its counters only grow: one whose call hit a limit must
+    // never serve again, or the next call would be told it hit that limit too.
+    let f = Fixture::new();
+    if !enforcement().starts_with("cgroup") {
+        eprintln!(
+            "skipped: limits are not enforced with cgroups here ({})",
+            enforcement()
+        );
+        return;
+    }
+    let limits = SandboxLimits {
+        processes: Some(16),
+        memory_mb: Some(512),
+        ..SandboxLimits::default()
+    };
+    let sandbox = f.sandbox(policy(&f, limits));
+    let mut seen = Vec::new();
+    for _ in 0..8 {
+        seen.push(cgroup_of_call(&f, &sandbox).await);
+        // The server cleans up (and keeps emptied cgroups) when it is idle.
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let mut distinct = seen.clone();
+    distinct.sort();
+    distinct.dedup();
+    assert!(
+        distinct.len() < seen.len(),
+        "no cgroup served a second call: {seen:?}"
+    );
+    // A call that hit a limit, or left more than a little memory charged (8 MiB of page
+    // cache from a file it wrote), gives its cgroup to no later call.
+    let scripts = [
+        (
+            "processes",
+            "i=0; while [ $i -lt 40 ]; do sleep 5 & i=$((i+1)); done; wait",
+        ),
+        (
+            "processes",
+            "for i in 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17; do sleep 5 & done; wait",
+        ),
+        ("", "head -c 8388608 /dev/zero > charged.bin"),
+        ("", "head -c 12582912 /dev/zero > charged.bin"),
+    ];
+    for (round, (limit, script)) in scripts.into_iter().enumerate() {
+        let request = ExecRequest::new("/bin/sh", &f.work)
+            .args(["-c", &format!("cat /proc/self/cgroup; {script}")])
+            .env(toolgate_core::exec::env::child_environment(&[]))
+            .timeout(Duration::from_secs(3))
+            .sandbox(std::sync::Arc::clone(&sandbox));
+        let out = exec::run(request).await.unwrap();
+        if limit.is_empty() {
+            assert!(out.success(), "round {round}: {}", text(&out.stderr));
+        } else {
+            says_limit(&out, limit);
+        }
+        let listing = text(&out.stdout);
+        let used = listing
+            .lines()
+            .find(|line| line.contains("call-"))
+            .and_then(|line| line.rsplit('/').next())
+            .unwrap_or_else(|| panic!("round {round}: no call cgroup in {listing}"))
+            .to_string();
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        for _ in 0..6 {
+            let next = cgroup_of_call(&f, &sandbox).await;
+            assert_ne!(
+                next, used,
+                "round {round}: the cgroup of `{script}` served again"
+            );
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
     }
 }

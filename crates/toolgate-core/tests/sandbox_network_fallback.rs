@@ -84,4 +84,18 @@ async fn without_the_launcher_server_a_call_hands_its_listener_over_the_one_shot
     );
     assert_eq!(out.connections.len(), 1, "{:?}", out.connections);
     assert_eq!(out.connections[0].port, port);
+
+    // The call's private HOME and TMPDIR work through the one-shot launcher too (toolgate
+    // makes the directory for it; the launcher server would make it itself).
+    let request = ExecRequest::new("/bin/sh", &f.work)
+        .args([
+            "-c",
+            "echo h > \"$HOME/h\" && echo t > \"$TMPDIR/t\" && cat \"$HOME/h\" \"$TMPDIR/t\"",
+        ])
+        .env(env::child_environment(&[]))
+        .timeout(Duration::from_secs(30))
+        .sandbox(Arc::clone(&sandbox))
+        .network_call(NetworkCall::alone("call-2", "shell"));
+    let out = exec::run(request).await.unwrap();
+    assert_eq!(text(&out.stdout), "h\nt\n", "{}", text(&out.stderr));
 }

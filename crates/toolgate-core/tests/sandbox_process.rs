@@ -60,17 +60,41 @@ async fn no_descendant_survives_the_programs_exit() {
             started.elapsed() < Duration::from_secs(5),
             "{kind} held the call"
         );
-        // It ran until the call ended (the script waited for it) and is gone now.
-        for _ in 0..100 {
-            if common::processes_with(&marker).is_empty() {
-                break;
-            }
-            tokio::time::sleep(Duration::from_millis(20)).await;
-        }
+        // It ran until the call ended (the script waited for it), and it is gone by the time
+        // the call returns: the init kills and reaps the rest before it reports.
         assert_eq!(
             common::processes_with(&marker),
             Vec::<u32>::new(),
-            "{kind}: a descendant survived"
+            "{kind}: a descendant survived the call's return"
+        );
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_crowd_of_descendants_is_gone_when_the_call_returns() {
+    // Many processes, some forking while the init ends the namespace: none is left running
+    // (or unreaped) once `exec` returns.
+    let f = Fixture::new();
+    let marker = sleep_marker(30);
+    let script = format!(
+        "i=0; while [ $i -lt 12 ]; do {} i=$((i+1)); done\n\
+         ( while :; do sh -c 'exec sleep {marker}' & sleep 0.005; done ) &\n\
+         {}\nsleep 0.05\nexit 0",
+        escapee("double-fork", &marker),
+        wait_inside_for(&marker)
+    );
+    for round in 0..3 {
+        let out = f.sh(&script).await;
+        assert_eq!(
+            out.exit_code,
+            Some(0),
+            "round {round}: {}",
+            text(&out.stderr)
+        );
+        assert_eq!(
+            common::processes_with(&marker),
+            Vec::<u32>::new(),
+            "round {round}: a descendant survived the call's return"
         );
     }
 }

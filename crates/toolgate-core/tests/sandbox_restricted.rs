@@ -124,6 +124,31 @@ async fn without_a_view_enforce_refuses_what_it_cannot_keep() {
     assert!(!text(&out.stdout).contains(SECRET));
     let out = run(&f, "/bin/sh", &["-c", "echo ok > made.txt && cat made.txt"]).await;
     assert_eq!(text(&out.stdout), "ok\n", "{}", text(&out.stderr));
+    // Its private HOME and TMPDIR: without a view the server makes them on the host, writable
+    // for this call only, and they are gone when the call returns.
+    let script = "echo \"$HOME\"; echo h > \"$HOME/h\" && echo t > \"$TMPDIR/t\" && cat \"$HOME/h\" \"$TMPDIR/t\"";
+    let mut homes = Vec::new();
+    for _ in 0..2 {
+        let out = run(&f, "/bin/sh", &["-c", script]).await;
+        let stdout = text(&out.stdout);
+        let (home, rest) = stdout.split_once('\n').unwrap_or_default();
+        assert_eq!(rest, "h\nt\n", "{}", text(&out.stderr));
+        assert!(!Path::new(home).exists(), "{home} outlived its call");
+        homes.push(home.to_string());
+    }
+    assert_ne!(homes[0], homes[1], "two calls shared a private directory");
+    // Another call's directory is not its to write.
+    let out = run(
+        &f,
+        "/bin/sh",
+        &["-c", &format!("mkdir -p '{}' && echo written", homes[0])],
+    )
+    .await;
+    assert!(
+        !text(&out.stdout).contains("written"),
+        "{}",
+        text(&out.stdout)
+    );
 
     // ---- No user namespaces at all ----
     let no_userns = restricted(scripts.path(), "no-user-namespaces");

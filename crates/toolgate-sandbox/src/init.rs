@@ -5,13 +5,17 @@
 
 use std::ffi::{OsStr, OsString};
 use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use crate::confine::{Grant, RulesetBuilder};
 use crate::limits::{CallCgroup, CgroupFiles, Limits};
 use crate::plan::{Confinement, Network};
 use crate::tree::Ended;
 use crate::{isolate, sys, view};
+
+/// The name of a served init's spare call directory in the call's tmpfs (toolgate's call
+/// directories are named `toolgate-call-<random>`).
+const SPARE_CALL_DIR: &str = ".toolgate-call-spare";
 
 /// What an init holds for its call, set up ahead of it.
 #[derive(Default)]
@@ -21,6 +25,9 @@ pub(crate) struct Prepared {
     /// The call's private tmpfs, mounted at `private_dir` in the view.
     pub tmp: Option<OwnedFd>,
     pub private_dir: Option<OsString>,
+    /// A call directory made ahead in the call's tmpfs (by a served init), renamed to the
+    /// call's own name when the call comes: one system call on its path instead of three.
+    pub spare_call_dir: Option<PathBuf>,
     /// The egress proxy's listener in the call's network namespace.
     pub listener: Option<OwnedFd>,
     pub cgroup: Option<CgroupFiles>,
@@ -51,8 +58,8 @@ impl Prepared {
     }
 
     /// Makes the call's private directory `call_dir` (with `home/` and `tmp/`) in the call's
-    /// tmpfs, which is mounted on it or on its parent. Nothing to do without a view: toolgate
-    /// made it.
+    /// tmpfs, which is mounted on it or on its parent. Nothing to do without a view: the server
+    /// made it (see [`make_host_call_dir`]).
     pub fn make_call_dir(&self, call_dir: Option<&OsStr>) -> Result<(), String> {
         let (Some(private_dir), Some(call_dir)) = (&self.private_dir, call_dir) else {
             return Ok(());
@@ -60,6 +67,11 @@ impl Prepared {
         let call_dir = Path::new(call_dir);
         let mut dirs = vec![call_dir.join("home"), call_dir.join("tmp")];
         if call_dir.parent() == Some(Path::new(private_dir)) {
+            if let Some(spare) = &self.spare_call_dir {
+                if std::fs::rename(spare, call_dir).is_ok() {
+                    return Ok(());
+                }
+            }
             dirs.insert(0, call_dir.to_path_buf());
         } else if call_dir != Path::new(private_dir) {
             return Err(format!(
@@ -68,13 +80,7 @@ impl Prepared {
                 Path::new(private_dir).display()
             ));
         }
-        for dir in dirs {
-            std::fs::DirBuilder::new()
-                .mode(0o700)
-                .create(&dir)
-                .map_err(|err| format!("making '{}': {err}", dir.display()))?;
-        }
-        Ok(())
+        make_dirs(&dirs)
     }
 
     /// Which limits the call ran into, once its program ended.
@@ -89,6 +95,28 @@ impl Prepared {
 }
 
 use std::os::unix::fs::DirBuilderExt;
+
+/// Makes a call's private directory `call_dir` with `home/` and `tmp/` where the call has no
+/// view of its own (toolgate names it, and leaves the making to the launcher).
+pub(crate) fn make_host_call_dir(call_dir: &OsStr) -> Result<(), String> {
+    let call_dir = Path::new(call_dir);
+    make_dirs(&[
+        call_dir.to_path_buf(),
+        call_dir.join("home"),
+        call_dir.join("tmp"),
+    ])
+}
+
+/// Makes each directory in turn, mode 0700.
+fn make_dirs(dirs: &[std::path::PathBuf]) -> Result<(), String> {
+    for dir in dirs {
+        std::fs::DirBuilder::new()
+            .mode(0o700)
+            .create(dir)
+            .map_err(|err| format!("making '{}': {err}", dir.display()))?;
+    }
+    Ok(())
+}
 
 /// The view a served init enters: made once per view by the server.
 pub(crate) struct ViewHandles<'a> {
@@ -153,6 +181,11 @@ pub(crate) fn prepare_served(setup: &ServedInit<'_>) -> Result<Prepared, String>
                 .map_err(|err| format!("mounting the call's private tmpfs: {err}"))?;
         }
         prepared.private_dir = view.private_dir.map(OsStr::to_os_string);
+        if let Some(dir) = view.private_dir {
+            let spare = Path::new(dir).join(SPARE_CALL_DIR);
+            let made = make_dirs(&[spare.clone(), spare.join("home"), spare.join("tmp")]);
+            prepared.spare_call_dir = made.is_ok().then_some(spare);
+        }
         prepared.tmp = tmp;
         // Not being able to hand it over only costs time.
         prepared.mount_namespace = sys::own_namespace(c"mnt").ok();

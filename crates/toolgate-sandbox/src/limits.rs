@@ -32,6 +32,12 @@ pub(crate) const FILE_SIZE_MB: &str = "fileSizeMb";
 /// The lowest `pid_max` the kernel accepts (`RESERVED_PIDS + 1`).
 const PID_MAX_MIN: u64 = 301;
 const MIB: u64 = 1024 * 1024;
+/// The most memory a used cgroup may still have charged to serve another call (the page cache
+/// and kernel objects its call left, mostly reclaimable; a `/bin/true` leaves about 400 KiB),
+/// and at most this share of its memory limit: it counts against the next call's `memoryMb`.
+/// (Reclaiming it first, `memory.force_empty`, costs more than making a new cgroup.)
+const REUSE_MAX_CHARGED: u64 = 2 * MIB;
+const REUSE_MAX_CHARGED_SHARE: u64 = 64;
 
 /// A call's limits (`None`: not limited).
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq, Hash)]
@@ -213,6 +219,7 @@ impl Cgroups {
                     version: 1,
                     pids: Some(pids),
                     memory: Some(memory),
+                    limits: *limits,
                 }
             }
             Cgroups::V2 { parent } => {
@@ -222,6 +229,7 @@ impl Cgroups {
                     version: 2,
                     pids: Some(dir.clone()),
                     memory: Some(dir),
+                    limits: *limits,
                 }
             }
         };
@@ -391,9 +399,48 @@ pub(crate) struct CallCgroup {
     version: u8,
     pids: Option<PathBuf>,
     memory: Option<PathBuf>,
+    /// The limits written into it.
+    limits: Limits,
 }
 
 impl CallCgroup {
+    /// Whether it was made for calls with `limits` (the ones a cgroup enforces).
+    pub fn serves(&self, limits: &Limits) -> bool {
+        (self.limits.processes, self.limits.memory_mb) == (limits.processes, limits.memory_mb)
+    }
+
+    /// Once the processes of its call are gone: whether it can serve another call as if it
+    /// were new (making and removing one costs more CPU than a short call's program): no
+    /// process is left in it, none of its counters moved (no limit was hit: the counters only
+    /// grow, and a call's init reads them as its own), and little memory stays charged (see
+    /// [`REUSE_MAX_CHARGED`]).
+    pub fn emptied(&self) -> bool {
+        let read = |dir: &Path, name: &str| std::fs::read_to_string(dir.join(name)).ok();
+        let mut dirs: Vec<&PathBuf> = self.pids.iter().chain(&self.memory).collect();
+        dirs.dedup();
+        if dirs
+            .iter()
+            .any(|dir| read(dir, "cgroup.procs").is_none_or(|procs| !procs.trim().is_empty()))
+        {
+            return false;
+        }
+        if let Some(dir) = &self.memory {
+            let usage = if self.version == 1 {
+                "memory.usage_in_bytes"
+            } else {
+                "memory.current"
+            };
+            let most = self.limits.memory_mb.map_or(REUSE_MAX_CHARGED, |mb| {
+                (mb.saturating_mul(MIB) / REUSE_MAX_CHARGED_SHARE).min(REUSE_MAX_CHARGED)
+            });
+            let charged = read(dir, usage).and_then(|text| text.trim().parse::<u64>().ok());
+            if charged.is_none_or(|bytes| bytes > most) {
+                return false;
+            }
+        }
+        self.open().is_ok_and(|files| files.hit().is_empty())
+    }
+
     fn counts(&self, what: Counted) -> bool {
         match what {
             Counted::Processes => self.pids.is_some(),

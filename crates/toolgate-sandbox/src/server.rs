@@ -15,16 +15,20 @@
 //!   namespace (and the network namespace its calls share) open. A view whose paths change
 //!   (inotify, see `opened.rs`; protected and hidden paths are looked at on every call) is
 //!   dropped and built again.
-//! - **Inits**: ahead of each call, the server starts the call's init, cloned into new PID and
+//! - **Inits**: ahead of each call (when no call runs, or at once while calls come back to
+//!   back: see [`MAKE_WAITING_AFTER`]), the server starts the call's init, cloned into new PID and
 //!   IPC namespaces (and, for the proxy network, a network namespace), in the call's cgroup.
 //!   The init makes itself a session leader, enters the view with a private copy of its mounts,
 //!   mounts the call's own `/proc` and private tmpfs, applies the limits, builds the call's
 //!   Landlock ruleset, gives up every capability, installs the seccomp filters, says it is
-//!   ready, and waits. A call's request gets an init made for its view (one is made on the spot
-//!   when none waits), its standard streams and the program to run; the init makes the call's
-//!   directory, hands the proxy's listener to toolgate, starts the program's process (which
-//!   only applies the ruleset and executes, see `confine.rs`) and reports how it ended, with the
-//!   limits it ran into, on the call's socket. toolgate gets the init's pid and a pidfd, and
+//!   ready, and waits (the server reads that while idle). A call's request gets an init made
+//!   for its view (one is made on the spot when none waits), its standard streams and the
+//!   program to run; the init makes the call's directory (renaming one it made ahead), hands
+//!   the proxy's listener to toolgate, starts the program's process (which only applies the
+//!   ruleset and executes, see `confine.rs`), and once the program has exited kills and reaps
+//!   everything else in its namespace and reports how the program ended, with the limits it
+//!   ran into, on the call's socket: that report ends the call for toolgate, which need not
+//!   wait for the init's own exit. toolgate gets the init's pid and a pidfd, and
 //!   kills the group on timeout or abort exactly as for a child of its own. When toolgate
 //!   closes the call's socket the server kills the init (ending the namespace) and only then
 //!   reaps it and removes its cgroup, so the group id is never reused while toolgate may still
@@ -64,9 +68,16 @@ use crate::view::{self, ViewSpec};
 const MAX_WAITING_KINDS: usize = 8;
 /// How many views are kept built.
 const MAX_VIEWS: usize = 32;
-/// How long after a request the server waits before making the next waiting inits: the init
-/// it just woke should get a CPU first, not queue behind that work.
-const MAKE_WAITING_AFTER: std::time::Duration = std::time::Duration::from_micros(300);
+/// When the next waiting inits are made. Making one costs more CPU than the call it serves
+/// (namespaces, view, limits, Landlock, seccomp), so while calls come one at a time it waits
+/// until no call runs (a call's end makes them at once), not to slow the running call down;
+/// a call that runs long gets them this long after its request.
+const MAKE_WAITING_AFTER: std::time::Duration = std::time::Duration::from_millis(2);
+/// How many requests in a row make the next init at once after a request that found none
+/// ready (calls back to back: each would otherwise wait for its init's set-up).
+const BUSY_REQUESTS: u32 = 8;
+/// How many used call cgroups are kept for the next calls (see `CallCgroup::emptied`).
+const MAX_SPARE_CGROUPS: usize = 8;
 /// How many ended calls wait for the server to be idle before they are cleaned up anyway (a
 /// steady stream of requests never leaves it idle).
 const MAX_ENDED: usize = 16;
@@ -175,6 +186,8 @@ struct Server {
     containment: Cell<Containment>,
     features: Features,
     cgroups: Cgroups,
+    /// Cgroups of ended calls, emptied, for the next calls with the same limits.
+    spare_cgroups: Vec<CallCgroup>,
     policies: HashMap<u64, Result<Policy, String>>,
     /// The compiled seccomp filters per network setting (off, on, proxy): the same for every
     /// policy with that setting, compiled for the first that needs them.
@@ -192,6 +205,9 @@ struct Server {
     clean: Option<PathBuf>,
     /// Counts inits (cgroup names) and view uses.
     counter: u64,
+    /// Set to [`BUSY_REQUESTS`] by a request that found no ready init, counted down by each
+    /// that found one: while it is not zero, inits are made right after each request.
+    busy: u32,
 }
 
 /// An init made ahead of its call.
@@ -205,6 +221,47 @@ struct Waiting {
     has_view: bool,
     /// Its mount namespace, once it said `READY` (see `Prepared::mount_namespace`).
     mount_namespace: Option<OwnedFd>,
+    /// What it said of its set-up: nothing yet, `READY`, or why it could not set itself up.
+    /// Heard while the server is idle, so that a call's request does not wait to read it.
+    said: Option<Result<(), String>>,
+}
+
+/// What a waiting init says on its socket.
+enum Said {
+    Ready(Option<OwnedFd>),
+    Failed(String),
+    /// Anything else, or its end: it is gone.
+    Gone,
+}
+
+impl Waiting {
+    /// Reads what the init says of its set-up (`blocking`: waits for it); `None` when it has
+    /// not said it yet.
+    fn hear(&mut self, blocking: bool) -> Option<Said> {
+        let message = match wire::recv(self.socket.as_fd(), blocking) {
+            Ok(message) => message,
+            Err(err) if err.kind() == std::io::ErrorKind::WouldBlock => return None,
+            Err(_) => return Some(Said::Gone),
+        };
+        Some(match message.bytes.split_first() {
+            Some((&wire::READY, _)) => Said::Ready(message.fds.into_iter().next()),
+            Some((&wire::FAILED, text)) => Said::Failed(String::from_utf8_lossy(text).into_owned()),
+            _ => Said::Gone,
+        })
+    }
+
+    /// Keeps what the init said; false when it is gone.
+    fn keep(&mut self, said: Said) -> bool {
+        match said {
+            Said::Ready(mount_namespace) => {
+                self.mount_namespace = mount_namespace;
+                self.said = Some(Ok(()));
+            }
+            Said::Failed(text) => self.said = Some(Err(text)),
+            Said::Gone => return false,
+        }
+        true
+    }
 }
 
 /// A started call.
@@ -276,6 +333,7 @@ impl Server {
             containment: Cell::new(containment),
             features,
             cgroups,
+            spare_cgroups: Vec::new(),
             policies: HashMap::new(),
             filters: [None, None, None],
             paths: OpenPaths::new(),
@@ -286,6 +344,7 @@ impl Server {
             ended: Vec::new(),
             clean,
             counter: 0,
+            busy: 0,
         })
     }
 
@@ -305,6 +364,12 @@ impl Server {
                     call.socket.as_fd()
                 })
             }));
+            // Waiting inits still setting themselves up, after the calls.
+            let mut unheard = Vec::new();
+            for waiting in self.waiting.iter().filter(|waiting| waiting.said.is_none()) {
+                unheard.push(waiting.pid);
+                polls.push(poll_in(waiting.socket.as_fd()));
+            }
             let timeout = make_waiting_at.map_or(-1, |at| {
                 let left = at.saturating_duration_since(std::time::Instant::now());
                 left.as_micros().div_ceil(1000) as libc::c_int
@@ -321,12 +386,13 @@ impl Server {
             if polls[1].revents != 0 {
                 return Ending::ToolgateGone;
             }
+            self.hear_waiting(&unheard, &polls[3 + self.calls.len()..]);
             if polls[2].revents != 0 {
                 self.read_events();
             }
             // Calls first: their indices are those of this poll.
             let mut finished = Vec::new();
-            for (index, poll) in polls[3..].iter().enumerate() {
+            for (index, poll) in polls[3..3 + self.calls.len()].iter().enumerate() {
                 if poll.revents == 0 {
                     continue;
                 }
@@ -339,8 +405,7 @@ impl Server {
             for index in finished.into_iter().rev() {
                 let call = self.calls.swap_remove(index);
                 self.ended.push(call);
-                make_waiting_at
-                    .get_or_insert_with(|| std::time::Instant::now() + MAKE_WAITING_AFTER);
+                make_waiting_at = Some(std::time::Instant::now());
             }
             if self.ended.len() >= MAX_ENDED {
                 self.tidy();
@@ -349,7 +414,12 @@ impl Server {
                 if let Some(ending) = self.handle_requests() {
                     return ending;
                 }
-                make_waiting_at = Some(std::time::Instant::now() + MAKE_WAITING_AFTER);
+                let after = if self.busy > 0 {
+                    std::time::Duration::ZERO
+                } else {
+                    MAKE_WAITING_AFTER
+                };
+                make_waiting_at = Some(std::time::Instant::now() + after);
             } else if make_waiting_at.is_some_and(|at| at <= std::time::Instant::now()) {
                 // Quiet for a moment: make the inits the next calls will want, then clean up
                 // after the calls that ended.
@@ -360,14 +430,43 @@ impl Server {
         }
     }
 
-    /// Reaps the inits of ended calls and removes their cgroups; their mount namespaces go
-    /// (the kernel tears each down now, in this process).
-    fn tidy(&mut self) {
-        for call in self.ended.drain(..) {
-            reap(call.pid);
-            if let Some(cgroup) = &call.cgroup {
-                cgroup.remove();
+    /// Hears the waiting inits `unheard` (their pids) whose poll says they spoke: set up, or
+    /// why not; one that is gone is dropped.
+    fn hear_waiting(&mut self, unheard: &[libc::pid_t], polls: &[libc::pollfd]) {
+        for (&pid, poll) in unheard.iter().zip(polls) {
+            if poll.revents == 0 {
+                continue;
             }
+            let Some(index) = self.waiting.iter().position(|waiting| waiting.pid == pid) else {
+                continue;
+            };
+            let waiting = &mut self.waiting[index];
+            let gone = waiting.hear(false).is_some_and(|said| !waiting.keep(said));
+            if gone {
+                let waiting = self.waiting.swap_remove(index);
+                self.discard(waiting);
+            }
+        }
+    }
+
+    /// Reaps the inits of ended calls and keeps or removes their cgroups; their mount
+    /// namespaces go (the kernel tears each down now, in this process).
+    fn tidy(&mut self) {
+        for call in std::mem::take(&mut self.ended) {
+            reap(call.pid);
+            if let Some(cgroup) = call.cgroup {
+                self.release_cgroup(cgroup);
+            }
+        }
+    }
+
+    /// The cgroup of a call whose processes are all gone: kept for the next calls when it is
+    /// as good as new, else removed.
+    fn release_cgroup(&mut self, cgroup: CallCgroup) {
+        if self.spare_cgroups.len() < MAX_SPARE_CGROUPS && cgroup.emptied() {
+            self.spare_cgroups.push(cgroup);
+        } else {
+            cgroup.remove();
         }
     }
 
@@ -524,25 +623,26 @@ impl Server {
                     }
                 },
             };
-            // The init says whether it could set itself up (ahead of time: already said).
+            // The init says whether it could set itself up (usually heard already, see `run`).
             let mut waiting = waiting;
-            match wire::recv(waiting.socket.as_fd(), true) {
-                Ok(message) if message.bytes.first() == Some(&wire::READY) => {
-                    waiting.mount_namespace = message.fds.into_iter().next();
-                }
-                Ok(message) if message.bytes.first() == Some(&wire::FAILED) => {
-                    let text = String::from_utf8_lossy(&message.bytes[1..]).into_owned();
-                    self.discard(waiting);
-                    report_failure(
-                        request.socket.as_fd(),
-                        &format!("the call's sandbox could not be set up: {text}"),
-                    );
-                    return None;
-                }
-                _ => {
+            self.busy = match waiting.said {
+                None => BUSY_REQUESTS,
+                Some(_) => self.busy.saturating_sub(1),
+            };
+            if waiting.said.is_none() {
+                let said = waiting.hear(true).unwrap_or(Said::Gone);
+                if !waiting.keep(said) {
                     self.discard(waiting);
                     continue;
                 }
+            }
+            if let Some(Err(text)) = waiting.said.take() {
+                self.discard(waiting);
+                report_failure(
+                    request.socket.as_fd(),
+                    &format!("the call's sandbox could not be set up: {text}"),
+                );
+                return None;
             }
             let mut flags = 0;
             let mut fds = vec![
@@ -568,11 +668,11 @@ impl Server {
     }
 
     /// Kills and reaps an init that will not run a call.
-    fn discard(&self, waiting: Waiting) {
+    fn discard(&mut self, waiting: Waiting) {
         signal(waiting.pidfd.as_fd(), libc::SIGKILL);
         reap(waiting.pid);
-        if let Some(cgroup) = &waiting.cgroup {
-            cgroup.remove();
+        if let Some(cgroup) = waiting.cgroup {
+            self.release_cgroup(cgroup);
         }
     }
 
@@ -615,6 +715,9 @@ impl Server {
                     builder.add(open.fd(), open.is_directory(), grant)?;
                 }
             }
+        }
+        if let Some(call_dir) = &plan.call_dir {
+            init::make_host_call_dir(call_dir)?;
         }
         for path in plan.confinement.write.iter().chain(&plan.call_dir) {
             builder.add_path(path, Grant::Write)?;
@@ -833,8 +936,14 @@ impl Server {
             _ => false,
         };
         self.counter += 1;
+        let spare = self
+            .spare_cgroups
+            .iter()
+            .position(|cgroup| cgroup.serves(&rules.limits));
         let cgroup = if rules.without.limits {
             None
+        } else if let Some(index) = spare {
+            Some(self.spare_cgroups.swap_remove(index))
         } else {
             self.cgroups.for_call(self.counter, &rules.limits)?
         };
@@ -899,6 +1008,7 @@ impl Server {
                 cgroup,
                 has_view,
                 mount_namespace: None,
+                said: None,
             }),
             Err(message) => {
                 // SAFETY: kill of our own child; reaped right after.
@@ -1125,7 +1235,13 @@ impl Server {
             }
         };
         let ended = if namespace {
-            crate::tree::reap_until_with_usage(program)
+            // Everything else in the namespace goes before the report, so that toolgate can
+            // take the report as the end of the call's whole tree without waiting for this
+            // init's own exit (its address space and namespaces are torn down after).
+            crate::tree::reap_until_with_usage(program).map(|ended| Ended {
+                orphan_file_size: ended.orphan_file_size | crate::tree::end_pid_namespace(),
+                ..ended
+            })
         } else {
             subreaper_wait(program, call.as_fd())
         };
@@ -1136,13 +1252,9 @@ impl Server {
                 rules.limits
             };
             let hit = prepared.limits_hit(&limits, &ended);
-            if !hit.is_empty() {
-                let mut bytes = vec![wire::LIMIT];
-                bytes.extend_from_slice(hit.join(",").as_bytes());
-                let _ = wire::send(call.as_fd(), &bytes, &[]);
-            }
-            let status = wire::tagged_i32(wire::EXITED, ended.status);
-            let _ = wire::send(call.as_fd(), &status, &[]);
+            let mut report = wire::tagged_i32(wire::EXITED, ended.status).to_vec();
+            report.extend_from_slice(hit.join(",").as_bytes());
+            let _ = wire::send(call.as_fd(), &report, &[]);
         }
         Ok(())
     }
@@ -1159,6 +1271,9 @@ impl Server {
         self.tidy();
         for waiting in std::mem::take(&mut self.waiting) {
             self.discard(waiting);
+        }
+        for cgroup in self.spare_cgroups.drain(..) {
+            cgroup.remove();
         }
         self.cgroups.remove();
         if let Some(dir) = self.clean.as_ref().filter(|_| clean) {

@@ -103,6 +103,46 @@ pub(crate) fn reap_until_with_usage(program: libc::pid_t) -> Option<Ended> {
     }
 }
 
+/// As PID 1 of a namespace: kills every other process in it and reaps them all. Returns
+/// whether one of them had been killed by `SIGXFSZ` (see [`Ended::orphan_file_size`]).
+///
+/// `kill(-1)` from PID 1 reaches every process of its namespace but itself; a `fork` racing
+/// with it fails (its parent has the signal pending), so once `wait` says there is no child
+/// left, the namespace holds nothing but this init.
+pub(crate) fn end_pid_namespace() -> bool {
+    // SAFETY: getpid has no preconditions.
+    if unsafe { libc::getpid() } != 1 {
+        // Not a namespace's init after all: `kill(-1)` would reach the host's processes.
+        return kill_descendants();
+    }
+    let mut file_size = false;
+    // Every process of the namespace descends from its init: no child, nothing left (the
+    // usual case, without `kill(-1)` walking every process of the host).
+    let mut status = 0;
+    // SAFETY: waitpid writes the status into the integer we own.
+    match unsafe { libc::waitpid(-1, &mut status, libc::__WALL | libc::WNOHANG) } {
+        0 => {}
+        reaped if reaped > 0 => file_size |= file_size_signal(status),
+        _ if std::io::Error::last_os_error().raw_os_error() == Some(libc::ECHILD) => {
+            return false;
+        }
+        _ => {}
+    }
+    loop {
+        let mut status = 0;
+        // SAFETY: kill and waitpid take integers and write the status into the integer we own.
+        let reaped = unsafe {
+            libc::kill(-1, libc::SIGKILL);
+            libc::waitpid(-1, &mut status, libc::__WALL)
+        };
+        if reaped > 0 {
+            file_size |= file_size_signal(status);
+        } else if std::io::Error::last_os_error().raw_os_error() != Some(libc::EINTR) {
+            return file_size; // ECHILD: nothing left
+        }
+    }
+}
+
 /// User and system time together.
 pub(crate) fn cpu_time(usage: &libc::rusage) -> std::time::Duration {
     let micros = |time: libc::timeval| time.tv_sec as u64 * 1_000_000 + time.tv_usec as u64;

@@ -14,6 +14,9 @@
 //! few fresh directories ready, and when a call ends its directory is renamed out of the way
 //! (its path is gone when the call returns) and deleted by that thread. Deleting never
 //! follows symlinks: what the program left inside is deleted, what a symlink points to is not.
+//! A sandboxed call's directory is only named here ([`CallDir::reserve`]): the launcher makes
+//! it where the program sees it, in the call's own tmpfs when the call has a view (a directory
+//! here would be hidden under it), in this directory otherwise.
 //! The process's directory goes when the process exits normally (an `atexit` hook), and the
 //! launcher server removes it when toolgate exits or is killed while it runs sandboxed calls.
 
@@ -55,6 +58,22 @@ impl CallDir {
         Ok(CallDir {
             root: make_call_dir(&parent)?,
         })
+    }
+
+    /// A name for a call directory in this process's directory, not made yet: a sandboxed
+    /// call's directory is made by the launcher where the program sees it (in the call's own
+    /// tmpfs when the call has a view of its own, which covers this path, so a directory here
+    /// would never be used), or here by [`CallDir::make`] where it is needed.
+    pub fn reserve() -> Result<Self> {
+        let parent = process_dir()?;
+        Ok(CallDir {
+            root: parent.join(call_dir_name()),
+        })
+    }
+
+    /// Makes a reserved directory (with `home/` and `tmp/`) here, mode 0700.
+    pub fn make(&self) -> Result<()> {
+        make_dirs(&self.root)
     }
 
     /// The directory itself (the sandbox makes it writable).
@@ -99,44 +118,36 @@ impl Drop for CallDir {
             .file_name()
             .map(|name| name.to_string_lossy().into_owned());
         let gone = name.map(|name| self.root.with_file_name(format!("{GONE_PREFIX}{name}")));
-        match gone {
-            Some(gone) if std::fs::rename(&self.root, &gone).is_ok() => {
+        let Some(gone) = gone else {
+            return remove_tree(&self.root);
+        };
+        match std::fs::rename(&self.root, &gone) {
+            Ok(()) => {
                 let janitor = janitor();
                 janitor.lock().gone.push(gone);
                 janitor.wake.notify_one();
             }
-            _ => remove_tree(&self.root),
+            // A reserved directory that was never made here.
+            Err(err) if err.kind() == std::io::ErrorKind::NotFound => {}
+            Err(_) => remove_tree(&self.root),
         }
     }
+}
+
+/// The name of a call directory: unpredictable, so nobody can make it first.
+fn call_dir_name() -> String {
+    format!("toolgate-call-{:016x}", random_u64())
 }
 
 /// Makes `<parent>/toolgate-call-<random>/{home,tmp}`.
 fn make_call_dir(parent: &Path) -> Result<PathBuf> {
     for _ in 0..8 {
-        let root = parent.join(format!("toolgate-call-{:016x}", random_u64()));
-        match rustix::fs::mkdir(&root, Mode::RWXU) {
-            Ok(()) => {
-                for sub in ["home", "tmp"] {
-                    let path = root.join(sub);
-                    if let Err(err) = rustix::fs::mkdir(&path, Mode::RWXU) {
-                        remove_tree(&root);
-                        return Err(Error::io(
-                            "creating the private directory",
-                            path,
-                            err.into(),
-                        ));
-                    }
-                }
-                return Ok(root);
+        let root = parent.join(call_dir_name());
+        match make_dirs(&root) {
+            Err(Error::Io { source, .. }) if source.kind() == std::io::ErrorKind::AlreadyExists => {
+                continue
             }
-            Err(rustix::io::Errno::EXIST) => continue,
-            Err(err) => {
-                return Err(Error::io(
-                    "creating a private HOME/TMPDIR under",
-                    parent,
-                    err.into(),
-                ))
-            }
+            made => return made.map(|()| root),
         }
     }
     Err(Error::Io {
@@ -144,6 +155,24 @@ fn make_call_dir(parent: &Path) -> Result<PathBuf> {
         path: parent.to_path_buf(),
         source: std::io::Error::from(std::io::ErrorKind::AlreadyExists),
     })
+}
+
+/// Makes `root` and its `home/` and `tmp/`, mode 0700 (`root` must not exist yet).
+fn make_dirs(root: &Path) -> Result<()> {
+    rustix::fs::mkdir(root, Mode::RWXU)
+        .map_err(|err| Error::io("creating a private HOME/TMPDIR at", root, err.into()))?;
+    for sub in ["home", "tmp"] {
+        let path = root.join(sub);
+        if let Err(err) = rustix::fs::mkdir(&path, Mode::RWXU) {
+            remove_tree(root);
+            return Err(Error::io(
+                "creating the private directory",
+                path,
+                err.into(),
+            ));
+        }
+    }
+    Ok(())
 }
 
 /// This process's directory for call directories, made on first use (and again if something

@@ -292,9 +292,18 @@ pub fn spawn_with_abort(request: ExecRequest, abort: AbortHandle) -> Result<Runn
     } else {
         (program, request.cwd.clone(), request.readable.clone())
     };
-    let call_dir = (request.private_dirs || request.sandbox.is_some())
-        .then(CallDir::create)
-        .transpose()?;
+    let sandbox = request
+        .sandbox
+        .as_deref()
+        .filter(|sandbox| sandbox.launcher().is_some());
+    // A sandboxed call's directory is made by its launcher (see `Spawn::sandboxed`).
+    let call_dir = if sandbox.is_some() {
+        Some(CallDir::reserve()?)
+    } else if request.private_dirs || request.sandbox.is_some() {
+        Some(CallDir::create()?)
+    } else {
+        None
+    };
     let mut child_env = request.env;
     if let Some(dir) = &call_dir {
         dir.apply(&mut child_env);
@@ -311,10 +320,6 @@ pub fn spawn_with_abort(request: ExecRequest, abort: AbortHandle) -> Result<Runn
             std::net::SocketAddr::from(([127, 0, 0, 1], toolgate_sandbox::protocol::PROXY_PORT));
         env::set_proxy(&mut child_env, inside);
     }
-    let sandbox = request
-        .sandbox
-        .as_deref()
-        .filter(|sandbox| sandbox.launcher().is_some());
     let guarded = request
         .sandbox
         .as_ref()
@@ -480,7 +485,8 @@ impl Spawn<'_> {
                     };
                     return Ok((Started::Served(served), pipes, None));
                 }
-                Err(Refusal::Unavailable) => {} // the one-shot launcher, below
+                // The one-shot launcher, below.
+                Err(Refusal::Unavailable) => {}
                 Err(Refusal::Failed(code, message)) => {
                     let error = launcher_error(code, &message, self.program, self.cwd);
                     return Err(error.unwrap_or(Error::SandboxUnavailable(message)));
@@ -493,6 +499,9 @@ impl Spawn<'_> {
                 }
             }
         }
+        // The launcher server makes the call's directory; the one-shot launcher uses it as
+        // made here where the call gets no view of its own.
+        dir.make()?;
         let (launcher, launcher_args) = sandbox
             .command(self.program, dir.root(), self.env, self.readable)
             .expect("the sandbox has a launcher");
@@ -675,7 +684,15 @@ impl RunningProcess {
             Started::Child(_) => ExitWatch::new(pid)?,
             #[cfg(target_os = "linux")]
             Started::Served(served) => {
-                ExitWatch::with_pidfd(pid, served.pidfd().map_err(|err| reap_error(pid, err))?)?
+                let pidfd = served.pidfd().map_err(|err| reap_error(pid, err))?;
+                let mut watch = ExitWatch::with_pidfd(pid, pidfd)?;
+                if served.reported() {
+                    watch.exited = true;
+                } else {
+                    let report = served.report_fd().map_err(|err| reap_error(pid, err))?;
+                    watch.watch_report(report)?;
+                }
+                watch
             }
         };
         // Timeouts are capped at a day, so the sum fits; `checked_add` keeps that a non-panic.
@@ -904,7 +921,7 @@ impl Drop for RunningProcess {
             // call's directory in place until nothing can write to it any more.
             #[cfg(target_os = "linux")]
             Started::Served(served) => {
-                if !served.exited() {
+                if !served.reported() && !served.exited() {
                     signal_group(served.pid(), libc::SIGKILL);
                     served.wait_exited(SERVED_DROP_WAIT);
                 }
@@ -1091,6 +1108,9 @@ async fn feed_some(feed: &mut Option<Feed>) -> bool {
 struct ExitWatch {
     pid: libc::pid_t,
     pidfd: Option<tokio::io::unix::AsyncFd<OwnedFd>>,
+    /// A served call's socket: the init's report on it ends the call before the init's own
+    /// exit (see [`Served::report_fd`]).
+    report: Option<tokio::io::unix::AsyncFd<OwnedFd>>,
     exited: bool,
 }
 
@@ -1104,6 +1124,7 @@ impl ExitWatch {
             return Ok(Self {
                 pid,
                 pidfd: None,
+                report: None,
                 exited: false,
             });
         }
@@ -1121,13 +1142,43 @@ impl ExitWatch {
         Ok(Self {
             pid,
             pidfd: Some(registered.map_err(|err| reap_error(pid, err.into_parts().1))?),
+            report: None,
             exited: false,
         })
+    }
+
+    /// Also ends the wait when the served call's init reports on `socket`.
+    #[cfg(target_os = "linux")]
+    fn watch_report(&mut self, socket: OwnedFd) -> Result<()> {
+        // SAFETY: as in `with_pidfd`: the AsyncFd owns the socket for its whole life.
+        let registered = unsafe {
+            tokio::io::unix::AsyncFd::register_with_interest(socket, tokio::io::Interest::READABLE)
+        };
+        let pid = self.pid;
+        self.report = Some(registered.map_err(|err| reap_error(pid, err.into_parts().1))?);
+        Ok(())
     }
 
     async fn wait(&mut self) -> io::Result<()> {
         if self.exited {
             return Ok(());
+        }
+        if let (Some(report), Some(pidfd)) = (&self.report, &self.pidfd) {
+            tokio::select! {
+                reported = wait_for_report(report) => {
+                    if reported? {
+                        self.exited = true;
+                        return Ok(());
+                    }
+                    // End of file without a report: only the init's exit says the rest is gone.
+                    self.report = None;
+                }
+                gone = pidfd.readable() => {
+                    drop(gone?);
+                    self.exited = true;
+                    return Ok(());
+                }
+            }
         }
         match &self.pidfd {
             Some(pidfd) => {
@@ -1143,6 +1194,33 @@ impl ExitWatch {
         }
         self.exited = true;
         Ok(())
+    }
+}
+
+/// Waits until a message or the end of file is readable on a served call's socket, without
+/// taking it: `true` for a message (the init's report), `false` for the end of file.
+#[cfg(target_os = "linux")]
+async fn wait_for_report(socket: &tokio::io::unix::AsyncFd<OwnedFd>) -> io::Result<bool> {
+    loop {
+        let mut guard = socket.readable().await?;
+        let mut byte = 0u8;
+        // SAFETY: recv peeks at most one byte into the byte we own.
+        let peeked = unsafe {
+            libc::recv(
+                std::os::fd::AsRawFd::as_raw_fd(socket.get_ref()),
+                (&mut byte as *mut u8).cast(),
+                1,
+                libc::MSG_PEEK | libc::MSG_DONTWAIT,
+            )
+        };
+        if peeked >= 0 {
+            return Ok(peeked > 0);
+        }
+        let err = io::Error::last_os_error();
+        if err.kind() != io::ErrorKind::WouldBlock && err.kind() != io::ErrorKind::Interrupted {
+            return Err(err);
+        }
+        guard.clear_ready();
     }
 }
 

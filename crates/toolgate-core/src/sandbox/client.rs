@@ -284,7 +284,9 @@ fn answer(server: Arc<Server>, socket: OwnedFd, listener: bool) -> Result<Served
     loop {
         if let Some((child, init)) = started.take() {
             if !listener || received.is_some() || early.is_some() {
+                let reported = matches!(early, Some(Ending::Status(_) | Ending::Failed(..)));
                 return Ok(Served {
+                    reported,
                     pid: child,
                     init,
                     socket,
@@ -318,9 +320,10 @@ fn answer(server: Arc<Server>, socket: OwnedFd, listener: bool) -> Result<Served
                 started = Some((child, init));
             }
             Some(wire::LISTENER) => received = message.fds.into_iter().next(),
-            Some(wire::LIMIT) => limits.extend(limit_names(reader.rest())),
             Some(wire::EXITED) if early.is_none() => {
-                early = Some(reader.i32().map_or(Ending::Killed, Ending::Status));
+                let status = reader.i32();
+                limits.extend(limit_names(reader.rest()));
+                early = Some(status.map_or(Ending::Killed, Ending::Status));
             }
             Some(wire::FAILED) if started.is_none() => return Err(failure(reader)),
             Some(wire::FAILED) => {
@@ -340,7 +343,7 @@ fn answer(server: Arc<Server>, socket: OwnedFd, listener: bool) -> Result<Served
     }
 }
 
-/// The names of a `LIMIT` message.
+/// The limit names of an `EXITED` message.
 fn limit_names(bytes: &[u8]) -> impl Iterator<Item = String> + '_ {
     bytes
         .split(|&byte| byte == b',')
@@ -365,8 +368,10 @@ pub(crate) struct Served {
     early: Option<Ending>,
     /// The egress proxy's listener in the call's network namespace (proxy network only).
     listener: Option<OwnedFd>,
-    /// The limits the call ran into (from the init's `LIMIT`).
+    /// The limits the call ran into (from the init's `EXITED`).
     limits: Vec<String>,
+    /// The init said how the call ended: nothing of it runs any more.
+    reported: bool,
 }
 
 /// How a served call ended, once its init is gone.
@@ -398,6 +403,20 @@ impl Served {
         wire::ready(self.init.as_fd())
     }
 
+    /// A second descriptor of the call's socket, to watch for the init's report: once a
+    /// message is readable on it, the program and every other process of the call are gone
+    /// (the init reports only then), without waiting for the init's own exit. End of file
+    /// without a report (the init was killed) says nothing of the rest: watch the pidfd.
+    pub fn report_fd(&self) -> io::Result<OwnedFd> {
+        self.socket.try_clone()
+    }
+
+    /// Whether the init has said how the call ended (read by [`Served::ending`], or before the
+    /// server's answer): nothing of the call runs any more.
+    pub fn reported(&self) -> bool {
+        self.reported
+    }
+
     /// Waits up to `limit` for the init to exit.
     pub fn wait_exited(&self, limit: Duration) {
         wait_readable(self.init.as_fd(), limit);
@@ -413,10 +432,10 @@ impl Served {
         &self.limits
     }
 
-    /// How the call ended; ask once the init has exited.
+    /// How the call ended; ask once the init has reported or exited.
     pub fn ending(&mut self) -> Ending {
         if let Some(ending) = self.early.take() {
-            // What the init said after it (none: it reports its limits first).
+            // Its report came before the server's answer (and is its last message).
             return ending;
         }
         loop {
@@ -429,14 +448,19 @@ impl Served {
             }
             let mut reader = Reader::new(&message.bytes);
             match reader.u8() {
-                Some(wire::LIMIT) => self.limits.extend(limit_names(reader.rest())),
                 Some(wire::LISTENER) => {}
-                Some(wire::EXITED) => return reader.i32().map_or(Ending::Killed, Ending::Status),
+                Some(wire::EXITED) => {
+                    self.reported = true;
+                    let status = reader.i32();
+                    self.limits.extend(limit_names(reader.rest()));
+                    return status.map_or(Ending::Killed, Ending::Status);
+                }
                 Some(wire::FAILED) => {
+                    self.reported = true;
                     return match failure(reader) {
                         Refusal::Failed(code, message) => Ending::Failed(code, message),
                         _ => Ending::Killed,
-                    }
+                    };
                 }
                 _ => return Ending::Killed,
             }

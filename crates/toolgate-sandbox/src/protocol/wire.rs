@@ -20,9 +20,11 @@
 //! On the call's own socket (a socketpair per call; toolgate keeps one end):
 //! - server → toolgate: `STARTED pid` + [pidfd] or `FAILED code message`;
 //! - the call's init → toolgate: `LISTENER` + [the egress proxy's listening socket] (a call
-//!   with the proxy network, before its program starts), `LIMIT names` (the limits the call ran
-//!   into, comma-separated, before `EXITED`), `EXITED status` (the program's wait status) or
-//!   `FAILED`;
+//!   with the proxy network, before its program starts), then one last message: `EXITED status
+//!   limits` (the program's wait status, and the limits the call ran into, comma-separated) or
+//!   `FAILED`. `EXITED` comes only once every process of the call is gone (an init in a PID
+//!   namespace kills and reaps the rest first), so toolgate takes any message after `STARTED`
+//!   (and the listener) as the call's end, without waiting for the init's own exit;
 //! - toolgate closing its end: the call is over; the server kills what is left and reaps.
 //!
 //! On the one-shot launcher's handoff socket (`--proxy-handoff FD`, a socketpair toolgate
@@ -55,18 +57,17 @@ pub const RULES: u8 = 7;
 
 /// The version of this protocol, sent with `READY`: toolgate uses a server only when it
 /// speaks the same version (else the one-shot launcher).
-pub const VERSION: u8 = 3;
+pub const VERSION: u8 = 4;
 /// server → toolgate: `STARTED pid` + [pidfd], the call's init runs.
 pub const STARTED: u8 = 10;
 /// `FAILED code message` (to toolgate) or `FAILED message` (to an init): it did not start.
 pub const FAILED: u8 = 11;
-/// init → toolgate: `EXITED status`, the program's wait status.
+/// init → toolgate: `EXITED status limits`, the program's wait status and the limits the call
+/// ran into (comma-separated, maybe none), once nothing of the call runs.
 pub const EXITED: u8 = 12;
 /// init → toolgate: `LISTENER` + [fd], the egress proxy's listener in the call's network
 /// namespace.
 pub const LISTENER: u8 = 13;
-/// init → toolgate: `LIMIT names`, the limits the call ran into (comma-separated).
-pub const LIMIT: u8 = 14;
 /// toolgate → the one-shot launcher's init, on the handoff socket (`--proxy-handoff`): the
 /// listener was taken and is served; the program may start.
 pub const HANDED_OFF: u8 = 15;
