@@ -16,7 +16,8 @@
 //! layer of a sandboxed call costs instead (`npm run bench sandbox` runs it): calls through the
 //! launcher server with everything on, and with the mount view, the IPC namespace, the network
 //! namespace, the limits or all four left out (`Sandbox::without_layers`, for measurement
-//! only), interleaved call by call with unsandboxed calls.
+//! only), interleaved call by call with unsandboxed calls, each call followed by 3 ms of idle
+//! time (not timed). `only` runs its calls back to back.
 
 use std::path::Path;
 use std::sync::Arc;
@@ -26,8 +27,13 @@ use toolgate_core::exec::{self, ExecRequest};
 use toolgate_core::{Sandbox, SandboxPolicy};
 
 /// Runs every variant once per round, `rounds` times (so a busy machine slows all of them
-/// alike), and returns each variant's median time per call.
-async fn measure(rounds: usize, variants: &[&dyn Fn() -> ExecRequest]) -> Vec<Duration> {
+/// alike), and returns each variant's median time per call. `pause` (not timed) follows each
+/// call: a call alone, as an agent's tool calls come, rather than back to back.
+async fn measure(
+    rounds: usize,
+    variants: &[&dyn Fn() -> ExecRequest],
+    pause: Duration,
+) -> Vec<Duration> {
     let mut samples: Vec<Vec<Duration>> = vec![Vec::with_capacity(rounds); variants.len()];
     for round in 0..rounds + rounds / 10 + 1 {
         for (variant, make) in variants.iter().enumerate() {
@@ -36,6 +42,9 @@ async fn measure(rounds: usize, variants: &[&dyn Fn() -> ExecRequest]) -> Vec<Du
             let out = exec::run(request).await.unwrap();
             let elapsed = started.elapsed();
             assert!(out.success(), "{}", String::from_utf8_lossy(&out.stderr));
+            if !pause.is_zero() {
+                tokio::time::sleep(pause).await;
+            }
             if round > rounds / 10 {
                 samples[variant].push(elapsed); // the first tenth warms up
             }
@@ -196,7 +205,7 @@ async fn main() {
             "unsandboxed" => &plain,
             other => panic!("only 'sandboxed' or 'unsandboxed', not {other:?}"),
         };
-        let time = measure(rounds, &[variant]).await[0];
+        let time = measure(rounds, &[variant], Duration::ZERO).await[0];
         println!("{only}: {}", micros(time));
         return;
     }
@@ -236,7 +245,7 @@ async fn main() {
     if have_bwrap {
         variants.push(&bwrap);
     }
-    let times = measure(rounds, &variants).await;
+    let times = measure(rounds, &variants, Duration::ZERO).await;
     let (unsandboxed, private_time, sandboxed_time, oneshot_time) =
         (times[0], times[1], times[2], times[3]);
     let bwrap = times.get(4).copied();
@@ -331,6 +340,9 @@ async fn main() {
 /// each left out, through the launcher server (the path every call takes), interleaved call
 /// by call with each other and with unsandboxed calls. Printed as one line per variant and
 /// the differences; the CPU time per call of every process involved follows.
+/// The idle time after each call of the `layers` mode.
+const LAYER_PAUSE: Duration = Duration::from_millis(3);
+
 async fn layers(rounds: usize, work: &Path, env: &[(std::ffi::OsString, std::ffi::OsString)]) {
     const LAYERS: [(&str, &[&str]); 6] = [
         ("every layer (what calls get)", &[]),
@@ -370,7 +382,9 @@ async fn layers(rounds: usize, work: &Path, env: &[(std::ffi::OsString, std::ffi
             .map(|make| make.as_ref() as &dyn Fn() -> ExecRequest),
     );
     let load_before = load_average();
-    let times = measure(rounds, &variants).await;
+    // Each call alone (the launcher server makes a kind's next init when its call ends; back to
+    // back, that work would land on the next variant's call).
+    let times = measure(rounds, &variants, LAYER_PAUSE).await;
     let mut cpu = Vec::new();
     for make in &variants {
         cpu.push(cpu_per_call(rounds.min(300), *make).await);

@@ -144,6 +144,9 @@ pub(crate) struct ServedInit<'a> {
 /// the capabilities or the file system of the one before).
 pub(crate) fn prepare_served(setup: &ServedInit<'_>) -> Result<Prepared, String> {
     let rules = setup.rules;
+    if let Some(cgroup) = setup.cgroup {
+        cgroup.enter()?;
+    }
     let mut prepared = Prepared {
         cgroup: setup.cgroup.map(CallCgroup::open).transpose()?,
         ..Prepared::default()

@@ -475,13 +475,16 @@ impl CallCgroup {
         Ok(())
     }
 
-    /// Moves process `pid` (an init that has not started anything yet) into the cgroup.
-    pub fn enter(&self, pid: libc::pid_t) -> Result<(), String> {
+    /// Moves the calling process (an init that has not started anything yet) into the
+    /// cgroup. The init does it itself, not the server: a move waits for an RCU grace period
+    /// in the kernel (milliseconds on cgroup v1), which would hold up the server's next request.
+    pub fn enter(&self) -> Result<(), String> {
         let mut dirs: Vec<&PathBuf> = self.pids.iter().chain(&self.memory).collect();
         dirs.dedup();
         for dir in dirs {
             let path = dir.join("cgroup.procs");
-            std::fs::write(&path, pid.to_string())
+            // `0`: the writing process.
+            std::fs::write(&path, "0")
                 .map_err(|err| format!("moving the call into '{}': {err}", path.display()))?;
         }
         Ok(())

@@ -996,9 +996,8 @@ impl Server {
                 return Err(message);
             }
         };
-        let entered = cgroup.as_ref().map_or(Ok(()), |cgroup| cgroup.enter(pid));
-        let pidfd = entered
-            .and_then(|()| wire::pidfd_open(pid).map_err(|err| format!("pidfd_open: {err}")));
+        // The init enters its cgroup itself (see `init::prepare_served`).
+        let pidfd = wire::pidfd_open(pid).map_err(|err| format!("pidfd_open: {err}"));
         match pidfd {
             Ok(pidfd) => Ok(Waiting {
                 key: key.clone(),
