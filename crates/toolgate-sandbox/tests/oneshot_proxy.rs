@@ -20,13 +20,7 @@ use toolgate_sandbox::protocol::{wire, EXIT_SETUP_FAILED, PROXY_PORT};
 
 /// A socket pair like toolgate's: (ours, the launcher's).
 fn handoff_pair() -> (OwnedFd, OwnedFd) {
-    rustix::net::socketpair(
-        rustix::net::AddressFamily::UNIX,
-        rustix::net::SocketType::SEQPACKET,
-        rustix::net::SocketFlags::CLOEXEC,
-        None,
-    )
-    .unwrap()
+    wire::socket_pair().unwrap()
 }
 
 /// The launcher under `policy` running bash `script`, with `fd3` as its descriptor 3.

@@ -560,17 +560,7 @@ impl Spawn<'_> {
 /// launcher's end becomes its descriptor `HANDOFF_FD` (it moves into `command`, closed in this
 /// process when `command` is dropped); ours is returned.
 fn handoff_pair(command: &mut Command) -> Result<OwnedFd> {
-    let (ours, theirs) = rustix::net::socketpair(
-        rustix::net::AddressFamily::UNIX,
-        rustix::net::SocketType::SEQPACKET,
-        rustix::net::SocketFlags::CLOEXEC,
-        None,
-    )
-    .map_err(|err| {
-        Error::SandboxUnavailable(format!(
-            "the egress proxy's handoff socket could not be made: {err}"
-        ))
-    })?;
+    let (ours, theirs) = crate::sandbox::handoff_socket_pair()?;
     let target = crate::sandbox::HANDOFF_FD;
     // SAFETY: only dup2 (or fcntl) runs in the forked child before exec; the closure owns `theirs`, so
     // the descriptor stays open until `command` is dropped (after the spawn).

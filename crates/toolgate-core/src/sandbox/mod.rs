@@ -76,6 +76,16 @@ use toolgate_sandbox::protocol::{
 /// first after the standard streams).
 pub const HANDOFF_FD: i32 = 3;
 
+/// A handoff socket pair for the one-shot launcher: (ours, the launcher's end, which becomes
+/// its [`HANDOFF_FD`]).
+pub(crate) fn handoff_socket_pair() -> Result<(std::os::fd::OwnedFd, std::os::fd::OwnedFd)> {
+    toolgate_sandbox::protocol::wire::socket_pair().map_err(|err| {
+        Error::SandboxUnavailable(format!(
+            "the egress proxy's handoff socket could not be made: {err}"
+        ))
+    })
+}
+
 /// How strictly a sandbox is required.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum SandboxMode {

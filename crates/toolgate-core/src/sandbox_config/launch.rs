@@ -81,17 +81,7 @@ impl OneShotProxy {
     /// A socket pair for the launcher's handoff and the proxy waiting on our end.
     #[cfg(target_os = "linux")]
     fn handoff(call: crate::network::CallContext) -> Result<Self> {
-        let (ours, theirs) = rustix::net::socketpair(
-            rustix::net::AddressFamily::UNIX,
-            rustix::net::SocketType::SEQPACKET,
-            rustix::net::SocketFlags::CLOEXEC,
-            None,
-        )
-        .map_err(|err| {
-            crate::error::Error::SandboxUnavailable(format!(
-                "the egress proxy's handoff socket could not be made: {err}"
-            ))
-        })?;
+        let (ours, theirs) = crate::sandbox::handoff_socket_pair()?;
         let call = Proxy::shared()?.serve_handoff(ours, crate::sandbox::PROXY_PORT, call)?;
         Ok(Self {
             call: Some(call),

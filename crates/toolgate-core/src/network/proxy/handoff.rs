@@ -100,13 +100,7 @@ mod tests {
     use std::time::{Duration, Instant};
 
     fn pair() -> (OwnedFd, OwnedFd) {
-        rustix::net::socketpair(
-            rustix::net::AddressFamily::UNIX,
-            rustix::net::SocketType::SEQPACKET,
-            rustix::net::SocketFlags::CLOEXEC,
-            None,
-        )
-        .unwrap()
+        crate::sandbox::handoff_socket_pair().unwrap()
     }
 
     /// A call that allows no host (every connection is refused and recorded).
