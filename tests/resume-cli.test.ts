@@ -2,11 +2,10 @@
  * `toolgate run --defer-approvals --state-file F` and `toolgate resume F --answers …` for
  * scripted and CI use (issue 17): real CLI processes, a fake model on 127.0.0.1, real files.
  */
-import { spawn } from 'node:child_process';
 import { existsSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { CLI } from './helpers/cli.js';
+import { runToolgateAsync, type CliRun as Run } from './helpers/cli.js';
 import { startFakeOpenAiServer, toolResultsIn, type FakeOpenAiServer, type FakeTurn } from './helpers/fake-openai-server.js';
 import { tempDir } from './helpers/fs.js';
 
@@ -19,21 +18,9 @@ afterEach(async () => {
 
 const shell = (...commands: string[]): FakeTurn => ({ toolCalls: commands.map((command) => ({ name: 'shell', arguments: { command } })) });
 
-interface Run {
-  status: number | null;
-  stdout: string;
-  stderr: string;
-}
 
-async function toolgate(cwd: string, args: string[], env: NodeJS.ProcessEnv = { TOOLGATE_STATE_SECRET: SECRET }): Promise<Run> {
-  const child = spawn(process.execPath, [CLI, ...args], { cwd, env: { ...process.env, XDG_CACHE_HOME: join(cwd, '.cache'), ...env }, stdio: ['pipe', 'pipe', 'pipe'] });
-  let stdout = '';
-  let stderr = '';
-  child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
-  child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
-  child.stdin.end();
-  const status = await new Promise<number | null>((resolve) => child.on('close', resolve));
-  return { status, stdout, stderr };
+function toolgate(cwd: string, args: string[], env: NodeJS.ProcessEnv = { TOOLGATE_STATE_SECRET: SECRET }): Promise<Run> {
+  return runToolgateAsync(args, { cwd, env: { ...process.env, XDG_CACHE_HOME: join(cwd, '.cache'), ...env } });
 }
 
 async function setUp(turns: FakeTurn[]) {

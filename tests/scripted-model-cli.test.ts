@@ -4,12 +4,11 @@
  * tools (a tools.ts function, a file write in the work directory, the shell); a deferred run is
  * resumed by another process, from another directory, at the right turn.
  */
-import { spawn } from 'node:child_process';
 import { cpSync, existsSync, mkdirSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
-import { CLI } from './helpers/cli.js';
+import { runToolgateAsync, type CliRun as Run } from './helpers/cli.js';
 import { tempDir } from './helpers/fs.js';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
@@ -18,11 +17,6 @@ const TASK = 'What is the 30th Fibonacci number? Save it in notes/fib.txt';
 const SCRIPT = 'examples/quickstart/scripted.json';
 const WORKER = 'examples/quickstart/worker.yaml';
 
-interface Run {
-  status: number | null;
-  stdout: string;
-  stderr: string;
-}
 
 /** A copy of the quickstart (and the executable tools it lists) in a temp folder, without run outputs. */
 function quickstartCopy(): string {
@@ -42,14 +36,7 @@ function quickstartCopy(): string {
 async function toolgate(cwd: string, args: string[], env: NodeJS.ProcessEnv = {}): Promise<Run> {
   const clean: NodeJS.ProcessEnv = { ...process.env, XDG_CACHE_HOME: join(cwd, '.cache'), TOOLGATE_STATE_SECRET: SECRET };
   for (const key of ['OPENAI_API_KEY', 'ANTHROPIC_API_KEY', 'TOOLGATE_API_KEY', 'TOOLGATE_BASE_URL', 'TOOLGATE_MODEL']) delete clean[key];
-  const child = spawn(process.execPath, [CLI, ...args], { cwd, env: { ...clean, ...env }, stdio: ['pipe', 'pipe', 'pipe'] });
-  let stdout = '';
-  let stderr = '';
-  child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
-  child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
-  child.stdin.end();
-  const status = await new Promise<number | null>((resolve) => child.on('close', resolve));
-  return { status, stdout, stderr };
+  return runToolgateAsync(args, { cwd, env: { ...clean, ...env } });
 }
 
 interface CallRecord {
