@@ -16,6 +16,7 @@ use crate::js_value;
 use crate::network::NetworkRun;
 use crate::process::RefusedConnection;
 use crate::sandbox::SandboxSummary;
+use crate::sandbox::{close_handoff_of, handoff_fd_of};
 
 /// One configured server.
 #[napi(object, object_from_js = false)]
@@ -326,12 +327,7 @@ impl McpServerLaunch {
     #[napi(getter)]
     pub fn handoff_fd(&self, env: Env) -> napi::Result<Option<i32>> {
         infallible(&env, "McpServerLaunch.handoffFd", || {
-            self.launch
-                .lock()
-                .ok()
-                .as_deref()
-                .and_then(Option::as_ref)
-                .and_then(McpLaunch::handoff_fd)
+            handoff_fd_of(&self.launch, McpLaunch::handoff_fd)
         })
     }
 
@@ -340,15 +336,7 @@ impl McpServerLaunch {
     #[napi]
     pub fn close_handoff(&self, env: Env) -> napi::Result<()> {
         infallible(&env, "McpServerLaunch.closeHandoff", || {
-            if let Some(launch) = self
-                .launch
-                .lock()
-                .ok()
-                .as_deref_mut()
-                .and_then(Option::as_mut)
-            {
-                launch.close_handoff();
-            }
+            close_handoff_of(&self.launch, McpLaunch::close_handoff)
         })
     }
 

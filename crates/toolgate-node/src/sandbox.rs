@@ -253,12 +253,7 @@ impl SandboxLaunch {
     #[napi(getter)]
     pub fn handoff_fd(&self, env: Env) -> napi::Result<Option<i32>> {
         infallible(&env, "SandboxLaunch.handoffFd", || {
-            self.launch
-                .lock()
-                .ok()
-                .as_deref()
-                .and_then(Option::as_ref)
-                .and_then(Launch::handoff_fd)
+            handoff_fd_of(&self.launch, Launch::handoff_fd)
         })
     }
 
@@ -267,15 +262,7 @@ impl SandboxLaunch {
     #[napi]
     pub fn close_handoff(&self, env: Env) -> napi::Result<()> {
         infallible(&env, "SandboxLaunch.closeHandoff", || {
-            if let Some(launch) = self
-                .launch
-                .lock()
-                .ok()
-                .as_deref_mut()
-                .and_then(Option::as_mut)
-            {
-                launch.close_handoff();
-            }
+            close_handoff_of(&self.launch, Launch::close_handoff)
         })
     }
 
@@ -291,5 +278,26 @@ impl SandboxLaunch {
                 .map(RefusedConnection::from)
                 .collect()
         })
+    }
+}
+
+/// The handoff descriptor of the one-shot launch in `slot` (a class's launch, taken once it is
+/// done with); `None` when it needs none or is gone.
+pub(crate) fn handoff_fd_of<T>(
+    slot: &Mutex<Option<T>>,
+    fd: impl FnOnce(&T) -> Option<i32>,
+) -> Option<i32> {
+    slot.lock()
+        .ok()
+        .as_deref()
+        .and_then(Option::as_ref)
+        .and_then(fd)
+}
+
+/// Closes this process's copy of the handoff socket of the one-shot launch in `slot`, when it
+/// is still there.
+pub(crate) fn close_handoff_of<T>(slot: &Mutex<Option<T>>, close: impl FnOnce(&mut T)) {
+    if let Some(launch) = slot.lock().ok().as_deref_mut().and_then(Option::as_mut) {
+        close(launch);
     }
 }
