@@ -44,10 +44,9 @@
 
 use std::cell::Cell;
 use std::collections::HashMap;
-use std::ffi::{OsStr, OsString};
+use std::ffi::OsString;
 use std::os::fd::{AsFd, AsRawFd, BorrowedFd, FromRawFd, OwnedFd};
-use std::os::unix::fs::MetadataExt;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use crate::confine::{
     fail, filters_of, install_filters, ChildStack, Grant, Program, RulesetBuilder,
@@ -57,6 +56,8 @@ use crate::init::{self, Prepared, ServedInit, ViewHandles};
 use crate::limits::{CallCgroup, Cgroups};
 use crate::opened::{OpenPaths, PathHandle};
 use crate::plan::{Confinement, Network, Plan};
+use crate::protocol::kind::CallKind;
+use crate::protocol::offer::{file_identity, Epoch, Guarded, Offer};
 use crate::protocol::wire::{self, Reader};
 use crate::protocol::words;
 use crate::protocol::{ARG_CLEAN, ARG_PARENT, EXIT_SETUP_FAILED};
@@ -76,6 +77,8 @@ const MAKE_WAITING_AFTER: std::time::Duration = std::time::Duration::from_millis
 /// How many requests in a row make the next init at once after a request that found none
 /// ready (calls back to back: each would otherwise wait for its init's set-up).
 const BUSY_REQUESTS: u32 = 8;
+/// How many inits are offered to toolgate at a time at most (one per kind).
+const MAX_OFFERED: usize = MAX_WAITING_KINDS;
 /// How many used call cgroups are kept for the next calls (see `CallCgroup::emptied`).
 const MAX_SPARE_CGROUPS: usize = 8;
 /// How many ended calls wait for the server to be idle before they are cleaned up anyway (a
@@ -152,13 +155,12 @@ struct Policy {
     seccomp: bool,
 }
 
-/// What a waiting init is for: a policy and the read roots of a call's program (its view),
-/// and the directory holding the call directories.
+/// What a waiting init is for: a policy and a kind of call (the read roots of its program, in
+/// its view, and the directory holding the call directories).
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 struct Key {
     policy: u64,
-    extras: Vec<OsString>,
-    private_dir: Option<OsString>,
+    kind: CallKind,
 }
 
 /// A built view.
@@ -196,6 +198,13 @@ struct Server {
     views: HashMap<Key, View>,
     /// Inits made ahead of calls.
     waiting: Vec<Waiting>,
+    /// Inits offered to toolgate (see `protocol::offer`): never killed by the server while
+    /// offered (toolgate may be sending one a call), they become calls when they say `TAKEN`
+    /// or end.
+    offered: Vec<Waiting>,
+    /// Raised before inotify events are read; `None` where no memfd could be made (then no
+    /// init is offered).
+    epoch: Option<Epoch>,
     /// The kinds of the last calls, most recent last: what to make inits ahead for.
     recent: Vec<Key>,
     calls: Vec<Call>,
@@ -206,7 +215,8 @@ struct Server {
     /// Counts inits (cgroup names) and view uses.
     counter: u64,
     /// Set to [`BUSY_REQUESTS`] by a request that found no ready init, counted down by each
-    /// that found one: while it is not zero, inits are made right after each request.
+    /// that found one (or took an offered one): while it is not zero, inits are made right
+    /// after each request.
     busy: u32,
 }
 
@@ -224,6 +234,9 @@ struct Waiting {
     /// What it said of its set-up: nothing yet, `READY`, or why it could not set itself up.
     /// Heard while the server is idle, so that a call's request does not wait to read it.
     said: Option<Result<(), String>>,
+    /// Once offered: the init's end of the call's socket (the server never reads it; once the
+    /// call is taken, it is readable when toolgate closed its end, as a served call's).
+    call_socket: Option<OwnedFd>,
 }
 
 /// What a waiting init says on its socket.
@@ -339,6 +352,8 @@ impl Server {
             paths: OpenPaths::new(),
             views: HashMap::new(),
             waiting: Vec::new(),
+            offered: Vec::new(),
+            epoch: Epoch::create().ok(),
             recent: Vec::new(),
             calls: Vec::new(),
             ended: Vec::new(),
@@ -370,6 +385,9 @@ impl Server {
                 unheard.push(waiting.pid);
                 polls.push(poll_in(waiting.socket.as_fd()));
             }
+            // Offered inits, last: `TAKEN`, or their end.
+            let offered: Vec<libc::pid_t> = self.offered.iter().map(|init| init.pid).collect();
+            polls.extend(self.offered.iter().map(|init| poll_in(init.socket.as_fd())));
             let timeout = make_waiting_at.map_or(-1, |at| {
                 let left = at.saturating_duration_since(std::time::Instant::now());
                 left.as_micros().div_ceil(1000) as libc::c_int
@@ -386,13 +404,16 @@ impl Server {
             if polls[1].revents != 0 {
                 return Ending::ToolgateGone;
             }
-            self.hear_waiting(&unheard, &polls[3 + self.calls.len()..]);
+            // The poll's layout: three fds, the calls, the unheard waiting inits, the offered.
+            let first_unheard = 3 + self.calls.len();
+            let first_offered = first_unheard + unheard.len();
+            self.hear_waiting(&unheard, &polls[first_unheard..first_offered]);
             if polls[2].revents != 0 {
                 self.read_events();
             }
             // Calls first: their indices are those of this poll.
             let mut finished = Vec::new();
-            for (index, poll) in polls[3..3 + self.calls.len()].iter().enumerate() {
+            for (index, poll) in polls[3..first_unheard].iter().enumerate() {
                 if poll.revents == 0 {
                     continue;
                 }
@@ -407,8 +428,21 @@ impl Server {
                 self.ended.push(call);
                 make_waiting_at = Some(std::time::Instant::now());
             }
+            // After the calls: an offered init that spoke becomes one.
+            if self.hear_offered(&offered, &polls[first_offered..]) {
+                // As for a request: the next init of its kind after a moment.
+                let after = if self.busy > 0 {
+                    std::time::Duration::ZERO
+                } else {
+                    MAKE_WAITING_AFTER
+                };
+                make_waiting_at.get_or_insert(std::time::Instant::now() + after);
+            }
             if self.ended.len() >= MAX_ENDED {
                 self.tidy();
+            }
+            if self.offer_ready() {
+                make_waiting_at.get_or_insert(std::time::Instant::now());
             }
             if polls[0].revents != 0 {
                 if let Some(ending) = self.handle_requests() {
@@ -447,6 +481,143 @@ impl Server {
                 self.discard(waiting);
             }
         }
+    }
+
+    /// Hears the offered inits `offered` (their pids) whose poll says they spoke: `TAKEN`
+    /// (toolgate sent one a call) or their end (toolgate let it go, or it died). Either way it
+    /// is a call now, cleaned up once its pidfd says it is gone. True when one was taken.
+    fn hear_offered(&mut self, offered: &[libc::pid_t], polls: &[libc::pollfd]) -> bool {
+        let mut taken = false;
+        for (&pid, poll) in offered.iter().zip(polls) {
+            if poll.revents == 0 {
+                continue;
+            }
+            let Some(index) = self.offered.iter().position(|init| init.pid == pid) else {
+                continue;
+            };
+            let init = self.offered.swap_remove(index);
+            let said_taken = matches!(wire::recv(init.socket.as_fd(), false), Ok(message) if message.bytes == [wire::TAKEN]);
+            if said_taken {
+                // A call that found its init ready, as a request that did (see `busy`).
+                taken = true;
+                self.busy = self.busy.saturating_sub(1);
+                self.remember(&init.key);
+            }
+            // A taken call is watched as one through the server: its socket, until toolgate
+            // closes its end. One that ended unused is only waited for.
+            let (socket, closing) = match init.call_socket {
+                Some(socket) if said_taken => (socket, false),
+                _ => (init.socket, true),
+            };
+            self.calls.push(Call {
+                socket,
+                init: init.pidfd,
+                pid: init.pid,
+                cgroup: init.cgroup,
+                closing,
+                _mount_namespace: init.mount_namespace,
+            });
+        }
+        taken
+    }
+
+    /// Whether inits of `key` are offered to toolgate: toolgate can check their freshness
+    /// (an epoch and inotify here), they have a view (their ruleset built ahead) and are PID
+    /// 1 of their namespace (their report is the end of the call's whole tree), and their
+    /// calls need no listener handed up first.
+    fn offers_kind(&self, key: &Key) -> bool {
+        self.epoch.is_some()
+            && self.paths.events_fd().is_some()
+            && self.containment.get() == Containment::PidNamespace
+            && matches!(self.policies.get(&key.policy), Some(Ok(policy))
+                if !matches!(policy.rules.network, Network::Proxy(_))
+                    && matches!(self.uses_view(&policy.rules), Ok(true)))
+            && key.kind.offered_message().len() <= wire::MAX_MESSAGE
+    }
+
+    /// Offers toolgate, for each kind that has none offered, a waiting init that is ready,
+    /// once the checks a request would make passed (events read, protected paths looked at).
+    /// True when one was offered (a waiting init of its kind is then made again: calls that
+    /// find the offer stale go through the server, which should not have to make one then).
+    fn offer_ready(&mut self) -> bool {
+        let ready: Vec<libc::pid_t> = self
+            .waiting
+            .iter()
+            .filter(|init| {
+                matches!(init.said, Some(Ok(())))
+                    && init.has_view
+                    && !self.offered.iter().any(|offered| offered.key == init.key)
+                    && self.offers_kind(&init.key)
+            })
+            .map(|init| init.pid)
+            .collect();
+        if ready.is_empty() {
+            return false;
+        }
+        self.read_events();
+        let mut any = false;
+        for pid in ready {
+            if self.offered.len() >= MAX_OFFERED {
+                break;
+            }
+            let Some(key) = self
+                .waiting
+                .iter()
+                .find(|init| init.pid == pid)
+                .map(|init| init.key.clone())
+            else {
+                continue; // its view went stale, and it with it
+            };
+            self.check_guarded(&key);
+            let Some(guarded) = self.views.get(&key).map(|view| view.guarded.clone()) else {
+                continue;
+            };
+            let Some(index) = self.waiting.iter().position(|init| init.pid == pid) else {
+                continue;
+            };
+            if self.offered.iter().any(|offered| offered.key == key) {
+                continue; // another of its kind, earlier in this round
+            }
+            let mut init = self.waiting.swap_remove(index);
+            match self.send_offer(&init, guarded) {
+                Ok(call_socket) => {
+                    init.call_socket = Some(call_socket);
+                    self.offered.push(init);
+                    any = true;
+                }
+                Err(_) => self.discard(init),
+            }
+        }
+        any
+    }
+
+    /// Tells `init` it is offered, with its end of the call's socket, and toolgate of the
+    /// offer, with the other; returns the init's end (see `Waiting::call_socket`).
+    fn send_offer(&self, init: &Waiting, guarded: Vec<Guarded>) -> std::io::Result<OwnedFd> {
+        let (Some(epoch), Some(events)) = (&self.epoch, self.paths.events_fd()) else {
+            return Err(std::io::Error::other("no epoch or no inotify"));
+        };
+        let (toolgate_end, init_end) = wire::socket_pair()?;
+        wire::send(
+            init.socket.as_fd(),
+            &init.key.kind.offered_message(),
+            &[init_end.as_fd()],
+        )?;
+        let offer = Offer {
+            policy: init.key.policy,
+            epoch: epoch.get(),
+            pid: init.pid,
+            kind: init.key.kind.clone(),
+            guarded,
+        };
+        offer.send(
+            self.socket.as_fd(),
+            toolgate_end.as_fd(),
+            init.pidfd.as_fd(),
+            epoch,
+            events,
+        )?;
+        Ok(init_end)
     }
 
     /// Reaps the inits of ended calls and keeps or removes their cgroups; their mount
@@ -569,17 +740,9 @@ impl Server {
             Ok(plan) => plan,
             Err(message) => return report_failure(request.socket.as_fd(), &message),
         };
-        let mut extras = plan.confinement.read.clone();
-        extras.sort();
-        extras.dedup();
         let key = Key {
             policy,
-            extras,
-            private_dir: plan
-                .call_dir
-                .as_deref()
-                .and_then(|dir| Path::new(dir).parent())
-                .map(|dir| dir.as_os_str().to_os_string()),
+            kind: CallKind::new(&plan.confinement.read, plan.call_dir.as_deref()),
         };
         // A name changed since the last call is seen before any view or rule is made from it.
         self.read_events();
@@ -728,6 +891,15 @@ impl Server {
     /// Reads the inotify events and drops every view built from a path that changed (with
     /// the inits made for it).
     fn read_events(&mut self) {
+        match self.paths.events_fd() {
+            Some(events) if wire::ready(events) => {}
+            _ => return,
+        }
+        // Raised before the queue is read (see `protocol::offer`): offers made before no
+        // longer count as fresh.
+        if let Some(epoch) = &self.epoch {
+            epoch.raise();
+        }
         let dropped = self.paths.read_events();
         if dropped.is_empty() {
             return;
@@ -792,19 +964,25 @@ impl Server {
         Some(self.waiting.swap_remove(index))
     }
 
-    /// One waiting init for each kind recently asked for. (Dropping a waiting init closes
-    /// its socket: it exits.)
+    /// One waiting init for each kind recently asked for, and one more to offer toolgate
+    /// where its kind is offered. (Dropping a waiting init closes its socket: it exits.)
     fn make_waiting(&mut self) {
         for key in self.recent.clone() {
-            if self.waiting.iter().any(|waiting| waiting.key == key) {
-                continue;
-            }
             if !self.policies.contains_key(&key.policy) {
                 continue;
             }
-            match self.make_init(&key) {
-                Ok(waiting) => self.waiting.push(waiting),
-                Err(_) => return, // made on demand, with the error reported, by the next call
+            let wanted = 1 + usize::from(self.offers_kind(&key));
+            let made = self
+                .waiting
+                .iter()
+                .chain(&self.offered)
+                .filter(|waiting| waiting.key == key)
+                .count();
+            for _ in made..wanted {
+                match self.make_init(&key) {
+                    Ok(waiting) => self.waiting.push(waiting),
+                    Err(_) => return, // made on demand, with the error reported, by the next call
+                }
             }
         }
     }
@@ -853,8 +1031,8 @@ impl Server {
         };
         let rules = &policy.rules;
         let spec = ViewSpec {
-            entries: view::entries_of(rules, &key.extras),
-            private_dir: key.private_dir.clone(),
+            entries: view::entries_of(rules, &key.kind.reads),
+            private_dir: key.kind.private_dir.clone(),
             host_proc: !self.features.fresh_proc,
         };
         let shared_network = rules.network == Network::Off
@@ -869,7 +1047,7 @@ impl Server {
         let names: Vec<OsString> = rules
             .read
             .iter()
-            .chain(&key.extras)
+            .chain(&key.kind.reads)
             .chain(&rules.write)
             .chain(&rules.devices)
             .chain(&rules.protect)
@@ -953,7 +1131,7 @@ impl Server {
         if has_view {
             for (paths, grant) in [
                 (&rules.read, Grant::Read),
-                (&key.extras, Grant::Read),
+                (&key.kind.reads, Grant::Read),
                 (&rules.write, Grant::Write),
                 (&rules.devices, Grant::Device),
             ] {
@@ -974,7 +1152,7 @@ impl Server {
                 mount: view.mount.as_fd(),
                 network: view.network.as_ref().map(AsFd::as_fd),
                 fresh_proc: self.features.fresh_proc,
-                private_dir: key.private_dir.as_deref(),
+                private_dir: key.kind.private_dir.as_deref(),
             }),
             own_network,
             ipc: self.features.ipc_namespace && !rules.without.ipc,
@@ -1008,6 +1186,7 @@ impl Server {
                 has_view,
                 mount_namespace: None,
                 said: None,
+                call_socket: None,
             }),
             Err(message) => {
                 // SAFETY: kill of our own child; reaped right after.
@@ -1091,6 +1270,10 @@ impl Server {
             // A session of its own: the call's process group, and no controlling terminal.
             libc::setsid();
         }
+        // The epoch is the server's to raise, not an init's.
+        if let Some(epoch) = &self.epoch {
+            epoch.unmap_in_child();
+        }
         let prepared = init::prepare_served(&ServedInit {
             rules: setup.rules,
             view: setup.view.as_ref().map(|view| ViewHandles {
@@ -1159,10 +1342,23 @@ impl Server {
         rules: &Confinement,
     ) -> Result<(), ()> {
         let message = wire::recv(socket, true).map_err(|_| ())?;
+        // From the server (`ASSIGN` + [call socket, …]), or offered to toolgate (`OFFERED
+        // kind` + [call socket]), whose `CALL` + […] then comes on the call's socket.
+        let (message, offered) = match message.bytes.first() {
+            Some(&wire::ASSIGN) => (message, None),
+            Some(&wire::OFFERED) => {
+                let kind = CallKind::of_offered(&message.bytes[1..]);
+                let call = message.fds.into_iter().next().ok_or(())?;
+                let request = wire::recv(call.as_fd(), true).map_err(|_| ())?;
+                if request.bytes.first() != Some(&wire::CALL) {
+                    return Err(()); // end of file: toolgate let this init go
+                }
+                (request, Some((kind, call)))
+            }
+            _ => return Err(()), // end of file: the server is gone or dropped this init
+        };
         let mut reader = Reader::new(&message.bytes);
-        if reader.u8() != Some(wire::ASSIGN) {
-            return Err(()); // end of file: the server is gone or dropped this init
-        }
+        reader.u8();
         let flags = reader.u8().unwrap_or(0);
         let mut fds = message.fds;
         let body = wire::take_body(reader.rest(), flags, &mut fds);
@@ -1171,17 +1367,32 @@ impl Server {
         } else {
             None
         };
-        let (Some(stderr), Some(stdout), Some(call), None) =
-            (fds.pop(), fds.pop(), fds.pop(), fds.pop())
-        else {
+        let (Some(stderr), Some(stdout)) = (fds.pop(), fds.pop()) else {
             return Err(());
         };
+        let (call, kind) = match offered {
+            Some((kind, call)) => (call, Some(kind)),
+            None => (fds.pop().ok_or(())?, None),
+        };
+        if !fds.is_empty() {
+            return Err(());
+        }
         let stdin = stdin.as_ref().map_or(self.devnull.as_fd(), AsFd::as_fd);
         let plan = body
             .map_err(|err| format!("reading the request: {err}"))
-            .and_then(|body| Plan::parse(words::split(&body), true));
-        // An init without a view gets its ruleset now, built by the server meanwhile.
-        let ruleset = if prepared.ruleset.is_some() {
+            .and_then(|body| Plan::parse(words::split(&body), true))
+            .and_then(|plan| match &kind {
+                // toolgate chose this init for the call's kind: its view must be that kind's.
+                Some(kind)
+                    if *kind != CallKind::new(&plan.confinement.read, plan.call_dir.as_deref()) =>
+                {
+                    Err("the call is not of the kind its offered init was made for".into())
+                }
+                _ => Ok(plan),
+            });
+        // An init without a view gets its ruleset now, built by the server meanwhile (an
+        // offered init always has one).
+        let ruleset = if prepared.ruleset.is_some() || kind.is_some() {
             Ok(None)
         } else {
             let rules = wire::recv(socket, true).map_err(|_| ())?;
@@ -1233,6 +1444,10 @@ impl Server {
                 return Ok(());
             }
         };
+        if kind.is_some() {
+            // The server learns its offer was taken (its next init of this kind follows).
+            let _ = wire::send(socket, &[wire::TAKEN], &[]);
+        }
         let ended = if namespace {
             // Everything else in the namespace goes before the report, so that toolgate can
             // take the report as the end of the call's whole tree without waiting for this
@@ -1270,6 +1485,9 @@ impl Server {
         self.tidy();
         for waiting in std::mem::take(&mut self.waiting) {
             self.discard(waiting);
+        }
+        for offered in std::mem::take(&mut self.offered) {
+            self.discard(offered);
         }
         for cgroup in self.spare_cgroups.drain(..) {
             cgroup.remove();
@@ -1360,13 +1578,6 @@ fn build_in_child(spec: &ViewSpec, network: bool, socket: BorrowedFd<'_>) -> ! {
     };
     // SAFETY: _exit never returns.
     unsafe { libc::_exit(i32::from(sent.is_err())) }
-}
-
-/// `(dev, inode)` of `path` without following a last symlink; `None` when it is missing.
-fn file_identity(path: &OsStr) -> Option<(u64, u64)> {
-    std::fs::symlink_metadata(path)
-        .ok()
-        .map(|meta| (meta.dev(), meta.ino()))
 }
 
 impl Request {

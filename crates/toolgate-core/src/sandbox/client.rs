@@ -13,11 +13,15 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
+use toolgate_sandbox::protocol::kind::CallKind;
+use toolgate_sandbox::protocol::offer::{Epoch, Offer, Received};
 use toolgate_sandbox::protocol::wire::{self, Reader};
 use toolgate_sandbox::protocol::{words, ARG_CLEAN, ARG_PARENT, ARG_SERVE, EXIT_SETUP_FAILED};
 
 /// How long a request may wait for the server's answer (it answers after one `clone`).
 const ANSWER_TIMEOUT: Duration = Duration::from_secs(10);
+/// How many offered inits are kept at most (the server offers one per kind, for eight kinds).
+const MAX_OFFERS: usize = 16;
 
 /// A running launcher server.
 #[derive(Debug)]
@@ -27,6 +31,73 @@ pub(crate) struct Server {
     launcher: PathBuf,
     generation: u64,
     gone: AtomicBool,
+    offers: Mutex<Offers>,
+}
+
+/// The inits the server offered (see `toolgate_sandbox::protocol::offer`), with what toolgate
+/// checks their freshness by: the server's epoch and inotify descriptor (from the first offer).
+#[derive(Debug, Default)]
+struct Offers {
+    inits: Vec<Offered>,
+    epoch: Option<Epoch>,
+    events: Option<OwnedFd>,
+}
+
+impl Offers {
+    /// Takes in every offer waiting on the server's socket.
+    fn receive(&mut self, socket: BorrowedFd<'_>) {
+        while let Ok(message) = wire::recv(socket, false) {
+            if message.bytes.is_empty() {
+                return; // the server is gone
+            }
+            let Some(Received {
+                offer,
+                socket,
+                pidfd,
+                epoch,
+                events,
+            }) = Offer::receive(&message.bytes, message.fds)
+            else {
+                continue; // not an offer: nothing else comes on this socket after READY
+            };
+            if self.epoch.is_none() {
+                self.epoch = Epoch::open(epoch).ok();
+                self.events = Some(events);
+            }
+            if self.inits.len() >= MAX_OFFERS {
+                self.inits.remove(0); // the oldest goes: its init exits
+            }
+            self.inits.push(Offered {
+                offer,
+                socket,
+                pidfd,
+            });
+        }
+    }
+
+    /// The offered init for a call of `policy` and `kind`, when its view is still fresh; one
+    /// that is not is dropped (its init exits, the server makes another).
+    fn take(&mut self, policy: u64, kind: &CallKind) -> Option<Offered> {
+        let index = self
+            .inits
+            .iter()
+            .position(|init| init.offer.policy == policy && init.offer.kind == *kind)?;
+        let init = self.inits.swap_remove(index);
+        let (Some(epoch), Some(events)) = (&self.epoch, &self.events) else {
+            return None;
+        };
+        init.offer
+            .still_fresh(events.as_fd(), epoch)
+            .then_some(init)
+    }
+}
+
+/// An offered init: the offer, toolgate's end of the call's socket, the init's pidfd.
+#[derive(Debug)]
+struct Offered {
+    offer: Offer,
+    socket: OwnedFd,
+    pidfd: OwnedFd,
 }
 
 static CURRENT: Mutex<Option<Arc<Server>>> = Mutex::new(None);
@@ -134,11 +205,32 @@ fn start(launcher: &Path, clean: Option<&Path>) -> io::Result<Server> {
         launcher: launcher.to_path_buf(),
         generation: GENERATION.fetch_add(1, Ordering::Relaxed),
         gone: AtomicBool::new(false),
+        offers: Mutex::default(),
     })
 }
 
 /// A sandbox's registration with a server: `(generation, policy id)`.
 pub(crate) type Registration = Mutex<Option<(u64, u64)>>;
+
+/// The pids of the inits the current server offered for `registration`'s policy and toolgate
+/// holds now (see [`crate::Sandbox::offered_inits`]).
+pub(crate) fn offered_inits(registration: &Registration) -> Vec<u32> {
+    let Some((generation, id)) = *lock(registration) else {
+        return Vec::new();
+    };
+    let current = lock(&CURRENT).clone();
+    let Some(server) = current.filter(|server| server.generation == generation) else {
+        return Vec::new();
+    };
+    let mut offers = lock(&server.offers);
+    offers.receive(server.socket.as_fd());
+    offers
+        .inits
+        .iter()
+        .filter(|init| init.offer.policy == id)
+        .map(|init| init.offer.pid as u32)
+        .collect()
+}
 
 /// Tells the server that a policy is no longer used (its `Sandbox` is dropped).
 pub(crate) fn forget(registration: &Registration) {
@@ -147,6 +239,11 @@ pub(crate) fn forget(registration: &Registration) {
     };
     let current = lock(&CURRENT).clone();
     if let Some(server) = current.filter(|server| server.generation == generation) {
+        // Its offered inits go first (the server leaves offered inits to toolgate).
+        let mut offers = lock(&server.offers);
+        offers.receive(server.socket.as_fd());
+        offers.inits.retain(|init| init.offer.policy != id);
+        drop(offers);
         let _ = wire::send(server.socket.as_fd(), &wire::forget(id), &[]);
     }
 }
@@ -174,11 +271,13 @@ pub(crate) enum Refusal {
 /// as one word list; `clean` is what a server started now removes when toolgate is gone.
 /// With `listener`, the call's init hands up the egress proxy's listener, which the answer
 /// waits for.
+#[allow(clippy::too_many_arguments)]
 pub(crate) fn spawn(
     launcher: &Path,
     registration: &Registration,
     policy: &[OsString],
     call: &[u8],
+    kind: &CallKind,
     stdio: CallStdio,
     clean: Option<&Path>,
     listener: bool,
@@ -186,6 +285,11 @@ pub(crate) fn spawn(
     // A server found dead while sending is replaced once: nothing reached it, so nothing ran.
     for _ in 0..2 {
         let server = server(launcher, clean).ok_or(Refusal::Unavailable)?;
+        if !listener {
+            if let Some(served) = offered_call(&server, registration, kind, call, &stdio) {
+                return Ok(served);
+            }
+        }
         match request(&server, registration, policy, call, &stdio) {
             Ok(socket) => return answer(server, socket, listener),
             Err(err) if is_gone(&err) => server.retire(),
@@ -206,6 +310,45 @@ fn is_gone(err: &io::Error) -> bool {
         err.raw_os_error(),
         Some(libc::EPIPE | libc::ECONNRESET | libc::ENOTCONN)
     )
+}
+
+/// Sends the call straight to an init the server offered for its kind, when one is there and
+/// its view is still fresh (see `toolgate_sandbox::protocol::offer`); `None`: send it through
+/// the server.
+fn offered_call(
+    server: &Arc<Server>,
+    registration: &Registration,
+    kind: &CallKind,
+    call: &[u8],
+    stdio: &CallStdio,
+) -> Option<Served> {
+    let policy = match *lock(registration) {
+        Some((generation, id)) if generation == server.generation => id,
+        _ => return None,
+    };
+    let init = {
+        let mut offers = lock(&server.offers);
+        offers.receive(server.socket.as_fd());
+        offers.take(policy, kind)?
+    };
+    let mut flags = 0;
+    let mut fds = vec![stdio.stdout.as_fd(), stdio.stderr.as_fd()];
+    if let Some(stdin) = &stdio.stdin {
+        flags |= wire::HAS_STDIN;
+        fds.push(stdin.as_fd());
+    }
+    // An init that died meanwhile refuses it: the call goes through the server.
+    wire::send_with_body(init.socket.as_fd(), vec![wire::CALL, flags], 1, call, &fds).ok()?;
+    Some(Served {
+        reported: false,
+        pid: init.offer.pid,
+        init: init.pidfd,
+        socket: init.socket,
+        server: Arc::clone(server),
+        early: None,
+        listener: None,
+        limits: Vec::new(),
+    })
 }
 
 /// Registers the policy when this server does not know it yet, and sends the call; returns

@@ -568,6 +568,16 @@ impl Sandbox {
         Some((launcher, args))
     }
 
+    /// The host pids of the inits the launcher server offered for this sandbox's next calls
+    /// (each set up for one kind of call, see `toolgate_sandbox::protocol::offer`): a call
+    /// sent straight to one runs with that pid as [`crate::exec::RunningProcess::pid`]. For
+    /// tests and diagnostics.
+    #[cfg(target_os = "linux")]
+    #[doc(hidden)]
+    pub fn offered_inits(&self) -> Vec<u32> {
+        client::offered_inits(&self.registration)
+    }
+
     /// Starts a call through the launcher server (see `client.rs`); the child's ends of its
     /// standard streams are in `stdio`.
     #[cfg(target_os = "linux")]
@@ -581,7 +591,7 @@ impl Sandbox {
             .as_deref()
             .ok_or(client::Refusal::Unavailable)?;
         let mut words: Vec<OsString> = Vec::with_capacity(call.env.len() * 2 + 32);
-        self.push_call_paths(
+        let kind = self.push_call_paths(
             &mut words,
             call.program,
             call.call_dir,
@@ -614,6 +624,7 @@ impl Sandbox {
             &self.registration,
             &self.fixed_args,
             &toolgate_sandbox::protocol::words::join(&words),
+            &kind,
             stdio,
             call.private_root,
             self.policy.network == NetworkMode::Proxy,
@@ -621,7 +632,8 @@ impl Sandbox {
     }
 
     /// The call's own paths: its private directory (writable), and the program's roots, the
-    /// directories on its `PATH` and the call's `readable` files (readable).
+    /// directories on its `PATH` and the call's `readable` files (readable). Returns the
+    /// call's kind (what the launcher server makes inits ahead for).
     fn push_call_paths(
         &self,
         args: &mut Vec<OsString>,
@@ -629,7 +641,7 @@ impl Sandbox {
         call_dir: &Path,
         env: &[(OsString, OsString)],
         readable: &[PathBuf],
-    ) {
+    ) -> toolgate_sandbox::protocol::kind::CallKind {
         let search_path = env
             .iter()
             .find(|(name, _)| name == "PATH")
@@ -638,10 +650,17 @@ impl Sandbox {
         let program_roots = self.reach.program_roots(program, &search_path);
         args.push(ARG_CALL_DIR.into());
         args.push(call_dir.as_os_str().to_owned());
-        for root in search_path.iter().chain(&program_roots).chain(readable) {
+        let reads: Vec<&Path> = search_path
+            .iter()
+            .chain(&program_roots)
+            .chain(readable)
+            .map(PathBuf::as_path)
+            .collect();
+        for root in &reads {
             args.push(ARG_READ.into());
             args.push(root.as_os_str().to_owned());
         }
+        toolgate_sandbox::protocol::kind::CallKind::new(&reads, Some(call_dir.as_os_str()))
     }
 }
 

@@ -8,6 +8,9 @@
 //! [--call-dir DIR] [--proxy-handoff FD] [--cwd DIR] [--env K=V]... [-- PROGRAM [ARG]...]`, on the one-shot
 //! launcher's command line or, joined by [`words::join`], in a server request.
 
+pub mod kind;
+#[cfg(target_os = "linux")]
+pub mod offer;
 #[cfg(target_os = "linux")]
 pub mod wire;
 pub mod words;

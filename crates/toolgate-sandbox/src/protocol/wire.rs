@@ -12,13 +12,22 @@
 //!   toolgate exited);
 //! - `SPAWN policy flags body` + [call socket, stdout, stderr, stdin?]: start a program.
 //!
+//! server → toolgate: `OFFER policy epoch pid flags body` + [call socket, pidfd, epoch,
+//! inotify]: a waiting init, set up for one kind of call, for toolgate to send its next call of
+//! that kind to directly (`CALL flags body` + [stdout, stderr, stdin?] on the call's socket), once
+//! it has checked the init's view is still fresh (see [`super::offer`]).
+//!
 //! On a waiting init's socket: init → server: `READY` once it is set up (or `FAILED message`:
 //! it could not be, and exits); server → init: `ASSIGN flags body` + [call socket, stdout,
 //! stderr, stdin?]: this call is yours; then, for an init without a view of its own, `RULES` +
-//! [ruleset?] (or `FAILED message`): its Landlock ruleset, built while the init prepares.
+//! [ruleset?] (or `FAILED message`): its Landlock ruleset, built while the init prepares. Or
+//! server → init `OFFERED kind` + [call socket]: it is offered to toolgate, its call (or the end
+//! of file: toolgate let it go) comes on that socket; init → server `TAKEN` once its program
+//! runs.
 //!
 //! On the call's own socket (a socketpair per call; toolgate keeps one end):
-//! - server → toolgate: `STARTED pid` + [pidfd] or `FAILED code message`;
+//! - server → toolgate: `STARTED pid` + [pidfd] or `FAILED code message` (not for a call sent
+//!   to an offered init: toolgate has both from the offer);
 //! - the call's init → toolgate: `LISTENER` + [the egress proxy's listening socket] (a call
 //!   with the proxy network, before its program starts), then one last message: `EXITED status
 //!   limits` (the program's wait status, and the limits the call ran into, comma-separated) or
@@ -54,10 +63,22 @@ pub const READY: u8 = 5;
 pub const ASSIGN: u8 = 6;
 /// server → init: `RULES` + [ruleset fd], the call's Landlock ruleset.
 pub const RULES: u8 = 7;
+/// server → toolgate, on the server's socket: `OFFER policy epoch pid flags body` + [call
+/// socket, pidfd, epoch memfd, inotify fd], a waiting init for toolgate's next call of its kind
+/// (see [`super::offer`]).
+pub const OFFER: u8 = 8;
+/// server → a waiting init: `OFFERED kind` + [call socket], you are offered to toolgate; your
+/// call comes on this socket.
+pub const OFFERED: u8 = 9;
+/// toolgate → an offered init, on the call's socket: `CALL flags body` + [stdout, stderr,
+/// stdin?], this call is yours.
+pub const CALL: u8 = 14;
+/// an offered init → server: `TAKEN`, its call's program runs.
+pub const TAKEN: u8 = 16;
 
 /// The version of this protocol, sent with `READY`: toolgate uses a server only when it
 /// speaks the same version (else the one-shot launcher).
-pub const VERSION: u8 = 4;
+pub const VERSION: u8 = 5;
 /// server → toolgate: `STARTED pid` + [pidfd], the call's init runs.
 pub const STARTED: u8 = 10;
 /// `FAILED code message` (to toolgate) or `FAILED message` (to an init): it did not start.
@@ -92,6 +113,15 @@ pub const MAX_BODY: u64 = 64 << 20;
 
 /// Sends one message; never raises SIGPIPE (a gone peer is `EPIPE`).
 pub fn send(socket: BorrowedFd<'_>, bytes: &[u8], fds: &[BorrowedFd<'_>]) -> io::Result<()> {
+    send_flagged(socket, bytes, fds, SendFlags::empty())
+}
+
+fn send_flagged(
+    socket: BorrowedFd<'_>,
+    bytes: &[u8],
+    fds: &[BorrowedFd<'_>],
+    flags: SendFlags,
+) -> io::Result<()> {
     let mut space = [MaybeUninit::uninit(); rustix::cmsg_space!(ScmRights(MAX_FDS))];
     let mut control = SendAncillaryBuffer::new(&mut space);
     if !fds.is_empty() && !control.push(SendAncillaryMessage::ScmRights(fds)) {
@@ -102,7 +132,7 @@ pub fn send(socket: BorrowedFd<'_>, bytes: &[u8], fds: &[BorrowedFd<'_>]) -> io:
             socket,
             &[IoSlice::new(bytes)],
             &mut control,
-            SendFlags::NOSIGNAL,
+            flags | SendFlags::NOSIGNAL,
         ) {
             Ok(_) => return Ok(()),
             Err(rustix::io::Errno::INTR) => continue,
@@ -151,24 +181,46 @@ pub fn recv(socket: BorrowedFd<'_>, wait: bool) -> io::Result<Message> {
     Ok(Message { bytes: buffer, fds })
 }
 
+/// [`send_with_body`] without waiting: a full socket is `WouldBlock`.
+pub fn send_with_body_nowait(
+    socket: BorrowedFd<'_>,
+    head: Vec<u8>,
+    flags_at: usize,
+    body: &[u8],
+    fds: &[BorrowedFd<'_>],
+) -> io::Result<()> {
+    send_body(socket, head, flags_at, body, fds, SendFlags::DONTWAIT)
+}
+
 /// Sends `head`, then `body` in the message (or in a memfd, flagged in `head[flags_at]`, when
 /// it is large), with `fds`.
 pub fn send_with_body(
+    socket: BorrowedFd<'_>,
+    head: Vec<u8>,
+    flags_at: usize,
+    body: &[u8],
+    fds: &[BorrowedFd<'_>],
+) -> io::Result<()> {
+    send_body(socket, head, flags_at, body, fds, SendFlags::empty())
+}
+
+fn send_body(
     socket: BorrowedFd<'_>,
     mut head: Vec<u8>,
     flags_at: usize,
     body: &[u8],
     fds: &[BorrowedFd<'_>],
+    flags: SendFlags,
 ) -> io::Result<()> {
     if body.len() <= MAX_INLINE {
         head.extend_from_slice(body);
-        return send(socket, &head, fds);
+        return send_flagged(socket, &head, fds, flags);
     }
     head[flags_at] |= BODY_IN_MEMFD;
     let memfd = memfd(body)?;
     let mut fds = fds.to_vec();
     fds.push(memfd.as_fd());
-    send(socket, &head, &fds)
+    send_flagged(socket, &head, &fds, flags)
 }
 
 /// The body of a message sent with [`send_with_body`]: `rest` after the fixed fields, or the

@@ -1,0 +1,206 @@
+//! Inits the launcher server offers ahead of calls (`toolgate_sandbox::protocol::offer`): a
+//! call goes straight to the init offered for its kind, but never to one whose view may be
+//! stale. A protected or hidden path changed on the host (replaced, removed, made, its
+//! directory moved) or any change in a directory the views are watched by sends the call
+//! through the server, which builds a fresh view; the program cannot write what is protected
+//! either way. Real programs, the real launcher, real files.
+
+#![cfg(target_os = "linux")]
+
+mod common;
+
+use std::path::Path;
+use std::sync::Arc;
+use std::time::Duration;
+
+use common::{text, view_available, Fixture};
+use toolgate_core::exec::{self, ExecRequest};
+use toolgate_core::{Sandbox, SandboxPolicy};
+
+/// Waits up to five seconds for the server to offer an init for `sandbox`'s calls.
+async fn offered(sandbox: &Sandbox) -> Vec<u32> {
+    for _ in 0..250 {
+        let offered = sandbox.offered_inits();
+        if !offered.is_empty() {
+            return offered;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    panic!("no init was offered");
+}
+
+fn request(f: &Fixture, sandbox: &Arc<Sandbox>, script: &str) -> ExecRequest {
+    ExecRequest::new("/bin/sh", &f.work)
+        .args(["-c", script])
+        .env(toolgate_core::exec::env::child_environment(&[]))
+        .timeout(Duration::from_secs(20))
+        .sandbox(Arc::clone(sandbox))
+}
+
+/// One test at a time: a fixture made in a watched directory by another test would make this
+/// one's offer stale (correctly, but not what it tests).
+static ONE_AT_A_TIME: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+
+/// Runs `script` until a run goes to an offered init (a change elsewhere in a watched
+/// directory, such as another process's temporary directory, may make an offer stale: the
+/// call then goes through the server), at most five times.
+async fn run_offered(f: &Fixture, sandbox: &Arc<Sandbox>, script: &str) -> exec::ExecOutput {
+    for _ in 0..5 {
+        let offers = offered(sandbox).await;
+        let (went_to_offer, out) = run(f, sandbox, script, &offers).await;
+        if went_to_offer {
+            return out;
+        }
+    }
+    panic!("no call went to an offered init");
+}
+
+/// Runs `script`; returns whether it went to one of `offered`, and its output.
+async fn run(
+    f: &Fixture,
+    sandbox: &Arc<Sandbox>,
+    script: &str,
+    offered: &[u32],
+) -> (bool, exec::ExecOutput) {
+    let running = exec::spawn(request(f, sandbox, script)).unwrap();
+    let went_to_offer = offered.contains(&running.pid());
+    (went_to_offer, running.wait().await.unwrap())
+}
+
+fn policy(f: &Fixture) -> SandboxPolicy {
+    let mut policy = f.policy();
+    policy.protect = vec![
+        "worker.yaml".into(),
+        "tools/tools.ts".into(),
+        "later.yaml".into(),
+    ];
+    policy.hide = vec![".env".into()];
+    policy
+}
+
+fn layout(work: &Path) {
+    std::fs::write(work.join("worker.yaml"), "name: main\n").unwrap();
+    std::fs::create_dir_all(work.join("tools")).unwrap();
+    std::fs::write(work.join("tools/tools.ts"), "export {};\n").unwrap();
+}
+
+#[tokio::test]
+async fn a_call_goes_straight_to_the_init_offered_for_its_kind() {
+    let f = Fixture::new();
+    if !view_available() {
+        return;
+    }
+    layout(&f.work);
+    let _one = ONE_AT_A_TIME.lock().await;
+    let sandbox = f.sandbox(policy(&f));
+    for round in 0..5 {
+        let (_, out) = run(&f, &sandbox, "true", &[]).await;
+        assert!(out.success(), "{round}: {}", text(&out.stderr));
+        let out = run_offered(&f, &sandbox, "echo hi; cat worker.yaml").await;
+        assert!(out.success(), "{round}: {}", text(&out.stderr));
+        assert_eq!(text(&out.stdout), "hi\nname: main\n");
+        // The offered init's view is the policy's: protected stays protected.
+        let (_, out) = run(&f, &sandbox, "echo evil > worker.yaml", &[]).await;
+        assert!(!out.success(), "{round}: wrote a protected file");
+    }
+    assert_eq!(
+        std::fs::read_to_string(f.work.join("worker.yaml")).unwrap(),
+        "name: main\n"
+    );
+}
+
+/// How a protected or hidden path changes on the host between the offer and the call, and
+/// the path the call then tries to write.
+const HOST_CHANGES: &[(&str, &str)] = &[
+    ("replace worker.yaml by a rename", "worker.yaml"),
+    ("remove worker.yaml", "worker.yaml"),
+    ("make later.yaml", "later.yaml"),
+    ("make .env", ".env"),
+    ("move tools away and make it again", "tools/tools.ts"),
+];
+
+fn change_on_host(work: &Path, change: &str) {
+    match change {
+        "replace worker.yaml by a rename" => {
+            std::fs::write(work.join("worker.new"), "name: new\n").unwrap();
+            std::fs::rename(work.join("worker.new"), work.join("worker.yaml")).unwrap();
+        }
+        "remove worker.yaml" => std::fs::remove_file(work.join("worker.yaml")).unwrap(),
+        "make later.yaml" => std::fs::write(work.join("later.yaml"), "host\n").unwrap(),
+        "make .env" => std::fs::write(work.join(".env"), "KEY=host\n").unwrap(),
+        "move tools away and make it again" => {
+            std::fs::rename(work.join("tools"), work.join("tools.old")).unwrap();
+            std::fs::create_dir(work.join("tools")).unwrap();
+            std::fs::write(work.join("tools/tools.ts"), "export {};\n").unwrap();
+        }
+        _ => unreachable!(),
+    }
+}
+
+#[tokio::test]
+async fn an_offer_made_before_a_protected_path_changed_is_not_used() {
+    let _one = ONE_AT_A_TIME.lock().await;
+    for (change, target) in HOST_CHANGES {
+        let f = Fixture::new();
+        if !view_available() {
+            return;
+        }
+        layout(&f.work);
+        let sandbox = f.sandbox(policy(&f));
+        let (_, out) = run(&f, &sandbox, "true", &[]).await;
+        assert!(out.success(), "{change}: {}", text(&out.stderr));
+        let offers = offered(&sandbox).await;
+        change_on_host(&f.work, change);
+        let before = std::fs::read(f.work.join(target)).ok();
+        let script = format!("echo evil > {target}; echo evil >> {target}; cat {target}");
+        let (went_to_offer, out) = run(&f, &sandbox, &script, &offers).await;
+        assert!(
+            !went_to_offer,
+            "{change}: the call used an init offered before the change"
+        );
+        // A protected path that is missing may be made during a call; toolgate removes it
+        // after (see `sandbox::guard`). One that exists is never written.
+        if before.is_some() {
+            assert!(
+                !text(&out.stdout).contains("evil"),
+                "{change}: the program wrote {target}: {}",
+                text(&out.stdout)
+            );
+        }
+        let after = std::fs::read(f.work.join(target)).ok();
+        assert_eq!(before, after, "{change}: {target} changed on the host");
+    }
+}
+
+#[tokio::test]
+async fn a_change_in_a_watched_directory_sends_the_call_through_the_server() {
+    let f = Fixture::new();
+    if !view_available() {
+        return;
+    }
+    let _one = ONE_AT_A_TIME.lock().await;
+    layout(&f.work);
+    let sandbox = f.sandbox(policy(&f));
+    let (_, out) = run(&f, &sandbox, "true", &[]).await;
+    assert!(out.success(), "{}", text(&out.stderr));
+    for (round, name) in ["notes.txt", "build", "notes2.txt"].into_iter().enumerate() {
+        let offers = offered(&sandbox).await;
+        // The work directory holds protected paths: it is watched, and any name made there
+        // counts as a change the offer was not checked against.
+        if name == "build" {
+            std::fs::create_dir(f.work.join(name)).unwrap();
+        } else {
+            std::fs::write(f.work.join(name), "x").unwrap();
+        }
+        let (went_to_offer, out) = run(&f, &sandbox, "cat worker.yaml", &offers).await;
+        assert!(
+            !went_to_offer,
+            "{round}: an offer older than the change was used"
+        );
+        assert!(out.success(), "{round}: {}", text(&out.stderr));
+        assert_eq!(text(&out.stdout), "name: main\n");
+        // Nothing changed since the next offer: it is used again.
+        let out = run_offered(&f, &sandbox, "cat worker.yaml").await;
+        assert!(out.success(), "{round}: {}", text(&out.stderr));
+    }
+}
