@@ -15,7 +15,7 @@
 //! server → toolgate: `OFFER policy epoch pid flags body` + [call socket, pidfd, epoch,
 //! inotify]: a waiting init, set up for one kind of call, for toolgate to send its next call of
 //! that kind to directly (`CALL flags body` + [stdout, stderr, stdin?] on the call's socket), once
-//! it has checked the init's view is still fresh (see [`super::offer`]).
+//! it has checked the init's view is still fresh (see `protocol::offer`).
 //!
 //! On a waiting init's socket: init → server: `READY` once it is set up (or `FAILED message`:
 //! it could not be, and exits); server → init: `ASSIGN flags body` + [call socket, stdout,
@@ -65,7 +65,7 @@ pub const ASSIGN: u8 = 6;
 pub const RULES: u8 = 7;
 /// server → toolgate, on the server's socket: `OFFER policy epoch pid flags body` + [call
 /// socket, pidfd, epoch memfd, inotify fd], a waiting init for toolgate's next call of its kind
-/// (see [`super::offer`]).
+/// (see `protocol::offer`).
 pub const OFFER: u8 = 8;
 /// server → a waiting init: `OFFERED kind` + [call socket], you are offered to toolgate; your
 /// call comes on this socket.
