@@ -24,8 +24,17 @@ const CALLS = 120;
 let racer: ChildProcess | undefined;
 let server: Server | undefined;
 
-afterEach(() => {
-  racer?.kill('SIGKILL');
+afterEach(async () => {
+  // The racer and its last `mkfifo` (its own process group) are gone before the directory is removed.
+  if (racer?.pid !== undefined) {
+    const exited = new Promise((resolve) => racer!.once('exit', resolve));
+    try {
+      process.kill(-racer.pid, 'SIGKILL');
+    } catch {
+      // Already gone.
+    }
+    if (racer.exitCode === null && racer.signalCode === null) await exited;
+  }
   racer = undefined;
   server?.close();
   server = undefined;
@@ -110,7 +119,7 @@ describe('special files', () => {
           renameSync(staged, join(dir, name));
         }
       }`;
-    racer = spawn(process.execPath, ['-e', script, swap, mkfifo], { stdio: 'ignore' });
+    racer = spawn(process.execPath, ['-e', script, swap, mkfifo], { stdio: 'ignore', detached: true });
 
     const seen = new Map<string, number>();
     for (let round = 0; round < CALLS; round++) {

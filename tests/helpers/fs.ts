@@ -13,5 +13,6 @@ export function tempDir(prefix = 'toolgate-test-'): string {
 }
 
 afterEach(() => {
-  for (const dir of created.splice(0)) rmSync(dir, { recursive: true, force: true });
+  // Retried: a process a test killed a moment ago may still be finishing a last entry there.
+  for (const dir of created.splice(0)) rmSync(dir, { recursive: true, force: true, maxRetries: 5, retryDelay: 20 });
 });
