@@ -204,3 +204,60 @@ async fn a_change_in_a_watched_directory_sends_the_call_through_the_server() {
         assert!(out.success(), "{round}: {}", text(&out.stderr));
     }
 }
+
+/// The program's process of an offered init takes the call itself and executes it (see
+/// toolgate-sandbox's `serve.rs`): it runs confined as any call's program (no_new_privs, the
+/// seccomp filter, its own PID namespace), and a program it cannot execute in the view is
+/// reported as for any call, with the next call served as usual.
+#[tokio::test]
+async fn an_offered_init_runs_its_program_confined_and_reports_what_cannot_run() {
+    let f = Fixture::new();
+    if !view_available() {
+        return;
+    }
+    let _one = ONE_AT_A_TIME.lock().await;
+    layout(&f.work);
+    std::fs::create_dir(f.work.join("secret")).unwrap();
+    let tool = f.work.join("secret/tool.sh");
+    std::fs::write(&tool, "#!/bin/sh\necho ran\n").unwrap();
+    std::fs::set_permissions(&tool, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    let mut policy = policy(&f);
+    policy.hide.push("secret".into());
+    let sandbox = f.sandbox(policy);
+    let (_, out) = run(&f, &sandbox, "true", &[]).await;
+    assert!(out.success(), "{}", text(&out.stderr));
+    for round in 0..3 {
+        let out = run_offered(
+            &f,
+            &sandbox,
+            "grep -E '^(NoNewPrivs|Seccomp):' /proc/self/status; echo pid $$",
+        )
+        .await;
+        assert!(out.success(), "{round}: {}", text(&out.stderr));
+        let stdout = text(&out.stdout);
+        assert!(stdout.contains("NoNewPrivs:\t1"), "{round}: {stdout}");
+        assert!(stdout.contains("Seccomp:\t2"), "{round}: {stdout}");
+        // PID 1 is the init; its program is the next process of the namespace.
+        assert!(stdout.contains("pid 2\n"), "{round}: {stdout}");
+
+        // A program hidden in the view: its execution fails in the offered init's process.
+        let mut went_to_offer = false;
+        for _ in 0..5 {
+            let offers = offered(&sandbox).await;
+            let running = exec::spawn(
+                ExecRequest::new(&tool, &f.work)
+                    .env(toolgate_core::exec::env::child_environment(&[]))
+                    .timeout(Duration::from_secs(20))
+                    .sandbox(Arc::clone(&sandbox)),
+            )
+            .unwrap();
+            went_to_offer = offers.contains(&running.pid());
+            let err = running.wait().await.unwrap_err().to_string();
+            assert!(err.contains("tool.sh"), "{round}: {err}");
+            if went_to_offer {
+                break;
+            }
+        }
+        assert!(went_to_offer, "{round}: no call went to an offered init");
+    }
+}

@@ -27,9 +27,11 @@ use crate::seccomp;
 
 /// The newest Landlock ABI this code knows; older kernels get the subset they support.
 const NEWEST_ABI: ABI = ABI::V10;
-/// The stack of the program's process until it executes (it makes a few system calls; only a
-/// failure message needs more than a few frames). Pages are touched only as used.
-const CHILD_STACK: usize = 64 * 1024;
+/// The stack of the program's process until it executes: a few system calls, or for an offered
+/// init's call the request's parsing too (see `serve.rs`). Pages are touched only as used;
+/// below it a page that faults on overflow.
+const CHILD_STACK: usize = 256 * 1024;
+const GUARD: usize = 4096;
 
 /// Writes the launcher's own message to stderr and returns `code`.
 pub(crate) fn fail(code: i32, message: &str) -> i32 {
@@ -216,26 +218,59 @@ pub(crate) struct ChildStack {
 
 impl ChildStack {
     pub fn new() -> std::io::Result<Self> {
-        // SAFETY: a private anonymous mapping of our own; it is unmapped on drop.
-        let base = unsafe {
-            libc::mmap(
+        // SAFETY: a private anonymous mapping of our own, its lowest page made inaccessible;
+        // it is unmapped on drop.
+        unsafe {
+            let base = libc::mmap(
                 std::ptr::null_mut(),
-                CHILD_STACK,
+                GUARD + CHILD_STACK,
                 libc::PROT_READ | libc::PROT_WRITE,
                 libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_STACK,
                 -1,
                 0,
-            )
-        };
-        if base == libc::MAP_FAILED {
-            return Err(std::io::Error::last_os_error());
+            );
+            if base == libc::MAP_FAILED {
+                return Err(std::io::Error::last_os_error());
+            }
+            let stack = Self { base };
+            if libc::mprotect(base, GUARD, libc::PROT_NONE) != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(stack)
         }
-        Ok(Self { base })
     }
 
     fn top(&self) -> *mut libc::c_void {
         // SAFETY: one past the end of the mapping: where a downward-growing stack starts.
-        unsafe { self.base.cast::<u8>().add(CHILD_STACK).cast() }
+        unsafe { self.base.cast::<u8>().add(GUARD + CHILD_STACK).cast() }
+    }
+
+    /// Runs `child` in a new process that shares this one's memory, on this stack
+    /// (`CLONE_VM | CLONE_VFORK`): this process is suspended until that one executes a program
+    /// or exits, which `child` must end with (it never returns: its `c_int` is only there to
+    /// take a `!`). Returns its pid. (The caller is single threaded.)
+    pub fn vfork<F: FnMut() -> libc::c_int>(&self, mut child: F) -> std::io::Result<libc::pid_t> {
+        extern "C" fn run<F: FnMut() -> libc::c_int>(child: *mut libc::c_void) -> libc::c_int {
+            // SAFETY: `child` is the `&mut F` passed to clone below, alive because the parent
+            // is suspended until this process executes or exits.
+            let child = unsafe { &mut *child.cast::<F>() };
+            child()
+        }
+        // SAFETY: CLONE_VM | CLONE_VFORK: the child runs on its own stack in our memory while
+        // we are suspended, and leaves it only by execve or _exit, so nothing it touches is in
+        // use concurrently; the stack grows down from its top.
+        let pid = unsafe {
+            libc::clone(
+                run::<F>,
+                self.top(),
+                libc::CLONE_VM | libc::CLONE_VFORK | libc::SIGCHLD,
+                (&mut child as *mut F).cast(),
+            )
+        };
+        if pid < 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+        Ok(pid)
     }
 }
 
@@ -243,7 +278,7 @@ impl Drop for ChildStack {
     fn drop(&mut self) {
         // SAFETY: the mapping made in `new`; no process runs on it any more (the child of
         // `spawn` has executed or exited before clone returned).
-        unsafe { libc::munmap(self.base, CHILD_STACK) };
+        unsafe { libc::munmap(self.base, GUARD + CHILD_STACK) };
     }
 }
 
@@ -267,31 +302,12 @@ impl Program<'_> {
     /// Starts the program's process on `stack`; returns its pid. (The caller is single
     /// threaded.)
     pub fn spawn(&self, stack: &ChildStack) -> std::io::Result<libc::pid_t> {
-        extern "C" fn child(program: *mut libc::c_void) -> libc::c_int {
-            // SAFETY: `program` is the `&Program` passed to clone below, alive because the
-            // parent is suspended until this process executes or exits.
-            let program = unsafe { &*(program as *const Program<'_>) };
-            program.exec()
-        }
-        // SAFETY: CLONE_VM | CLONE_VFORK: the child runs `child` on its own stack in our
-        // memory while we are suspended, and leaves it only by execve or _exit, so nothing it
-        // touches is in use concurrently; the stack grows down from its top.
-        let pid = unsafe {
-            libc::clone(
-                child,
-                stack.top(),
-                libc::CLONE_VM | libc::CLONE_VFORK | libc::SIGCHLD,
-                (self as *const Self).cast_mut().cast(),
-            )
-        };
-        if pid < 0 {
-            return Err(std::io::Error::last_os_error());
-        }
-        Ok(pid)
+        stack.vfork(|| self.exec())
     }
 
-    /// In the program's process: never returns.
-    fn exec(&self) -> ! {
+    /// In the program's process (the clone of `spawn`, or a forked child): applies the
+    /// streams, limits, working directory and confinement, and executes. Never returns.
+    pub fn exec(&self) -> ! {
         let code = match self.enter() {
             Ok(()) => {
                 let launch = self.launch;
@@ -362,26 +378,32 @@ impl Program<'_> {
     }
 
     fn confine(&self) -> Result<(), String> {
-        // SAFETY: prctl with integer arguments; landlock_restrict_self takes a ruleset fd we
-        // hold and flags.
-        unsafe {
-            if libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0 {
+        restrict_self(self.ruleset)?;
+        install_filters(self.seccomp, self.best_effort)
+    }
+}
+
+/// Sets no_new_privs and applies the Landlock `ruleset` (when there is one) to this process.
+pub(crate) fn restrict_self(ruleset: Option<BorrowedFd<'_>>) -> Result<(), String> {
+    // SAFETY: prctl with integer arguments; landlock_restrict_self takes a ruleset fd we hold
+    // and flags.
+    unsafe {
+        if libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0 {
+            return Err(format!(
+                "no_new_privs could not be set: {}",
+                std::io::Error::last_os_error()
+            ));
+        }
+        if let Some(ruleset) = ruleset {
+            if libc::syscall(libc::SYS_landlock_restrict_self, ruleset.as_raw_fd(), 0) != 0 {
                 return Err(format!(
-                    "no_new_privs could not be set: {}",
+                    "Landlock could not be applied: {}",
                     std::io::Error::last_os_error()
                 ));
             }
-            if let Some(ruleset) = self.ruleset {
-                if libc::syscall(libc::SYS_landlock_restrict_self, ruleset.as_raw_fd(), 0) != 0 {
-                    return Err(format!(
-                        "Landlock could not be applied: {}",
-                        std::io::Error::last_os_error()
-                    ));
-                }
-            }
         }
-        install_filters(self.seccomp, self.best_effort)
     }
+    Ok(())
 }
 
 /// The filters a policy asks for (none without `--seccomp`), compiled for its network

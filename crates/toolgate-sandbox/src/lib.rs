@@ -44,6 +44,8 @@ mod plan;
 #[cfg(all(target_os = "linux", feature = "launcher"))]
 mod seccomp;
 #[cfg(all(target_os = "linux", feature = "launcher"))]
+mod serve;
+#[cfg(all(target_os = "linux", feature = "launcher"))]
 mod server;
 #[cfg(all(target_os = "linux", feature = "launcher"))]
 mod sys;

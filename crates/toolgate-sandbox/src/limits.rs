@@ -493,24 +493,29 @@ impl CallCgroup {
     /// The directories, opened for the init to read the counters after it left this view of
     /// the file system.
     pub fn open(&self) -> Result<CgroupFiles, String> {
-        let open = |dir: &Option<PathBuf>| -> Result<Option<OwnedFd>, String> {
+        // The counters' files, opened ahead: reading them is then all a call's report costs.
+        let open = |dir: &Option<PathBuf>, file: &str| -> Result<Option<OwnedFd>, String> {
             dir.as_ref()
                 .map(|dir| {
+                    let path = dir.join(file);
                     rustix::fs::open(
-                        dir,
-                        rustix::fs::OFlags::PATH
-                            | rustix::fs::OFlags::DIRECTORY
-                            | rustix::fs::OFlags::CLOEXEC,
+                        &path,
+                        rustix::fs::OFlags::RDONLY | rustix::fs::OFlags::CLOEXEC,
                         rustix::fs::Mode::empty(),
                     )
-                    .map_err(|err| format!("opening the cgroup '{}': {err}", dir.display()))
+                    .map_err(|err| format!("opening '{}': {err}", path.display()))
                 })
                 .transpose()
         };
+        let (memory_file, memory_keys) = if self.version == 1 {
+            ("memory.oom_control", ["oom_kill", "under_oom"])
+        } else {
+            ("memory.events", ["oom_kill", "oom"])
+        };
         Ok(CgroupFiles {
-            version: self.version,
-            pids: open(&self.pids)?,
-            memory: open(&self.memory)?,
+            pids_events: open(&self.pids, "pids.events")?,
+            memory_events: open(&self.memory, memory_file)?,
+            memory_keys,
         })
     }
 
@@ -524,19 +529,21 @@ impl CallCgroup {
     }
 }
 
-/// A call's cgroup directories, open.
+/// A call's cgroup counters (the files its limits are reported from), open.
 pub(crate) struct CgroupFiles {
-    version: u8,
-    pids: Option<OwnedFd>,
-    memory: Option<OwnedFd>,
+    pids_events: Option<OwnedFd>,
+    memory_events: Option<OwnedFd>,
+    /// The keys of `memory_events` that count an out-of-memory kill (they differ between
+    /// cgroup v1 and v2).
+    memory_keys: [&'static str; 2],
 }
 
 impl CgroupFiles {
     /// The descriptors to keep open in the init.
     pub fn fds(&self) -> Vec<libc::c_int> {
-        self.pids
+        self.pids_events
             .iter()
-            .chain(&self.memory)
+            .chain(&self.memory_events)
             .map(AsRawFd::as_raw_fd)
             .collect()
     }
@@ -544,18 +551,13 @@ impl CgroupFiles {
     /// Which limits the counters say were hit.
     fn hit(&self) -> Vec<&'static str> {
         let mut hit = Vec::new();
-        if let Some(dir) = &self.pids {
-            if counter(dir.as_fd(), "pids.events", "max") > 0 {
+        if let Some(file) = &self.pids_events {
+            if counters(file.as_fd(), &["max"])[0] > 0 {
                 hit.push(PROCESSES);
             }
         }
-        if let Some(dir) = &self.memory {
-            let (file, keys) = if self.version == 1 {
-                ("memory.oom_control", ["oom_kill", "under_oom"])
-            } else {
-                ("memory.events", ["oom_kill", "oom"])
-            };
-            let killed: u64 = counters(dir.as_fd(), file, &keys).iter().sum();
+        if let Some(file) = &self.memory_events {
+            let killed: u64 = counters(file.as_fd(), &self.memory_keys).iter().sum();
             if killed > 0 {
                 hit.push(MEMORY_MB);
             }
@@ -564,27 +566,17 @@ impl CgroupFiles {
     }
 }
 
-/// The value of `key` in a flat-keyed cgroup file (`key value` lines); 0 when absent.
-fn counter(dir: BorrowedFd<'_>, file: &str, key: &str) -> u64 {
-    counters(dir, file, &[key])[0]
-}
-
-/// The values of `keys` in a flat-keyed cgroup file, read once; 0 for each one absent.
-fn counters<const N: usize>(dir: BorrowedFd<'_>, file: &str, keys: &[&str; N]) -> [u64; N] {
-    let text = rustix::fs::openat(
-        dir,
-        file,
-        rustix::fs::OFlags::RDONLY | rustix::fs::OFlags::CLOEXEC,
-        rustix::fs::Mode::empty(),
-    )
-    .ok()
-    .and_then(|fd| {
-        let mut bytes = vec![0u8; 4096];
-        let n = rustix::io::read(&fd, &mut bytes).ok()?;
-        bytes.truncate(n);
-        String::from_utf8(bytes).ok()
-    })
-    .unwrap_or_default();
+/// The values of `keys` in a flat-keyed cgroup file (`key value` lines), read once from its
+/// start; 0 for each one absent.
+fn counters<const N: usize>(file: BorrowedFd<'_>, keys: &[&str; N]) -> [u64; N] {
+    let mut bytes = vec![0u8; 4096];
+    let text = rustix::io::pread(file, &mut bytes, 0)
+        .ok()
+        .and_then(|n| {
+            bytes.truncate(n);
+            String::from_utf8(bytes).ok()
+        })
+        .unwrap_or_default();
     keys.map(|key| {
         text.lines()
             .find_map(|line| {

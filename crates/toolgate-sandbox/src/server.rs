@@ -28,7 +28,9 @@
 //!   ruleset and executes, see `confine.rs`), and once the program has exited kills and reaps
 //!   everything else in its namespace and reports how the program ended, with the limits it
 //!   ran into, on the call's socket: that report ends the call for toolgate, which need not
-//!   wait for the init's own exit. toolgate gets the init's pid and a pidfd, and
+//!   wait for the init's own exit (`serve.rs`; an init offered to toolgate starts the
+//!   program's process before its call, and that process takes the call itself).
+//!   toolgate gets the init's pid and a pidfd, and
 //!   kills the group on timeout or abort exactly as for a child of its own. When toolgate
 //!   closes the call's socket the server kills the init (ending the namespace) and only then
 //!   reaps it and removes its cgroup, so the group id is never reused while toolgate may still
@@ -48,11 +50,9 @@ use std::ffi::OsString;
 use std::os::fd::{AsFd, AsRawFd, BorrowedFd, FromRawFd, OwnedFd};
 use std::path::PathBuf;
 
-use crate::confine::{
-    fail, filters_of, install_filters, ChildStack, Grant, Program, RulesetBuilder,
-};
+use crate::confine::{fail, filters_of, install_filters, ChildStack, Grant, RulesetBuilder};
 use crate::features::{self, Features};
-use crate::init::{self, Prepared, ServedInit, ViewHandles};
+use crate::init::{self, ServedInit, ViewHandles};
 use crate::limits::{CallCgroup, Cgroups};
 use crate::opened::{OpenPaths, PathHandle};
 use crate::plan::{Confinement, Network, Plan};
@@ -62,7 +62,9 @@ use crate::protocol::wire::{self, Reader};
 use crate::protocol::words;
 use crate::protocol::{ARG_CLEAN, ARG_PARENT, EXIT_SETUP_FAILED};
 use crate::seccomp;
-use crate::tree::{block_signals, cpu_time, enter_user_namespace, kill_descendants, Ended};
+use crate::serve::{self, report_failure};
+use crate::sys::poll_in;
+use crate::tree::{block_signals, enter_user_namespace, reap};
 use crate::view::{self, ViewSpec};
 
 /// How many kinds of waiting inits (one per view) are kept.
@@ -1314,7 +1316,16 @@ impl Server {
                 if wire::send(socket, &[wire::READY], mount.as_slice()).is_err() {
                     EXIT_SETUP_FAILED
                 } else {
-                    match self.serve_call(socket, namespace, &prepared, stack, setup.rules) {
+                    let init = serve::Init {
+                        socket,
+                        namespace,
+                        prepared: &prepared,
+                        rules: setup.rules,
+                        devnull: self.devnull.as_fd(),
+                        mask: &self.mask,
+                        files: self.files,
+                    };
+                    match init.serve(stack) {
                         Ok(()) => 0,
                         Err(()) => EXIT_SETUP_FAILED,
                     }
@@ -1330,147 +1341,6 @@ impl Server {
         };
         // SAFETY: _exit never returns. In a namespace this ends every process left in it.
         unsafe { libc::_exit(code) }
-    }
-
-    /// In an init: waits for the call, runs it, reports. `Err` when there was no call to run.
-    fn serve_call(
-        &self,
-        socket: BorrowedFd<'_>,
-        namespace: bool,
-        prepared: &Prepared,
-        stack: ChildStack,
-        rules: &Confinement,
-    ) -> Result<(), ()> {
-        let message = wire::recv(socket, true).map_err(|_| ())?;
-        // From the server (`ASSIGN` + [call socket, …]), or offered to toolgate (`OFFERED
-        // kind` + [call socket]), whose `CALL` + […] then comes on the call's socket.
-        let (message, offered) = match message.bytes.first() {
-            Some(&wire::ASSIGN) => (message, None),
-            Some(&wire::OFFERED) => {
-                let kind = CallKind::of_offered(&message.bytes[1..]);
-                let call = message.fds.into_iter().next().ok_or(())?;
-                let request = wire::recv(call.as_fd(), true).map_err(|_| ())?;
-                if request.bytes.first() != Some(&wire::CALL) {
-                    return Err(()); // end of file: toolgate let this init go
-                }
-                (request, Some((kind, call)))
-            }
-            _ => return Err(()), // end of file: the server is gone or dropped this init
-        };
-        let mut reader = Reader::new(&message.bytes);
-        reader.u8();
-        let flags = reader.u8().unwrap_or(0);
-        let mut fds = message.fds;
-        let body = wire::take_body(reader.rest(), flags, &mut fds);
-        let stdin = if flags & wire::HAS_STDIN != 0 {
-            fds.pop()
-        } else {
-            None
-        };
-        let (Some(stderr), Some(stdout)) = (fds.pop(), fds.pop()) else {
-            return Err(());
-        };
-        let (call, kind) = match offered {
-            Some((kind, call)) => (call, Some(kind)),
-            None => (fds.pop().ok_or(())?, None),
-        };
-        if !fds.is_empty() {
-            return Err(());
-        }
-        let stdin = stdin.as_ref().map_or(self.devnull.as_fd(), AsFd::as_fd);
-        let plan = body
-            .map_err(|err| format!("reading the request: {err}"))
-            .and_then(|body| Plan::parse(words::split(&body), true))
-            .and_then(|plan| match &kind {
-                // toolgate chose this init for the call's kind: its view must be that kind's.
-                Some(kind)
-                    if *kind != CallKind::new(&plan.confinement.read, plan.call_dir.as_deref()) =>
-                {
-                    Err("the call is not of the kind its offered init was made for".into())
-                }
-                _ => Ok(plan),
-            });
-        // An init without a view gets its ruleset now, built by the server meanwhile (an
-        // offered init always has one).
-        let ruleset = if prepared.ruleset.is_some() || kind.is_some() {
-            Ok(None)
-        } else {
-            let rules = wire::recv(socket, true).map_err(|_| ())?;
-            match rules.bytes.split_first() {
-                Some((&wire::RULES, _)) => Ok(rules.fds.into_iter().next()),
-                Some((&wire::FAILED, message)) => {
-                    Err(String::from_utf8_lossy(message).into_owned())
-                }
-                _ => return Err(()),
-            }
-        };
-        let launch = plan.and_then(|plan| {
-            prepared.make_call_dir(plan.call_dir.as_deref())?;
-            let launch = plan.launch.ok_or("no program given")?;
-            Ok((launch, ruleset?))
-        });
-        let (launch, per_call_ruleset) = match launch {
-            Ok(ready) => ready,
-            Err(message) => {
-                report_failure(call.as_fd(), &message);
-                return Ok(());
-            }
-        };
-        if let Some(listener) = &prepared.listener {
-            if wire::send(call.as_fd(), &[wire::LISTENER], &[listener.as_fd()]).is_err() {
-                return Ok(()); // toolgate is gone
-            }
-        }
-        let ruleset = prepared
-            .ruleset
-            .as_ref()
-            .or(per_call_ruleset.as_ref())
-            .map(AsFd::as_fd);
-        let program = Program {
-            ruleset,
-            seccomp: &[], // installed in this init already, and inherited
-            best_effort: false,
-            launch: &launch,
-            mask: &self.mask,
-            stdio: Some([stdin, stdout.as_fd(), stderr.as_fd()]),
-            files: Some(self.files),
-        }
-        .spawn(&stack);
-        drop((stdout, stderr, per_call_ruleset));
-        let program = match program {
-            Ok(program) => program,
-            Err(err) => {
-                report_failure(call.as_fd(), &format!("clone: {err}"));
-                return Ok(());
-            }
-        };
-        if kind.is_some() {
-            // The server learns its offer was taken (its next init of this kind follows).
-            let _ = wire::send(socket, &[wire::TAKEN], &[]);
-        }
-        let ended = if namespace {
-            // Everything else in the namespace goes before the report, so that toolgate can
-            // take the report as the end of the call's whole tree without waiting for this
-            // init's own exit (its address space and namespaces are torn down after).
-            crate::tree::reap_until_with_usage(program).map(|ended| Ended {
-                orphan_file_size: ended.orphan_file_size | crate::tree::end_pid_namespace(),
-                ..ended
-            })
-        } else {
-            subreaper_wait(program, call.as_fd())
-        };
-        if let Some(ended) = ended {
-            let limits = if rules.without.limits {
-                Default::default()
-            } else {
-                rules.limits
-            };
-            let hit = prepared.limits_hit(&limits, &ended);
-            let mut report = wire::tagged_i32(wire::EXITED, ended.status).to_vec();
-            report.extend_from_slice(hit.join(",").as_bytes());
-            let _ = wire::send(call.as_fd(), &report, &[]);
-        }
-        Ok(())
     }
 
     /// Kills every call and waiting init and waits until each is gone; when toolgate is gone
@@ -1609,75 +1479,6 @@ impl Request {
             stdin,
             body,
         })
-    }
-}
-
-/// In a subreaper init: waits for the program, or for toolgate to close the call's socket;
-/// either way kills every leftover descendant. Returns how the program ended if it exited.
-fn subreaper_wait(program: libc::pid_t, socket: BorrowedFd<'_>) -> Option<Ended> {
-    let Ok(program_fd) = wire::pidfd_open(program) else {
-        let ended = crate::tree::reap_until_with_usage(program);
-        let orphan_file_size = kill_descendants();
-        return ended.map(|ended| Ended {
-            orphan_file_size: ended.orphan_file_size || orphan_file_size,
-            ..ended
-        });
-    };
-    loop {
-        let mut polls = [poll_in(program_fd.as_fd()), poll_in(socket)];
-        // SAFETY: poll reads and writes the array we own.
-        let ready = unsafe { libc::poll(polls.as_mut_ptr(), 2, -1) };
-        if ready < 0 && std::io::Error::last_os_error().raw_os_error() == Some(libc::EINTR) {
-            continue;
-        }
-        if polls[0].revents != 0 || ready < 0 {
-            let mut status = 0;
-            // SAFETY: wait4 of our own child into values we own.
-            let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
-            let reaped = unsafe { libc::wait4(program, &mut status, 0, &mut usage) } == program;
-            let orphan_file_size = kill_descendants();
-            return reaped.then(|| Ended {
-                status,
-                cpu: cpu_time(&usage),
-                orphan_file_size,
-            });
-        }
-        if polls[1].revents != 0 {
-            // SAFETY: kill of our own unreaped child.
-            unsafe { libc::kill(program, libc::SIGKILL) };
-            kill_descendants();
-            return None;
-        }
-    }
-}
-
-/// Waits until an init is gone and reaps it.
-fn reap(pid: libc::pid_t) {
-    // SAFETY: waitpid of our own child (an init), blocking until it has exited.
-    unsafe {
-        while libc::waitpid(pid, std::ptr::null_mut(), 0) < 0
-            && std::io::Error::last_os_error().raw_os_error() == Some(libc::EINTR)
-        {}
-    }
-}
-
-fn report_failure(socket: BorrowedFd<'_>, message: &str) {
-    let mut bytes = vec![wire::FAILED];
-    bytes.extend_from_slice(&EXIT_SETUP_FAILED.to_le_bytes());
-    let room = wire::MAX_MESSAGE - bytes.len();
-    let mut end = message.len().min(room);
-    while !message.is_char_boundary(end) {
-        end -= 1;
-    }
-    bytes.extend_from_slice(&message.as_bytes()[..end]);
-    let _ = wire::send(socket, &bytes, &[]);
-}
-
-fn poll_in(fd: BorrowedFd<'_>) -> libc::pollfd {
-    libc::pollfd {
-        fd: fd.as_raw_fd(),
-        events: libc::POLLIN,
-        revents: 0,
     }
 }
 

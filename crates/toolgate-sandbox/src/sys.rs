@@ -215,3 +215,12 @@ pub(crate) fn free_blocks(fd: BorrowedFd<'_>) -> Option<u64> {
         (libc::fstatfs(fd.as_raw_fd(), &mut stat) == 0).then_some(stat.f_bavail as u64)
     }
 }
+
+/// A `pollfd` waiting for `fd` to be readable.
+pub(crate) fn poll_in(fd: BorrowedFd<'_>) -> libc::pollfd {
+    libc::pollfd {
+        fd: fd.as_raw_fd(),
+        events: libc::POLLIN,
+        revents: 0,
+    }
+}

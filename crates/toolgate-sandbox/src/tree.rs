@@ -183,3 +183,13 @@ fn own_children() -> Vec<libc::pid_t> {
         })
         .unwrap_or_default()
 }
+
+/// Waits until the child `pid` is gone and reaps it.
+pub(crate) fn reap(pid: libc::pid_t) {
+    // SAFETY: waitpid of our own child, into nothing, blocking until it has exited.
+    unsafe {
+        while libc::waitpid(pid, std::ptr::null_mut(), 0) < 0
+            && std::io::Error::last_os_error().raw_os_error() == Some(libc::EINTR)
+        {}
+    }
+}
