@@ -261,3 +261,60 @@ async fn an_offered_init_runs_its_program_confined_and_reports_what_cannot_run()
         assert!(went_to_offer, "{round}: no call went to an offered init");
     }
 }
+
+/// The program's process an offered init started ahead dies before any call came (killed from
+/// outside): the init ends without a report, and the next call does not take a report of
+/// that death for its own but runs as usual.
+#[tokio::test]
+async fn an_offered_init_whose_waiting_process_died_serves_no_call() {
+    let f = Fixture::new();
+    if !view_available() {
+        return;
+    }
+    let _one = ONE_AT_A_TIME.lock().await;
+    layout(&f.work);
+    let sandbox = f.sandbox(policy(&f));
+    let (_, out) = run(&f, &sandbox, "true", &[]).await;
+    assert!(out.success(), "{}", text(&out.stderr));
+    for round in 0..3 {
+        let offers = offered(&sandbox).await;
+        let mut killed = 0;
+        for init in &offers {
+            // The init starts the process once it hears it is offered: a moment after
+            // toolgate hears of the offer.
+            let mut children = String::new();
+            for _ in 0..250 {
+                children = std::fs::read_to_string(format!("/proc/{init}/task/{init}/children"))
+                    .unwrap_or_default();
+                if !children.trim().is_empty() {
+                    break;
+                }
+                tokio::time::sleep(Duration::from_millis(20)).await;
+            }
+            for child in children.split_whitespace() {
+                let child: libc::pid_t = child.parse().unwrap();
+                // SAFETY: kill takes integers.
+                assert_eq!(unsafe { libc::kill(child, libc::SIGKILL) }, 0);
+                killed += 1;
+            }
+        }
+        assert!(
+            killed > 0,
+            "{round}: the offered inits had no waiting process"
+        );
+        // The inits end without a report (and close their end of the offer).
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        let (went_to_offer, out) = run(&f, &sandbox, "echo hi", &offers).await;
+        assert!(
+            !went_to_offer,
+            "{round}: a call went to an init whose process died"
+        );
+        assert!(
+            out.success(),
+            "{round}: {:?} {}",
+            out.signal,
+            text(&out.stderr)
+        );
+        assert_eq!(text(&out.stdout), "hi\n");
+    }
+}

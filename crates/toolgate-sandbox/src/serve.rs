@@ -6,14 +6,16 @@
 //! - **Assigned** by the server (`ASSIGN` + the call's socket and streams): the init clones
 //!   the program's process, which applies the ruleset and executes (`Program::spawn`).
 //! - **Offered** to toolgate (`OFFERED kind` + the call's socket; see
-//!   `protocol::offer`): the init forks the program's process at once, ahead of the call.
-//!   That process takes toolgate's `CALL` + streams on the call's socket itself, checks that
-//!   the call is of the init's kind, makes the call's directory and executes. A call sent
-//!   straight to an offered init thus wakes one process, not two, and costs no `clone` on its
-//!   path. The init learns the outcome from a close-on-exec pipe: end of file when the
-//!   program executed (or its process died), one byte when no call came or the call failed
-//!   before executing (reported on the call's socket by that process). Only then does it tell
-//!   the server `TAKEN`, while the program runs.
+//!   `protocol::offer`): the init starts the program's process at once, ahead of the call,
+//!   sharing its memory as `vfork` does (the init is suspended until that process executes or
+//!   exits). That process applies the call's Landlock ruleset, takes toolgate's `CALL` +
+//!   streams on the call's socket itself, checks that the call is of the init's kind, renames
+//!   the call's directory into place and executes. A call sent straight to an offered init thus
+//!   wakes one process, not two, and costs no `clone` on its path. How far the process got it
+//!   says in the shared memory: it took a call (then it executed, or died trying), no call came,
+//!   or the call failed before executing (reported on the call's socket by that process). Once
+//!   it took a call and the init resumes, the init tells the server `TAKEN`, while the program
+//!   runs.
 //!
 //! Either way the init then waits for the program; as PID 1 of the call's namespace it ends
 //! and reaps everything else in it before it reports (or, as a subreaper, kills every leftover
@@ -32,13 +34,16 @@ use crate::protocol::EXIT_SETUP_FAILED;
 use crate::sys::poll_in;
 use crate::tree::{cpu_time, kill_descendants, reap, Ended};
 
-/// How an offered init's program process ended: it executed the program (or died trying; a
-/// failed `execve` is the program's exit status, as for an assigned call).
-const EXECUTED: u8 = 0;
+/// How far an offered init's program process got, as it says in memory it shares with its
+/// init. Waiting for a call (also: it died before one came).
+const WAITING: u8 = 0;
+/// It took a call: it then executed the program, or died trying (a failed `execve` is the
+/// program's exit status, as for an assigned call).
+const CALLED: u8 = 1;
 /// No call came (toolgate let the offer go, or the request was malformed).
-const NO_CALL: u8 = 1;
+const NO_CALL: u8 = 2;
 /// The call failed before its program executed, and that was reported on the call's socket.
-const REPORTED: u8 = 2;
+const REPORTED: u8 = 3;
 
 /// An init that is ready: what it serves its call with.
 pub(crate) struct Init<'a> {
@@ -126,17 +131,17 @@ impl Init<'_> {
     fn serve_offered(&self, message: wire::Message, stack: &ChildStack) -> Result<(), ()> {
         let kind = CallKind::of_offered(&message.bytes[1..]);
         let socket = message.fds.into_iter().next().ok_or(())?;
-        // Written by the program's process (it shares this memory) when it ends without
-        // executing; read once it has executed or exited.
-        let outcome = AtomicU8::new(EXECUTED);
+        // Written by the program's process (it shares this memory); read once it has executed
+        // or exited.
+        let outcome = AtomicU8::new(WAITING);
         let child = stack
             .vfork(|| self.take_offered(&kind, socket.as_raw_fd(), &outcome))
             .map_err(|_| ())?;
         match outcome.load(Ordering::Relaxed) {
-            EXECUTED => {}
+            CALLED => {}
             said => {
                 reap(child);
-                return if said == NO_CALL { Err(()) } else { Ok(()) };
+                return if said == REPORTED { Ok(()) } else { Err(()) };
             }
         }
         // The server learns its offer was taken (its next init of this kind follows).
@@ -161,6 +166,7 @@ impl Init<'_> {
         let restricted = restrict_self(ruleset).is_ok();
         let call = match wire::recv(socket.as_fd(), true) {
             Ok(request) if request.bytes.first() == Some(&wire::CALL) => {
+                outcome.store(CALLED, Ordering::Relaxed);
                 take_call(request, Some((kind, socket)))
             }
             _ => Err(()), // end of file: toolgate let this init go
