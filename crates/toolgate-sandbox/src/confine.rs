@@ -277,7 +277,7 @@ impl ChildStack {
 impl Drop for ChildStack {
     fn drop(&mut self) {
         // SAFETY: the mapping made in `new`; no process runs on it any more (the child of
-        // `spawn` has executed or exited before clone returned).
+        // `vfork` has executed or exited before clone returned).
         unsafe { libc::munmap(self.base, GUARD + CHILD_STACK) };
     }
 }
@@ -305,8 +305,9 @@ impl Program<'_> {
         stack.vfork(|| self.exec())
     }
 
-    /// In the program's process (the clone of `spawn`, or a forked child): applies the
-    /// streams, limits, working directory and confinement, and executes. Never returns.
+    /// In the program's process (started by `spawn`, or by an offered init ahead of its call:
+    /// see `serve.rs`): applies the streams, limits, working directory and confinement, and
+    /// executes. Never returns.
     pub fn exec(&self) -> ! {
         let code = match self.enter() {
             Ok(()) => {

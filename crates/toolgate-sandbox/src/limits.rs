@@ -490,8 +490,8 @@ impl CallCgroup {
         Ok(())
     }
 
-    /// The directories, opened for the init to read the counters after it left this view of
-    /// the file system.
+    /// The counters' files, opened for the init to read after it left this view of the file
+    /// system.
     pub fn open(&self) -> Result<CgroupFiles, String> {
         // The counters' files, opened ahead: reading them is then all a call's report costs.
         let open = |dir: &Option<PathBuf>, file: &str| -> Result<Option<OwnedFd>, String> {
