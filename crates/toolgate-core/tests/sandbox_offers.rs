@@ -318,3 +318,41 @@ async fn an_offered_init_whose_waiting_process_died_serves_no_call() {
         assert_eq!(text(&out.stdout), "hi\n");
     }
 }
+
+/// An offered init holds the call's socket and its socket to the server while its program
+/// runs: the program reaches neither, through `/proc/1/fd` or `pidfd_getfd` (Landlock keeps a
+/// confined process from the less confined init, and seccomp refuses `ptrace`).
+#[tokio::test]
+async fn a_program_in_an_offered_init_cannot_take_the_inits_descriptors() {
+    let f = Fixture::new();
+    if !view_available() {
+        return;
+    }
+    let _one = ONE_AT_A_TIME.lock().await;
+    layout(&f.work);
+    let sandbox = f.sandbox(policy(&f));
+    let (_, out) = run(&f, &sandbox, "true", &[]).await;
+    assert!(out.success(), "{}", text(&out.stderr));
+    // The numbers of its descriptors can be listed (the directory is its user's), not what
+    // they are nor their files.
+    let shell = "for fd in $(ls /proc/1/fd 2>/dev/null) 0 1 2 3 4 5 6 7 8 9 10 11 12; do \
+                 readlink /proc/1/fd/$fd >/dev/null 2>&1 && echo linked-$fd; \
+                 (exec 9</proc/1/fd/$fd) 2>/dev/null && echo opened-$fd; \
+                 (exec 9>/proc/1/fd/$fd) 2>/dev/null && echo wrote-$fd; done; \
+                 echo done";
+    let out = run_offered(&f, &sandbox, shell).await;
+    assert_eq!(text(&out.stdout), "done\n", "{}", text(&out.stderr));
+    let python = ["/usr/bin/python3", "/usr/local/bin/python3"]
+        .into_iter()
+        .find(|path| Path::new(path).exists());
+    let Some(python) = python else {
+        eprintln!("no python3: the pidfd_getfd variant is skipped");
+        return;
+    };
+    let steal = "import ctypes; libc = ctypes.CDLL(None, use_errno=True); \
+                 pidfd = libc.syscall(434, 1, 0); \
+                 print(len([fd for fd in range(64) if pidfd >= 0 and libc.syscall(438, pidfd, fd, 0) >= 0]))";
+    let out = run_offered(&f, &sandbox, &format!("{python} -c '{steal}'")).await;
+    assert!(out.success(), "{}", text(&out.stderr));
+    assert_eq!(text(&out.stdout), "0\n", "{}", text(&out.stderr));
+}
