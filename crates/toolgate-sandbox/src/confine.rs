@@ -12,7 +12,7 @@
 
 use std::ffi::OsString;
 use std::io::Write;
-use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd};
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd, FromRawFd, OwnedFd};
 
 use landlock::{
     Access, AccessFs, AccessNet, BitFlags, CompatLevel, Compatible, NetPort, Ruleset, RulesetAttr,
@@ -250,21 +250,70 @@ impl ChildStack {
     /// or exits, which `child` must end with (it never returns: its `c_int` is only there to
     /// take a `!`). Returns its pid. (The caller is single threaded.)
     pub fn vfork<F: FnMut() -> libc::c_int>(&self, mut child: F) -> std::io::Result<libc::pid_t> {
+        // SAFETY: CLONE_VFORK: we are suspended until the child executes or exits.
+        unsafe { self.clone_vm(&mut child, libc::CLONE_VFORK) }
+    }
+
+    /// As [`vfork`](Self::vfork), for a child that may wait long before it executes (an
+    /// offered init's program process waits for its call): the kernel's `vfork` wait is
+    /// uninterruptible, which would show this process as `D` and add one to the load average
+    /// all that time. Instead this process sleeps interruptibly in a `read` of a close-on-exec
+    /// pipe whose write end only the child holds: it reaches end of file when the child has
+    /// executed or exited, each of which leaves this memory first. Between the `clone` and
+    /// that end this process makes only system calls that touch no memory the child uses.
+    pub fn vfork_asleep<F: FnMut() -> libc::c_int>(
+        &self,
+        mut child: F,
+    ) -> std::io::Result<libc::pid_t> {
+        let mut ends = [0; 2];
+        // SAFETY: pipe2 writes two fds into the array we own; each is then owned once.
+        let (ours, theirs) = unsafe {
+            if libc::pipe2(ends.as_mut_ptr(), libc::O_CLOEXEC) != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            (OwnedFd::from_raw_fd(ends[0]), OwnedFd::from_raw_fd(ends[1]))
+        };
+        // SAFETY: the child holds its copy of `theirs`, which closes when it executes or
+        // exits; we wait for that below before anything here is used again.
+        let pid = unsafe { self.clone_vm(&mut child, 0) };
+        drop(theirs);
+        let mut byte = [0u8; 1];
+        loop {
+            // rustix makes the system call itself: no errno, which the child's libc shares.
+            match rustix::io::read(&ours, &mut byte) {
+                Ok(0) => break,
+                Ok(_) | Err(rustix::io::Errno::INTR) => continue,
+                Err(_) => break,
+            }
+        }
+        pid
+    }
+
+    /// `clone(CLONE_VM | extra)` of `child` on this stack.
+    ///
+    /// # Safety
+    /// Until the child has executed or exited, the caller must not use what the child uses
+    /// (it is suspended with `CLONE_VFORK`, or waits as `vfork_asleep` does).
+    unsafe fn clone_vm<F: FnMut() -> libc::c_int>(
+        &self,
+        child: &mut F,
+        extra: libc::c_int,
+    ) -> std::io::Result<libc::pid_t> {
         extern "C" fn run<F: FnMut() -> libc::c_int>(child: *mut libc::c_void) -> libc::c_int {
             // SAFETY: `child` is the `&mut F` passed to clone below, alive because the parent
-            // is suspended until this process executes or exits.
+            // waits until this process executes or exits.
             let child = unsafe { &mut *child.cast::<F>() };
             child()
         }
-        // SAFETY: CLONE_VM | CLONE_VFORK: the child runs on its own stack in our memory while
-        // we are suspended, and leaves it only by execve or _exit, so nothing it touches is in
-        // use concurrently; the stack grows down from its top.
+        // SAFETY: CLONE_VM: the child runs on its own stack in our memory, and leaves it only
+        // by execve or _exit, while the caller does not use what it touches (see above); the
+        // stack grows down from its top.
         let pid = unsafe {
             libc::clone(
                 run::<F>,
                 self.top(),
-                libc::CLONE_VM | libc::CLONE_VFORK | libc::SIGCHLD,
-                (&mut child as *mut F).cast(),
+                libc::CLONE_VM | extra | libc::SIGCHLD,
+                (child as *mut F).cast(),
             )
         };
         if pid < 0 {

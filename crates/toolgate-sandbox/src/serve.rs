@@ -7,8 +7,8 @@
 //!   the program's process, which applies the ruleset and executes (`Program::spawn`).
 //! - **Offered** to toolgate (`OFFERED kind` + the call's socket; see
 //!   `protocol::offer`): the init starts the program's process at once, ahead of the call,
-//!   sharing its memory as `vfork` does (the init is suspended until that process executes or
-//!   exits). That process applies the call's Landlock ruleset, takes toolgate's `CALL` +
+//!   sharing its memory as `vfork` does (the init sleeps until that process executes or exits,
+//!   interruptibly: see `ChildStack::vfork_asleep`). That process applies the call's Landlock ruleset, takes toolgate's `CALL` +
 //!   streams on the call's socket itself, checks that the call is of the init's kind, renames
 //!   the call's directory into place and executes. A call sent straight to an offered init thus
 //!   wakes one process, not two, and costs no `clone` on its path. How far the process got it
@@ -135,9 +135,9 @@ impl Init<'_> {
         // or exited.
         let outcome = AtomicU8::new(WAITING);
         let child = stack
-            .vfork(|| self.take_offered(&kind, socket.as_raw_fd(), &outcome))
+            .vfork_asleep(|| self.take_offered(&kind, socket.as_raw_fd(), &outcome))
             .map_err(|_| ())?;
-        match outcome.load(Ordering::Relaxed) {
+        match outcome.load(Ordering::SeqCst) {
             CALLED => {}
             said => {
                 reap(child);
@@ -166,7 +166,7 @@ impl Init<'_> {
         let restricted = restrict_self(ruleset).is_ok();
         let call = match wire::recv(socket.as_fd(), true) {
             Ok(request) if request.bytes.first() == Some(&wire::CALL) => {
-                outcome.store(CALLED, Ordering::Relaxed);
+                outcome.store(CALLED, Ordering::SeqCst);
                 take_call(request, Some((kind, socket)))
             }
             _ => Err(()), // end of file: toolgate let this init go
@@ -185,7 +185,7 @@ impl Init<'_> {
                 }
             },
         };
-        outcome.store(said, Ordering::Relaxed);
+        outcome.store(said, Ordering::SeqCst);
         // SAFETY: _exit never returns.
         unsafe { libc::_exit(0) }
     }
