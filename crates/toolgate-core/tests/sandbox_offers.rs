@@ -291,9 +291,20 @@ async fn an_offered_init_whose_waiting_process_died_serves_no_call() {
                 }
                 tokio::time::sleep(Duration::from_millis(20)).await;
             }
-            // Waiting, the init sleeps interruptibly: not `D` (which the kernel's own vfork
-            // wait is), so an idle toolgate adds nothing to the load average.
-            let stat = std::fs::read_to_string(format!("/proc/{init}/stat")).unwrap();
+            // Waiting, the init sleeps interruptibly: `S`, not `D` (which the kernel's own vfork
+            // wait is), so an idle toolgate adds nothing to the load average. (Just after it
+            // started the process it may still be running.)
+            let mut stat = String::new();
+            for _ in 0..250 {
+                stat = std::fs::read_to_string(format!("/proc/{init}/stat")).unwrap();
+                if stat
+                    .rsplit_once(") ")
+                    .is_some_and(|(_, rest)| rest.starts_with('S'))
+                {
+                    break;
+                }
+                tokio::time::sleep(Duration::from_millis(20)).await;
+            }
             let state = stat.rsplit_once(") ").map(|(_, rest)| &rest[..1]);
             assert_eq!(state, Some("S"), "{round}: offered init {init}: {stat}");
             for child in children.split_whitespace() {
