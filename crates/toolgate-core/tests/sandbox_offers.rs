@@ -78,6 +78,16 @@ fn policy(f: &Fixture) -> SandboxPolicy {
     policy
 }
 
+/// The fixture's layout, its sandbox under `policy`, and a first call made through it (its
+/// view built: inits of its kind are offered next).
+async fn started(f: &Fixture, policy: SandboxPolicy) -> Arc<Sandbox> {
+    layout(&f.work);
+    let sandbox = f.sandbox(policy);
+    let (_, out) = run(f, &sandbox, "true", &[]).await;
+    assert!(out.success(), "the first call: {}", text(&out.stderr));
+    sandbox
+}
+
 fn layout(work: &Path) {
     std::fs::write(work.join("worker.yaml"), "name: main\n").unwrap();
     std::fs::create_dir_all(work.join("tools")).unwrap();
@@ -145,10 +155,7 @@ async fn an_offer_made_before_a_protected_path_changed_is_not_used() {
         if !view_available() {
             return;
         }
-        layout(&f.work);
-        let sandbox = f.sandbox(policy(&f));
-        let (_, out) = run(&f, &sandbox, "true", &[]).await;
-        assert!(out.success(), "{change}: {}", text(&out.stderr));
+        let sandbox = started(&f, policy(&f)).await;
         let offers = offered(&sandbox).await;
         change_on_host(&f.work, change);
         let before = std::fs::read(f.work.join(target)).ok();
@@ -179,10 +186,7 @@ async fn a_change_in_a_watched_directory_sends_the_call_through_the_server() {
         return;
     }
     let _one = ONE_AT_A_TIME.lock().await;
-    layout(&f.work);
-    let sandbox = f.sandbox(policy(&f));
-    let (_, out) = run(&f, &sandbox, "true", &[]).await;
-    assert!(out.success(), "{}", text(&out.stderr));
+    let sandbox = started(&f, policy(&f)).await;
     for (round, name) in ["notes.txt", "build", "notes2.txt"].into_iter().enumerate() {
         let offers = offered(&sandbox).await;
         // The work directory holds protected paths: it is watched, and any name made there
@@ -216,16 +220,13 @@ async fn an_offered_init_runs_its_program_confined_and_reports_what_cannot_run()
         return;
     }
     let _one = ONE_AT_A_TIME.lock().await;
-    layout(&f.work);
     std::fs::create_dir(f.work.join("secret")).unwrap();
     let tool = f.work.join("secret/tool.sh");
     std::fs::write(&tool, "#!/bin/sh\necho ran\n").unwrap();
     std::fs::set_permissions(&tool, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
     let mut policy = policy(&f);
     policy.hide.push("secret".into());
-    let sandbox = f.sandbox(policy);
-    let (_, out) = run(&f, &sandbox, "true", &[]).await;
-    assert!(out.success(), "{}", text(&out.stderr));
+    let sandbox = started(&f, policy).await;
     for round in 0..3 {
         let out = run_offered(
             &f,
@@ -272,10 +273,7 @@ async fn an_offered_init_whose_waiting_process_died_serves_no_call() {
         return;
     }
     let _one = ONE_AT_A_TIME.lock().await;
-    layout(&f.work);
-    let sandbox = f.sandbox(policy(&f));
-    let (_, out) = run(&f, &sandbox, "true", &[]).await;
-    assert!(out.success(), "{}", text(&out.stderr));
+    let sandbox = started(&f, policy(&f)).await;
     for round in 0..3 {
         let offers = offered(&sandbox).await;
         let mut killed = 0;
@@ -345,10 +343,7 @@ async fn a_program_in_an_offered_init_cannot_take_the_inits_descriptors() {
         return;
     }
     let _one = ONE_AT_A_TIME.lock().await;
-    layout(&f.work);
-    let sandbox = f.sandbox(policy(&f));
-    let (_, out) = run(&f, &sandbox, "true", &[]).await;
-    assert!(out.success(), "{}", text(&out.stderr));
+    let sandbox = started(&f, policy(&f)).await;
     // The numbers of its descriptors can be listed (the directory is its user's), not what
     // they are nor their files.
     let shell = "for fd in $(ls /proc/1/fd 2>/dev/null) 0 1 2 3 4 5 6 7 8 9 10 11 12; do \
