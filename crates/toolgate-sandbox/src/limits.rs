@@ -150,8 +150,12 @@ pub(crate) enum Counted {
 pub(crate) enum Cgroups {
     /// cgroup v1: the server's directories in the `pids` and `memory` hierarchies.
     V1 { pids: PathBuf, memory: PathBuf },
-    /// cgroup v2: the delegated cgroup whose children get `pids` and `memory`.
-    V2 { parent: PathBuf },
+    /// cgroup v2: the delegated cgroup whose children get `pids` and `memory`; `server` is the
+    /// server's pid, which its calls' cgroups are named after.
+    V2 {
+        parent: PathBuf,
+        server: libc::pid_t,
+    },
     /// None can be made; why.
     Unavailable(String),
 }
@@ -166,7 +170,9 @@ impl Cgroups {
             v1_dir(&mounts, &own, "pids"),
             v1_dir(&mounts, &own, "memory"),
         ) {
-            let name = format!("toolgate-sandbox-{server}");
+            sweep(&pids, server);
+            sweep(&memory, server);
+            let name = format!("{SERVER_PREFIX}{server}");
             let (pids, memory) = (pids.join(&name), memory.join(&name));
             return match (std::fs::create_dir(&pids), std::fs::create_dir(&memory)) {
                 (Ok(()), Ok(())) => Cgroups::V1 { pids, memory },
@@ -186,7 +192,13 @@ impl Cgroups {
         }
         match v2_dir(&mounts, &own) {
             Some(dir) => match delegate_v2(&dir, server, toolgate) {
-                Ok(()) => Cgroups::V2 { parent: dir },
+                Ok(()) => {
+                    sweep(&dir, server);
+                    Cgroups::V2 {
+                        parent: dir,
+                        server,
+                    }
+                }
                 Err(why) => Cgroups::Unavailable(why),
             },
             None => Cgroups::Unavailable(
@@ -222,8 +234,8 @@ impl Cgroups {
                     limits: *limits,
                 }
             }
-            Cgroups::V2 { parent } => {
-                let dir = parent.join(format!("toolgate-{name}"));
+            Cgroups::V2 { parent, server } => {
+                let dir = parent.join(format!("{SERVER_PREFIX}{server}-{name}"));
                 made(&dir)?;
                 CallCgroup {
                     version: 2,
@@ -249,7 +261,7 @@ impl Cgroups {
             v1_dir(&mounts, &cgroups, "pids"),
             v1_dir(&mounts, &cgroups, "memory"),
         ) {
-            let name = format!("toolgate-sandbox-probe-{own}");
+            let name = format!("{SERVER_PREFIX}probe-{own}");
             let writable = [&pids, &memory].iter().all(|dir| {
                 let made = std::fs::create_dir(dir.join(&name)).is_ok();
                 let _ = std::fs::remove_dir(dir.join(&name));
@@ -281,7 +293,11 @@ impl Cgroups {
             && writable
             && ((has(&enabled, "pids") && has(&enabled, "memory")) || alone)
         {
-            return Cgroups::V2 { parent: dir }.describe();
+            return Cgroups::V2 {
+                parent: dir,
+                server: own,
+            }
+            .describe();
         }
         let why = if !has(&available, "pids") || !has(&available, "memory") {
             format!(
@@ -310,6 +326,60 @@ impl Cgroups {
             let _ = std::fs::remove_dir(memory);
         }
     }
+}
+
+/// How every cgroup a server makes beside others starts: `toolgate-sandbox-{pid}` (v1, its
+/// calls' `call-{n}` inside), `toolgate-sandbox-{pid}-call-{n}` (v2, its calls beside
+/// toolgate's leaf) and `toolgate-sandbox-probe-{pid}` (v1, `toolgate check --sandbox`).
+const SERVER_PREFIX: &str = "toolgate-sandbox-";
+
+/// Removes from `parent` the cgroups of servers that are gone. A server that is killed
+/// (`SIGKILL`, the OOM killer) removes nothing: without this every such server left its
+/// directories behind for good, and on cgroup v2 the next server of the same toolgate, whose
+/// calls are numbered from one again, would have found its first call's name taken. A pid in
+/// a name that is not running, or is this server's own (used again), is gone. `rmdir` removes
+/// only a cgroup without processes and children, so a call still ending is left alone (the
+/// next server's sweep takes it).
+pub(crate) fn sweep(parent: &Path, own: libc::pid_t) {
+    let Ok(entries) = std::fs::read_dir(parent) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        let name = entry.file_name();
+        let Some(pid) = name.to_str().and_then(server_of) else {
+            continue;
+        };
+        if pid != own && Path::new("/proc").join(pid.to_string()).exists() {
+            continue;
+        }
+        let dir = entry.path();
+        // v1: the calls' cgroups inside go first.
+        if let Ok(calls) = std::fs::read_dir(&dir) {
+            for call in calls.flatten() {
+                if call
+                    .file_name()
+                    .to_str()
+                    .is_some_and(|n| n.starts_with("call-"))
+                {
+                    let _ = std::fs::remove_dir(call.path());
+                }
+            }
+        }
+        let _ = std::fs::remove_dir(&dir);
+    }
+}
+
+/// The server pid a cgroup's name `name` was made for (see [`SERVER_PREFIX`]); `None` for any
+/// other name.
+fn server_of(name: &str) -> Option<libc::pid_t> {
+    let rest = name.strip_prefix(SERVER_PREFIX)?;
+    let rest = rest.strip_prefix("probe-").unwrap_or(rest);
+    let (pid, call) = rest.split_once('-').unwrap_or((rest, ""));
+    let numeric = |text: &str| !text.is_empty() && text.bytes().all(|b| b.is_ascii_digit());
+    let call_ok = call.is_empty() || call.strip_prefix("call-").is_some_and(numeric);
+    (numeric(pid) && call_ok)
+        .then(|| pid.parse().ok())
+        .flatten()
 }
 
 /// The directory of this process's cgroup in the v1 hierarchy of `controller`.
@@ -671,5 +741,71 @@ mod tests {
             v2_dir(mounts, own),
             Some(PathBuf::from("/sys/fs/cgroup/unified/user.slice/x.scope"))
         );
+    }
+
+    #[test]
+    fn only_names_of_server_cgroups_give_a_pid() {
+        for (name, pid) in [
+            ("toolgate-sandbox-123", Some(123)),
+            ("toolgate-sandbox-123-call-7", Some(123)),
+            ("toolgate-sandbox-probe-45", Some(45)),
+            ("toolgate", None),
+            ("toolgate-sandbox-", None),
+            ("toolgate-sandbox-12x", None),
+            ("toolgate-sandbox-123-call-", None),
+            ("toolgate-sandbox-123-calls-1", None),
+            ("toolgate-sandbox-123-call-1-x", None),
+            ("toolgate-sandbox-probe-", None),
+            ("user.slice", None),
+        ] {
+            assert_eq!(server_of(name), pid, "{name}");
+        }
+    }
+
+    /// The sweep on plain directories (a cgroup's `rmdir` also refuses one with children).
+    #[test]
+    fn the_sweep_removes_what_gone_servers_left_and_nothing_else() {
+        let parent = tempfile::tempdir().unwrap();
+        let dir = |name: &str| parent.path().join(name);
+        // A pid that is not running: a child that was reaped.
+        let mut child = std::process::Command::new("true").spawn().unwrap();
+        let gone = child.id();
+        child.wait().unwrap();
+        // Running: this test's parent. This test's own pid stands for the server's: running,
+        // yet its name can only be a pid used again.
+        // SAFETY: getppid takes nothing and cannot fail.
+        let alive = unsafe { libc::getppid() };
+        let own = std::process::id() as libc::pid_t;
+        for name in [
+            format!("toolgate-sandbox-{gone}/call-1"),
+            format!("toolgate-sandbox-{gone}/call-2"),
+            format!("toolgate-sandbox-{gone}-call-3"),
+            format!("toolgate-sandbox-probe-{gone}"),
+            format!("toolgate-sandbox-{own}/call-1"),
+            format!("toolgate-sandbox-{alive}/call-1"),
+            format!("toolgate-sandbox-{alive}-call-1"),
+            "toolgate/inside".into(),
+            format!("toolgate-sandbox-{gone}-x"),
+        ] {
+            std::fs::create_dir_all(dir(&name)).unwrap();
+        }
+        // A gone server's directory that holds something other than calls stays.
+        std::fs::create_dir_all(dir(&format!("toolgate-sandbox-{gone}-call-4/child"))).unwrap();
+        sweep(parent.path(), own);
+        let mut left: Vec<String> = std::fs::read_dir(parent.path())
+            .unwrap()
+            .map(|entry| entry.unwrap().file_name().into_string().unwrap())
+            .collect();
+        left.sort();
+        let mut expected = vec![
+            format!("toolgate-sandbox-{alive}"),
+            format!("toolgate-sandbox-{alive}-call-1"),
+            "toolgate".to_string(),
+            format!("toolgate-sandbox-{gone}-x"),
+            format!("toolgate-sandbox-{gone}-call-4"),
+        ];
+        expected.sort();
+        assert_eq!(left, expected);
+        assert!(dir(&format!("toolgate-sandbox-{alive}/call-1")).is_dir());
     }
 }
