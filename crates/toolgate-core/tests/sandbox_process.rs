@@ -211,6 +211,21 @@ async fn the_program_sees_normal_signal_semantics_and_sigpipe() {
     assert!(status.contains("SigBlk:\t0000000000000000"), "{status}");
     assert!(status.contains("NoNewPrivs:\t1"), "{status}");
     assert!(status.contains("Seccomp:\t2"), "{status}");
+    // The sandbox installs one filter (clone3's ENOSYS is part of it: one to check and
+    // compile per call's init, one to run per system call), on top of any this test
+    // process runs under (a container's).
+    let filters = |status: &str| {
+        status
+            .lines()
+            .find_map(|line| line.strip_prefix("Seccomp_filters:"))
+            .map(|count| count.trim().parse::<u32>().unwrap())
+    };
+    let out = f.sh("cat /proc/self/status").await;
+    let own = std::fs::read_to_string("/proc/self/status").unwrap();
+    match (filters(&text(&out.stdout)), filters(&own)) {
+        (Some(inside), Some(outside)) => assert_eq!(inside, outside + 1),
+        _ => eprintln!("this kernel does not count seccomp filters in /proc/PID/status"),
+    }
 }
 
 #[tokio::test(flavor = "multi_thread")]

@@ -5,11 +5,12 @@
 //! does not exist and falls back to `clone`, whose flags are checked). Only another
 //! architecture's system calls kill the process.
 //!
-//! The filters are built by `seccompiler` in the launcher's own process, from the policy's
-//! network setting: once per one-shot launch, once per network setting in the server. Their
-//! cost is paid off the call's path: the launcher server installs them in a call's init before
-//! the call arrives (the kernel runs a new filter for every system call number then, to cache
-//! the ones it always allows), and the program inherits them.
+//! The filter is built by `seccompiler` in the launcher's own process, from the policy's
+//! network setting (`clone3`'s `ENOSYS` put in front of its rules: see [`answer_first`]): once
+//! per one-shot launch, once per network setting in the server. Its cost is paid off the
+//! call's path: the launcher server installs it in a call's init before the call arrives (the
+//! kernel runs a new filter for every system call number then, to cache the ones it always
+//! allows), and the program inherits it.
 
 use std::collections::BTreeMap;
 
@@ -109,18 +110,81 @@ pub(crate) type Instruction = libc::sock_filter;
 /// A compiled filter.
 pub(crate) type Program = Vec<Instruction>;
 
-/// The filters of a sandbox with the network `network`: the main one (`EPERM`) and the
-/// `clone3` one (`ENOSYS`). Both are installed; the kernel applies the stricter verdict.
+/// The filters of a sandbox with the network `network`: one program, `ENOSYS` for `clone3`
+/// and `EPERM` for what the main rules refuse.
 pub(crate) fn compile(network: Network) -> Result<Vec<Program>, String> {
     programs(network, x32_enabled())
 }
 
 fn programs(network: Network, x32: bool) -> Result<Vec<Program>, String> {
     let main = build(aliased(main_rules(network)?, x32), libc::EPERM)?;
-    let mut clone3 = BTreeMap::new();
-    clone3.insert(libc::SYS_clone3, Vec::new());
-    let clone3 = build(aliased(clone3, x32), libc::ENOSYS)?;
-    Ok(vec![main, clone3])
+    // clone3 and, where x32 runs, its x32 alias.
+    let clone3: Vec<i64> = aliased(BTreeMap::from([(libc::SYS_clone3, Vec::new())]), x32)
+        .into_keys()
+        .collect();
+    Ok(vec![answer_first(&clone3, libc::ENOSYS, main)?])
+}
+
+/// `main` (a seccompiler program) with the system calls `numbers` answered `errno` before its
+/// rules. seccompiler gives every rule of a filter the same action, so `clone3`'s `ENOSYS` was a
+/// second filter; one filter is installed (checked, translated and JIT-compiled by the kernel,
+/// in every call's init) and run per system call once instead of twice.
+///
+/// The check goes right after seccompiler's architecture check (load the architecture, jump
+/// over the kill when it is ours, kill), which this requires: another architecture's system
+/// calls are still killed first, and the numbers are compared only as this architecture's.
+/// Classic BPF jumps only forward and relative to the next instruction, so the rest of
+/// `main`, moved down as a whole, keeps its meaning.
+fn answer_first(numbers: &[i64], errno: i32, main: Program) -> Result<Program, String> {
+    const LOAD_WORD: u16 = (libc::BPF_LD | libc::BPF_W | libc::BPF_ABS) as u16;
+    const JUMP_EQ: u16 = (libc::BPF_JMP | libc::BPF_JEQ | libc::BPF_K) as u16;
+    const JUMP_ALWAYS: u16 = (libc::BPF_JMP | libc::BPF_JA) as u16;
+    const RETURN: u16 = (libc::BPF_RET | libc::BPF_K) as u16;
+    /// `seccomp_data`: the system call number, then the architecture.
+    const NR_AT: u32 = 0;
+    const ARCH_AT: u32 = 4;
+    let statement = |code: u16, k: u32| Instruction {
+        code,
+        jt: 0,
+        jf: 0,
+        k,
+    };
+    let prologue = main.get(..3).unwrap_or_default();
+    let shaped = matches!(
+        prologue,
+        [load, check, kill]
+            if (load.code, load.k) == (LOAD_WORD, ARCH_AT)
+                && (check.code, check.jt, check.jf) == (JUMP_EQ, 1, 0)
+                && (kill.code, kill.k) == (RETURN, libc::SECCOMP_RET_KILL_PROCESS)
+    );
+    let count = u8::try_from(numbers.len())
+        .ok()
+        .filter(|&count| count < u8::MAX);
+    let (true, Some(count)) = (shaped, count) else {
+        return Err(
+            "the seccomp filter does not start with the architecture check it was built with"
+                .into(),
+        );
+    };
+    let mut program = Vec::with_capacity(main.len() + numbers.len() + 3);
+    program.extend_from_slice(prologue);
+    program.push(statement(LOAD_WORD, NR_AT));
+    // Equal: to the return after the last comparison and the jump over it.
+    for (index, &number) in (0u8..).zip(numbers) {
+        program.push(Instruction {
+            code: JUMP_EQ,
+            jt: count - index,
+            jf: 0,
+            k: number as u32,
+        });
+    }
+    program.push(statement(JUMP_ALWAYS, 1));
+    program.push(statement(
+        RETURN,
+        libc::SECCOMP_RET_ERRNO | (errno as u32 & libc::SECCOMP_RET_DATA),
+    ));
+    program.extend_from_slice(&main[3..]);
+    Ok(program)
 }
 
 /// Whether this kernel runs x32 system calls (asked with a harmless `getpid`).
@@ -428,13 +492,16 @@ mod tests {
                 let expected = if DENIED.contains(&nr) { EPERM } else { ALLOW };
                 assert_eq!(run(&programs, &call(nr, [0; 6])), expected, "nr {nr}");
             }
-            // Another architecture is killed.
-            let foreign = Call {
-                arch: 0x4000_0003,
-                nr: 1,
-                args: [0; 6],
-            };
-            assert_eq!(run(&programs, &foreign), libc::SECCOMP_RET_KILL_PROCESS);
+            assert_eq!(programs.len(), 1, "one filter to install");
+            // Another architecture is killed, also for the numbers answered before the rules.
+            for nr in [1, libc::SYS_clone3 as u32] {
+                let foreign = Call {
+                    arch: 0x4000_0003,
+                    nr,
+                    args: [0; 6],
+                };
+                assert_eq!(run(&programs, &foreign), libc::SECCOMP_RET_KILL_PROCESS);
+            }
         }
     }
 
@@ -592,5 +659,25 @@ mod tests {
             ),
             EPERM
         );
+    }
+
+    #[test]
+    fn the_first_answers_need_the_architecture_check_they_follow() {
+        let main = build(
+            aliased(main_rules(Network::Off).unwrap(), false),
+            libc::EPERM,
+        )
+        .unwrap();
+        let several = [libc::SYS_clone3, libc::SYS_getpid, libc::SYS_getppid];
+        let program = answer_first(&several, libc::ENOSYS, main.clone()).unwrap();
+        for nr in several {
+            assert_eq!(run_one(&program, &call(nr, [0; 6])), ENOSYS, "nr {nr}");
+        }
+        assert_eq!(run_one(&program, &call(libc::SYS_gettid, [0; 6])), ALLOW);
+        assert_eq!(run_one(&program, &call(libc::SYS_ptrace, [0; 6])), EPERM);
+        // A program that does not start with the architecture check is refused, not changed.
+        let err = answer_first(&several, libc::ENOSYS, main[3..].to_vec()).unwrap_err();
+        assert!(err.contains("architecture"), "{err}");
+        assert!(answer_first(&several, libc::ENOSYS, Vec::new()).is_err());
     }
 }
