@@ -279,8 +279,15 @@ impl Reach {
     /// itself: a copy of `perl` in `<dir>/bin` does not make `<dir>/outside` readable.
     pub fn program_roots(&self, program: &Path, known: &[PathBuf]) -> Vec<PathBuf> {
         let real = std::fs::canonicalize(program).unwrap_or_else(|_| program.to_path_buf());
+        let covered = |path: &Path| self.covers(path) || known.iter().any(|k| path.starts_with(k));
         let mut roots = Vec::new();
-        if let Some(dir) = real.parent() {
+        // Where the directory and its prefix are covered, so is every root `install_roots`
+        // could give (this is every call of a program of the system's, like `/usr/bin/true`):
+        // nothing to look up on disk.
+        let dir = real
+            .parent()
+            .filter(|dir| !(covered(dir) && dir.parent().is_none_or(covered)));
+        if let Some(dir) = dir {
             for (root, _) in self.install_roots(dir) {
                 if !known.iter().any(|k| root.starts_with(k)) {
                     self.add_root(&mut roots, root);
@@ -292,9 +299,9 @@ impl Reach {
             roots.push(program.to_path_buf());
         }
         // The program itself: a file (never a directory named as a program).
-        if real.is_file()
-            && !self.covers(&real)
+        if !self.covers(&real)
             && !known.iter().chain(&roots).any(|k| real.starts_with(k))
+            && real.is_file()
         {
             roots.push(real);
         }
