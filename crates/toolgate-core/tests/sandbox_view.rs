@@ -490,6 +490,99 @@ async fn hidden_paths_cannot_be_read_written_or_linked() {
     );
 }
 
+/// Class 2/3: toolgate removes what a call made at a missing protected or hidden path without
+/// following a symlink on the way. A call that put a symlink to a directory outside in place
+/// of a missing (or moved-away) directory on the way would otherwise have had toolgate, on the
+/// host, remove the file of that name there; it is the symlink that is removed.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_symlink_planted_on_the_way_to_a_guarded_path_is_removed_not_followed() {
+    let Some(v) = View::new() else { return };
+    let w = &v.f.work;
+    let outside = tempfile::tempdir().unwrap();
+    let outside = std::fs::canonicalize(outside.path()).unwrap();
+    let files = [
+        "app.yaml",
+        "scripts/keep.sh",
+        "missing.yaml",
+        "c.yaml",
+        ".env",
+        "link.yaml",
+    ];
+    for file in files {
+        let path = outside.join(file);
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(&path, "keep me").unwrap();
+    }
+    std::fs::create_dir(w.join("existing")).unwrap();
+    std::fs::create_dir(w.join("sub")).unwrap();
+    std::fs::write(w.join("worker.yaml"), "name: main\n").unwrap();
+    std::os::unix::fs::symlink("../worker.yaml", w.join("sub/link.yaml")).unwrap();
+    let mut policy = v.policy();
+    policy.protect = vec![
+        "config/app.yaml".into(),
+        "deploy/scripts".into(),
+        "existing/missing.yaml".into(),
+        "a/b/c.yaml".into(),
+        "sub/link.yaml".into(),
+    ];
+    policy.hide = vec!["conf/.env".into()];
+    let o = outside.display();
+    for (script, link) in [
+        (format!("ln -s {o} config"), "config"),
+        (format!("ln -s {o} deploy"), "deploy"),
+        (
+            format!("mv existing existing2 && ln -s {o} existing"),
+            "existing",
+        ),
+        (format!("mkdir a && ln -s {o} a/b"), "a/b"),
+        (format!("ln -s {o} conf"), "conf"),
+        (format!("ln -s {o}/ config"), "config"),
+        (format!("ln -s {o}/scripts/.. deploy"), "deploy"),
+    ] {
+        let out = v.sh(policy.clone(), &script).await;
+        assert!(out.success(), "{script}: {}", text(&out.stderr));
+        for file in files {
+            assert_eq!(
+                std::fs::read_to_string(outside.join(file)).ok().as_deref(),
+                Some("keep me"),
+                "{script}: toolgate changed {file} outside"
+            );
+        }
+        let planted = w.join(link);
+        assert!(
+            planted.symlink_metadata().is_err(),
+            "{script}: the symlink {link} is still there"
+        );
+        assert!(
+            out.protected
+                .iter()
+                .any(|message| message.contains("symlink") && message.contains(link)),
+            "{script}: {:?}",
+            out.protected
+        );
+        if w.join("existing2").exists() {
+            std::fs::rename(w.join("existing2"), w.join("existing")).unwrap();
+        }
+        let _ = std::fs::remove_dir(w.join("a"));
+    }
+    // The directory of a protected symlink (which no mount can pin) moved away: the symlink
+    // in its place is removed; the link itself is where the call moved it.
+    let out = v
+        .sh(policy.clone(), &format!("mv sub sub2 && ln -s {o} sub"))
+        .await;
+    assert!(out.success(), "{}", text(&out.stderr));
+    assert!(w.join("sub").symlink_metadata().is_err());
+    assert!(
+        out.protected.iter().any(|m| m.contains("symlink")),
+        "{:?}",
+        out.protected
+    );
+    assert_eq!(
+        std::fs::read_to_string(outside.join("link.yaml")).unwrap(),
+        "keep me"
+    );
+}
+
 /// Class 2/3, protected paths: read-only for every process inside the writable work
 /// directory, whatever the route (symlink, `..`, rename, hard link, rm -rf of a parent, renaming
 /// a parent); a missing one that a call creates is removed after it.

@@ -18,11 +18,22 @@
 //! Without a view (no mount namespace), only the last two happen; protected paths inside a
 //! writable root are then not protected during the call, which `enforce` refuses (see
 //! `Sandbox::prepare`).
+//!
+//! Every look and every change is made without following a symlink on the way to the path
+//! ([`place`]): the path's parent was canonical when the sandbox was prepared, so a symlink
+//! on the way now was put there since, most likely by a call, to make toolgate look at or
+//! remove something else (`config -> /home/user/project` in place of a missing `config/`
+//! would have had `config/app.yaml` removed there). Such a symlink is what is removed.
 
 use std::collections::HashMap;
+use std::ffi::{OsStr, OsString};
+use std::os::fd::{AsFd, AsRawFd, OwnedFd};
+use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::MetadataExt;
 use std::path::{Component, Path, PathBuf};
 use std::sync::{Mutex, OnceLock, PoisonError};
+
+use rustix::fs::{AtFlags, FileType, Mode, OFlags};
 
 /// The directories (as their last two names) toolgate makes when missing so that they can be
 /// mounted read-only: a repository's hooks.
@@ -86,6 +97,8 @@ enum State {
     Missing,
     Link(PathBuf, (u64, u64)),
     Present((u64, u64)),
+    /// A symlink on the way to it (its path, and what it was).
+    Redirected(PathBuf, (u64, u64)),
 }
 
 /// The guarded paths' states before a call.
@@ -126,10 +139,13 @@ impl Guarded {
                         .and_then(Path::file_name)
                         .is_some_and(|dir| dir == *parent)
             });
-            let parent_is_dir = path.parent().is_some_and(Path::is_dir);
-            if owned && parent_is_dir && writable(path) && std::fs::symlink_metadata(path).is_err()
-            {
-                let _ = std::fs::create_dir(path);
+            if !owned || !writable(path) {
+                continue;
+            }
+            if let Place::Found(parent, name) = place(path) {
+                if stat_at(&parent, &name).is_none() {
+                    let _ = rustix::fs::mkdirat(&parent, name.as_os_str(), Mode::from(0o755));
+                }
             }
         }
     }
@@ -152,7 +168,7 @@ impl Guarded {
         let mut messages = Vec::new();
         for (path, protected, was) in &before.0 {
             let now = state(path);
-            if &now == was || written_by_host(path) {
+            if &now == was {
                 continue;
             }
             let what = if *protected {
@@ -160,17 +176,35 @@ impl Guarded {
             } else {
                 "a blocked path (approval.paths): sandboxed processes may not create it"
             };
+            if let State::Redirected(link, _) = &now {
+                if let Place::Redirected(dir, name, _) = place(path) {
+                    let _ = rustix::fs::unlinkat(&dir, name.as_os_str(), AtFlags::empty());
+                }
+                messages.push(format!(
+                    "toolgate removed the symlink '{}', which the call made on the way to '{}': it is {what}",
+                    link.display(),
+                    path.display()
+                ));
+                continue;
+            }
+            if written_by_host(path) {
+                continue;
+            }
+            let Place::Found(parent, name) = place(path) else {
+                continue; // nothing is at the path now
+            };
             match was {
-                State::Missing => {
-                    remove(path);
+                State::Missing | State::Redirected(..) => {
+                    remove_at(&parent, &name);
                     messages.push(format!(
                         "toolgate removed '{}', which the call created: it is {what}",
                         path.display()
                     ));
                 }
                 State::Link(target, _) => {
-                    remove(path);
-                    let restored = std::os::unix::fs::symlink(target, path).is_ok();
+                    remove_at(&parent, &name);
+                    let restored =
+                        rustix::fs::symlinkat(target.as_path(), &parent, name.as_os_str()).is_ok();
                     messages.push(format!(
                         "toolgate {} the symlink '{}' -> '{}', which the call replaced: it is {what}",
                         if restored { "put back" } else { "could not put back" },
@@ -189,24 +223,88 @@ impl Guarded {
 }
 
 fn state(path: &Path) -> State {
-    match std::fs::symlink_metadata(path) {
-        Err(_) => State::Missing,
-        Ok(meta) if meta.file_type().is_symlink() => match std::fs::read_link(path) {
-            Ok(target) => State::Link(target, (meta.dev(), meta.ino())),
-            Err(_) => State::Present((meta.dev(), meta.ino())),
-        },
-        Ok(meta) => State::Present((meta.dev(), meta.ino())),
+    let (parent, name) = match place(path) {
+        Place::Found(parent, name) => (parent, name),
+        Place::Absent => return State::Missing,
+        Place::Redirected(dir, name, link) => {
+            return match stat_at(&dir, &name) {
+                Some(stat) => State::Redirected(link, (stat.st_dev, stat.st_ino)),
+                None => State::Missing,
+            };
+        }
+    };
+    let Some(stat) = stat_at(&parent, &name) else {
+        return State::Missing;
+    };
+    let id = (stat.st_dev, stat.st_ino);
+    if FileType::from_raw_mode(stat.st_mode) != FileType::Symlink {
+        return State::Present(id);
+    }
+    match rustix::fs::readlinkat(&parent, name.as_os_str(), Vec::new()) {
+        Ok(target) => State::Link(PathBuf::from(OsStr::from_bytes(target.as_bytes())), id),
+        Err(_) => State::Present(id),
     }
 }
 
-/// Removes what is at `path`, not following symlinks.
-fn remove(path: &Path) {
-    match std::fs::symlink_metadata(path) {
-        Ok(meta) if meta.is_dir() => toolgate_sandbox::cleanup::remove_tree(path),
-        Ok(_) => {
-            let _ = std::fs::remove_file(path);
+/// Where a guarded path is, found from `/` one name at a time without following a symlink.
+enum Place {
+    /// Its parent directory (open as a path) and its last name.
+    Found(OwnedFd, OsString),
+    /// A directory on the way is missing or is not one: nothing can be at the path.
+    Absent,
+    /// A symlink on the way: the directory holding it, its name, and its path.
+    Redirected(OwnedFd, OsString, PathBuf),
+}
+
+fn place(path: &Path) -> Place {
+    let (Some(parent), Some(name)) = (path.parent(), path.file_name()) else {
+        return Place::Absent;
+    };
+    let directory = OFlags::PATH | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC;
+    let Ok(mut dir) = rustix::fs::open("/", directory, Mode::empty()) else {
+        return Place::Absent;
+    };
+    let mut walked = PathBuf::from("/");
+    for part in parent.components() {
+        let Component::Normal(part) = part else {
+            continue; // the root (the path is absolute and has no `.` or `..`)
+        };
+        walked.push(part);
+        match rustix::fs::openat(&dir, part, directory, Mode::empty()) {
+            Ok(next) => dir = next,
+            Err(_) => {
+                let link = stat_at(&dir, part)
+                    .is_some_and(|stat| FileType::from_raw_mode(stat.st_mode) == FileType::Symlink);
+                return if link {
+                    Place::Redirected(dir, part.to_os_string(), walked)
+                } else {
+                    Place::Absent
+                };
+            }
         }
-        Err(_) => {}
+    }
+    Place::Found(dir, name.to_os_string())
+}
+
+/// `lstat` of `name` in `dir`.
+fn stat_at(dir: &OwnedFd, name: &OsStr) -> Option<rustix::fs::Stat> {
+    rustix::fs::statat(dir, name, AtFlags::SYMLINK_NOFOLLOW).ok()
+}
+
+/// Removes what is at `name` in `parent`, not following symlinks (a directory with all it
+/// holds).
+fn remove_at(parent: &OwnedFd, name: &OsStr) {
+    let Some(stat) = stat_at(parent, name) else {
+        return;
+    };
+    if FileType::from_raw_mode(stat.st_mode) == FileType::Directory {
+        // Named through the open parent, so no symlink on the way is followed (the removal
+        // itself does not follow symlinks inside).
+        let mut through = PathBuf::from(format!("/proc/self/fd/{}", parent.as_fd().as_raw_fd()));
+        through.push(name);
+        toolgate_sandbox::cleanup::remove_tree(&through);
+    } else {
+        let _ = rustix::fs::unlinkat(parent, name, AtFlags::empty());
     }
 }
 
@@ -356,6 +454,34 @@ mod tests {
         assert_eq!(
             std::fs::read_to_string(root.join("worker.yaml")).unwrap(),
             "real"
+        );
+    }
+
+    #[test]
+    fn nothing_is_made_or_removed_through_a_symlink_on_the_way() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = std::fs::canonicalize(dir.path()).unwrap();
+        let outside = root.join("outside");
+        std::fs::create_dir(&outside).unwrap();
+        std::fs::write(outside.join("app.yaml"), "keep").unwrap();
+        let work = root.join("work");
+        std::fs::create_dir(&work).unwrap();
+        let guarded = Guarded::resolve(&work, &[".git/hooks".into(), "conf/app.yaml".into()], &[]);
+        // `.git` made a symlink to a directory elsewhere before the call: no hooks made there.
+        std::os::unix::fs::symlink(&outside, work.join(".git")).unwrap();
+        guarded.make_owned_directories(|_| true);
+        assert!(!outside.join("hooks").exists());
+        let before = guarded.snapshot();
+        assert!(guarded.repair(&before).is_empty(), "nothing new");
+        // A call puts `conf -> outside` in place of the missing `conf/`: the link goes.
+        std::os::unix::fs::symlink(&outside, work.join("conf")).unwrap();
+        let messages = guarded.repair(&before);
+        assert_eq!(messages.len(), 1, "{messages:?}");
+        assert!(messages[0].contains("symlink"), "{messages:?}");
+        assert!(work.join("conf").symlink_metadata().is_err());
+        assert_eq!(
+            std::fs::read_to_string(outside.join("app.yaml")).unwrap(),
+            "keep"
         );
     }
 }
