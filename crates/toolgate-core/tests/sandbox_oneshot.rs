@@ -57,6 +57,60 @@ fn programs_run_confined_with_their_exit_codes_and_signals() {
     assert_eq!(text(&out.stdout), "NoNewPrivs:\t1\nSeccomp:\t2\n");
 }
 
+/// Descriptors toolgate's process inherited without close-on-exec (a shell's 255, a terminal,
+/// a socket, a file or directory outside) do not reach the program: it could read, write or
+/// connect through them past the view, Landlock and the network policy.
+#[test]
+fn descriptors_the_launcher_inherits_do_not_reach_the_program() {
+    use std::os::fd::AsRawFd;
+    use std::os::unix::process::CommandExt;
+    let f = Fixture::new();
+    let secret = std::fs::File::open(f.secret()).unwrap();
+    let outside_dir = std::fs::File::open(Path::new(&f.secret()).parent().unwrap()).unwrap();
+    let (socket, _peer) = std::os::unix::net::UnixStream::pair().unwrap();
+    let (reader, _writer) = std::io::pipe().unwrap();
+    let numbers = [20, 30, 40, 63, 251, 255, 1000];
+    let sources = [
+        secret.as_raw_fd(),
+        outside_dir.as_raw_fd(),
+        socket.as_raw_fd(),
+        reader.as_raw_fd(),
+        secret.as_raw_fd(),
+        outside_dir.as_raw_fd(),
+        socket.as_raw_fd(),
+    ];
+    let sandbox = f.sandbox(f.policy());
+    let call_dir = tempfile::tempdir().unwrap();
+    let vars = env::child_environment(&[]);
+    let (launcher, launcher_args) = sandbox
+        .command(Path::new("/bin/ls"), call_dir.path(), &vars, &[])
+        .unwrap();
+    // The program lists its descriptors (the listing takes the lowest free one, 3). Not
+    // through `sh`: dash keeps descriptors above 9 from its children.
+    let mut command = Command::new(launcher);
+    command
+        .args(launcher_args)
+        .arg("/proc/self/fd")
+        .current_dir(&f.work)
+        .env_clear()
+        .envs(vars);
+    // SAFETY: only dup2 runs in the child before exec; dup2 leaves the copy without
+    // close-on-exec, as a descriptor inherited from a shell is.
+    unsafe {
+        command.pre_exec(move || {
+            for (source, number) in sources.iter().zip(numbers) {
+                if libc::dup2(*source, number) < 0 {
+                    return Err(std::io::Error::last_os_error());
+                }
+            }
+            Ok(())
+        });
+    }
+    let out = command.output().unwrap();
+    assert!(out.status.success(), "{out:?}");
+    assert_eq!(text(&out.stdout), "0\n1\n2\n3\n", "{}", text(&out.stderr));
+}
+
 #[test]
 fn the_tree_ends_with_the_program_and_failures_use_the_launchers_codes() {
     let f = Fixture::new();

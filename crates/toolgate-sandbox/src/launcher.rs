@@ -63,6 +63,8 @@ pub fn launcher_main(args: Vec<OsString>) -> i32 {
         Some(ARG_SERVE) => return crate::server::serve(args.into_iter().skip(1)),
         _ => {}
     }
+    // The one-shot launcher: nothing it inherited reaches the program but its streams.
+    crate::sys::cloexec_from(3);
     match Plan::parse(args, true) {
         Ok(Plan {
             parent,

@@ -224,3 +224,41 @@ pub(crate) fn poll_in(fd: BorrowedFd<'_>) -> libc::pollfd {
         revents: 0,
     }
 }
+
+/// `CLOSE_RANGE_CLOEXEC` (linux/close_range.h, Linux 5.11; not in every libc's headers).
+const CLOSE_RANGE_CLOEXEC: libc::c_uint = 1 << 2;
+
+/// Marks every descriptor from `first` up close-on-exec. A process toolgate starts inherits
+/// whatever toolgate's own process holds without the flag (from its parent: a shell's fd 255, a
+/// terminal, a socket, a file), and a descriptor that reached the program would take it past the
+/// view, Landlock and the network policy: only the program's standard streams go to it.
+pub(crate) fn cloexec_from(first: libc::c_uint) {
+    // SAFETY: close_range with CLOSE_RANGE_CLOEXEC sets a flag on descriptors and touches no
+    // memory.
+    let done = unsafe {
+        libc::syscall(
+            libc::SYS_close_range,
+            first,
+            libc::c_uint::MAX,
+            CLOSE_RANGE_CLOEXEC,
+        )
+    } == 0;
+    if done {
+        return;
+    }
+    // Before Linux 5.11: each open descriptor (listed first: the listing holds one itself).
+    let open: Vec<libc::c_int> = std::fs::read_dir("/proc/self/fd")
+        .map(|entries| {
+            entries
+                .flatten()
+                .filter_map(|entry| entry.file_name().to_str()?.parse().ok())
+                .collect()
+        })
+        .unwrap_or_default();
+    for fd in open {
+        if fd >= first as libc::c_int {
+            // SAFETY: fcntl on a descriptor number; one that closed meanwhile gives EBADF.
+            unsafe { libc::fcntl(fd, libc::F_SETFD, libc::FD_CLOEXEC) };
+        }
+    }
+}
