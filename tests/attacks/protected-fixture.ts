@@ -167,6 +167,8 @@ export const TARGETS = [
   '.git/config',
   'toolgate-tools/planted',
   '.git/hooks/pre-commit',
+  '.git/commondir',
+  '.git/config.worktree',
   'toolgate.permissions.yaml',
   'golem-forge.config.yaml',
 ] as const;

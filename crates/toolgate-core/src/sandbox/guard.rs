@@ -23,7 +23,9 @@
 //! ([`place`]): the path's parent was canonical when the sandbox was prepared, so a symlink
 //! on the way now was put there since, most likely by a call, to make toolgate look at or
 //! remove something else (`config -> /home/user/project` in place of a missing `config/`
-//! would have had `config/app.yaml` removed there). Such a symlink is what is removed.
+//! would have had `config/app.yaml` removed there). Such a symlink is what is removed, and so
+//! is a file a call made in place of a missing directory on the way (a `.git` file naming
+//! another git directory, whose hooks git would run, in place of `.git/`).
 
 use std::collections::HashMap;
 use std::ffi::{OsStr, OsString};
@@ -97,7 +99,8 @@ enum State {
     Missing,
     Link(PathBuf, (u64, u64)),
     Present((u64, u64)),
-    /// A symlink on the way to it (its path, and what it was).
+    /// Something other than a directory on the way to it (a symlink, a file): its path, and
+    /// what it was.
     Redirected(PathBuf, (u64, u64)),
 }
 
@@ -181,7 +184,7 @@ impl Guarded {
                     let _ = rustix::fs::unlinkat(&dir, name.as_os_str(), AtFlags::empty());
                 }
                 messages.push(format!(
-                    "toolgate removed the symlink '{}', which the call made on the way to '{}': it is {what}",
+                    "toolgate removed '{}' (a symlink or file in place of a directory), which the call made on the way to '{}': it is {what}",
                     link.display(),
                     path.display()
                 ));
@@ -250,9 +253,10 @@ fn state(path: &Path) -> State {
 enum Place {
     /// Its parent directory (open as a path) and its last name.
     Found(OwnedFd, OsString),
-    /// A directory on the way is missing or is not one: nothing can be at the path.
+    /// A directory on the way is missing: nothing can be at the path.
     Absent,
-    /// A symlink on the way: the directory holding it, its name, and its path.
+    /// Something other than a directory on the way (a symlink, a file): the directory holding
+    /// it, its name, and its path.
     Redirected(OwnedFd, OsString, PathBuf),
 }
 
@@ -273,12 +277,9 @@ fn place(path: &Path) -> Place {
         match rustix::fs::openat(&dir, part, directory, Mode::empty()) {
             Ok(next) => dir = next,
             Err(_) => {
-                let link = stat_at(&dir, part)
-                    .is_some_and(|stat| FileType::from_raw_mode(stat.st_mode) == FileType::Symlink);
-                return if link {
-                    Place::Redirected(dir, part.to_os_string(), walked)
-                } else {
-                    Place::Absent
+                return match stat_at(&dir, part) {
+                    Some(_) => Place::Redirected(dir, part.to_os_string(), walked),
+                    None => Place::Absent,
                 };
             }
         }
@@ -483,5 +484,11 @@ mod tests {
             std::fs::read_to_string(outside.join("app.yaml")).unwrap(),
             "keep"
         );
+        // A file in place of the missing directory (`conf` naming another place, as a `.git`
+        // file names a git directory): removed too.
+        std::fs::write(work.join("conf"), "gitdir: ../outside\n").unwrap();
+        let messages = guarded.repair(&before);
+        assert_eq!(messages.len(), 1, "{messages:?}");
+        assert!(!work.join("conf").exists());
     }
 }

@@ -265,6 +265,10 @@ pub fn file_tool_protection(work_dir: &Path) -> Vec<(PathBuf, String)> {
 /// Git files bigger than this are not read for `gitdir:`, `commondir` or `hooksPath`.
 const MAX_GIT_FILE_BYTES: u64 = 1024 * 1024;
 
+/// The linked worktrees of a repository whose files are protected, at most (the rest of a
+/// larger number is left: a repository with more is not one toolgate expects to work in).
+const MAX_LINKED_WORKTREES: usize = 256;
+
 fn repository_guards(top: &Path, guards: &mut Guards, whose: &str) {
     let dot_git = top.join(".git");
     let git_dir = match dot_git.symlink_metadata() {
@@ -297,11 +301,30 @@ fn repository_guards(top: &Path, guards: &mut Guards, whose: &str) {
         &config,
         format!("{whose} git config (core.fsmonitor, aliases, hooksPath run programs)"),
     );
-    if common != git_dir {
-        guards.protect(
-            &git_dir.join("config.worktree"),
-            format!("{whose} git worktree config"),
-        );
+    // The files that tell git where to read config and hooks from instead: `commondir`
+    // (another directory's config and hooks, a copy the agent made), `config.worktree`, and
+    // each linked worktree's own under `worktrees/`. Protected whether or not they exist yet.
+    guards.protect(
+        &git_dir.join("commondir"),
+        format!("{whose} git commondir (where git reads config and hooks from)"),
+    );
+    guards.protect(
+        &git_dir.join("config.worktree"),
+        format!("{whose} git worktree config"),
+    );
+    // Each linked worktree's own (git in that worktree reads them).
+    if let Ok(entries) = std::fs::read_dir(common.join("worktrees")) {
+        for entry in entries.flatten().take(MAX_LINKED_WORKTREES) {
+            let linked = entry.path();
+            guards.protect(
+                &linked.join("commondir"),
+                format!("{whose} git commondir of a linked worktree"),
+            );
+            guards.protect(
+                &linked.join("config.worktree"),
+                format!("{whose} git worktree config of a linked worktree"),
+            );
+        }
     }
     guards.protect(&top.join(".gitmodules"), format!("{whose} .gitmodules"));
     for config in [config, git_dir.join("config.worktree")] {

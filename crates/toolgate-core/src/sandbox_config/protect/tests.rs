@@ -38,6 +38,13 @@ fn git(dir: &Path, args: &[&str]) {
 #[test]
 fn a_repository_s_git_configuration_is_protected_its_hooks_also_before_they_exist() {
     let (_dir, root) = scratch();
+    let expected = [
+        ".git/commondir",
+        ".git/config",
+        ".git/config.worktree",
+        ".git/hooks",
+        ".gitmodules",
+    ];
     assert!(
         git_guards(&root).is_empty(),
         "no repository, nothing to protect"
@@ -45,10 +52,7 @@ fn a_repository_s_git_configuration_is_protected_its_hooks_also_before_they_exis
     git(&root, &["init", "-q"]);
     std::fs::remove_dir_all(root.join(".git/hooks")).unwrap();
     let guards = git_guards(&root);
-    assert_eq!(
-        paths(guards.protected(), &root),
-        [".git/config", ".git/hooks", ".gitmodules"]
-    );
+    assert_eq!(paths(guards.protected(), &root), expected);
     assert!(guards.protected()[0]
         .reason
         .contains("the work directory's"));
@@ -110,6 +114,7 @@ fn a_worktree_s_git_file_is_followed_to_its_hooks_and_common_config() {
         "main/.git/hooks",
         "main/.git/worktrees/tree/hooks",
         "main/.git/worktrees/tree/config.worktree",
+        "main/.git/worktrees/tree/commondir",
     ] {
         assert!(
             protected.contains(&expected.to_string()),
