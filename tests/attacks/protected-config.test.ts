@@ -188,6 +188,63 @@ describe.runIf(MOUNT_VIEW)('protected configuration and processes (needs the ker
   });
 });
 
+describe.runIf(MOUNT_VIEW)('the imports of an ES module tools module (Node runs it, not jiti)', () => {
+  // `.mjs`, and `.js` in a `"type": "module"` package, each importing a helper that imports
+  // another: every file is protected like the module itself.
+  const layouts: [name: string, files: Record<string, string>, imports: string[]][] = [
+    [
+      '.mjs',
+      {
+        'tools.mjs': "import { helper } from './lib/helper.mjs';\nexport function version() { return helper(); }\n",
+        'lib/helper.mjs': "import { deep } from './deep.mjs';\nexport function helper() { return deep; }\n",
+        'lib/deep.mjs': "export const deep = 'original';\n",
+      },
+      ['lib/helper.mjs', 'lib/deep.mjs'],
+    ],
+    [
+      '.js in a module package',
+      {
+        'package.json': '{ "type": "module" }\n',
+        'tools.js': "import { helper } from './lib/helper.js';\nexport function version() { return helper(); }\n",
+        'lib/helper.js': "export { deep as value } from './deep.js';\nimport { deep } from './deep.js';\nexport function helper() { return deep; }\n",
+        'lib/deep.js': "export const deep = 'original';\n",
+      },
+      ['lib/helper.js', 'lib/deep.js'],
+    ],
+  ];
+  for (const [name, files, imports] of layouts) {
+    it(`${name}: no process or file tool changes what it imports`, { timeout: 120_000 }, async () => {
+      const work = tempDir('toolgate-esm-');
+      const module = Object.keys(files).find((file) => file.startsWith('tools.'))!;
+      writeFiles(work, {
+        ...files,
+        'worker.yaml': [
+          'name: victim',
+          'toolsets:',
+          `  custom: { module: ./${module}, approval: { default: preApproved } }`,
+          '  cli_execute: { allowed_binaries: [python3] }',
+          '  filesystem: { approval: { default: preApproved } }',
+          '',
+        ].join('\n'),
+        'attack.py': ATTACK_PY,
+      });
+      const before = Object.fromEntries(imports.map((file) => [file, snapshotOf(work, [file])[file]]));
+      const worker = await loadWorker(join(work, 'worker.yaml'), {});
+      open.push(worker);
+      const cli = worker.tools.cli_execute as NamedTool;
+      for (const target of imports) {
+        for (const mode of MODES) {
+          const said = JSON.stringify(await call(cli, { binary: 'python3', args: ['attack.py', target, mode] }));
+          expect(snapshotOf(work, [target])[target], `${mode} ${target}: ${said}`).toBe(before[target]);
+        }
+        const refused = await failure(worker.tools.write_file as NamedTool, { path: target, content: PAYLOAD });
+        expect(refused.code).toBe('PATH_BLOCKED');
+      }
+      expect(Object.fromEntries(imports.map((file) => [file, snapshotOf(work, [file])[file]]))).toEqual(before);
+    });
+  }
+});
+
 describe('the examples layout: the configuration outside the work directory', () => {
   it('no process reaches the configuration, with or without the kernel view', { timeout: 120_000 }, async () => {
     const base = tempDir('toolgate-layout-');

@@ -185,9 +185,9 @@ export function oldLayout(): { work: string; originals: Record<string, string> }
 }
 
 /** What each target is now: its content, `<missing>`, or `<symlink -> …>`. */
-export function snapshotOf(work: string): Record<string, string> {
+export function snapshotOf(work: string, targets: readonly string[] = TARGETS): Record<string, string> {
   const out: Record<string, string> = {};
-  for (const target of TARGETS) {
+  for (const target of targets) {
     const path = join(work, target);
     try {
       const stat = lstatSync(path);

@@ -39,6 +39,14 @@ pub const DEFAULT_EXECUTABLE_TIMEOUT: Duration = Duration::from_secs(30);
 /// How long importing a tools module (`tools.ts`, its imports included) may take.
 pub const DEFAULT_IMPORT_TIMEOUT: Duration = Duration::from_secs(30);
 
+/// Most files counted as a tools module's imports (those the SDK reports for protection; a
+/// module graph larger than this is not one toolgate expects to load).
+pub const MAX_MODULE_IMPORTS: usize = 20_000;
+
+/// Largest source file of a native ES module the SDK reads for its imports (what Node's own
+/// loader runs is read from its source: see the SDK's `loadedFiles`).
+pub const MAX_MODULE_SOURCE_BYTES: u64 = 16 * 1024 * 1024;
+
 /// How long an executable tool's `description` may take during discovery.
 pub const DESCRIPTION_TIMEOUT: Duration = Duration::from_secs(5);
 

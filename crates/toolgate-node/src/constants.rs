@@ -28,6 +28,10 @@ pub struct Constants {
     pub default_executable_timeout_ms: f64,
     /// How long importing a tools module may take by default.
     pub default_import_timeout_ms: f64,
+    /// Most files reported as a tools module's imports.
+    pub max_module_imports: u32,
+    /// Largest source of a native ES module read for its imports, in bytes.
+    pub max_module_source_bytes: f64,
     /// Longest timeout anything accepts, in milliseconds.
     pub max_timeout_ms: f64,
     /// Default cap of each of stdout and stderr, in bytes.
@@ -108,6 +112,8 @@ fn collect() -> Constants {
         default_command_timeout_ms: limits::DEFAULT_COMMAND_TIMEOUT.as_millis() as f64,
         default_executable_timeout_ms: limits::DEFAULT_EXECUTABLE_TIMEOUT.as_millis() as f64,
         default_import_timeout_ms: limits::DEFAULT_IMPORT_TIMEOUT.as_millis() as f64,
+        max_module_imports: limits::MAX_MODULE_IMPORTS as u32,
+        max_module_source_bytes: limits::MAX_MODULE_SOURCE_BYTES as f64,
         max_timeout_ms: limits::MAX_TIMEOUT.as_millis() as f64,
         default_max_output_bytes: limits::DEFAULT_MAX_OUTPUT_BYTES as f64,
         executable_tool_prefix: limits::EXECUTABLE_TOOL_PREFIX.into(),

@@ -1,6 +1,6 @@
 import { spawnSync } from 'node:child_process';
 import { mkdirSync, writeFileSync } from 'node:fs';
-import { join, resolve } from 'node:path';
+import { dirname, join, resolve } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { importModule, loadedFiles } from './import-module.js';
 import { loadCustomTools } from './load-custom-tools.js';
@@ -140,5 +140,56 @@ describe('loadedFiles', () => {
     await importModule(path);
     expect(loadedFiles(path)).toContain(join(dir, 'node_modules/leftpad-toolgate-test/index.js'));
     expect(loadedFiles('/nowhere/tools.ts')).toEqual(['/nowhere/tools.ts']);
+  });
+
+  it('follows a native ES module (.mjs, .js in a module package) to what it imports, packages included', async () => {
+    const dir = tempDir();
+    const files: Record<string, string> = {
+      'tools.mjs': [
+        "import { helper } from './lib/helper.mjs';",
+        "export * from './lib/reexported.mjs';",
+        "import pad from 'esm-only-toolgate-test';",
+        "import { readFileSync } from 'node:fs';",
+        "// import './lib/commented-out.mjs';",
+        "const text = \"import './lib/in-a-string.mjs'\";",
+        "export async function later() { return import('./lib/dynamic.mjs'); }",
+        'export const x = helper() + pad + typeof readFileSync + text.length;',
+        '',
+      ].join('\n'),
+      'lib/helper.mjs': "import { deep } from './deep/deep.js';\nexport const helper = () => deep;\n",
+      'lib/deep/package.json': '{ "type": "module" }\n',
+      'lib/deep/deep.js': "import data from '../data.cjs';\nexport const deep = data.a;\n",
+      'lib/data.cjs': 'module.exports = { a: 1 };\n',
+      'lib/reexported.mjs': 'export const y = 2;\n',
+      'lib/dynamic.mjs': 'export const z = 3;\n',
+      'lib/commented-out.mjs': 'export const no = 1;\n',
+      'lib/in-a-string.mjs': 'export const no = 1;\n',
+      'node_modules/esm-only-toolgate-test/package.json':
+        '{ "name": "esm-only-toolgate-test", "type": "module", "exports": { "import": "./index.js" } }\n',
+      'node_modules/esm-only-toolgate-test/index.js': "import { part } from './part.js';\nexport default part;\n",
+      'node_modules/esm-only-toolgate-test/part.js': "export const part = 'p';\n",
+    };
+    for (const [file, text] of Object.entries(files)) {
+      mkdirSync(dirname(join(dir, file)), { recursive: true });
+      writeFileSync(join(dir, file), text);
+    }
+    const path = join(dir, 'tools.mjs');
+    await importModule(path);
+    const loaded = loadedFiles(path);
+    for (const file of [
+      'tools.mjs',
+      'lib/helper.mjs',
+      'lib/deep/deep.js',
+      'lib/data.cjs',
+      'lib/reexported.mjs',
+      'lib/dynamic.mjs',
+      'node_modules/esm-only-toolgate-test/index.js',
+      'node_modules/esm-only-toolgate-test/part.js',
+    ]) {
+      expect(loaded, file).toContain(join(dir, file));
+    }
+    expect(loaded).not.toContain(join(dir, 'lib/commented-out.mjs'));
+    expect(loaded).not.toContain(join(dir, 'lib/in-a-string.mjs'));
+    expect(loaded.every((file) => file.startsWith(dir))).toBe(true);
   });
 });

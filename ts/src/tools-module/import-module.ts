@@ -7,6 +7,7 @@ import { createRequire } from 'node:module';
 import { homedir } from 'node:os';
 import { dirname, extname, isAbsolute, join, resolve, sep } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
+import { initSync, parse } from 'es-module-lexer';
 import type { Jiti } from 'jiti';
 import { LIMITS } from '../native/constants.js';
 import { ToolgateError } from '../native/errors.js';
@@ -165,8 +166,9 @@ export function loadedFiles(path: string): string[] {
   }
   const files = new Set<string>([path, ...(addedBy.get(path) ?? [])]);
   const pending = [...files];
-  while (pending.length > 0) {
-    for (const child of children.get(pending.pop()!) ?? []) {
+  while (pending.length > 0 && files.size < LIMITS.maxModuleImports) {
+    const file = pending.pop()!;
+    for (const child of [...(children.get(file) ?? []), ...esmImports(file)]) {
       if (!files.has(child)) {
         files.add(child);
         pending.push(child);
@@ -174,6 +176,62 @@ export function loadedFiles(path: string): string[] {
     }
   }
   return [...files].filter((file) => isAbsolute(file));
+}
+
+/**
+ * The files a native ES module (`.mjs`, or `.js` in a `"type": "module"` package) imports by a
+ * specifier written out: `import`, `export … from` and `import('…')`. Node's own loader runs such
+ * a module (jiti hands it over), and that loader's cache is not readable, so its imports are read
+ * from its source. Nothing for any other file, one that cannot be read or parsed, or a specifier
+ * that does not resolve to a file (`node:fs`, a missing package).
+ */
+function esmImports(file: string): string[] {
+  if (!isAbsolute(file) || !isNativeEsm(file) || !loaded) return [];
+  let source: string;
+  try {
+    if (statSync(file).size > LIMITS.maxModuleSourceBytes) return [];
+    source = readFileSync(file, 'utf8');
+  } catch {
+    return [];
+  }
+  let imports: readonly { n: string | undefined }[];
+  try {
+    initSync();
+    [imports] = parse(source, file);
+  } catch {
+    return []; // not valid JavaScript: Node could not have run it either
+  }
+  const parent = pathToFileURL(file).href;
+  const found: string[] = [];
+  for (const { n: specifier } of imports) {
+    if (!specifier || specifier.startsWith('node:')) continue;
+    try {
+      const resolved = loaded.esmResolve(specifier, parent);
+      const target = resolved.startsWith('file:') ? fileURLToPath(resolved) : resolved;
+      if (isAbsolute(target) && statSync(target).isFile()) found.push(target);
+    } catch {
+      // a builtin, a package that is not installed, a URL: nothing on disk to protect
+    }
+  }
+  return found;
+}
+
+/** Whether Node runs `file` as an ES module of its own (not transpiled by jiti). */
+function isNativeEsm(file: string): boolean {
+  const extension = extname(file);
+  if (extension === '.mjs') return true;
+  if (extension !== '.js') return false;
+  for (let dir = dirname(file); ; dir = dirname(dir)) {
+    const manifest = join(dir, 'package.json');
+    if (existsSync(manifest)) {
+      try {
+        return (JSON.parse(readFileSync(manifest, 'utf8')) as { type?: unknown }).type === 'module';
+      } catch {
+        return false;
+      }
+    }
+    if (dirname(dir) === dir) return false;
+  }
 }
 
 /** What `loadedFiles` reads of a module cache entry. */

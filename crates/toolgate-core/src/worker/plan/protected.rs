@@ -94,6 +94,14 @@ impl WorkerPlan {
                         report.worker
                     ))
                 })?;
+            if report.files.len() > crate::limits::MAX_MODULE_IMPORTS {
+                return Err(Error::InvalidInput(format!(
+                    "the tools module '{}' reports {} imports, more than the {} toolgate takes",
+                    module.display(),
+                    report.files.len(),
+                    crate::limits::MAX_MODULE_IMPORTS
+                )));
+            }
             for file in &report.files {
                 if !file.is_absolute() {
                     return Err(Error::InvalidInput(format!(
