@@ -131,3 +131,128 @@ async fn python_and_node_in_a_prefix_do_not_reach_the_prefix() {
         assert!(text(&out.stdout).contains("denied"), "{program}: {}{}", text(&out.stdout), text(&out.stderr));
     }
 }
+
+/// Runs `script` with `sh` under `sandbox`, with `PATH` starting at `first`.
+async fn sh_with_path(
+    f: &Fixture,
+    sandbox: &std::sync::Arc<toolgate_core::Sandbox>,
+    first: Option<&Path>,
+    script: &str,
+) -> ExecOutput {
+    let mut request = toolgate_core::ExecRequest::new("/bin/sh", &f.work)
+        .args(["-c", script])
+        .env(toolgate_core::exec::env::child_environment(&[]))
+        .timeout(Duration::from_secs(20))
+        .sandbox(std::sync::Arc::clone(sandbox));
+    if let Some(first) = first {
+        request.env.retain(|(key, _)| key != "PATH");
+        request.env.push((
+            "PATH".into(),
+            format!("{}:/usr/bin:/bin", first.display()).into(),
+        ));
+    }
+    exec::run(request).await.unwrap()
+}
+
+/// A `PATH` entry that goes through a symlink inside the work directory grants nothing: a
+/// sandboxed process can point that symlink anywhere, before the next sandbox is prepared
+/// (then the target would be granted by its real path) or while one is in use (then the view,
+/// which follows names when it is built, would mount the new target).
+#[tokio::test(flavor = "multi_thread")]
+async fn a_path_entry_through_a_symlink_a_process_can_change_grants_nothing() {
+    let f = Fixture::new();
+    let tools = f.root.join("tools/bin");
+    std::fs::create_dir_all(&tools).unwrap();
+    std::fs::write(tools.join("data.txt"), "tool data\n").unwrap();
+    std::os::unix::fs::symlink(&tools, f.work.join("binlink")).unwrap();
+    let o = f.outside.display();
+    // Re-pointed by a call, then used by a sandbox prepared before and by one prepared after.
+    let before = f.sandbox(f.policy());
+    let out = sh_with_path(&f, &before, Some(&f.work.join("binlink")), "true").await;
+    assert!(out.success(), "{}", text(&out.stderr));
+    let out = sh_with_path(
+        &f,
+        &before,
+        None,
+        &format!("rm binlink && ln -s {o} binlink"),
+    )
+    .await;
+    assert!(out.success(), "{}", text(&out.stderr));
+    let after = f.sandbox(f.policy());
+    for sandbox in [&before, &after] {
+        let out = sh_with_path(
+            &f,
+            sandbox,
+            Some(&f.work.join("binlink")),
+            &format!("cat binlink/secret.txt; cat {o}/secret.txt"),
+        )
+        .await;
+        assert!(
+            !text(&out.stdout).contains(SECRET),
+            "read through the re-pointed PATH entry"
+        );
+    }
+    // Symlinks a call makes and a later call names on its PATH: to a directory outside, by an
+    // absolute or a relative target, deeper down, and to /etc.
+    for (script, entry) in [
+        (format!("ln -s {o} fresh"), "fresh"),
+        ("ln -s ../outside relative".to_string(), "relative"),
+        (format!("mkdir -p a && ln -s {o} a/b"), "a/b"),
+        ("ln -s /etc etc".to_string(), "etc"),
+    ] {
+        let sandbox = f.sandbox(f.policy());
+        let out = sh_with_path(&f, &sandbox, None, &script).await;
+        assert!(out.success(), "{script}: {}", text(&out.stderr));
+        let entry = f.work.join(entry);
+        let sandbox = f.sandbox(f.policy());
+        let out = sh_with_path(
+            &f,
+            &sandbox,
+            Some(&entry),
+            &format!("cat {0}/secret.txt {0}/shadow", entry.display()),
+        )
+        .await;
+        assert!(!out.success(), "{script}: read {}", text(&out.stdout));
+        assert!(!text(&out.stdout).contains(SECRET), "{script}");
+        assert!(!text(&out.stdout).contains("root:"), "{script}");
+    }
+}
+
+/// A `read` or `write` root that goes through a symlink inside a writable directory is refused
+/// when the sandbox is prepared; one replaced by such a symlink while a sandbox is in use is not
+/// followed by the view (its target does not become writable).
+#[tokio::test(flavor = "multi_thread")]
+async fn a_root_through_a_symlink_a_process_can_change_is_refused_or_not_followed() {
+    let f = Fixture::new();
+    std::os::unix::fs::symlink(&f.outside, f.work.join("linked")).unwrap();
+    for key in ["read", "write"] {
+        let mut policy = f.policy();
+        match key {
+            "read" => policy.read = vec!["linked".into()],
+            _ => policy.write = vec!["linked".into()],
+        }
+        let err = toolgate_core::Sandbox::prepare(policy).unwrap_err();
+        assert_eq!(err.code(), "CONFIG_INVALID", "{key}: {err}");
+        assert!(err.to_string().contains("symlink"), "{err}");
+    }
+    // A real directory as a write root inside the work directory, replaced during use.
+    std::fs::create_dir(f.work.join("out")).unwrap();
+    let mut policy = f.policy();
+    policy.write = vec!["out".into()];
+    let sandbox = f.sandbox(policy);
+    let o = f.outside.display();
+    let out = sh_with_path(&f, &sandbox, None, &format!("rmdir out && ln -s {o} out")).await;
+    assert!(out.success(), "{}", text(&out.stderr));
+    let out = sh_with_path(
+        &f,
+        &sandbox,
+        None,
+        "echo planted > out/planted.txt; cat out/secret.txt",
+    )
+    .await;
+    assert!(
+        !f.outside.join("planted.txt").exists(),
+        "the symlink's target became writable"
+    );
+    assert!(!text(&out.stdout).contains(SECRET));
+}

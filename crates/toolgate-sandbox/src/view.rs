@@ -142,14 +142,22 @@ pub(crate) fn mount_api_refused(err: &io::Error) -> bool {
 pub(crate) fn build(spec: &ViewSpec, extra: &[(OwnedFd, &OsStr)]) -> Result<(), ViewError> {
     sys::make_private()
         .map_err(|err| ViewError::of("making the mounts private".into(), &err, true))?;
+    // Where processes may write, as it is now: a symlink in there is not followed for any
+    // grant, since a sandboxed process may have pointed it anywhere since toolgate looked.
+    let mut writable = Vec::new();
+    for (name, access) in &spec.entries {
+        if *access == Access::Write {
+            writable.extend(resolve(Path::new(name), &mut BTreeMap::new(), &[])?);
+        }
+    }
     let mut links = BTreeMap::new();
     let mut planned: BTreeMap<PathBuf, Planned> = BTreeMap::new();
     for (name, access) in &spec.entries {
         if *access != Access::Device && Path::new(name) == Path::new("/proc") {
             continue; // the call's own /proc, below
         }
-        let Some(real) = resolve(Path::new(name), &mut links)? else {
-            continue; // does not exist: nothing to mount
+        let Some(real) = resolve(Path::new(name), &mut links, &writable)? else {
+            continue; // does not exist, or only by a symlink a process can change: not granted
         };
         if real == Path::new("/") {
             return Err(format!(
@@ -185,7 +193,7 @@ pub(crate) fn build(spec: &ViewSpec, extra: &[(OwnedFd, &OsStr)]) -> Result<(), 
         sources.push(source);
     }
     let private_dir = match &spec.private_dir {
-        Some(dir) => Some(resolve(Path::new(dir), &mut links)?.ok_or_else(|| {
+        Some(dir) => Some(resolve(Path::new(dir), &mut links, &[])?.ok_or_else(|| {
             format!(
                 "the private directory '{}' does not exist",
                 Path::new(dir).display()
@@ -302,8 +310,13 @@ pub(crate) fn new_private_tmpfs(megabytes: u64) -> io::Result<OwnedFd> {
 }
 
 /// The real path `name` leads to, recording every symlink on the way (by its real place)
-/// with its target; `None` when it does not exist.
-fn resolve(name: &Path, links: &mut BTreeMap<PathBuf, PathBuf>) -> Result<Option<PathBuf>, String> {
+/// with its target; `None` when it does not exist, or leads through a symlink inside one of
+/// `writable` (not followed).
+fn resolve(
+    name: &Path,
+    links: &mut BTreeMap<PathBuf, PathBuf>,
+    writable: &[PathBuf],
+) -> Result<Option<PathBuf>, String> {
     if !name.is_absolute() {
         return Err(format!("'{}' is not an absolute path", name.display()));
     }
@@ -333,6 +346,12 @@ fn resolve(name: &Path, links: &mut BTreeMap<PathBuf, PathBuf>) -> Result<Option
         if kind != libc::S_IFLNK {
             real = next;
             continue;
+        }
+        if writable
+            .iter()
+            .any(|root| next.starts_with(root) && next != *root)
+        {
+            return Ok(None);
         }
         hops += 1;
         if hops > MAX_LINKS {
@@ -643,7 +662,7 @@ mod tests {
         std::os::unix::fs::symlink(root.join("bin/tool"), root.join("abs")).unwrap();
         let mut links = BTreeMap::new();
         assert_eq!(
-            resolve(&root.join("bin/tool"), &mut links).unwrap(),
+            resolve_free(&root.join("bin/tool"), &mut links).unwrap(),
             Some(root.join("usr/bin/tool"))
         );
         assert_eq!(
@@ -651,17 +670,45 @@ mod tests {
             Some(&PathBuf::from("usr/bin"))
         );
         assert_eq!(
-            resolve(&root.join("abs"), &mut links).unwrap(),
+            resolve_free(&root.join("abs"), &mut links).unwrap(),
             Some(root.join("usr/bin/tool"))
         );
         assert!(links.contains_key(&root.join("abs")));
-        assert_eq!(resolve(&root.join("missing/x"), &mut links).unwrap(), None);
         assert_eq!(
-            resolve(&root.join("usr/../usr/bin"), &mut links).unwrap(),
+            resolve_free(&root.join("missing/x"), &mut links).unwrap(),
+            None
+        );
+        assert_eq!(
+            resolve_free(&root.join("usr/../usr/bin"), &mut links).unwrap(),
             Some(root.join("usr/bin"))
         );
         std::os::unix::fs::symlink("loop", root.join("loop")).unwrap();
-        assert!(resolve(&root.join("loop"), &mut links).is_err());
-        assert!(resolve(Path::new("relative"), &mut links).is_err());
+        assert!(resolve_free(&root.join("loop"), &mut links).is_err());
+        assert!(resolve_free(Path::new("relative"), &mut links).is_err());
+        // Inside a writable root a symlink is not followed: the name is not granted. The root
+        // itself may be reached through one.
+        let writable = [root.join("usr")];
+        std::fs::create_dir(root.join("etc")).unwrap();
+        std::fs::write(root.join("etc/shadow"), "").unwrap();
+        std::os::unix::fs::symlink(root.join("etc"), root.join("usr/bin/out")).unwrap();
+        let name = root.join("usr/bin/out/shadow");
+        assert_eq!(
+            resolve_free(&name, &mut links).unwrap(),
+            Some(root.join("etc/shadow"))
+        );
+        assert_eq!(resolve(&name, &mut links, &writable).unwrap(), None);
+        assert_eq!(
+            resolve(&root.join("bin/tool"), &mut links, &[root.join("usr/bin")]).unwrap(),
+            Some(root.join("usr/bin/tool")),
+            "through a symlink outside the writable root, to it"
+        );
+    }
+
+    /// [`resolve`] with nothing writable.
+    fn resolve_free(
+        name: &Path,
+        links: &mut BTreeMap<PathBuf, PathBuf>,
+    ) -> Result<Option<PathBuf>, String> {
+        resolve(name, links, &[])
     }
 }

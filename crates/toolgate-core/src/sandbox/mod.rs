@@ -243,6 +243,13 @@ impl Sandbox {
         let work_dir = canonical_dir(&policy.work_dir)?;
         let read = canonical_roots("read", &work_dir, &policy.read)?;
         let write = canonical_roots("write", &work_dir, &policy.write)?;
+        let mut writable = write.clone();
+        if !policy.readonly {
+            writable.push(work_dir.clone());
+        }
+        for (key, roots) in [("read", &policy.read), ("write", &policy.write)] {
+            roots_not_through_writable_links(key, &work_dir, roots, &writable)?;
+        }
         let guarded = Guarded::resolve(&work_dir, &policy.protect, &policy.hide);
         let policy = SandboxPolicy {
             work_dir,
@@ -797,6 +804,27 @@ fn canonical_roots(key: &str, work_dir: &Path, roots: &[PathBuf]) -> Result<Vec<
             })
         })
         .collect()
+}
+
+/// Refuses a configured root whose name leads through a symlink inside a writable root: a
+/// sandboxed process can point that symlink anywhere (`./out -> ~/.ssh`), and the next sandbox
+/// prepared would grant whatever it points to.
+fn roots_not_through_writable_links(
+    key: &str,
+    work_dir: &Path,
+    roots: &[PathBuf],
+    writable: &[PathBuf],
+) -> Result<()> {
+    for root in roots {
+        if let Some(link) = paths::link_inside(&work_dir.join(root), writable) {
+            return Err(Error::ConfigInvalid(format!(
+                "sandbox.{key} entry '{}' leads through the symlink '{}', which is inside a directory sandboxed processes may write: one could point it anywhere, so toolgate does not follow it. Give the real path it stands for",
+                root.display(),
+                link.display()
+            )));
+        }
+    }
+    Ok(())
 }
 
 #[cfg(test)]

@@ -67,6 +67,56 @@ const DEVICES: &[&str] = &[
 /// prefix itself, which may hold anything.
 const PREFIX_PARTS: &[&str] = &["lib", "lib32", "lib64", "libexec", "share"];
 
+/// How many symlinks a name may lead through (the kernel's own limit).
+const MAX_SYMLINK_HOPS: usize = 40;
+
+/// The first symlink `name` leads through that lies inside one of `roots` (not a root itself),
+/// following symlinks one name at a time as the kernel does; `None` when there is none (or the
+/// name loops: resolving it fails anyway).
+pub(crate) fn link_inside(name: &Path, roots: &[PathBuf]) -> Option<PathBuf> {
+    let mut real = PathBuf::from("/");
+    let mut rest = reversed_names(name);
+    let mut hops = 0;
+    while let Some(part) = rest.pop() {
+        if part == ".." {
+            real.pop();
+            continue;
+        }
+        let next = real.join(&part);
+        let Ok(target) = std::fs::read_link(&next) else {
+            real = next; // not a symlink (or missing: nothing further to follow)
+            continue;
+        };
+        if roots
+            .iter()
+            .any(|root| next.starts_with(root) && next != *root)
+        {
+            return Some(next);
+        }
+        hops += 1;
+        if hops > MAX_SYMLINK_HOPS {
+            return None;
+        }
+        if target.is_absolute() {
+            real = PathBuf::from("/");
+        }
+        rest.extend(reversed_names(&target));
+    }
+    None
+}
+
+/// The names of `path` (`..` kept, `.` and the root left out), last first.
+fn reversed_names(path: &Path) -> Vec<std::ffi::OsString> {
+    path.components()
+        .rev()
+        .filter_map(|part| match part {
+            std::path::Component::Normal(part) => Some(part.to_os_string()),
+            std::path::Component::ParentDir => Some("..".into()),
+            _ => None,
+        })
+        .collect()
+}
+
 /// How a path is granted.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum GrantKind {
@@ -253,6 +303,12 @@ impl Reach {
     pub fn search_path_roots(&self, search_path: &OsString) -> Vec<PathBuf> {
         let mut roots = Vec::new();
         for name in std::env::split_paths(search_path).filter(|dir| dir.is_absolute()) {
+            // Inside a writable root an entry needs no grant, and one that goes through a
+            // symlink there must not get one: a sandboxed process can point that symlink
+            // anywhere (`.venv/bin -> /etc`) before the next sandbox is prepared.
+            if link_inside(&name, &self.write).is_some() {
+                continue;
+            }
             let Ok(dir) = std::fs::canonicalize(&name) else {
                 continue;
             };
