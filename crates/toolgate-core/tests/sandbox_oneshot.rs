@@ -17,7 +17,17 @@ use toolgate_core::sandbox::LAUNCHER_MESSAGE_PREFIX;
 
 /// Runs `program args` through the one-shot launcher under the default policy.
 fn launch(f: &Fixture, program: &str, args: &[&str]) -> Output {
-    let sandbox = f.sandbox(f.policy());
+    launch_with(f, f.policy(), program, args)
+}
+
+/// Runs `program args` through the one-shot launcher under `policy`.
+fn launch_with(
+    f: &Fixture,
+    policy: toolgate_core::SandboxPolicy,
+    program: &str,
+    args: &[&str],
+) -> Output {
+    let sandbox = f.sandbox(policy);
     let call_dir = tempfile::tempdir().unwrap();
     let vars = env::child_environment(&[]);
     let (launcher, launcher_args) = sandbox
@@ -137,4 +147,71 @@ fn the_tree_ends_with_the_program_and_failures_use_the_launchers_codes() {
     );
     let out = launch(&f, "/etc", &[]);
     assert_eq!(out.status.code(), Some(126));
+}
+
+/// The one-shot launcher (MCP stdio servers, `toolgate sandbox`) counts processes and memory in
+/// a cgroup of the call's own, as the launcher server does, where one can be made: rlimits
+/// bind neither a root user's processes nor memory a program does not map itself (`memfd`,
+/// shared memory). The cgroup is gone after the call.
+#[test]
+fn the_one_shot_launcher_counts_processes_and_memory_in_a_cgroup() {
+    let python = "/usr/bin/python3";
+    let cgroups = toolgate_core::sandbox::probe_launcher(common::launcher())
+        .map(|probe| probe.cgroups)
+        .unwrap_or_default();
+    if !cgroups.starts_with("cgroup") || !Path::new(python).exists() {
+        eprintln!("skipped: limits are not enforced with cgroups here ({cgroups}), or no python3");
+        return;
+    }
+    let f = Fixture::new();
+    let mut policy = f.policy();
+    policy.limits = toolgate_core::sandbox::SandboxLimits {
+        processes: Some(16),
+        memory_mb: Some(64),
+        ..toolgate_core::sandbox::SandboxLimits::default()
+    };
+    let forks = "import os, time\nn = 0\ntry:\n    while n < 300:\n        if os.fork() == 0:\n            time.sleep(30); os._exit(0)\n        n += 1\nexcept OSError:\n    pass\nprint(n)\nprint(open('/proc/self/cgroup').read())\n";
+    let out = launch_with(&f, policy.clone(), python, &["-c", forks]);
+    let stdout = text(&out.stdout);
+    let made: usize = stdout
+        .lines()
+        .next()
+        .unwrap_or("")
+        .parse()
+        .unwrap_or(usize::MAX);
+    assert!(made < 16, "{made} processes under a limit of 16: {out:?}");
+    assert!(stdout.contains("call-"), "not in a call cgroup: {stdout}");
+    assert!(
+        text(&out.stderr).contains("processes"),
+        "{}",
+        text(&out.stderr)
+    );
+    // Memory a program does not map itself: a memfd and shared anonymous memory.
+    for code in [
+        "import os\nfd = os.memfd_create('x')\nfor i in range(256):\n    os.write(fd, b'x' * (1 << 20))\nprint('wrote')\n",
+        "import mmap\nm = mmap.mmap(-1, 256 << 20, flags=mmap.MAP_SHARED)\nfor i in range(0, 256 << 20, 4096):\n    m[i] = 1\nprint('wrote')\n",
+    ] {
+        let out = launch_with(&f, policy.clone(), python, &["-c", code]);
+        assert!(!text(&out.stdout).contains("wrote"), "{out:?}");
+        assert!(text(&out.stderr).contains("memoryMb"), "{}", text(&out.stderr));
+    }
+    // Nothing of the calls' cgroups is left.
+    let line = stdout.lines().find(|line| line.contains("call-")).unwrap();
+    let server_dir = line
+        .rsplit(':')
+        .next()
+        .unwrap()
+        .rsplit_once('/')
+        .unwrap()
+        .0
+        .to_string();
+    let leftovers: Vec<_> = std::fs::read_to_string("/proc/self/mountinfo")
+        .unwrap()
+        .lines()
+        .filter(|mount| mount.contains(" - cgroup"))
+        .filter_map(|mount| mount.split_whitespace().nth(4).map(String::from))
+        .map(|point| format!("{point}{server_dir}"))
+        .filter(|dir| Path::new(dir).exists())
+        .collect();
+    assert!(leftovers.is_empty(), "left behind: {leftovers:?}");
 }

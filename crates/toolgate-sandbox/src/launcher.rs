@@ -40,6 +40,7 @@ use std::path::Path;
 
 use crate::confine::{fail, filters_of, ChildStack, Grant, Program, RulesetBuilder};
 use crate::init::{own_network, Prepared};
+use crate::limits::{CallCgroup, Cgroups, Limits};
 use crate::plan::{Confinement, Launch, Network, Plan};
 use crate::protocol::{probe as keys, wire, ARG_PROBE, ARG_SERVE, EXIT_SETUP_FAILED, LIMIT_REPORT};
 use crate::seccomp;
@@ -101,6 +102,10 @@ struct OneShot<'a> {
     mask: &'a libc::sigset_t,
     /// The socket the proxy's listener is handed to toolgate over (the proxy network).
     handoff: Option<libc::c_int>,
+    /// The call's cgroup, where one can be made: it counts processes and memory, which
+    /// rlimits do not bind for root nor for memory a process does not map itself (shared
+    /// memory, `memfd`).
+    cgroup: Option<&'a CallCgroup>,
 }
 
 /// How long the init waits for toolgate to take the proxy's listener.
@@ -148,6 +153,23 @@ fn run(
             .ok()
             .and_then(|dir| std::ffi::CString::new(dir.into_os_string().into_encoded_bytes()).ok());
     }
+    // Made while this process is still in the host's namespaces (as the launcher server
+    // makes its calls' cgroups).
+    let limits = if rules.without.limits {
+        Limits::default()
+    } else {
+        rules.limits
+    };
+    // SAFETY: getpid and getppid have no preconditions.
+    let (own, toolgate) = unsafe { (libc::getpid(), libc::getppid()) };
+    let cgroups = Cgroups::prepare(own, toolgate);
+    let cgroup = match cgroups.for_call(1, &limits) {
+        Ok(cgroup) => cgroup,
+        Err(message) => {
+            cgroups.remove();
+            return fail(EXIT_SETUP_FAILED, &message);
+        }
+    };
     let one_shot = OneShot {
         rules,
         call_dir,
@@ -155,11 +177,20 @@ fn run(
         filters: &filters,
         mask: &original_mask,
         handoff,
+        cgroup: cgroup.as_ref(),
     };
-    match contain() {
+    let status = match contain() {
         Containment::PidNamespace => run_in_namespace(&one_shot, parent),
-        Containment::Subreaper => run_as_subreaper(&one_shot, parent),
+        // The launcher itself is in the cgroup then (it starts the program): it stays for
+        // the next server's or launcher's sweep (see `limits::sweep`).
+        Containment::Subreaper => return run_as_subreaper(&one_shot, parent),
+    };
+    // The init and everything in its namespace are gone.
+    if let Some(cgroup) = &cgroup {
+        cgroup.remove();
     }
+    cgroups.remove();
+    status
 }
 
 impl OneShot<'_> {
@@ -180,7 +211,11 @@ impl OneShot<'_> {
         if let Some(dir) = self.call_dir {
             builder.add_path(&dir.to_os_string(), Grant::Write)?;
         }
-        let mut prepared = Prepared::default();
+        let mut prepared = Prepared {
+            // Opened before the view hides `/sys/fs/cgroup`.
+            cgroup: self.cgroup.map(CallCgroup::open).transpose()?,
+            ..Prepared::default()
+        };
         let mut fresh_proc = false;
         let entered =
             view_allowed && !rules.without.view && crate::sys::unshare(libc::CLONE_NEWNS).is_ok();
@@ -234,9 +269,9 @@ impl OneShot<'_> {
             rules.limits
         };
         if fresh_proc {
-            limits.cap_pid_namespace(None);
+            limits.cap_pid_namespace(self.cgroup);
         }
-        limits.apply_rlimits(None)?;
+        limits.apply_rlimits(self.cgroup)?;
         prepared.ruleset = builder.finish(rules.best_effort)?;
         crate::isolate::drop_capabilities()
             .map_err(|err| format!("giving up capabilities: {err}"))?;
@@ -488,10 +523,13 @@ fn init_main(one_shot: &OneShot<'_>, status_write: libc::c_int) -> ! {
             libc::setsid();
         }
     }
-    let started = one_shot.prepare(true).and_then(|prepared| {
-        one_shot.hand_off(&prepared)?;
-        Ok((one_shot.start(&prepared)?, prepared))
-    });
+    let entered = one_shot.cgroup.map_or(Ok(()), CallCgroup::enter);
+    let started = entered
+        .and_then(|()| one_shot.prepare(true))
+        .and_then(|prepared| {
+            one_shot.hand_off(&prepared)?;
+            Ok((one_shot.start(&prepared)?, prepared))
+        });
     let (pid, prepared) = match started {
         Ok(started) => started,
         Err(message) => {
@@ -515,7 +553,9 @@ fn init_main(one_shot: &OneShot<'_>, status_write: libc::c_int) -> ! {
 
 fn run_as_subreaper(one_shot: &OneShot<'_>, parent: Option<libc::c_int>) -> i32 {
     let started = one_shot
-        .prepare(false)
+        .cgroup
+        .map_or(Ok(()), CallCgroup::enter)
+        .and_then(|()| one_shot.prepare(false))
         .and_then(|prepared| Ok((one_shot.start(&prepared)?, prepared)));
     let (pid, prepared) = match started {
         Ok(started) => started,
