@@ -253,6 +253,18 @@ async fn a_cpu_spin_stops_at_the_cpu_limit() {
         "{out:?}"
     );
     says_limit(&out, "cpuSeconds");
+
+    // A process other than the program that hits the limit: an orphan the call's init reaps
+    // (its parent exited without waiting), spinning on its own or in a subshell left behind.
+    for script in [
+        "(sh -c 'while :; do :; done' &) ; sleep 4",
+        "sh -c 'while :; do :; done' & exec sleep 4",
+        "(sh -c 'while :; do :; done' & sleep 4) & sleep 4.5",
+    ] {
+        let out = run(&f, limits, "/bin/sh", &["-c", script]).await;
+        assert!(out.success(), "{script}: {out:?}");
+        says_limit(&out, "cpuSeconds");
+    }
 }
 
 #[tokio::test(flavor = "multi_thread")]

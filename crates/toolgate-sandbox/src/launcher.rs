@@ -565,7 +565,7 @@ fn run_as_subreaper(one_shot: &OneShot<'_>, parent: Option<libc::c_int>) -> i32 
     let ended = Ended {
         status,
         cpu: std::time::Duration::ZERO,
-        orphan_file_size: kill_descendants(),
+        orphans: kill_descendants(),
     };
     one_shot.report_limits(&prepared, &ended);
     mirror(status)

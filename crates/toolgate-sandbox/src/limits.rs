@@ -669,14 +669,16 @@ pub(crate) fn limits_hit(
     let mut hit = cgroup.map(CgroupFiles::hit).unwrap_or_default();
     let (status, cpu) = (ended.status, ended.cpu);
     let signal = libc::WIFSIGNALED(status).then(|| libc::WTERMSIG(status));
+    // The program, or an orphan its init reaped (a process whose parent reaped it is not
+    // seen: the kernel tells only the parent; see docs/sandbox.md).
     if limits.cpu_seconds.is_some_and(|seconds| {
-        signal == Some(libc::SIGXCPU) || (signal == Some(libc::SIGKILL) && cpu.as_secs() >= seconds)
+        signal == Some(libc::SIGXCPU)
+            || (signal == Some(libc::SIGKILL) && cpu.as_secs() >= seconds)
+            || ended.orphans.cpu
     }) {
         hit.push(CPU_SECONDS);
     }
-    // The program, or an orphan its init reaped (a process whose parent reaped it is not
-    // seen: the kernel tells only the parent; see docs/sandbox.md).
-    if limits.file_size_mb.is_some() && (signal == Some(libc::SIGXFSZ) || ended.orphan_file_size) {
+    if limits.file_size_mb.is_some() && (signal == Some(libc::SIGXFSZ) || ended.orphans.file_size) {
         hit.push(FILE_SIZE_MB);
     }
     if limits.tmp_mb.is_some() && tmp.and_then(crate::sys::free_blocks) == Some(0) {

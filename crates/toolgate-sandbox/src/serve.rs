@@ -232,7 +232,7 @@ impl Init<'_> {
             // take the report as the end of the call's whole tree without waiting for this
             // init's own exit (its address space and namespaces are torn down after).
             crate::tree::reap_until_with_usage(program).map(|ended| Ended {
-                orphan_file_size: ended.orphan_file_size | crate::tree::end_pid_namespace(),
+                orphans: ended.orphans.and(crate::tree::end_pid_namespace()),
                 ..ended
             })
         } else {
@@ -306,9 +306,9 @@ fn take_call(
 fn subreaper_wait(program: libc::pid_t, socket: BorrowedFd<'_>) -> Option<Ended> {
     let Ok(program_fd) = wire::pidfd_open(program) else {
         let ended = crate::tree::reap_until_with_usage(program);
-        let orphan_file_size = kill_descendants();
+        let orphans = kill_descendants();
         return ended.map(|ended| Ended {
-            orphan_file_size: ended.orphan_file_size || orphan_file_size,
+            orphans: ended.orphans.and(orphans),
             ..ended
         });
     };
@@ -324,11 +324,11 @@ fn subreaper_wait(program: libc::pid_t, socket: BorrowedFd<'_>) -> Option<Ended>
             // SAFETY: wait4 of our own child into values we own.
             let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
             let reaped = unsafe { libc::wait4(program, &mut status, 0, &mut usage) } == program;
-            let orphan_file_size = kill_descendants();
+            let orphans = kill_descendants();
             return reaped.then(|| Ended {
                 status,
                 cpu: cpu_time(&usage),
-                orphan_file_size,
+                orphans,
             });
         }
         if polls[1].revents != 0 {

@@ -68,20 +68,45 @@ pub(crate) struct Ended {
     pub status: libc::c_int,
     /// The CPU time it and the children it waited for used.
     pub cpu: std::time::Duration,
-    /// A process of the call reaped here (an orphan: its parent had exited) was killed by
-    /// `SIGXFSZ`, the file-size limit's signal.
-    pub orphan_file_size: bool,
+    /// The limits' signals among the processes of the call reaped here (orphans: their parent
+    /// had exited).
+    pub orphans: OrphanSignals,
 }
 
-/// Whether a wait status is a death by `SIGXFSZ`.
-fn file_size_signal(status: libc::c_int) -> bool {
-    libc::WIFSIGNALED(status) && libc::WTERMSIG(status) == libc::SIGXFSZ
+/// Whether an orphan of the call was killed by a limit's signal: `SIGXFSZ` (`fileSizeMb`) or
+/// `SIGXCPU` (`cpuSeconds`). The kernel tells only a process's parent how it ended, so these
+/// are the only processes besides the program whose ending the init learns.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(crate) struct OrphanSignals {
+    pub file_size: bool,
+    pub cpu: bool,
+}
+
+impl OrphanSignals {
+    /// Notes the wait status of a process reaped here.
+    fn note(&mut self, status: libc::c_int) {
+        if libc::WIFSIGNALED(status) {
+            match libc::WTERMSIG(status) {
+                libc::SIGXFSZ => self.file_size = true,
+                libc::SIGXCPU => self.cpu = true,
+                _ => {}
+            }
+        }
+    }
+
+    /// Both together.
+    pub(crate) fn and(self, other: Self) -> Self {
+        Self {
+            file_size: self.file_size || other.file_size,
+            cpu: self.cpu || other.cpu,
+        }
+    }
 }
 
 /// As PID 1 of a namespace (or a subreaper): reaps every child, orphans included, until
 /// `program` has exited, and returns how it ended (`None` if waiting failed).
 pub(crate) fn reap_until_with_usage(program: libc::pid_t) -> Option<Ended> {
-    let mut orphan_file_size = false;
+    let mut orphans = OrphanSignals::default();
     loop {
         let mut status = 0;
         // SAFETY: wait4 writes the status and the usage into values we own.
@@ -91,11 +116,11 @@ pub(crate) fn reap_until_with_usage(program: libc::pid_t) -> Option<Ended> {
             return Some(Ended {
                 status,
                 cpu: cpu_time(&usage),
-                orphan_file_size,
+                orphans,
             });
         }
         if pid > 0 {
-            orphan_file_size |= file_size_signal(status);
+            orphans.note(status);
         }
         if pid < 0 && std::io::Error::last_os_error().raw_os_error() != Some(libc::EINTR) {
             return None;
@@ -103,28 +128,28 @@ pub(crate) fn reap_until_with_usage(program: libc::pid_t) -> Option<Ended> {
     }
 }
 
-/// As PID 1 of a namespace: kills every other process in it and reaps them all. Returns
-/// whether one of them had been killed by `SIGXFSZ` (see [`Ended::orphan_file_size`]).
+/// As PID 1 of a namespace: kills every other process in it and reaps them all. Returns the
+/// limits' signals that had killed one of them before (see [`OrphanSignals`]).
 ///
 /// `kill(-1)` from PID 1 reaches every process of its namespace but itself; a `fork` racing
 /// with it fails (its parent has the signal pending), so once `wait` says there is no child
 /// left, the namespace holds nothing but this init.
-pub(crate) fn end_pid_namespace() -> bool {
+pub(crate) fn end_pid_namespace() -> OrphanSignals {
     // SAFETY: getpid has no preconditions.
     if unsafe { libc::getpid() } != 1 {
         // Not a namespace's init after all: `kill(-1)` would reach the host's processes.
         return kill_descendants();
     }
-    let mut file_size = false;
+    let mut orphans = OrphanSignals::default();
     // Every process of the namespace descends from its init: no child, nothing left (the
     // usual case, without `kill(-1)` walking every process of the host).
     let mut status = 0;
     // SAFETY: waitpid writes the status into the integer we own.
     match unsafe { libc::waitpid(-1, &mut status, libc::__WALL | libc::WNOHANG) } {
         0 => {}
-        reaped if reaped > 0 => file_size |= file_size_signal(status),
+        reaped if reaped > 0 => orphans.note(status),
         _ if std::io::Error::last_os_error().raw_os_error() == Some(libc::ECHILD) => {
-            return false;
+            return orphans;
         }
         _ => {}
     }
@@ -136,9 +161,9 @@ pub(crate) fn end_pid_namespace() -> bool {
             libc::waitpid(-1, &mut status, libc::__WALL)
         };
         if reaped > 0 {
-            file_size |= file_size_signal(status);
+            orphans.note(status);
         } else if std::io::Error::last_os_error().raw_os_error() != Some(libc::EINTR) {
-            return file_size; // ECHILD: nothing left
+            return orphans; // ECHILD: nothing left
         }
     }
 }
@@ -150,11 +175,11 @@ pub(crate) fn cpu_time(usage: &libc::rusage) -> std::time::Duration {
 }
 
 /// Kills and reaps every process reparented to us (subreaper mode). Each round kills the
-/// children we have; their orphans become ours and are killed in the next round. Returns
-/// whether one of them had been killed by `SIGXFSZ` before (an orphan that was waiting to be
+/// children we have; their orphans become ours and are killed in the next round. Returns the
+/// limits' signals that had killed one of them before (an orphan that was waiting to be
 /// reaped).
-pub(crate) fn kill_descendants() -> bool {
-    let mut file_size = false;
+pub(crate) fn kill_descendants() -> OrphanSignals {
+    let mut orphans = OrphanSignals::default();
     loop {
         for pid in own_children() {
             // SAFETY: kill takes plain integers; these pids are our unreaped children.
@@ -164,10 +189,10 @@ pub(crate) fn kill_descendants() -> bool {
         // SAFETY: waitpid writes the status into the integer we own.
         let reaped = unsafe { libc::waitpid(-1, &mut status, libc::__WALL) };
         if reaped > 0 {
-            file_size |= file_size_signal(status);
+            orphans.note(status);
         }
         if reaped < 0 && std::io::Error::last_os_error().raw_os_error() != Some(libc::EINTR) {
-            return file_size; // ECHILD: nothing left
+            return orphans; // ECHILD: nothing left
         }
     }
 }
