@@ -256,3 +256,91 @@ async fn a_root_through_a_symlink_a_process_can_change_is_refused_or_not_followe
     );
     assert!(!text(&out.stdout).contains(SECRET));
 }
+
+/// The same `PATH` entry under a sandbox that may not write the work directory (a read-only
+/// toolset, a called worker that narrows to read-only), and under one whose `PATH` entry is in
+/// another sandbox's `write` root: the symlink was pointed by a process of the writable one.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_symlink_another_sandbox_can_change_grants_nothing_either() {
+    let f = Fixture::new();
+    let tools = f.root.join("tools/bin");
+    std::fs::create_dir_all(&tools).unwrap();
+    let shared = f.root.join("shared");
+    std::fs::create_dir(&shared).unwrap();
+    std::os::unix::fs::symlink(&tools, f.work.join("binlink")).unwrap();
+    std::os::unix::fs::symlink(&tools, shared.join("binlink")).unwrap();
+    let o = f.outside.display();
+    let mut readonly = f.policy();
+    readonly.readonly = true;
+    let reader = f.sandbox(readonly.clone());
+    let mut sharing = f.policy();
+    sharing.write = vec![shared.clone()];
+    let writer = f.sandbox(sharing);
+    let out = sh_with_path(
+        &f,
+        &writer,
+        None,
+        &format!(
+            "rm binlink && ln -s {o} binlink && rm {0}/binlink && ln -s {o} {0}/binlink",
+            shared.display()
+        ),
+    )
+    .await;
+    assert!(out.success(), "{}", text(&out.stderr));
+    let mut other = f.policy();
+    other.readonly = true;
+    for (sandbox, entry) in [
+        (&reader, f.work.join("binlink")),
+        (&f.sandbox(readonly), f.work.join("binlink")),
+        (&f.sandbox(other), shared.join("binlink")),
+    ] {
+        let out = sh_with_path(
+            &f,
+            sandbox,
+            Some(&entry),
+            &format!("cat {}/secret.txt", entry.display()),
+        )
+        .await;
+        assert!(
+            !text(&out.stdout).contains(SECRET),
+            "{}: read through it",
+            entry.display()
+        );
+    }
+}
+
+/// A program found on `PATH` through a symlink a process planted in the work directory
+/// (`WORK/bin/cat -> /srv/app/cat`) gets no grant of its own: `/srv/app`, where its target
+/// lives with the application's secrets, stays out of the view.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_program_planted_as_a_symlink_gets_no_grant() {
+    let f = Fixture::new();
+    let app = f.root.join("app");
+    std::fs::create_dir(&app).unwrap();
+    std::fs::copy("/bin/cat", app.join("cat")).unwrap();
+    std::fs::write(app.join("secret.txt"), format!("{SECRET}\n")).unwrap();
+    let bin = f.work.join("bin");
+    std::fs::create_dir(&bin).unwrap();
+    std::os::unix::fs::symlink(app.join("cat"), bin.join("cat")).unwrap();
+    let secret = app.join("secret.txt");
+    let mut request = f
+        .request("cat", &[secret.to_str().unwrap()])
+        .timeout(Duration::from_secs(20));
+    request.env.retain(|(key, _)| key != "PATH");
+    request.env.push((
+        "PATH".into(),
+        format!("{}:/usr/bin:/bin", bin.display()).into(),
+    ));
+    // Not in the view at all: it does not start (without the rule it ran and read the secret).
+    let err = exec::run(request).await.unwrap_err();
+    assert_eq!(err.code(), "BINARY_NOT_FOUND", "{err}");
+    // A program the work directory holds itself runs as before.
+    std::fs::copy("/bin/cat", bin.join("cat2")).unwrap();
+    let out = run_on_path(&f, &bin, "cat2", &["in.txt"]).await;
+    assert_eq!(
+        text(&out.stdout),
+        "line one\nline two\n",
+        "{}",
+        text(&out.stderr)
+    );
+}

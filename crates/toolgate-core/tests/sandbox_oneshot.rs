@@ -186,6 +186,19 @@ fn the_one_shot_launcher_counts_processes_and_memory_in_a_cgroup() {
         "{}",
         text(&out.stderr)
     );
+    // The call's cgroups are gone once the launcher is (checked before another launch, which
+    // would sweep what a launcher before it left).
+    let leftovers: Vec<String> = stdout
+        .lines()
+        .filter(|line| line.contains("/toolgate-sandbox-"))
+        .filter_map(|line| {
+            let (controllers, path) = line.split_once(':')?.1.split_once(':')?;
+            let server = &path[..path.rfind('/')?];
+            cgroup_mount(controllers).map(|point| format!("{point}{server}"))
+        })
+        .filter(|dir| Path::new(dir).exists())
+        .collect();
+    assert!(leftovers.is_empty(), "left behind: {leftovers:?}");
     // Memory a program does not map itself: a memfd and shared anonymous memory.
     for code in [
         "import os\nfd = os.memfd_create('x')\nfor i in range(256):\n    os.write(fd, b'x' * (1 << 20))\nprint('wrote')\n",
@@ -195,23 +208,23 @@ fn the_one_shot_launcher_counts_processes_and_memory_in_a_cgroup() {
         assert!(!text(&out.stdout).contains("wrote"), "{out:?}");
         assert!(text(&out.stderr).contains("memoryMb"), "{}", text(&out.stderr));
     }
-    // Nothing of the calls' cgroups is left.
-    let line = stdout.lines().find(|line| line.contains("call-")).unwrap();
-    let server_dir = line
-        .rsplit(':')
-        .next()
-        .unwrap()
-        .rsplit_once('/')
-        .unwrap()
-        .0
-        .to_string();
-    let leftovers: Vec<_> = std::fs::read_to_string("/proc/self/mountinfo")
-        .unwrap()
+}
+
+/// Where the cgroup v1 hierarchy of `controllers` (`pids`, `memory`) is mounted.
+fn cgroup_mount(controllers: &str) -> Option<String> {
+    std::fs::read_to_string("/proc/self/mountinfo")
+        .ok()?
         .lines()
-        .filter(|mount| mount.contains(" - cgroup"))
-        .filter_map(|mount| mount.split_whitespace().nth(4).map(String::from))
-        .map(|point| format!("{point}{server_dir}"))
-        .filter(|dir| Path::new(dir).exists())
-        .collect();
-    assert!(leftovers.is_empty(), "left behind: {leftovers:?}");
+        .find_map(|mount| {
+            let (left, right) = mount.split_once(" - ")?;
+            let mut right = right.split_whitespace();
+            let options = (right.next()? == "cgroup").then(|| right.nth(1))??;
+            let root = left.split_whitespace().nth(3)?;
+            let point = left.split_whitespace().nth(4)?;
+            (root == "/"
+                && controllers
+                    .split(',')
+                    .all(|c| options.split(',').any(|o| o == c)))
+            .then(|| point.to_string())
+        })
 }

@@ -179,18 +179,20 @@ fn run(
         handoff,
         cgroup: cgroup.as_ref(),
     };
-    let status = match contain() {
-        Containment::PidNamespace => run_in_namespace(&one_shot, parent),
+    // Once the init and everything in its namespace are gone (the launcher then ends as the
+    // program did, without returning).
+    let remove_cgroups = || {
+        if let Some(cgroup) = &cgroup {
+            cgroup.remove();
+        }
+        cgroups.remove();
+    };
+    match contain() {
+        Containment::PidNamespace => run_in_namespace(&one_shot, parent, remove_cgroups),
         // The launcher itself is in the cgroup then (it starts the program): it stays for
         // the next server's or launcher's sweep (see `limits::sweep`).
-        Containment::Subreaper => return run_as_subreaper(&one_shot, parent),
-    };
-    // The init and everything in its namespace are gone.
-    if let Some(cgroup) = &cgroup {
-        cgroup.remove();
+        Containment::Subreaper => run_as_subreaper(&one_shot, parent),
     }
-    cgroups.remove();
-    status
 }
 
 impl OneShot<'_> {
@@ -456,7 +458,13 @@ fn contain() -> Containment {
     Containment::Subreaper
 }
 
-fn run_in_namespace(one_shot: &OneShot<'_>, parent: Option<libc::c_int>) -> i32 {
+/// Runs the call in a PID namespace whose init is a child of this process; `after` runs once
+/// that init is reaped, before this process ends as the program did.
+fn run_in_namespace(
+    one_shot: &OneShot<'_>,
+    parent: Option<libc::c_int>,
+    after: impl FnOnce(),
+) -> i32 {
     let mut status_pipe = [0 as libc::c_int; 2];
     // SAFETY: pipe2 writes two fds into the array we own.
     if unsafe { libc::pipe2(status_pipe.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
@@ -499,6 +507,7 @@ fn run_in_namespace(one_shot: &OneShot<'_>, parent: Option<libc::c_int>) -> i32 
     } else {
         init_status
     };
+    after();
     mirror(status)
 }
 

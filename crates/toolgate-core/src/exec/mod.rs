@@ -286,6 +286,13 @@ pub fn spawn_with_abort(request: ExecRequest, abort: AbortHandle) -> Result<Runn
     // file named through `..` or a symlink (`../executable-tools` beside a worker file) is
     // given as the file it is, else the view would lack the directories on the way.
     let real = |path: &Path| std::fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf());
+    // A program found through a symlink a sandboxed process may have planted gets no grant of
+    // its own (see `Sandbox::program_chosen_by_a_process`): decided from the name it was
+    // found by, before that name is resolved.
+    let grant_program = request
+        .sandbox
+        .as_deref()
+        .is_none_or(|sandbox| !sandbox.program_chosen_by_a_process(&program));
     let (program, cwd, readable) = if request.sandbox.is_some() {
         let readable = request.readable.iter().map(|path| real(path)).collect();
         (real(&program), real(&request.cwd), readable)
@@ -325,6 +332,7 @@ pub fn spawn_with_abort(request: ExecRequest, abort: AbortHandle) -> Result<Runn
         .as_ref()
         .map(|sandbox| (Arc::clone(sandbox), sandbox.snapshot_guarded()));
     let child = Spawn {
+        grant_program,
         program: &program,
         args: &request.args,
         cwd: &cwd,
@@ -452,6 +460,8 @@ struct Spawn<'a> {
     stdin: Option<Vec<u8>>,
     /// Files the sandboxed program may read besides the policy's paths.
     readable: &'a [PathBuf],
+    /// Whether the sandboxed program's directory and prefix are granted.
+    grant_program: bool,
 }
 
 impl Spawn<'_> {
@@ -475,6 +485,7 @@ impl Spawn<'_> {
                 env: self.env,
                 readable: self.readable,
                 private_root: Some(dir.process_dir()),
+                grant_program: self.grant_program,
             };
             match sandbox.spawn_served(call, stdio) {
                 Ok(served) => {
@@ -503,7 +514,14 @@ impl Spawn<'_> {
         // made here where the call gets no view of its own.
         dir.make()?;
         let (launcher, launcher_args) = sandbox
-            .command(self.program, dir.root(), self.env, self.readable)
+            .one_shot_command(
+                self.program,
+                dir.root(),
+                self.env,
+                self.readable,
+                false,
+                self.grant_program,
+            )
             .expect("the sandbox has a launcher");
         let mut command = Command::new(launcher);
         command.args(launcher_args).args(self.args);

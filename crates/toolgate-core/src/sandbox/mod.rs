@@ -247,8 +247,13 @@ impl Sandbox {
         if !policy.readonly {
             writable.push(work_dir.clone());
         }
+        paths::note_writable(&writable);
+        // The work directory also when it is read-only here: another toolset or the file
+        // tools may write it.
+        let mut untrusted = write.clone();
+        untrusted.push(work_dir.clone());
         for (key, roots) in [("read", &policy.read), ("write", &policy.write)] {
-            roots_not_through_writable_links(key, &work_dir, roots, &writable)?;
+            roots_not_through_writable_links(key, &work_dir, roots, &untrusted)?;
         }
         let guarded = Guarded::resolve(&work_dir, &policy.protect, &policy.hide);
         let policy = SandboxPolicy {
@@ -555,6 +560,29 @@ impl Sandbox {
         readable: &[PathBuf],
         tty: bool,
     ) -> Option<(&Path, Vec<OsString>)> {
+        let grant_program = !self.program_chosen_by_a_process(program);
+        self.one_shot_command(program, call_dir, env, readable, tty, grant_program)
+    }
+
+    /// Whether `program`, as found, is inside or reached through a symlink inside a directory
+    /// a sandboxed process may have written (see `Reach::chosen_by_a_process`): its directory
+    /// and prefix are then granted nothing (a planted `WORK/bin/python3 -> /srv/app/python3`
+    /// must not make `/srv/app` readable); it runs only where it is readable anyway.
+    pub(crate) fn program_chosen_by_a_process(&self, program: &Path) -> bool {
+        self.reach.chosen_by_a_process(program)
+    }
+
+    /// [`Sandbox::command_with`], with whether the program's own directory is granted decided
+    /// by the caller (from the name the program was found by).
+    pub(crate) fn one_shot_command(
+        &self,
+        program: &Path,
+        call_dir: &Path,
+        env: &[(OsString, OsString)],
+        readable: &[PathBuf],
+        tty: bool,
+        grant_program: bool,
+    ) -> Option<(&Path, Vec<OsString>)> {
         let launcher = self.launcher.as_deref()?;
         let mut args = Vec::with_capacity(self.fixed_args.len() + 32);
         args.push(ARG_PARENT.into());
@@ -569,7 +597,7 @@ impl Sandbox {
             args.push(ARG_PROXY_HANDOFF.into());
             args.push(HANDOFF_FD.to_string().into());
         }
-        self.push_call_paths(&mut args, program, call_dir, env, readable);
+        self.push_call_paths(&mut args, program, call_dir, env, readable, grant_program);
         args.push(ARG_END.into());
         args.push(program.as_os_str().to_owned());
         Some((launcher, args))
@@ -604,6 +632,7 @@ impl Sandbox {
             call.call_dir,
             call.env,
             call.readable,
+            call.grant_program,
         );
         words.push(ARG_CWD.into());
         words.push(call.cwd.as_os_str().to_owned());
@@ -648,13 +677,18 @@ impl Sandbox {
         call_dir: &Path,
         env: &[(OsString, OsString)],
         readable: &[PathBuf],
+        grant_program: bool,
     ) -> toolgate_sandbox::protocol::kind::CallKind {
         let search_path = env
             .iter()
             .find(|(name, _)| name == "PATH")
             .map(|(_, value)| value);
         let search_path = self.search_path_roots(search_path);
-        let program_roots = self.reach.program_roots(program, &search_path);
+        let program_roots = if grant_program {
+            self.reach.program_roots(program, &search_path)
+        } else {
+            Vec::new()
+        };
         args.push(ARG_CALL_DIR.into());
         args.push(call_dir.as_os_str().to_owned());
         let reads: Vec<&Path> = search_path
@@ -684,6 +718,9 @@ pub(crate) struct ServedCall<'a> {
     /// The directory holding this process's call directories: the launcher server removes it
     /// when toolgate is killed (given when the server starts).
     pub private_root: Option<&'a Path>,
+    /// Whether the program's directory and prefix are granted (see
+    /// [`Sandbox::program_chosen_by_a_process`]).
+    pub grant_program: bool,
 }
 
 #[cfg(target_os = "linux")]

@@ -162,7 +162,44 @@ pub(crate) struct Reach {
     pub devices: Vec<PathBuf>,
     /// Directories under which a program's install prefix is not granted as a whole.
     pub home_areas: Vec<PathBuf>,
+    /// Where a sandboxed process or a file tool may have written, also when this sandbox may
+    /// not: the work directory (read-only here, writable for another toolset or the file
+    /// tools) and the write roots. With [`writable_elsewhere`], what no grant is taken from.
+    pub untrusted: Vec<PathBuf>,
 }
+
+/// Every directory a sandbox prepared in this process lets processes write: a symlink in one
+/// may have been pointed anywhere by a process of that sandbox (another toolset of the same
+/// worker, the worker calling this one).
+fn writable_anywhere() -> &'static std::sync::Mutex<Vec<PathBuf>> {
+    static WRITABLE: std::sync::OnceLock<std::sync::Mutex<Vec<PathBuf>>> =
+        std::sync::OnceLock::new();
+    WRITABLE.get_or_init(Default::default)
+}
+
+/// Notes the directories a sandbox lets its processes write (see [`writable_anywhere`]).
+pub(crate) fn note_writable(roots: &[PathBuf]) {
+    let mut known = writable_anywhere()
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    for root in roots {
+        if !known.contains(root) && known.len() < MAX_NOTED_WRITABLE {
+            known.push(root.clone());
+        }
+    }
+}
+
+/// The directories any sandbox of this process lets processes write, as noted so far.
+fn writable_elsewhere() -> Vec<PathBuf> {
+    writable_anywhere()
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+        .clone()
+}
+
+/// How many writable directories of other sandboxes are remembered (a process preparing more
+/// sandboxes than this, each with its own roots, is not one toolgate expects).
+const MAX_NOTED_WRITABLE: usize = 4096;
 
 impl Reach {
     /// The system part plus the work directory and the configured roots (all canonical and
@@ -196,6 +233,8 @@ impl Reach {
         } else {
             write.push(work_dir.to_path_buf());
         }
+        let mut untrusted = write_roots.to_vec();
+        untrusted.push(work_dir.to_path_buf());
         let devices = DEVICES
             .iter()
             .map(Path::new)
@@ -217,7 +256,24 @@ impl Reach {
             write,
             devices,
             home_areas: home_areas(),
+            untrusted,
         }
+    }
+
+    /// Where no grant may be taken from: [`Reach::untrusted`] and what other sandboxes of this
+    /// process let their processes write.
+    fn untrusted_roots(&self) -> Vec<PathBuf> {
+        let mut roots = self.untrusted.clone();
+        roots.extend(writable_elsewhere());
+        roots
+    }
+
+    /// Whether `name` is inside, or leads through a symlink inside, a directory a sandboxed
+    /// process may have written: what it stands for is then chosen by whoever wrote there.
+    pub fn chosen_by_a_process(&self, name: &Path) -> bool {
+        let untrusted = self.untrusted_roots();
+        untrusted.iter().any(|root| name.starts_with(root))
+            || link_inside(name, &untrusted).is_some()
     }
 
     /// The fixed grants with their reasons.
@@ -303,10 +359,11 @@ impl Reach {
     pub fn search_path_roots(&self, search_path: &OsString) -> Vec<PathBuf> {
         let mut roots = Vec::new();
         for name in std::env::split_paths(search_path).filter(|dir| dir.is_absolute()) {
-            // Inside a writable root an entry needs no grant, and one that goes through a
-            // symlink there must not get one: a sandboxed process can point that symlink
-            // anywhere (`.venv/bin -> /etc`) before the next sandbox is prepared.
-            if link_inside(&name, &self.write).is_some() {
+            // Inside a directory a sandboxed process may write (this sandbox's, another's, the
+            // work directory also when read-only here) an entry gets no grant, and one that
+            // goes through a symlink there must not: a process can point that symlink anywhere
+            // (`.venv/bin -> /etc`) before this sandbox uses it.
+            if self.chosen_by_a_process(&name) {
                 continue;
             }
             let Ok(dir) = std::fs::canonicalize(&name) else {
