@@ -260,6 +260,8 @@ async fn a_cpu_spin_stops_at_the_cpu_limit() {
         "(sh -c 'while :; do :; done' &) ; sleep 4",
         "sh -c 'while :; do :; done' & exec sleep 4",
         "(sh -c 'while :; do :; done' & sleep 4) & sleep 4.5",
+        // One that ignores SIGXCPU: the kernel's SIGKILL at the hard limit (two seconds on).
+        "(sh -c 'trap \"\" XCPU; while :; do :; done' &) ; sleep 5",
     ] {
         let out = run(&f, limits, "/bin/sh", &["-c", script]).await;
         assert!(out.success(), "{script}: {out:?}");

@@ -675,6 +675,7 @@ pub(crate) fn limits_hit(
         signal == Some(libc::SIGXCPU)
             || (signal == Some(libc::SIGKILL) && cpu.as_secs() >= seconds)
             || ended.orphans.cpu
+            || ended.orphans.killed_cpu.as_secs() >= seconds
     }) {
         hit.push(CPU_SECONDS);
     }

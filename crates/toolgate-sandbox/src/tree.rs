@@ -80,6 +80,10 @@ pub(crate) struct Ended {
 pub(crate) struct OrphanSignals {
     pub file_size: bool,
     pub cpu: bool,
+    /// The most CPU time an orphan had used when `SIGKILL` ended it (the kernel's kill at
+    /// `RLIMIT_CPU`'s hard limit, for a process that ignored `SIGXCPU`), where its usage is
+    /// known.
+    pub killed_cpu: std::time::Duration,
 }
 
 impl OrphanSignals {
@@ -94,11 +98,20 @@ impl OrphanSignals {
         }
     }
 
+    /// Notes the wait status of a process reaped here that had used `cpu`.
+    fn note_with_usage(&mut self, status: libc::c_int, cpu: std::time::Duration) {
+        self.note(status);
+        if libc::WIFSIGNALED(status) && libc::WTERMSIG(status) == libc::SIGKILL {
+            self.killed_cpu = self.killed_cpu.max(cpu);
+        }
+    }
+
     /// Both together.
     pub(crate) fn and(self, other: Self) -> Self {
         Self {
             file_size: self.file_size || other.file_size,
             cpu: self.cpu || other.cpu,
+            killed_cpu: self.killed_cpu.max(other.killed_cpu),
         }
     }
 }
@@ -120,7 +133,7 @@ pub(crate) fn reap_until_with_usage(program: libc::pid_t) -> Option<Ended> {
             });
         }
         if pid > 0 {
-            orphans.note(status);
+            orphans.note_with_usage(status, cpu_time(&usage));
         }
         if pid < 0 && std::io::Error::last_os_error().raw_os_error() != Some(libc::EINTR) {
             return None;
