@@ -15,7 +15,7 @@
  * tools, the reports and the examples' layout (configuration outside the work directory, where
  * Landlock alone keeps processes away from it) are tested everywhere.
  */
-import { symlinkSync } from 'node:fs';
+import { readFileSync, readlinkSync, symlinkSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { exec, loadWorker, type LoadedWorker, type NamedTool } from '../../ts/src/index.js';
@@ -211,6 +211,24 @@ describe.runIf(MOUNT_VIEW)('the imports of an ES module tools module (Node runs 
       },
       ['lib/helper.js', 'lib/deep.js'],
     ],
+    [
+      'a .ts module importing a .mjs',
+      {
+        'tools.ts': "import { helper } from './lib/helper.mjs';\nexport function version(): string { return helper(); }\n",
+        'lib/helper.mjs': "import { deep } from './deep.mjs';\nexport function helper() { return deep; }\n",
+        'lib/deep.mjs': "export const deep = 'original';\n",
+      },
+      ['lib/helper.mjs', 'lib/deep.mjs'],
+    ],
+    [
+      'an #internal import (package.json decides what it names)',
+      {
+        'package.json': '{ "name": "victim", "imports": { "#helper": "./lib/helper.mjs" } }\n',
+        'tools.mjs': "import { helper } from '#helper';\nexport function version() { return helper(); }\n",
+        'lib/helper.mjs': "export function helper() { return 'original'; }\n",
+      },
+      ['package.json', 'lib/helper.mjs'],
+    ],
   ];
   for (const [name, files, imports] of layouts) {
     it(`${name}: no process or file tool changes what it imports`, { timeout: 120_000 }, async () => {
@@ -243,6 +261,38 @@ describe.runIf(MOUNT_VIEW)('the imports of an ES module tools module (Node runs 
       expect(Object.fromEntries(imports.map((file) => [file, snapshotOf(work, [file])[file]]))).toEqual(before);
     });
   }
+});
+
+describe.runIf(MOUNT_VIEW)('a tools module named through a symlinked folder', () => {
+  it('the folder cannot be swapped for one holding another module', { timeout: 120_000 }, async () => {
+    const work = tempDir('toolgate-linked-');
+    writeFiles(work, {
+      'pkg/tools.mjs': "export function version() { return 'original'; }\n",
+      'worker.yaml': [
+        'name: victim',
+        'toolsets:',
+        '  custom: { module: ./lib/tools.mjs, approval: { default: preApproved } }',
+        '  cli_execute: { allowed_binaries: [python3] }',
+        '',
+      ].join('\n'),
+      'swap.py': [
+        'import os, shutil',
+        "os.unlink('lib')",
+        "os.makedirs('lib')",
+        `open('lib/tools.mjs', 'w').write("export function version() { return '${PAYLOAD}'; }\\n")`,
+        "print('swapped')",
+        '',
+      ].join('\n'),
+    });
+    symlinkSync('pkg', join(work, 'lib'));
+    const worker = await loadWorker(join(work, 'worker.yaml'), {});
+    open.push(worker);
+    const said = JSON.stringify(await call(worker.tools.cli_execute as NamedTool, { binary: 'python3', args: ['swap.py'] }));
+    // Whatever the process managed inside the call, the link is back afterwards.
+    expect(readlinkSync(join(work, 'lib')), said).toBe('pkg');
+    expect(readFileSync(join(work, 'lib/tools.mjs'), 'utf8')).toBe("export function version() { return 'original'; }\n");
+    expect(said).toContain('put back the symlink');
+  });
 });
 
 describe('the examples layout: the configuration outside the work directory', () => {

@@ -1,5 +1,5 @@
 import { spawnSync } from 'node:child_process';
-import { mkdirSync, writeFileSync } from 'node:fs';
+import { mkdirSync, symlinkSync, writeFileSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { importModule, loadedFiles } from './import-module.js';
@@ -190,6 +190,41 @@ describe('loadedFiles', () => {
     }
     expect(loaded).not.toContain(join(dir, 'lib/commented-out.mjs'));
     expect(loaded).not.toContain(join(dir, 'lib/in-a-string.mjs'));
-    expect(loaded.every((file) => file.startsWith(dir))).toBe(true);
+    // What decides what a name loads: the package.json files up to the first there is (none
+    // here: up to /), and the node_modules folder a package was found in.
+    for (const file of ['package.json', 'lib/package.json', 'lib/deep/package.json', 'node_modules/esm-only-toolgate-test']) {
+      expect(loaded, file).toContain(join(dir, file));
+    }
+    expect(loaded.filter((file) => !file.startsWith(dir)).every((file) => file.endsWith('/package.json'))).toBe(true);
+  });
+
+  it('follows a transpiled module to a native ES module it imports, and to what decides the name', async () => {
+    const dir = tempDir();
+    const files: Record<string, string> = {
+      'package.json': '{ "name": "project", "imports": { "#helper": "./lib/helper.mjs" } }\n',
+      'tools.ts': [
+        "import { dep } from './lib/dep.mjs';",
+        "import { helper } from '#helper';",
+        "import pad from 'linked-toolgate-test';",
+        'export const x: string = dep + helper + pad;',
+        '',
+      ].join('\n'),
+      'lib/dep.mjs': "export const dep = 'dep';\n",
+      'lib/helper.mjs': "export const helper = 'helper';\n",
+      'vendor/linked/package.json': '{ "name": "linked-toolgate-test", "type": "module", "main": "index.js" }\n',
+      'vendor/linked/index.js': "export default 'pad';\n",
+    };
+    for (const [file, text] of Object.entries(files)) {
+      mkdirSync(dirname(join(dir, file)), { recursive: true });
+      writeFileSync(join(dir, file), text);
+    }
+    mkdirSync(join(dir, 'node_modules'));
+    symlinkSync('../vendor/linked', join(dir, 'node_modules/linked-toolgate-test'));
+    const path = join(dir, 'tools.ts');
+    await importModule(path);
+    const loaded = loadedFiles(path);
+    for (const file of ['lib/dep.mjs', 'lib/helper.mjs', 'package.json', 'node_modules/linked-toolgate-test', 'vendor/linked/index.js']) {
+      expect(loaded, file).toContain(join(dir, file));
+    }
   });
 });

@@ -3,9 +3,9 @@
  * (ESM or CommonJS), through jiti. Every failure becomes a `ToolgateError` that names the file.
  */
 import { existsSync, lstatSync, mkdirSync, readFileSync, realpathSync, statSync } from 'node:fs';
-import { createRequire } from 'node:module';
+import { createRequire, isBuiltin } from 'node:module';
 import { homedir } from 'node:os';
-import { dirname, extname, isAbsolute, join, resolve, sep } from 'node:path';
+import { basename, dirname, extname, isAbsolute, join, resolve, sep } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { initSync, parse } from 'es-module-lexer';
 import type { Jiti } from 'jiti';
@@ -168,7 +168,7 @@ export function loadedFiles(path: string): string[] {
   const pending = [...files];
   while (pending.length > 0 && files.size < LIMITS.maxModuleImports) {
     const file = pending.pop()!;
-    for (const child of [...(children.get(file) ?? []), ...esmImports(file)]) {
+    for (const child of [...(children.get(file) ?? []), ...sourceImports(file)]) {
       if (!files.has(child)) {
         files.add(child);
         pending.push(child);
@@ -179,14 +179,20 @@ export function loadedFiles(path: string): string[] {
 }
 
 /**
- * The files a native ES module (`.mjs`, or `.js` in a `"type": "module"` package) imports by a
- * specifier written out: `import`, `export … from` and `import('…')`. Node's own loader runs such
- * a module (jiti hands it over), and that loader's cache is not readable, so its imports are read
- * from its source. Nothing for any other file, one that cannot be read or parsed, or a specifier
- * that does not resolve to a file (`node:fs`, a missing package).
+ * What `file`'s source imports by a specifier written out, resolved, and the files that decide
+ * what such a specifier means. Node's own loader runs a native ES module (`.mjs`, or `.js` in a
+ * `"type": "module"` package: jiti hands it over), whose cache is not readable, and a module jiti
+ * transpiles may import one; so every module's imports are also read from its source: a native
+ * ES module's exactly (`import`, `export … from`, `import('…')`), another's generously (every
+ * `from '…'`, `import '…'`, `import('…')` and `require('…')`: one in a comment adds a file that
+ * is protected for nothing). With each: the `package.json` files from its folder up to the first
+ * there is (its `type`, its `imports` map: one planted nearer would change them), and for a
+ * package, each `node_modules/<name>` Node looks in up to the one it found (a symlink there, or
+ * one planted nearer, would load something else). Nothing for a file that cannot be read or
+ * parsed, or a specifier that does not resolve (`node:fs`, a package that is not installed).
  */
-function esmImports(file: string): string[] {
-  if (!isAbsolute(file) || !isNativeEsm(file) || !loaded) return [];
+function sourceImports(file: string): string[] {
+  if (!isAbsolute(file) || !loaded || !MODULE_EXTENSIONS.includes(extname(file))) return [];
   let source: string;
   try {
     if (statSync(file).size > LIMITS.maxModuleSourceBytes) return [];
@@ -194,17 +200,11 @@ function esmImports(file: string): string[] {
   } catch {
     return [];
   }
-  let imports: readonly { n: string | undefined }[];
-  try {
-    initSync();
-    [imports] = parse(source, file);
-  } catch {
-    return []; // not valid JavaScript: Node could not have run it either
-  }
+  const found = [...packageManifests(file)];
   const parent = pathToFileURL(file).href;
-  const found: string[] = [];
-  for (const { n: specifier } of imports) {
-    if (!specifier || specifier.startsWith('node:')) continue;
+  for (const specifier of specifiersIn(source, file)) {
+    if (specifier.startsWith('node:')) continue;
+    if (!/^[./]|^file:/.test(specifier)) found.push(...packageLookups(file, specifier));
     try {
       const resolved = loaded.esmResolve(specifier, parent);
       const target = resolved.startsWith('file:') ? fileURLToPath(resolved) : resolved;
@@ -214,6 +214,46 @@ function esmImports(file: string): string[] {
     }
   }
   return found;
+}
+
+/** The import specifiers written out in `source` (see `sourceImports`). */
+function specifiersIn(source: string, file: string): string[] {
+  if (isNativeEsm(file)) {
+    try {
+      initSync();
+      return parse(source, file)[0].flatMap(({ n }) => (n ? [n] : []));
+    } catch {
+      return []; // not valid JavaScript: Node could not have run it either
+    }
+  }
+  return [...source.matchAll(/\b(?:from|import|require)\s*\(?\s*(['"])([^'"\n]{1,1024})\1/g)].map((match) => match[2]!);
+}
+
+/** The `package.json` files from `file`'s folder up to the first that exists, that one included. */
+function packageManifests(file: string): string[] {
+  const manifests: string[] = [];
+  for (let dir = dirname(file); ; dir = dirname(dir)) {
+    const manifest = join(dir, 'package.json');
+    manifests.push(manifest);
+    if (existsSync(manifest) || dirname(dir) === dir) return manifests;
+  }
+}
+
+/** The `node_modules/<name>` folders Node looks in for `specifier` from `file`, up to the first that exists. */
+function packageLookups(file: string, specifier: string): string[] {
+  const parts = specifier.split('/');
+  const name = specifier.startsWith('@') ? parts.slice(0, 2).join('/') : parts[0]!;
+  // `#internal` goes through package.json (above); a builtin (`fs`) is no package on disk.
+  if (!name || name.startsWith('#') || isBuiltin(name)) return [];
+  const folders: string[] = [];
+  for (let dir = dirname(file); ; dir = dirname(dir)) {
+    if (basename(dir) !== 'node_modules') {
+      const folder = join(dir, 'node_modules', name);
+      folders.push(folder);
+      if (existsSync(folder)) return folders;
+    }
+    if (dirname(dir) === dir) return folders;
+  }
 }
 
 /** Whether Node runs `file` as an ES module of its own (not transpiled by jiti). */

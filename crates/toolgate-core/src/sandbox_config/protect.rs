@@ -78,7 +78,15 @@ impl Guards {
     /// Protects `path` (made absolute and real, see [`real_path`]); the first reason given for a
     /// path is kept.
     pub fn protect(&mut self, path: &Path, reason: impl Into<String>) {
-        add(&mut self.protect, path, reason.into());
+        let reason = reason.into();
+        // A symlink on the way (`lib -> pkg` for `lib/tools.mjs`, `node_modules/pkg ->
+        // ../vendor/pkg`) decides what is loaded by that name as much as the file does: it is
+        // protected too (as the link, which is put back if a call replaces it).
+        for link in links_on_the_way(path) {
+            let what = format!("a symlink on the way to {} ({reason})", path.display());
+            push(&mut self.protect, link, what);
+        }
+        add(&mut self.protect, path, reason);
     }
 
     /// Hides `path`; the first reason given for a path is kept.
@@ -88,8 +96,9 @@ impl Guards {
 
     /// Adds every path of `other`.
     pub fn extend(&mut self, other: &Guards) {
+        // Taken as they are: resolved already, and a protected symlink is the link.
         for guarded in &other.protect {
-            add(&mut self.protect, &guarded.path, guarded.reason.clone());
+            push(&mut self.protect, guarded.path.clone(), guarded.reason.clone());
         }
         for guarded in &other.hide {
             add(&mut self.hide, &guarded.path, guarded.reason.clone());
@@ -168,11 +177,45 @@ impl Guards {
 }
 
 fn add(list: &mut Vec<GuardedPath>, path: &Path, reason: String) {
-    let path = real_path(path);
+    push(list, real_path(path), reason);
+}
+
+/// Adds `path` as it is, unless it is listed already.
+fn push(list: &mut Vec<GuardedPath>, path: PathBuf, reason: String) {
     if !list.iter().any(|known| known.path == path) {
         list.push(GuardedPath { path, reason });
     }
 }
+
+/// The symlinks `path` leads through, the last name included, each named by its real parent
+/// directory and its own name (the link itself); at most [`MAX_LINKS_ON_THE_WAY`].
+fn links_on_the_way(path: &Path) -> Vec<PathBuf> {
+    let mut links = Vec::new();
+    let mut prefix = PathBuf::new();
+    for component in path.components() {
+        match component {
+            Component::ParentDir => {
+                prefix.pop();
+                continue;
+            }
+            Component::CurDir => continue,
+            other => prefix.push(other),
+        }
+        let is_link = prefix
+            .symlink_metadata()
+            .is_ok_and(|meta| meta.file_type().is_symlink());
+        if !is_link || links.len() >= MAX_LINKS_ON_THE_WAY {
+            continue;
+        }
+        if let (Some(parent), Some(name)) = (prefix.parent(), prefix.file_name()) {
+            links.push(real_path(parent).join(name));
+        }
+    }
+    links
+}
+
+/// The most symlinks on the way to one protected path that are protected with it.
+const MAX_LINKS_ON_THE_WAY: usize = 40;
 
 /// `paths` sorted, without duplicates and without a path inside another one of them.
 fn outermost(paths: impl Iterator<Item = PathBuf>) -> Vec<PathBuf> {
@@ -265,6 +308,13 @@ pub fn file_tool_protection(work_dir: &Path) -> Vec<(PathBuf, String)> {
 /// Git files bigger than this are not read for `gitdir:`, `commondir` or `hooksPath`.
 const MAX_GIT_FILE_BYTES: u64 = 1024 * 1024;
 
+/// Git config files read for includes, at most (a chain longer than this is not a
+/// configuration toolgate expects).
+const MAX_GIT_CONFIG_FILES: usize = 64;
+
+/// How deep submodules' git directories are looked for.
+const MAX_SUBMODULE_DEPTH: usize = 8;
+
 /// The linked worktrees of a repository whose files are protected, at most (the rest of a
 /// larger number is left: a repository with more is not one toolgate expects to work in).
 const MAX_LINKED_WORKTREES: usize = 256;
@@ -327,7 +377,15 @@ fn repository_guards(top: &Path, guards: &mut Guards, whose: &str) {
         }
     }
     guards.protect(&top.join(".gitmodules"), format!("{whose} .gitmodules"));
-    for config in [config, git_dir.join("config.worktree")] {
+    // The config files, and the files they include, and theirs (git follows includes of
+    // included files too).
+    let mut pending = vec![config, git_dir.join("config.worktree")];
+    let mut read = 0;
+    while let Some(config) = pending.pop() {
+        read += 1;
+        if read > MAX_GIT_CONFIG_FILES {
+            break;
+        }
         let Some(text) = read_small(&config) else {
             continue;
         };
@@ -339,13 +397,44 @@ fn repository_guards(top: &Path, guards: &mut Guards, whose: &str) {
                     guards.protect(&top.join(&value), format!("{whose} core.hooksPath"));
                 }
                 "include.path" | "includeif.path" => {
+                    let included = base.join(&value);
                     guards.protect(
-                        &base.join(&value),
+                        &included,
                         format!("a git config file {whose} git config includes"),
                     );
+                    pending.push(included);
                 }
                 _ => {}
             }
+        }
+    }
+    submodule_guards(&common.join("modules"), guards, whose, 0);
+}
+
+/// The git directories of a repository's submodules (`.git/modules/<name>`, and theirs): git
+/// runs in a submodule when it runs in its superproject (`git status` recurses), with the
+/// submodule's own config and hooks.
+fn submodule_guards(modules: &Path, guards: &mut Guards, whose: &str, depth: usize) {
+    if depth >= MAX_SUBMODULE_DEPTH {
+        return;
+    }
+    let Ok(entries) = std::fs::read_dir(modules) else {
+        return;
+    };
+    for entry in entries.flatten().take(MAX_LINKED_WORKTREES) {
+        let dir = entry.path();
+        if !entry.file_type().is_ok_and(|kind| kind.is_dir()) {
+            continue;
+        }
+        if dir.join("HEAD").is_file() {
+            let reason = format!("{whose} git config and hooks of a submodule");
+            for name in ["config", "hooks", "commondir", "config.worktree"] {
+                guards.protect(&dir.join(name), reason.clone());
+            }
+            submodule_guards(&dir.join("modules"), guards, whose, depth + 1);
+        } else {
+            // A submodule named with a slash (`libs/a`) keeps its git directory deeper.
+            submodule_guards(&dir, guards, whose, depth + 1);
         }
     }
 }

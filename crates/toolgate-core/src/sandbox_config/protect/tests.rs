@@ -282,3 +282,73 @@ fn toolsets_built_in_code_protect_their_tool_directories_and_server_scripts() {
         "the work directory itself is not a script"
     );
 }
+
+#[test]
+fn includes_of_included_config_files_and_submodules_are_protected() {
+    let (_dir, root) = scratch();
+    let library = root.join("library");
+    std::fs::create_dir(&library).unwrap();
+    git(&library, &["init", "-q"]);
+    git(&library, &["commit", "-q", "--allow-empty", "-m", "one"]);
+    let work = root.join("work");
+    std::fs::create_dir(&work).unwrap();
+    git(&work, &["init", "-q"]);
+    git(&work, &["config", "include.path", "../team.gitconfig"]);
+    std::fs::write(
+        work.join("team.gitconfig"),
+        "[include]\n\tpath = local.gitconfig\n",
+    )
+    .unwrap();
+    std::fs::write(work.join("local.gitconfig"), "[core]\n").unwrap();
+    git(
+        &work,
+        &[
+            "-c",
+            "protocol.file.allow=always",
+            "submodule",
+            "add",
+            "-q",
+            "../library",
+            "libs/library",
+        ],
+    );
+    let protected = paths(git_guards(&work).protected(), &root);
+    for expected in [
+        "work/team.gitconfig",
+        "work/local.gitconfig",
+        "work/.git/modules/libs/library/config",
+        "work/.git/modules/libs/library/hooks",
+        "work/.git/modules/libs/library/commondir",
+    ] {
+        assert!(
+            protected.contains(&expected.to_string()),
+            "{expected} in {protected:?}"
+        );
+    }
+}
+
+#[test]
+fn a_symlink_on_the_way_to_a_protected_file_is_protected_as_the_link() {
+    let (_dir, root) = scratch();
+    std::fs::create_dir_all(root.join("pkg")).unwrap();
+    std::fs::write(root.join("pkg/tools.mjs"), "").unwrap();
+    std::os::unix::fs::symlink("pkg", root.join("lib")).unwrap();
+    std::os::unix::fs::symlink("pkg/tools.mjs", root.join("entry.mjs")).unwrap();
+    let mut guards = Guards::default();
+    guards.protect(&root.join("lib/tools.mjs"), "the tools module");
+    guards.protect(&root.join("entry.mjs"), "the tools module");
+    assert_eq!(
+        paths(guards.protected(), &root),
+        ["entry.mjs", "lib", "pkg/tools.mjs"]
+    );
+    let link = guards
+        .protected()
+        .iter()
+        .find(|guarded| guarded.path == root.join("lib"))
+        .unwrap();
+    assert!(
+        link.reason.contains("symlink on the way"),
+        "{}",
+        link.reason
+    );
+}
