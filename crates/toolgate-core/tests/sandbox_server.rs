@@ -103,7 +103,16 @@ async fn a_program_gets_its_three_streams_and_nothing_else() {
             .map(|entry| entry.unwrap().file_name().to_string_lossy().into_owned())
             .collect();
         fds.sort();
-        assert_eq!(fds, ["0", "1", "2"], "round {round}");
+        let links: Vec<String> = fds
+            .iter()
+            .map(|fd| {
+                format!(
+                    "{fd} -> {:?}",
+                    std::fs::read_link(format!("/proc/{pid}/fd/{fd}")).ok()
+                )
+            })
+            .collect();
+        assert_eq!(fds, ["0", "1", "2"], "round {round}: {links:?}");
         assert!(running.await.unwrap().unwrap().success());
     }
     // A finished call's output ends at once although the other is still running.

@@ -36,7 +36,7 @@
 mod guard;
 mod locate;
 mod namespaces;
-mod paths;
+pub(crate) mod paths;
 mod probe;
 
 #[cfg(target_os = "linux")]
@@ -853,7 +853,7 @@ fn roots_not_through_writable_links(
     writable: &[PathBuf],
 ) -> Result<()> {
     for root in roots {
-        if let Some(link) = paths::link_inside(&work_dir.join(root), writable) {
+        if let Some(link) = paths::link_inside_writable(&work_dir.join(root), writable) {
             return Err(Error::ConfigInvalid(format!(
                 "sandbox.{key} entry '{}' leads through the symlink '{}', which is inside a directory sandboxed processes may write: one could point it anywhere, so toolgate does not follow it. Give the real path it stands for",
                 root.display(),

@@ -168,9 +168,10 @@ pub(crate) struct Reach {
     pub untrusted: Vec<PathBuf>,
 }
 
-/// Every directory a sandbox prepared in this process lets processes write: a symlink in one
-/// may have been pointed anywhere by a process of that sandbox (another toolset of the same
-/// worker, the worker calling this one).
+/// Every directory a sandbox prepared in this process lets processes write, and every work
+/// directory of a sandbox's scope (the file tools and other toolsets write it): a symlink in
+/// one may have been pointed anywhere (by another toolset of the same worker, the worker calling
+/// this one).
 fn writable_anywhere() -> &'static std::sync::Mutex<Vec<PathBuf>> {
     static WRITABLE: std::sync::OnceLock<std::sync::Mutex<Vec<PathBuf>>> =
         std::sync::OnceLock::new();
@@ -195,6 +196,22 @@ fn writable_elsewhere() -> Vec<PathBuf> {
         .lock()
         .unwrap_or_else(std::sync::PoisonError::into_inner)
         .clone()
+}
+
+/// Whether `name` is inside, or leads through a symlink inside, one of `own` or a directory any
+/// sandbox of this process lets processes write (see [`note_writable`]).
+pub(crate) fn chosen_by_a_process(name: &Path, own: &[PathBuf]) -> bool {
+    let mut untrusted = own.to_vec();
+    untrusted.extend(writable_elsewhere());
+    untrusted.iter().any(|root| name.starts_with(root)) || link_inside(name, &untrusted).is_some()
+}
+
+/// The first symlink `name` leads through inside one of `own` or a directory any sandbox of
+/// this process lets processes write.
+pub(crate) fn link_inside_writable(name: &Path, own: &[PathBuf]) -> Option<PathBuf> {
+    let mut untrusted = own.to_vec();
+    untrusted.extend(writable_elsewhere());
+    link_inside(name, &untrusted)
 }
 
 /// How many writable directories of other sandboxes are remembered (a process preparing more
@@ -260,20 +277,10 @@ impl Reach {
         }
     }
 
-    /// Where no grant may be taken from: [`Reach::untrusted`] and what other sandboxes of this
-    /// process let their processes write.
-    fn untrusted_roots(&self) -> Vec<PathBuf> {
-        let mut roots = self.untrusted.clone();
-        roots.extend(writable_elsewhere());
-        roots
-    }
-
     /// Whether `name` is inside, or leads through a symlink inside, a directory a sandboxed
     /// process may have written: what it stands for is then chosen by whoever wrote there.
     pub fn chosen_by_a_process(&self, name: &Path) -> bool {
-        let untrusted = self.untrusted_roots();
-        untrusted.iter().any(|root| name.starts_with(root))
-            || link_inside(name, &untrusted).is_some()
+        chosen_by_a_process(name, &self.untrusted)
     }
 
     /// The fixed grants with their reasons.

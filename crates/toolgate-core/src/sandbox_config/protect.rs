@@ -98,7 +98,11 @@ impl Guards {
     pub fn extend(&mut self, other: &Guards) {
         // Taken as they are: resolved already, and a protected symlink is the link.
         for guarded in &other.protect {
-            push(&mut self.protect, guarded.path.clone(), guarded.reason.clone());
+            push(
+                &mut self.protect,
+                guarded.path.clone(),
+                guarded.reason.clone(),
+            );
         }
         for guarded in &other.hide {
             add(&mut self.hide, &guarded.path, guarded.reason.clone());
@@ -290,6 +294,14 @@ pub fn git_guards(work_dir: &Path) -> Guards {
             "the repository's"
         };
         repository_guards(top, &mut guards, whose);
+        if top != work_dir {
+            // A `.git` made here would be where git run in this folder reads config and
+            // hooks from, instead of the protected repository's.
+            guards.protect(
+                &work_dir.join(".git"),
+                "the work directory's .git (inside a repository: one made here would take git over in this folder)",
+            );
+        }
     }
     guards
 }
@@ -409,6 +421,56 @@ fn repository_guards(top: &Path, guards: &mut Guards, whose: &str) {
         }
     }
     submodule_guards(&common.join("modules"), guards, whose, 0);
+    // The submodules `.gitmodules` names, also those not checked out yet: the `.git` file in
+    // each one's folder (it names the git directory git uses there), and the config and hooks
+    // of the git directory it would get.
+    if let Some(text) = read_small(&top.join(".gitmodules")) {
+        let reason = format!("{whose} git submodule (its .git file, config and hooks)");
+        for (name, path) in submodules(&text).into_iter().take(MAX_LINKED_WORKTREES) {
+            guards.protect(&top.join(&path).join(".git"), reason.clone());
+            for dir in [&name, &path] {
+                let git_dir = common.join("modules").join(dir);
+                for file in ["config", "hooks", "commondir", "config.worktree"] {
+                    guards.protect(&git_dir.join(file), reason.clone());
+                }
+            }
+        }
+    }
+}
+
+/// The `(name, path)` of each `[submodule "name"]` section of a `.gitmodules` file whose name
+/// and `path` are relative and without `..`.
+fn submodules(text: &str) -> Vec<(String, String)> {
+    let mut found = Vec::new();
+    let mut name: Option<String> = None;
+    for line in text.lines().map(str::trim) {
+        if let Some(header) = line.strip_prefix('[') {
+            name = header
+                .strip_prefix("submodule")
+                .map(str::trim)
+                .and_then(|rest| rest.strip_prefix('"'))
+                .and_then(|rest| rest.split_once('"'))
+                .map(|(name, _)| name.to_string());
+            continue;
+        }
+        let Some((key, value)) = line.split_once('=') else {
+            continue;
+        };
+        if !key.trim().eq_ignore_ascii_case("path") {
+            continue;
+        }
+        let path = value.trim().trim_matches('"').to_string();
+        let plain = |text: &str| {
+            !text.is_empty()
+                && Path::new(text)
+                    .components()
+                    .all(|part| matches!(part, Component::Normal(_)))
+        };
+        if let Some(name) = name.as_ref().filter(|name| plain(name) && plain(&path)) {
+            found.push((name.clone(), path));
+        }
+    }
+    found
 }
 
 /// The git directories of a repository's submodules (`.git/modules/<name>`, and theirs): git

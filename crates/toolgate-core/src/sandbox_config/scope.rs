@@ -71,6 +71,9 @@ impl SandboxScope {
                 work_dir.display()
             ))
         })?;
+        // The file tools and the worker's other toolsets may write here, whatever this
+        // scope's processes may: no grant is taken through a symlink in it.
+        crate::sandbox::paths::note_writable(std::slice::from_ref(&work_dir));
         let mut guards = git_guards(&work_dir);
         guards.extend(&protect_patterns(
             &work_dir,
@@ -475,6 +478,10 @@ pub(super) fn roots_of_shims(search_path: &std::ffi::OsStr, homes: &[PathBuf]) -
         if !entry.is_absolute() || entry.file_name().is_none_or(|name| name != "shims") {
             continue;
         }
+        // A `shims` folder a sandboxed process may have made (or pointed) grants nothing.
+        if crate::sandbox::paths::chosen_by_a_process(&entry, &[]) {
+            continue;
+        }
         let Some(root) = std::fs::canonicalize(&entry)
             .ok()
             .and_then(|real| real.parent().map(Path::to_path_buf))
@@ -504,6 +511,13 @@ fn resolve_roots(
     let mut resolved: Vec<PathBuf> = Vec::new();
     for root in roots.unwrap_or_default() {
         let path = expand_home(root, setting, key)?;
+        if let Some(link) = crate::sandbox::paths::link_inside_writable(&base.join(&path), &[]) {
+            return Err(Error::ConfigInvalid(format!(
+                "{setting}: {key} entry '{}' leads through the symlink '{}', which is inside a directory sandboxed processes may write: one could point it anywhere, so toolgate does not follow it. Give the real path it stands for",
+                root.display(),
+                link.display()
+            )));
+        }
         let real = std::fs::canonicalize(base.join(&path)).map_err(|err| {
             Error::ConfigInvalid(format!(
                 "{setting}: {key} entry '{}' cannot be used ({err}); give an existing path, absolute, relative to '{}', or under ~/",

@@ -420,3 +420,38 @@ fn limits_narrow_key_by_key_and_a_higher_one_widens() {
         .widening_over(&worker)
         .is_some_and(|what| what.contains("limits.processes is 200 where it is 64")));
 }
+
+#[test]
+fn roots_and_shims_through_a_symlink_a_process_may_change_are_not_taken() {
+    let d = dirs();
+    std::os::unix::fs::symlink(d.root.join("data"), d.work.join("linked")).unwrap();
+    for key in ["read", "write"] {
+        let err = SandboxScope::new(
+            &d.work,
+            false,
+            &fields(&format!("{{ {key}: [linked] }}")),
+            &d.work,
+            "s",
+        )
+        .unwrap_err();
+        assert_eq!(err.code(), "CONFIG_INVALID", "{key}");
+        assert!(err.to_string().contains("symlink"), "{err}");
+    }
+    // A read-only scope too: other toolsets and the file tools write the work directory.
+    let err = SandboxScope::new(
+        &d.work,
+        true,
+        &fields("{ read: [linked/deep] }"),
+        &d.work,
+        "s",
+    )
+    .unwrap_err();
+    assert_eq!(err.code(), "CONFIG_INVALID");
+    // A version manager's `shims` in the work directory (or made a symlink there) grants its
+    // parent nothing.
+    std::fs::create_dir_all(d.work.join("tool/shims")).unwrap();
+    std::os::unix::fs::symlink(d.root.join("other"), d.work.join("shims")).unwrap();
+    let search_path =
+        std::env::join_paths([d.work.join("tool/shims"), d.work.join("shims")]).unwrap();
+    assert!(scope::roots_of_shims(&search_path, &[]).is_empty());
+}

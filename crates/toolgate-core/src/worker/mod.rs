@@ -266,6 +266,10 @@ pub struct Worker {
     pub approval: Option<ApprovalConfig>,
     /// The canonical worker file.
     pub path: PathBuf,
+    /// The name it was loaded by (absolute, its symlinks kept): the next run loads it by that
+    /// name, so a symlink on the way is configuration too.
+    #[serde(skip)]
+    pub given_path: Option<PathBuf>,
     /// The work directory: sandbox root (and restriction), canonical.
     pub work_dir: PathBuf,
     pub readonly: bool,
@@ -318,7 +322,13 @@ pub fn load_worker_stamped(given: &Path, options: &LoadOptions) -> Result<(Worke
             path.display()
         ))
     })?;
-    parse_worker(&text, &path, options).map(|worker| (worker, stamp))
+    let given = std::env::current_dir()
+        .map(|dir| dir.join(given))
+        .unwrap_or_else(|_| given.to_path_buf());
+    parse_worker(&text, &path, options).map(|mut worker| {
+        worker.given_path = Some(given);
+        (worker, stamp)
+    })
 }
 
 /// Where the worker files' JSON Schema is found in a project that installed toolgate: its
@@ -580,6 +590,7 @@ fn resolve(
         attachment_policy: file.attachment_policy,
         approval: file.approval,
         path: path.to_path_buf(),
+        given_path: None,
         work_dir,
         readonly,
         sandbox: sandbox_fields,

@@ -81,8 +81,13 @@ fn the_enclosing_repository_and_its_hooks_path_and_includes_are_protected() {
             "{expected} in {protected:?}"
         );
     }
-    assert!(
-        !protected.iter().any(|path| path.starts_with("examples/")),
+    // In the work directory, only where a `.git` of its own would take git over.
+    assert_eq!(
+        protected
+            .iter()
+            .filter(|path| path.starts_with("examples/"))
+            .collect::<Vec<_>>(),
+        ["examples/work/.git"],
         "{protected:?}"
     );
     let reasons: Vec<&str> = guards
@@ -312,6 +317,11 @@ fn includes_of_included_config_files_and_submodules_are_protected() {
             "libs/library",
         ],
     );
+    // One more, named but not checked out yet.
+    let mut modules = std::fs::read_to_string(work.join(".gitmodules")).unwrap();
+    modules.push_str("[submodule \"other\"]\n\tpath = vendor/other\n\turl = ../library\n");
+    modules.push_str("[submodule \"../escape\"]\n\tpath = ../escape\n");
+    std::fs::write(work.join(".gitmodules"), modules).unwrap();
     let protected = paths(git_guards(&work).protected(), &root);
     for expected in [
         "work/team.gitconfig",
@@ -319,12 +329,20 @@ fn includes_of_included_config_files_and_submodules_are_protected() {
         "work/.git/modules/libs/library/config",
         "work/.git/modules/libs/library/hooks",
         "work/.git/modules/libs/library/commondir",
+        "work/libs/library/.git",
+        "work/vendor/other/.git",
+        "work/.git/modules/other/config",
+        "work/.git/modules/vendor/other/hooks",
     ] {
         assert!(
             protected.contains(&expected.to_string()),
             "{expected} in {protected:?}"
         );
     }
+    assert!(
+        !protected.iter().any(|path| path.contains("escape")),
+        "{protected:?}"
+    );
 }
 
 #[test]

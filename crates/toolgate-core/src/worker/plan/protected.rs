@@ -230,6 +230,10 @@ impl WorkerPlan {
             let worker = &planned.worker;
             let name = &worker.name;
             guards.protect(&worker.path, format!("the worker file of '{name}'"));
+            if let Some(given) = &worker.given_path {
+                // The symlinks on the way to it by the name it is loaded by.
+                guards.protect(given, format!("the worker file of '{name}'"));
+            }
             protect_program_config(&mut guards, planned, &work_dirs);
             if let Some(custom) = &worker.toolsets.custom {
                 guards.protect(&custom.module, format!("the tools module of '{name}'"));

@@ -389,3 +389,23 @@ toolsets:
             .any(|(path, _)| path == &d.join(PERMISSIONS_FILE_NAME)));
     }
 }
+
+#[test]
+fn a_symlink_on_the_way_to_the_worker_file_is_protected_as_the_link() {
+    let temp = dir();
+    let d = temp.path.clone();
+    std::fs::create_dir_all(d.join("real/conf")).unwrap();
+    write(
+        &d.join("real/conf"),
+        "worker.yaml",
+        "name: main\nsandbox: { root: ../.. }\ntoolsets:\n  shell: { default: ask }\n",
+    );
+    std::os::unix::fs::symlink("real/conf", d.join("conflink")).unwrap();
+    let plan = plan_worker(&d.join("conflink/worker.yaml"), &LoadOptions::default()).unwrap();
+    let (protect, _) = shell_lists(&plan, 0);
+    assert!(protect.contains(&d.join("conflink")), "{protect:?}");
+    assert!(
+        protect.contains(&d.join("real/conf/worker.yaml")),
+        "{protect:?}"
+    );
+}
