@@ -168,7 +168,10 @@ export function loadedFiles(path: string): string[] {
   const pending = [...files];
   while (pending.length > 0 && files.size < LIMITS.maxModuleImports) {
     const file = pending.pop()!;
-    for (const child of [...(children.get(file) ?? []), ...sourceImports(file)]) {
+    // A package is protected as a whole folder (see WorkerPlan.protectModuleImports): what its
+    // own files import is its business, not read here.
+    const own = file.split(sep).includes('node_modules') ? [] : sourceImports(file);
+    for (const child of [...(children.get(file) ?? []), ...own]) {
       if (!files.has(child)) {
         files.add(child);
         pending.push(child);

@@ -80,6 +80,11 @@ impl WorkerPlan {
                 "the toolgate package (its code, addon and sandbox launcher run on the host)",
             );
         }
+        let work_dirs: Vec<PathBuf> = self
+            .workers
+            .iter()
+            .map(|planned| planned.worker.work_dir.clone())
+            .collect();
         for report in reports {
             let planned = self.worker(report.worker)?;
             let module = planned
@@ -108,6 +113,13 @@ impl WorkerPlan {
                         "the tools module import '{}' is not an absolute path",
                         file.display()
                     )));
+                }
+                // A path that would change what an import loads if it appeared (a nearer
+                // package.json or node_modules folder) matters only where a process can make
+                // it: in a work directory.
+                let missing = file.symlink_metadata().is_err();
+                if missing && !work_dirs.iter().any(|dir| file.starts_with(dir)) {
+                    continue;
                 }
                 let (path, reason) = match package_folder(file) {
                     Some(folder) => (
