@@ -277,9 +277,13 @@ fn place(path: &Path) -> Place {
         match rustix::fs::openat(&dir, part, directory, Mode::empty()) {
             Ok(next) => dir = next,
             Err(_) => {
+                // A directory that cannot be opened (no search permission) is no redirection:
+                // nothing to look at there.
                 return match stat_at(&dir, part) {
-                    Some(_) => Place::Redirected(dir, part.to_os_string(), walked),
-                    None => Place::Absent,
+                    Some(stat) if FileType::from_raw_mode(stat.st_mode) != FileType::Directory => {
+                        Place::Redirected(dir, part.to_os_string(), walked)
+                    }
+                    _ => Place::Absent,
                 };
             }
         }
