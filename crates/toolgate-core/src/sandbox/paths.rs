@@ -184,7 +184,11 @@ pub(crate) fn note_writable(roots: &[PathBuf]) {
         .lock()
         .unwrap_or_else(std::sync::PoisonError::into_inner);
     for root in roots {
-        if !known.contains(root) && known.len() < MAX_NOTED_WRITABLE {
+        if !known.contains(root) {
+            // Past the cap the oldest goes: a long-lived process keeps the recent ones.
+            if known.len() >= MAX_NOTED_WRITABLE {
+                known.remove(0);
+            }
             known.push(root.clone());
         }
     }
@@ -214,8 +218,7 @@ pub(crate) fn link_inside_writable(name: &Path, own: &[PathBuf]) -> Option<PathB
     link_inside(name, &untrusted)
 }
 
-/// How many writable directories of other sandboxes are remembered (a process preparing more
-/// sandboxes than this, each with its own roots, is not one toolgate expects).
+/// How many writable directories of other sandboxes are remembered (the most recent ones).
 const MAX_NOTED_WRITABLE: usize = 4096;
 
 impl Reach {
