@@ -178,7 +178,8 @@ export function loadedFiles(path: string): string[] {
       }
     }
   }
-  return [...files].filter((file) => isAbsolute(file));
+  // At most what the core takes (the loop may add a few past it while it finishes a file).
+  return [...files].filter((file) => isAbsolute(file)).slice(0, LIMITS.maxModuleImports);
 }
 
 /**
