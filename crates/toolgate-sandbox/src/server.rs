@@ -1601,16 +1601,12 @@ fn close_range(first: libc::c_uint, last: libc::c_uint) {
     if done {
         return;
     }
-    let open: Vec<libc::c_uint> = std::fs::read_dir("/proc/self/fd")
-        .map(|entries| {
-            entries
-                .flatten()
-                .filter_map(|entry| entry.file_name().to_str()?.parse().ok())
-                .collect()
-        })
-        .unwrap_or_default();
-    for fd in open.into_iter().filter(|fd| (first..=last).contains(fd)) {
+    let range = first as i64..=last as i64;
+    for fd in crate::sys::open_fds()
+        .into_iter()
+        .filter(|&fd| range.contains(&i64::from(fd)))
+    {
         // SAFETY: closing an fd in the range we were asked to close.
-        unsafe { libc::close(fd as libc::c_int) };
+        unsafe { libc::close(fd) };
     }
 }

@@ -246,19 +246,24 @@ pub(crate) fn cloexec_from(first: libc::c_uint) {
     if done {
         return;
     }
-    // Before Linux 5.11: each open descriptor (listed first: the listing holds one itself).
-    let open: Vec<libc::c_int> = std::fs::read_dir("/proc/self/fd")
+    // Before Linux 5.11: each open descriptor.
+    for fd in open_fds() {
+        if fd >= first as libc::c_int {
+            // SAFETY: fcntl on a descriptor number; one that closed meanwhile gives EBADF.
+            unsafe { libc::fcntl(fd, libc::F_SETFD, libc::FD_CLOEXEC) };
+        }
+    }
+}
+
+/// The descriptors open in this process (listed before they are used: the listing holds one
+/// itself while it runs).
+pub(crate) fn open_fds() -> Vec<libc::c_int> {
+    std::fs::read_dir("/proc/self/fd")
         .map(|entries| {
             entries
                 .flatten()
                 .filter_map(|entry| entry.file_name().to_str()?.parse().ok())
                 .collect()
         })
-        .unwrap_or_default();
-    for fd in open {
-        if fd >= first as libc::c_int {
-            // SAFETY: fcntl on a descriptor number; one that closed meanwhile gives EBADF.
-            unsafe { libc::fcntl(fd, libc::F_SETFD, libc::FD_CLOEXEC) };
-        }
-    }
+        .unwrap_or_default()
 }
