@@ -15,7 +15,6 @@ use std::os::fd::{AsFd, OwnedFd};
 
 use rustix::net::sockopt;
 use tokio::io::unix::AsyncFd;
-use tokio::net::TcpListener;
 use toolgate_sandbox::protocol::wire;
 
 /// toolgate's end of a handoff socket pair, watched by the proxy's runtime.
@@ -36,9 +35,9 @@ impl Handoff {
         Ok(Self { socket, port })
     }
 
-    /// Waits for the one message, checks the listener it carries, registers it and answers
+    /// Waits for the one message, checks the listener it carries, makes it non-blocking and answers
     /// `HANDED_OFF`. An error for anything else; the socket closes either way.
-    pub(super) async fn receive(self) -> io::Result<TcpListener> {
+    pub(super) async fn receive(self) -> io::Result<StdListener> {
         let message = loop {
             let mut ready = self.socket.readable().await?;
             match wire::recv(self.socket.get_ref().as_fd(), false) {
@@ -58,7 +57,6 @@ impl Handoff {
         check_listener(&listener, self.port)?;
         let listener = StdListener::from(listener);
         listener.set_nonblocking(true)?;
-        let listener = TcpListener::from_std(listener)?;
         wire::send(self.socket.get_ref().as_fd(), &[wire::HANDED_OFF], &[])?;
         Ok(listener)
     }

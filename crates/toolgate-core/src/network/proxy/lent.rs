@@ -1,14 +1,16 @@
 //! Tool calls lent to a long-lived program's listener (an MCP stdio server): while a tool call
 //! of the program is in progress, the connections its processes open belong to that call. A
-//! connection keeps the context it was accepted with: one opened before a call is not that
-//! call's, and one opened during a call but used after its end asks nobody.
+//! connection keeps the context it was opened in: one opened before a call is not that call's,
+//! and one opened during a call but used after its end asks nobody. (Before a call begins or
+//! ends, the connections waiting in the listener's queue are accepted with the context of
+//! until then, so a proxy that is late to accept does not move one into the next call.)
 //!
 //! A listener served for one process ([`Proxy::serve`](super::Proxy::serve)) has one context
 //! for its whole life. A server started when its toolset loads outlives every tool call, so its
 //! listener's own context has no run (nobody is asked, `ask` refuses). [`CallHandle::begin_call`]
 //! lends it one tool call's part of a context (tool call id, tool, approval handler, the run's
 //! allowances, the record sink) until the returned [`ToolCallScope`] ends. Each new connection
-//! takes, when it is accepted, the context of that moment and keeps it:
+//! takes the context of the moment it was opened and keeps it:
 //!
 //! - no call in progress: the listener's own context;
 //! - one call: that call's (asked about, recorded for it, refusals in its result);
@@ -70,7 +72,7 @@ impl LentCall {
 /// The tool calls lent to one listener, in the order they began.
 #[derive(Default)]
 pub(crate) struct LentCalls {
-    calls: Mutex<Vec<Arc<LentCall>>>,
+    pub(super) calls: Mutex<Vec<Arc<LentCall>>>,
     next_id: AtomicU64,
 }
 
@@ -108,19 +110,20 @@ impl Drop for Owner {
     }
 }
 
-impl LentCalls {
-    /// The owner of a connection accepted now on a listener whose own context is `base`.
-    pub(super) fn owner(&self, base: &Arc<CallContext>) -> Owner {
-        let calls = lock(&self.calls).clone();
-        let context = match calls.as_slice() {
-            [] => Arc::clone(base),
-            [only] => Arc::clone(&only.context),
-            several => Arc::new(ambiguous(base, several)),
-        };
-        for call in &calls {
-            call.opened();
-        }
-        Owner { context, calls }
+/// The owner of a connection made while `calls` are lent to a listener whose own context is
+/// `base`.
+pub(super) fn owner(base: &Arc<CallContext>, calls: &[Arc<LentCall>]) -> Owner {
+    let context = match calls {
+        [] => Arc::clone(base),
+        [only] => Arc::clone(&only.context),
+        several => Arc::new(ambiguous(base, several)),
+    };
+    for call in calls {
+        call.opened();
+    }
+    Owner {
+        context,
+        calls: calls.to_vec(),
     }
 }
 
@@ -190,7 +193,10 @@ impl CallHandle {
             closed,
             ended: AtomicBool::new(false),
         });
-        lock(&lent.calls).push(Arc::clone(&call));
+        let mut calls = lock(&lent.calls);
+        self.state.settle_waiting(&calls);
+        calls.push(Arc::clone(&call));
+        drop(calls);
         ToolCallScope {
             state: Arc::clone(&self.state),
             call,
@@ -221,8 +227,10 @@ impl ToolCallScope {
     }
 
     fn withdraw(&self) {
+        let mut calls = lock(&self.state.lent.calls);
+        self.state.settle_waiting(&calls);
+        calls.retain(|lent| lent.id != self.call.id);
         self.call.ended.store(true, Ordering::SeqCst);
-        lock(&self.state.lent.calls).retain(|lent| lent.id != self.call.id);
     }
 }
 

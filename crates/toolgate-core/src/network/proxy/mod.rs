@@ -21,13 +21,14 @@ mod socks;
 
 use std::fmt;
 use std::net::{SocketAddr, TcpListener as StdListener};
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::{Arc, Mutex, OnceLock, Weak};
 use std::time::Duration;
 
+use tokio::io::unix::AsyncFd;
 use tokio::io::AsyncReadExt;
-use tokio::net::{TcpListener, TcpStream};
+use tokio::net::TcpStream;
 use tokio::runtime::{Handle, Runtime};
-use tokio::sync::{watch, OwnedSemaphorePermit, Semaphore};
+use tokio::sync::{mpsc, watch, OwnedSemaphorePermit, Semaphore};
 use tokio::task::JoinSet;
 
 use super::ask::{Asker, RunAllowances};
@@ -35,7 +36,7 @@ use super::policy::NetworkPolicy;
 use super::record::{ConnectionRecord, Protocol, SharedSink};
 use super::resolve::{system_lookup, Lookup};
 use crate::error::{Error, Result};
-use lent::{LentCalls, Owner};
+use lent::{LentCall, LentCalls, Owner};
 pub use lent::{ToolCallScope, CALL_END_GRACE};
 use session::Session;
 
@@ -224,7 +225,7 @@ impl Proxy {
             .map_err(|err| io_error("make the listener non-blocking", err))?;
         let listener = {
             let _entered = self.handle.enter();
-            TcpListener::from_std(listener).map_err(|err| io_error("register the listener", err))?
+            register(listener).map_err(|err| io_error("register the listener", err))?
         };
         Ok(self.start_call(call, local_addr, |state, stopped, done| {
             accept_loop(listener, state, stopped, done)
@@ -261,7 +262,7 @@ impl Proxy {
                         return;
                     }
                 };
-                match received {
+                match received.map(|listener| listener.and_then(register)) {
                     Ok(Ok(listener)) => accept_loop(listener, state, stopped, done).await,
                     // The launcher says why on its stderr ("toolgate did not take …"); the call
                     // has no connections.
@@ -284,9 +285,13 @@ impl Proxy {
         F: FnOnce(Arc<CallState>, watch::Receiver<bool>, watch::Sender<bool>) -> Fut,
         Fut: std::future::Future<Output = ()> + Send + 'static,
     {
+        let (waiting, waiting_received) = mpsc::unbounded_channel();
         let state = Arc::new(CallState {
             base: Arc::new(call),
             lent: LentCalls::default(),
+            listener: OnceLock::new(),
+            waiting,
+            waiting_received: Mutex::new(Some(waiting_received)),
             config: Arc::clone(&self.config),
             records: Mutex::new(Vec::new()),
             records_dropped: std::sync::atomic::AtomicU64::new(0),
@@ -301,6 +306,27 @@ impl Proxy {
             done,
             local_addr,
             handle: self.handle.clone(),
+        }
+    }
+
+    /// Keeps every thread of the proxy busy for `duration` from when this returns, as a
+    /// loaded machine would: connections wait in the listener's queue meanwhile.
+    #[cfg(test)]
+    pub(crate) fn stall_threads(&self, duration: Duration) {
+        let (started, starts) = std::sync::mpsc::channel();
+        let until = std::time::Instant::now() + duration;
+        for _ in 0..PROXY_THREADS {
+            let started = started.clone();
+            self.handle.spawn(async move {
+                let _ = started.send(());
+                // Blocking on purpose: the thread does nothing else until then.
+                std::thread::sleep(until.saturating_duration_since(std::time::Instant::now()));
+            });
+        }
+        for _ in 0..PROXY_THREADS {
+            starts
+                .recv_timeout(Duration::from_secs(5))
+                .expect("every proxy thread took a stalling task");
         }
     }
 
@@ -413,15 +439,54 @@ pub(crate) struct CallState {
     base: Arc<CallContext>,
     /// Tool calls lent to it (a long-lived program's listener): see [`lent`].
     lent: LentCalls,
+    /// The listener, once served (a handed-off one arrives after the call starts); the accept
+    /// loop holds it, and it closes when the loop ends.
+    listener: OnceLock<Weak<StdListener>>,
+    /// Connections accepted where a lent call began or ended, their owners decided, for the
+    /// accept loop to serve (it takes the receiving end when it starts).
+    waiting: mpsc::UnboundedSender<Accepted>,
+    waiting_received: Mutex<Option<mpsc::UnboundedReceiver<Accepted>>>,
     pub(crate) config: Arc<ProxyConfig>,
     records: Mutex<Vec<ConnectionRecord>>,
     records_dropped: std::sync::atomic::AtomicU64,
 }
 
+/// An accepted connection and whose it is.
+type Accepted = (std::net::TcpStream, Owner);
+
 impl CallState {
-    /// The context a connection accepted now is judged and recorded with.
-    fn owner(&self) -> Owner {
-        self.lent.owner(&self.base)
+    /// Accepts every connection waiting on the listener, each owned by `calls` (the lent calls
+    /// of this moment, locked by the caller), and the error that stopped it early, if any. A
+    /// connection's owner is thus decided by when it was made, not by when the accept loop
+    /// got to it: at a lent call's start or end the ones made before it are taken first.
+    fn accept_waiting(&self, calls: &[Arc<LentCall>]) -> (Vec<Accepted>, Option<std::io::Error>) {
+        let mut accepted = Vec::new();
+        let Some(listener) = self.listener.get().and_then(Weak::upgrade) else {
+            return (accepted, None);
+        };
+        loop {
+            match listener.accept() {
+                Ok((stream, _)) => accepted.push((stream, lent::owner(&self.base, calls))),
+                Err(err) if err.kind() == std::io::ErrorKind::WouldBlock => {
+                    return (accepted, None)
+                }
+                // Reset before it was accepted, or a signal: the next one.
+                Err(err)
+                    if matches!(
+                        err.kind(),
+                        std::io::ErrorKind::ConnectionAborted | std::io::ErrorKind::Interrupted
+                    ) => {}
+                Err(err) => return (accepted, Some(err)),
+            }
+        }
+    }
+
+    /// Before the lent calls change from `calls`: the connections made until now are theirs,
+    /// handed to the accept loop. (Out of descriptors, the rest wait for the loop.)
+    fn settle_waiting(&self, calls: &[Arc<LentCall>]) {
+        for accepted in self.accept_waiting(calls).0 {
+            let _ = self.waiting.send(accepted);
+        }
     }
 
     /// Records a connection of `owner`: to its context's sink, the listener's records and
@@ -449,15 +514,42 @@ fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
         .unwrap_or_else(|poisoned| poisoned.into_inner())
 }
 
+/// `listener` (non-blocking) watched by the current runtime, shared with the call's state.
+fn register(listener: StdListener) -> std::io::Result<AsyncFd<Arc<StdListener>>> {
+    // SAFETY: the listener is only ever shared through this `Arc` (the call's state keeps a
+    // weak reference, upgraded only for a moment), so its descriptor stays open and the same
+    // at least until the `AsyncFd` drops.
+    unsafe { AsyncFd::register(Arc::new(listener)) }.map_err(|err| err.into_parts().1)
+}
+
 async fn accept_loop(
-    listener: TcpListener,
+    listener: AsyncFd<Arc<StdListener>>,
     state: Arc<CallState>,
     mut stop: watch::Receiver<bool>,
     done: watch::Sender<bool>,
 ) {
+    let _ = state.listener.set(Arc::downgrade(listener.get_ref()));
+    let Some(mut waiting) = lock(&state.waiting_received).take() else {
+        let _ = done.send(true);
+        return;
+    };
     let limit = state.config.max_connections_per_call.max(1);
     let permits = Arc::new(Semaphore::new(limit));
     let mut connections = JoinSet::new();
+    let admit = |(stream, owner): Accepted, connections: &mut JoinSet<()>| {
+        let permit = Arc::clone(&permits).try_acquire_owned().ok();
+        // Over the limit a connection is still answered (with a refusal that names its
+        // host), but only so many at once; past that it is closed.
+        if permit.is_none() && connections.len() >= 2 * limit {
+            return;
+        }
+        let stream = stream
+            .set_nonblocking(true)
+            .and_then(|()| TcpStream::from_std(stream));
+        if let Ok(stream) = stream {
+            connections.spawn(serve_connection(stream, Arc::clone(&state), owner, permit));
+        }
+    };
     loop {
         tokio::select! {
             biased;
@@ -467,21 +559,23 @@ async fn accept_loop(
                 }
             }
             Some(_) = connections.join_next(), if !connections.is_empty() => {}
-            accepted = listener.accept() => match accepted {
-                Ok((stream, _)) => {
-                    let permit = Arc::clone(&permits).try_acquire_owned().ok();
-                    // Over the limit a connection is still answered (with a refusal that
-                    // names its host), but only so many at once; past that it is closed.
-                    if permit.is_none() && connections.len() >= 2 * limit {
-                        drop(stream);
-                        continue;
-                    }
-                    // Whose connection it is is decided here, in the order of acceptance.
-                    let owner = state.owner();
-                    connections.spawn(serve_connection(stream, Arc::clone(&state), owner, permit));
+            Some(accepted) = waiting.recv() => admit(accepted, &mut connections),
+            ready = listener.readable() => {
+                let Ok(mut ready) = ready else {
+                    tokio::time::sleep(Duration::from_millis(20)).await;
+                    continue;
+                };
+                // Whose each connection is, is decided with the lent calls locked, so that a
+                // call beginning or ending meanwhile cannot take one made before it.
+                let (accepted, failed) = state.accept_waiting(&lock(&state.lent.calls));
+                for accepted in accepted {
+                    admit(accepted, &mut connections);
                 }
-                // Out of descriptors or a connection reset before accept: try again shortly.
-                Err(_) => tokio::time::sleep(Duration::from_millis(20)).await,
+                match failed {
+                    None => ready.clear_ready(),
+                    // Out of descriptors: try again shortly.
+                    Some(_) => tokio::time::sleep(Duration::from_millis(20)).await,
+                }
             },
         }
     }

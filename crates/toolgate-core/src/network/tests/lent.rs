@@ -318,3 +318,54 @@ fn a_connection_keeps_the_context_it_was_accepted_in_and_asks_nobody_after_its_c
     assert!(get_on(reused, "web.test", web.port).ends_with("hello from web"));
     assert_eq!(web.requests().len(), 1);
 }
+
+#[test]
+fn a_connection_made_before_a_call_begins_or_ends_stays_outside_it_when_the_proxy_accepts_late() {
+    let web = Web::start();
+    let proxy = proxy();
+    let listener = server_listener(&proxy);
+    let run = RunAllowances::new();
+    let asker = answering(AskAnswer::Approve);
+    let call = |id: &str| tool_call(id, "s_fetch", Some(Arc::clone(&asker)), &run, None);
+    let connect = || {
+        let stream = std::net::TcpStream::connect(listener.local_addr()).unwrap();
+        stream
+            .set_read_timeout(Some(std::time::Duration::from_secs(10)))
+            .unwrap();
+        stream
+    };
+    let busy = std::time::Duration::from_millis(500);
+    // Made before the call while the proxy is busy: it is accepted only after the call began,
+    // and is still not the call's.
+    proxy.stall_threads(busy);
+    let early = connect();
+    let first = listener.begin_call(&call("c1"));
+    let answer = get_on(early, "web.test", web.port);
+    assert!(answer.starts_with("HTTP/1.1 403"), "{answer}");
+    assert!(answer.contains("outside any of its tool calls"), "{answer}");
+    // Made during the call; the call ends and the next begins before the proxy gets to it:
+    // the first call's, which has ended.
+    proxy.stall_threads(busy);
+    let late = connect();
+    let late_too = connect();
+    let records = end(first);
+    let second = listener.begin_call(&call("c2"));
+    for stream in [late, late_too] {
+        let answer = get_on(stream, "web.test", web.port);
+        assert!(answer.starts_with("HTTP/1.1 403"), "{answer}");
+        assert!(
+            answer.contains(
+                "the tool call 's_fetch' (call c1) the connection was opened in has ended"
+            ),
+            "{answer}"
+        );
+    }
+    assert!(asker.asked.lock().unwrap().is_empty(), "nobody was asked");
+    assert!(records.iter().all(|record| record.tool_call_id == "c1"));
+    // A connection of the second call is still its own.
+    assert!(get(listener.local_addr(), "web.test", web.port).ends_with("hello from web"));
+    assert_eq!(asker.asked.lock().unwrap().len(), 1);
+    assert_eq!(asker.asked.lock().unwrap()[0].tool_call_id, "c2");
+    drop(second);
+    assert_eq!(web.requests().len(), 1);
+}
