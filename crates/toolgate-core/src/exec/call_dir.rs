@@ -19,8 +19,12 @@
 //! here would be hidden under it), in this directory otherwise.
 //! The process's directory goes when the process exits normally (an `atexit` hook), and the
 //! launcher server removes it when toolgate exits or is killed while it runs sandboxed calls.
+//! For a process killed otherwise, its directory holds `owner.lock`, on which the process
+//! keeps an exclusive `flock` for its life: the next toolgate process (of the same user) finds
+//! the lock free and removes the directory, in the background.
 
 use std::ffi::OsString;
+use std::os::fd::OwnedFd;
 use std::path::{Path, PathBuf};
 use std::sync::{Condvar, Mutex, MutexGuard, OnceLock};
 
@@ -33,6 +37,10 @@ use crate::error::{Error, Result};
 const READY: usize = 4;
 /// The prefix of a call directory that was renamed out of the way, waiting to be deleted.
 const GONE_PREFIX: &str = "gone-";
+/// The prefix of a process's directory in the temp directory.
+const PROCESS_DIR_PREFIX: &str = "toolgate-";
+/// The file in a process's directory that the process keeps locked while it lives.
+const OWNER_LOCK: &str = "owner.lock";
 
 /// A per-call directory; removed on drop.
 #[derive(Debug)]
@@ -188,14 +196,17 @@ fn process_dir() -> Result<PathBuf> {
     }
     let base = temp_root();
     for _ in 0..8 {
-        let dir = base.join(format!("toolgate-{:016x}", random_u64()));
+        let dir = base.join(format!("{PROCESS_DIR_PREFIX}{:016x}", random_u64()));
         match rustix::fs::mkdir(&dir, Mode::RWXU) {
             Ok(()) => {
                 if !state.exit_hook {
                     // SAFETY: registering a plain extern "C" function without arguments.
                     state.exit_hook = unsafe { libc::atexit(remove_at_exit) } == 0;
                 }
+                // Without the lock the directory is only never swept by another process.
+                state.owner_lock = lock_owner(&dir).ok();
                 state.process_dir = Some(dir.clone());
+                janitor.wake.notify_one();
                 return Ok(dir);
             }
             Err(rustix::io::Errno::EXIST) => continue,
@@ -213,6 +224,66 @@ fn process_dir() -> Result<PathBuf> {
         path: base.to_path_buf(),
         source: std::io::Error::from(std::io::ErrorKind::AlreadyExists),
     })
+}
+
+/// Makes `dir/owner.lock`, locked by this process for its life. The lock is taken before the
+/// file gets its name, so that no other process ever sees the name unlocked while this one
+/// lives.
+fn lock_owner(dir: &Path) -> std::io::Result<OwnedFd> {
+    use rustix::fs::{flock, open, rename, FlockOperation, OFlags};
+    let unnamed = dir.join(format!("{OWNER_LOCK}.new"));
+    let file = open(
+        &unnamed,
+        OFlags::CREATE | OFlags::EXCL | OFlags::RDWR | OFlags::CLOEXEC | OFlags::NOFOLLOW,
+        Mode::RUSR | Mode::WUSR,
+    )?;
+    flock(&file, FlockOperation::LockExclusive)?;
+    rename(&unnamed, dir.join(OWNER_LOCK))?;
+    Ok(file)
+}
+
+/// The directories in `base` of this user's toolgate processes that have ended (their
+/// `owner.lock` can be locked), other than `own`. A directory without the lock file is left
+/// alone: its process may be making it.
+fn dead_process_dirs(base: &Path, own: &Path) -> Vec<PathBuf> {
+    use rustix::fs::{flock, open, FlockOperation, OFlags};
+    use std::os::unix::fs::MetadataExt;
+    let Ok(entries) = std::fs::read_dir(base) else {
+        return Vec::new();
+    };
+    // SAFETY: geteuid has no preconditions and cannot fail.
+    let user = unsafe { libc::geteuid() };
+    let mut dead = Vec::new();
+    for entry in entries.flatten() {
+        let name = entry.file_name();
+        let is_process_dir = name.to_str().is_some_and(|name| {
+            name.strip_prefix(PROCESS_DIR_PREFIX).is_some_and(|hex| {
+                hex.len() == 16 && hex.bytes().all(|byte| byte.is_ascii_hexdigit())
+            })
+        });
+        let path = entry.path();
+        if !is_process_dir || path == own {
+            continue;
+        }
+        // A directory of this user itself, not a symlink to one.
+        let Ok(meta) = std::fs::symlink_metadata(&path) else {
+            continue;
+        };
+        if !meta.is_dir() || meta.uid() != user {
+            continue;
+        }
+        let Ok(lock) = open(
+            &path.join(OWNER_LOCK),
+            OFlags::RDONLY | OFlags::CLOEXEC | OFlags::NOFOLLOW | OFlags::NONBLOCK,
+            Mode::empty(),
+        ) else {
+            continue;
+        };
+        if flock(&lock, FlockOperation::NonBlockingLockExclusive).is_ok() {
+            dead.push(path);
+        }
+    }
+    dead
 }
 
 /// At a normal exit: nothing of this process's call directories stays behind.
@@ -245,6 +316,10 @@ struct State {
     gone: Vec<PathBuf>,
     /// Whether to make more ready directories (off after a failure, until the next call).
     refill: bool,
+    /// The lock on this process's directory's `owner.lock`, held for the process's life.
+    owner_lock: Option<OwnedFd>,
+    /// Whether the directories of ended processes have been looked for.
+    swept: bool,
     thread: bool,
     exit_hook: bool,
     /// The process is exiting: no more work.
@@ -291,6 +366,10 @@ impl Janitor {
                     if let Some(gone) = state.gone.pop() {
                         break Job::Remove(gone);
                     }
+                    if let (false, Some(own)) = (state.swept, state.process_dir.clone()) {
+                        state.swept = true;
+                        break Job::Sweep(own);
+                    }
                     state = self
                         .wake
                         .wait(state)
@@ -316,6 +395,12 @@ impl Janitor {
                     }
                 }
                 Job::Remove(gone) => remove_tree(&gone),
+                Job::Sweep(own) => {
+                    let base = own.parent().unwrap_or(&own);
+                    for dead in dead_process_dirs(base, &own) {
+                        remove_tree(&dead);
+                    }
+                }
             }
         }
     }
@@ -324,6 +409,8 @@ impl Janitor {
 enum Job {
     Make(PathBuf),
     Remove(PathBuf),
+    /// Removes the directories of ended toolgate processes beside this one's.
+    Sweep(PathBuf),
 }
 
 /// The smallest tmpfs that may hold call directories in place of `/tmp` on a disk.
@@ -487,5 +574,76 @@ mod tests {
             assert!(Path::new(value).starts_with(a.root()), "{name}={value:?}");
         }
         assert_eq!(vars.iter().filter(|(k, _)| k == "HOME").count(), 1);
+    }
+
+    #[test]
+    fn the_directories_of_ended_processes_are_found_by_their_free_lock() {
+        let base = tempfile::tempdir().unwrap();
+        let dir = |hex: &str| {
+            let dir = base.path().join(format!("{PROCESS_DIR_PREFIX}{hex}"));
+            std::fs::create_dir(&dir).unwrap();
+            std::fs::create_dir(dir.join("toolgate-call-0")).unwrap();
+            dir
+        };
+        let own = dir("0000000000000001");
+        let _own_lock = lock_owner(&own).unwrap();
+        // Another live process holds its lock (flock(1) keeps it while its `sleep` runs; `-o`:
+        // the lock is flock's alone, so it ends with flock).
+        let alive = dir("0000000000000002");
+        std::fs::write(alive.join(OWNER_LOCK), "").unwrap();
+        let mut holder = std::process::Command::new("flock")
+            .arg("-o")
+            .arg(alive.join(OWNER_LOCK))
+            .args(["sleep", "60"])
+            .spawn()
+            .unwrap();
+        // Its lock is taken once flock(1) runs `sleep`.
+        for _ in 0..500 {
+            if dead_process_dirs(base.path(), &own).is_empty() {
+                break;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        }
+        // Ended: a lock nobody holds, as a killed process leaves it.
+        let ended = dir("0000000000000003");
+        std::fs::write(ended.join(OWNER_LOCK), "").unwrap();
+        // Left alone: no lock file (still being made), a symlink, another name.
+        let making = dir("0000000000000004");
+        let elsewhere = tempfile::tempdir().unwrap();
+        std::fs::write(elsewhere.path().join(OWNER_LOCK), "").unwrap();
+        symlink(
+            elsewhere.path(),
+            base.path()
+                .join(format!("{PROCESS_DIR_PREFIX}0000000000000005")),
+        )
+        .unwrap();
+        let other_name = base.path().join("toolgate-call-0000000000000006");
+        std::fs::create_dir(&other_name).unwrap();
+        std::fs::write(other_name.join(OWNER_LOCK), "").unwrap();
+        assert_eq!(dead_process_dirs(base.path(), &own), vec![ended.clone()]);
+        let _ = (&making, &alive);
+        holder.kill().unwrap();
+        holder.wait().unwrap();
+        let mut dead = dead_process_dirs(base.path(), &own);
+        dead.sort();
+        assert_eq!(dead, vec![alive, ended]);
+    }
+
+    #[test]
+    fn this_process_keeps_its_directory_locked() {
+        let dir = CallDir::create().unwrap();
+        let own = dir.process_dir().to_path_buf();
+        let lock = own.join(OWNER_LOCK);
+        assert!(lock.is_file());
+        let status = std::process::Command::new("flock")
+            .args(["--nonblock", "--conflict-exit-code", "7"])
+            .arg(&lock)
+            .arg("true")
+            .status()
+            .unwrap();
+        assert_eq!(status.code(), Some(7), "another process could lock it");
+        assert!(
+            !dead_process_dirs(own.parent().unwrap(), Path::new("/nonexistent")).contains(&own)
+        );
     }
 }
