@@ -124,11 +124,14 @@ describe('mcp toolset: @modelcontextprotocol/server-filesystem in the sandbox', 
 });
 
 describe('mcp toolset: servers that misbehave', () => {
-  const misbehaving = (work: string, extra: { timeoutMs?: number; startupTimeoutMs?: number; args?: string[]; env?: Record<string, string> } = {}) =>
+  const misbehaving = (
+    work: string,
+    extra: { timeoutMs?: number; startupTimeoutMs?: number; args?: string[]; env?: Record<string, string>; limits?: Record<string, number> } = {},
+  ) =>
     toolset({
       servers: { bad: { command: 'node', args: [MISBEHAVING, ...(extra.args ?? [])], ...(extra.env ? { env: extra.env } : {}) } },
       approval: { default: 'preApproved' },
-      sandbox: { read: READ },
+      sandbox: { read: READ, ...(extra.limits ? { limits: extra.limits } : {}) },
       workDir: work,
       ...(extra.timeoutMs ? { timeoutMs: extra.timeoutMs } : {}),
       ...(extra.startupTimeoutMs ? { startupTimeoutMs: extra.startupTimeoutMs } : {}),
@@ -143,6 +146,15 @@ describe('mcp toolset: servers that misbehave', () => {
     expect(error.message).toContain('about to crash');
     // The connection is gone: later calls fail the same way, without hanging.
     expect((await failure(call(set, 'bad_echo', { text: 'x' }))).code).toBe('TOOL_FAILED');
+  });
+
+  it('a server its memory limit ends is TOOL_FAILED naming the limit', async () => {
+    const set = await misbehaving(attackFixture().work, { limits: { memoryMb: 160 } });
+    const error = await failure(call(set, 'bad_hog', {}));
+    expect(error.code).toBe('TOOL_FAILED');
+    expect(error.message).toContain("MCP server 'bad'");
+    expect(error.message).toContain('ran into its limit: memoryMb');
+    expect((await failure(call(set, 'bad_echo', { text: 'x' }))).message).toContain('ran into its limit: memoryMb');
   });
 
   it('a call that never answers times out with TOOL_FAILED', async () => {

@@ -5,10 +5,11 @@
  * The kernel side (cgroups, rlimits, the tmpfs, each variant) is tested in the core's
  * tests/sandbox_limits.rs.
  */
-import { statSync, writeFileSync } from 'node:fs';
+import { chmodSync, mkdirSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { beforeEach, describe, expect, it } from 'vitest';
-import { cliExecuteTool, type CommandResult, exec, sandboxPolicy, shellToolset } from '../ts/src/index.js';
+import type { ToolExecutionOptions } from 'ai';
+import { cliExecuteTool, type CommandResult, exec, executableTools, sandboxPolicy, shellToolset, ToolgateError } from '../ts/src/index.js';
 import { runToolgate } from './helpers/cli.js';
 import { CALL, refusalOf } from './helpers/commands.js';
 import { type AttackFixture, attackFixture } from './helpers/sandbox.js';
@@ -97,6 +98,47 @@ describe('a call over a limit says which', () => {
     const cli = cliExecuteTool({ workDir: fx.work, allowedBinaries: ['perl'], approval: { default: 'preApproved' }, sandbox });
     const viaCli = (await cli.execute!({ binary: 'perl', args: ['-e', 'for (1..40) { fork() or do { sleep 1; exit } } 1 while wait != -1'] }, CALL)) as CommandResult;
     expect(viaCli.stderr).toContain('sandbox limit: processes (8)');
+  });
+
+  it('through an executable tool: a run that succeeds says which limit, one that fails names it in TOOL_FAILED', async () => {
+    const tools = join(fx.base, 'tools');
+    mkdirSync(tools);
+    // Forks until it cannot (perl's fork returns undef at the limit), then ends as `$1` says.
+    const forker = (name: string, ending: string) => {
+      const path = join(tools, name);
+      writeFileSync(
+        path,
+        [
+          '#!/bin/sh',
+          `if [ "$1" = description ]; then echo '{"name": "${name}", "description": "Forks", "input_schema": {"type": "object"}}'; exit 0; fi`,
+          `perl -e 'for (1..40) { my $p = fork(); last unless defined $p; if (!$p) { sleep 2; exit } } 1 while wait != -1'`,
+          ending,
+          '',
+        ].join('\n'),
+      );
+      chmodSync(path, 0o755);
+    };
+    forker('forks_ok', `echo '{"done": true}'`);
+    forker('forks_fail', 'echo gave up >&2; exit 3');
+    const loaded = await executableTools({ dirs: [tools], workDir: fx.work, cacheDir: join(fx.base, 'cache'), approval: { default: 'preApproved' }, sandbox: { limits: { processes: 8 } } });
+    const call = (name: string) => {
+      const found = loaded.find((t) => t.name === `custom_tool_${name}`)!;
+      return (found.execute as (input: unknown, options: ToolExecutionOptions) => Promise<unknown>)({}, { toolCallId: 'c', messages: [] });
+    };
+    expect(await call('forks_ok')).toMatchObject({ result: { done: true }, limit: 'processes' });
+    const failed = await call('forks_fail').then(
+      () => undefined,
+      (error: unknown) => error,
+    );
+    expect(failed).toBeInstanceOf(ToolgateError);
+    expect((failed as ToolgateError).code).toBe('TOOL_FAILED');
+    expect((failed as ToolgateError).message).toContain('gave up');
+    expect((failed as ToolgateError).message).toContain('sandbox limit: processes (8)');
+    // Within the limits the result has no `limit`.
+    const calm = await executableTools({ dirs: [tools], workDir: fx.work, cacheDir: join(fx.base, 'cache2'), approval: { default: 'preApproved' }, sandbox: { limits: { processes: 100 } } });
+    const quiet = await (calm.find((t) => t.name === 'custom_tool_forks_ok')!.execute as (input: unknown, options: ToolExecutionOptions) => Promise<unknown>)({}, { toolCallId: 'c', messages: [] });
+    expect(quiet).toMatchObject({ result: { done: true } });
+    expect(quiet).not.toHaveProperty('limit');
   });
 
   it('within the limits a call says nothing about them', async () => {

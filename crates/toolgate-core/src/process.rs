@@ -101,7 +101,7 @@ impl From<ToolOutput> for ProcessResult {
             value: Some(out.result),
             sandboxed: out.sandboxed,
             connections: out.connections,
-            limit: None,
+            limit: out.limit,
         }
     }
 }

@@ -6,6 +6,8 @@ import type { native } from '../native/binding.js';
 import { callNative } from '../native/errors.js';
 import { currentNetworkCall, type RefusedConnection } from '../native/network-call.js';
 
+/** How long a server's end waits for the rest of its stderr. */
+const STDERR_END_GRACE_MS = 1000;
 /** How much of a server's stderr is kept for error messages. */
 const STDERR_TAIL_BYTES = 2048;
 /** How long a server has to exit after TERM before it is killed. */
@@ -120,10 +122,22 @@ export class SandboxedStdioTransport implements Transport {
         reject(error);
       });
     });
+    // The launcher's last words (a limit that ended the server) are on stderr just before it
+    // exits: the failure waits for the stream's end, briefly (a process that escaped the
+    // launcher could hold it open).
+    const stderrEnded = new Promise<void>((resolve) => (child.stderr ? child.stderr.once('close', () => resolve()) : resolve()));
     child.on('exit', (code, signal) => {
       running.delete(child);
       this.launch.finish();
-      this.fail(signal ? `exited on signal ${signal}` : `exited with code ${code}`);
+      const why = signal ? `exited on signal ${signal}` : `exited with code ${code}`;
+      let timer: NodeJS.Timeout | undefined;
+      const grace = new Promise<void>((resolve) => {
+        timer = setTimeout(resolve, STDERR_END_GRACE_MS);
+      });
+      void Promise.race([stderrEnded, grace]).then(() => {
+        clearTimeout(timer);
+        this.fail(why);
+      });
     });
     child.stdout?.on('data', (chunk: Buffer) => this.receive(chunk));
     child.stderr?.on('data', (chunk: Buffer) => {

@@ -83,6 +83,12 @@ export interface ExecutableToolResult {
   stderr: string;
   /** The destinations the egress proxy refused (network by host); absent when none. */
   refusedConnections?: RefusedConnection[];
+  /**
+   * The `sandbox.limits` the run ran into although the tool succeeded (`processes`, `memoryMb`,
+   * `tmpMb`, `cpuSeconds`, `fileSizeMb`, comma-separated): its result may be incomplete. Absent
+   * when none. (A tool that failed says it in its `TOOL_FAILED` message.)
+   */
+  limit?: string;
 }
 
 function parseSpec(spec: native.ExecutableToolSpec): ExecutableToolSpec {
@@ -149,7 +155,14 @@ export class ExecutableToolRegistry {
     return {
       start: async (signal?: AbortSignal) => {
         const output = await runProcess(handle, signal);
-        return { result: output.value, durationMs: output.durationMs, truncated: output.truncated, stderr: output.stderr, ...withRefusals(output) };
+        return {
+          result: output.value,
+          durationMs: output.durationMs,
+          truncated: output.truncated,
+          stderr: output.stderr,
+          ...withRefusals(output),
+          ...(output.limit ? { limit: output.limit } : {}),
+        };
       },
       kill: () => handle.kill(),
     };
@@ -188,6 +201,7 @@ function unapprovedTool(registry: ExecutableToolRegistry, spec: ExecutableToolSp
         durationMs: output.durationMs,
         truncated: output.truncated,
         ...(output.refusedConnections ? { refusedConnections: output.refusedConnections } : {}),
+        ...(output.limit ? { limit: output.limit } : {}),
       };
     },
   });

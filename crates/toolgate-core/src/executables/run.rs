@@ -119,6 +119,10 @@ pub struct ToolOutput {
     pub sandboxed: bool,
     /// Its connections through the egress proxy (network by host).
     pub connections: Vec<ConnectionRecord>,
+    /// The sandbox limits it ran into although it succeeded (`processes`, `memoryMb`, …,
+    /// comma-separated): its result may be incomplete. (A tool that failed names them in its
+    /// `TOOL_FAILED` message, from the end of its stderr.)
+    pub limit: Option<String>,
 }
 
 /// Refuses an input larger than [`MAX_STDIN_BYTES`] as JSON (what a protocol tool reads on
@@ -330,6 +334,7 @@ pub fn interpret(
         stderr,
         sandboxed: output.sandboxed,
         connections: Vec::new(),
+        limit: output.limit,
     })
 }
 

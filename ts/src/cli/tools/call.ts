@@ -75,10 +75,13 @@ export async function call(flags: Flags, [name, json]: string[]): Promise<number
   try {
     const output = await prepared.start(controller.signal);
     if (flags.json) {
-      writeJson({ result: output.result, durationMs: output.durationMs, truncated: output.truncated });
+      writeJson({ result: output.result, durationMs: output.durationMs, truncated: output.truncated, ...(output.limit ? { limit: output.limit } : {}) });
     } else {
       const text = typeof output.result === 'string' ? output.result : JSON.stringify(output.result, null, 2);
       writeText(`${text}\n`);
+      if (output.limit) {
+        process.stderr.write(`toolgate tools call: the run ran into its sandbox limit: ${output.limit}; the result may be incomplete\n`);
+      }
       if (relevant.length > 0 && process.stderr.isTTY) {
         process.stderr.write(`(${relevant.length} other tool problem(s); see 'toolgate tools list')\n`);
       }
