@@ -273,7 +273,7 @@ fn dead_process_dirs(base: &Path, own: &Path) -> Vec<PathBuf> {
             continue;
         }
         let Ok(lock) = open(
-            &path.join(OWNER_LOCK),
+            path.join(OWNER_LOCK),
             OFlags::RDONLY | OFlags::CLOEXEC | OFlags::NOFOLLOW | OFlags::NONBLOCK,
             Mode::empty(),
         ) else {
