@@ -1,7 +1,8 @@
 //! Class 7 of issue 22: a program found in `<dir>/bin` gets its `bin` directory and the parts
 //! of its prefix a runtime needs (`lib`, `libexec`, `share`), never `<dir>` itself: a copy of
 //! perl (python, node) in `<dir>/bin` cannot read `<dir>/outside/secret.txt`, by name or by a
-//! hex-encoded path, also through a symlinked `bin`.
+//! hex-encoded path, also through a symlinked `bin`. A program in any other folder (a home,
+//! an application's folder) is granted alone: nothing beside it is readable.
 
 #![cfg(target_os = "linux")]
 
@@ -101,6 +102,54 @@ async fn a_perl_copy_in_a_prefix_reads_its_lib_but_not_the_prefix() {
         )
         .await;
         assert_eq!(text(&out.stdout), "library data\n", "{}", text(&out.stderr));
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_program_outside_a_bin_folder_is_granted_alone() {
+    if !installed("/usr/bin/perl") {
+        return;
+    }
+    let f = Fixture::new();
+    // A copy of perl directly in a home, in an application's folder beside its configuration,
+    // and in a folder named like a prefix part; each with a secret beside it.
+    for folder in ["home", "opt-app", "opt-app/libexec-like"] {
+        let folder = f.root.join(folder);
+        std::fs::create_dir_all(folder.join("conf")).unwrap();
+        std::fs::write(folder.join("conf/db.password"), format!("{SECRET}\n")).unwrap();
+        std::fs::write(folder.join("beside.txt"), format!("{SECRET}\n")).unwrap();
+        let program = folder.join("report");
+        std::fs::copy("/usr/bin/perl", &program).unwrap();
+        let reads = [
+            folder.join("conf/db.password"),
+            folder.join("beside.txt"),
+            folder.clone(),
+        ];
+        for target in &reads {
+            let code = format!(
+                "if (open(F, '<', pack('H*', '{0}'))) {{ print <F> }} elsif (opendir(D, pack('H*', '{0}'))) {{ print readdir(D) }} else {{ print \"denied: $!\" }}",
+                hex(target)
+            );
+            // By its absolute path, and found on PATH.
+            let by_path = exec::run(
+                f.request(program.to_str().unwrap(), &["-e", &code])
+                    .timeout(Duration::from_secs(20)),
+            )
+            .await
+            .unwrap();
+            let on_path = run_on_path(&f, &folder, "report", &["-e", &code]).await;
+            for out in [by_path, on_path] {
+                let stdout = text(&out.stdout);
+                assert!(out.sandboxed);
+                assert!(
+                    stdout.starts_with("denied"),
+                    "{} read {}: {stdout}{}",
+                    program.display(),
+                    target.display(),
+                    text(&out.stderr)
+                );
+            }
+        }
     }
 }
 

@@ -437,19 +437,21 @@ impl Reach {
         }
     }
 
-    /// A program directory's grants and why: the directory itself, and for a `bin` or
-    /// `sbin` outside a home area the existing runtime parts of its prefix.
+    /// A program directory's grants and why: for a `bin` or `sbin` directory, the directory
+    /// itself and, outside a home area, the existing runtime parts of its prefix. Any other
+    /// directory gets nothing (the program is granted alone): a folder a program sits in
+    /// (`$HOME/perl`, `/opt/app/report`) may hold anything else, keys and passwords included.
     fn install_roots(&self, dir: &Path) -> Vec<(PathBuf, &'static str)> {
-        if dir == Path::new("/") {
-            return Vec::new(); // a program at the top: itself only, never everything
-        }
-        let mut roots = vec![(dir.to_path_buf(), "the directory of programs")];
         let named_bin = matches!(
             dir.file_name().and_then(|name| name.to_str()),
             Some("bin" | "sbin")
         );
+        if !named_bin {
+            return Vec::new();
+        }
+        let mut roots = vec![(dir.to_path_buf(), "the directory of programs")];
         let prefix = match dir.parent() {
-            Some(parent) if named_bin && parent != Path::new("/") => parent,
+            Some(parent) if parent != Path::new("/") => parent,
             _ => return roots,
         };
         let in_home = self
@@ -592,11 +594,28 @@ mod tests {
             ],
             "never the prefix, its other directories, or a part that is a symlink"
         );
-        assert_eq!(
-            roots(&reach, &prefix.join("outside")),
-            [prefix.join("outside")]
-        );
+        // A folder that is not a `bin`: nothing of it; a program there is granted alone, as
+        // is one directly in a home or in the prefix itself.
+        std::fs::write(prefix.join("outside/secret.txt"), "secret").unwrap();
+        for program in ["outside/report", "perl", "lib/helper"] {
+            let program = prefix.join(program);
+            std::fs::copy("/bin/true", &program).unwrap();
+            let dir = program.parent().unwrap();
+            assert!(roots(&reach, dir).is_empty(), "{}", dir.display());
+            assert_eq!(
+                reach.program_roots(&program, &[]),
+                std::slice::from_ref(&program)
+            );
+        }
+        assert!(reach
+            .search_path_roots(&prefix.join("outside").into_os_string())
+            .is_empty());
         reach.home_areas.push(prefix.clone());
+        let in_home = prefix.join("perl");
+        assert_eq!(
+            reach.program_roots(&in_home, &[]),
+            std::slice::from_ref(&in_home)
+        );
         assert_eq!(roots(&reach, &prefix.join("bin")), [prefix.join("bin")]);
         for home_bin in [
             "/home/u/.local/bin",
