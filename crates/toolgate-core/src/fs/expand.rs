@@ -147,35 +147,56 @@ pub fn expand_with_other_names(
     limit: Option<usize>,
 ) -> std::result::Result<Vec<Matched>, TooLarge> {
     let mut found = expand(root, matchers, limit)?;
-    add_other_names(root, &mut found, limit.unwrap_or(MAX_GUARD_WALK_ENTRIES))?;
+    let seeds: Vec<PathBuf> = found.iter().map(|matched| matched.path.clone()).collect();
+    for other in other_names(root, &seeds, limit)? {
+        found.push(Matched {
+            path: other.path,
+            matcher: found[other.seed].matcher,
+            is_dir: false,
+        });
+    }
     found.sort_by(|a, b| (&a.path, a.matcher).cmp(&(&b.path, b.matcher)));
     found.dedup();
     Ok(found)
 }
 
+/// Another name of a file (a hard link), found by [`other_names`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct OtherName {
+    /// The other name, below the walked directory.
+    pub path: PathBuf,
+    /// The index of the seed it was found for.
+    pub seed: usize,
+    /// The file it is another name of (the seed, or a file inside the seed directory).
+    pub of: PathBuf,
+}
+
 /// A hard link is the same file under another name: a link made before the list (by a person,
 /// an earlier run) would give a process the content of a hidden file, or a way to change a
-/// protected one, under a name no pattern matches. So every other name below `root` of a
-/// matched file with more than one link (a matched file, or a file inside a matched directory)
-/// is matched too, by the same matcher. Only when such a file exists is the directory walked
-/// again, with an `lstat` per regular file.
-fn add_other_names(
+/// protected one, under a name no pattern matches. So this finds every other name below `root`
+/// of a regular file with more than one link among `seeds` (a file, or every file inside a
+/// directory; seeds may lie outside `root`). Only when such a file exists is `root`
+/// walked, with an `lstat` per regular file; a seed's own path (and what is inside a
+/// seed directory) is not reported. At most `limit` entries
+/// ([`MAX_GUARD_WALK_ENTRIES`] when `None`) are looked at in each of the two passes.
+pub fn other_names(
     root: &Path,
-    found: &mut Vec<Matched>,
-    limit: usize,
-) -> std::result::Result<(), TooLarge> {
-    use std::collections::HashMap;
+    seeds: &[PathBuf],
+    limit: Option<usize>,
+) -> std::result::Result<Vec<OtherName>, TooLarge> {
+    use std::collections::{HashMap, HashSet};
     use std::os::unix::fs::MetadataExt;
 
+    let limit = limit.unwrap_or(MAX_GUARD_WALK_ENTRIES);
     let too_large = || TooLarge {
         root: root.to_path_buf(),
         entries: limit,
     };
-    // (device, inode) of every matched file with other names, and its matcher.
-    let mut linked: HashMap<(u64, u64), usize> = HashMap::new();
+    // (device, inode) of every seed file with other names: its seed and its path.
+    let mut linked: HashMap<(u64, u64), (usize, PathBuf)> = HashMap::new();
     let mut entries = 0usize;
-    for matched in found.iter() {
-        let mut pending = vec![matched.path.clone()];
+    for (seed, path) in seeds.iter().enumerate() {
+        let mut pending = vec![path.clone()];
         while let Some(path) = pending.pop() {
             let Ok(meta) = std::fs::symlink_metadata(&path) else {
                 continue;
@@ -192,16 +213,16 @@ fn add_other_names(
                     pending.push(entry.path());
                 }
             } else if meta.is_file() && meta.nlink() > 1 {
-                linked.insert((meta.dev(), meta.ino()), matched.matcher);
+                linked.insert((meta.dev(), meta.ino()), (seed, path));
             }
         }
     }
+    let mut found = Vec::new();
     if linked.is_empty() {
-        return Ok(());
+        return Ok(found);
     }
-    // What is matched already (a matched directory covers everything inside it).
-    let known: std::collections::HashSet<PathBuf> =
-        found.iter().map(|matched| matched.path.clone()).collect();
+    // A seed covers itself and everything inside it.
+    let known: HashSet<&PathBuf> = seeds.iter().collect();
     let mut stack = vec![root.to_path_buf()];
     entries = 0;
     while let Some(dir) = stack.pop() {
@@ -216,26 +237,27 @@ fn add_other_names(
             let Ok(file_type) = entry.file_type() else {
                 continue;
             };
-            if known.contains(&entry.path()) {
+            let path = entry.path();
+            if known.contains(&path) {
                 continue;
             }
             if file_type.is_dir() {
-                stack.push(entry.path());
+                stack.push(path);
             } else if file_type.is_file() {
                 let Ok(meta) = entry.metadata() else {
                     continue;
                 };
-                if let Some(matcher) = linked.get(&(meta.dev(), meta.ino())) {
-                    found.push(Matched {
-                        path: entry.path(),
-                        matcher: *matcher,
-                        is_dir: false,
+                if let Some((seed, of)) = linked.get(&(meta.dev(), meta.ino())) {
+                    found.push(OtherName {
+                        path,
+                        seed: *seed,
+                        of: of.clone(),
                     });
                 }
             }
         }
     }
-    Ok(())
+    Ok(found)
 }
 
 /// Where the symlink `link` leads, when that exists inside `root`.
