@@ -1,5 +1,6 @@
 use std::path::{Path, PathBuf};
 
+use super::git_config::config_entries;
 use super::*;
 use crate::sandbox_config::{SandboxFields, SandboxScope};
 
