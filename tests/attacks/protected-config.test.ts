@@ -229,6 +229,20 @@ describe.runIf(MOUNT_VIEW)('the imports of an ES module tools module (Node runs 
       },
       ['package.json', 'lib/helper.mjs'],
     ],
+    [
+      'a package importing another package (the second is not named by the module)',
+      {
+        'tools.mjs': "import { a } from 'pkg-a';\nexport function version() { return a(); }\n",
+        'node_modules/pkg-a/package.json': '{ "name": "pkg-a", "type": "module", "exports": "./index.js" }\n',
+        'node_modules/pkg-a/index.js': "import { b } from 'pkg-b';\nexport function a() { return b; }\n",
+        'node_modules/pkg-b/package.json': '{ "name": "pkg-b", "type": "module", "exports": "./index.js" }\n',
+        'node_modules/pkg-b/index.js': "import { c } from '@scope/pkg-c';\nexport const b = c;\n",
+        'node_modules/@scope/pkg-c/package.json': '{ "name": "@scope/pkg-c", "type": "module", "exports": "./dist/index.mjs" }\n',
+        'node_modules/@scope/pkg-c/dist/index.mjs': "export const c = 'original';\n",
+      },
+      // Also a package file and a shim that do not exist yet.
+      ['node_modules/pkg-b/index.js', 'node_modules/pkg-b/package.json', 'node_modules/@scope/pkg-c/dist/index.mjs', 'node_modules/pkg-a/index.js', 'node_modules/pkg-b/extra.js', 'node_modules/.bin/pkg-b'],
+    ],
   ];
   for (const [name, files, imports] of layouts) {
     it(`${name}: no process or file tool changes what it imports`, { timeout: 120_000 }, async () => {

@@ -280,6 +280,11 @@ pub struct Worker {
     pub toolsets: ToolsetsConfig,
     /// The allowed workers as canonical file paths, in the order given.
     pub allowed_worker_paths: Vec<PathBuf>,
+    /// Where a file would be found before a called worker's (its name looked up as
+    /// `<name>.worker`, … in an earlier place): protected, since a file made there would take
+    /// the called worker's place at the next load.
+    #[serde(skip)]
+    pub worker_lookups: Vec<PathBuf>,
     /// Keys accepted but not acted on, and other things the user should know.
     pub warnings: Vec<String>,
     /// `audit.file`, absolute.
@@ -562,17 +567,21 @@ fn resolve(
         .as_ref()
         .map(program::Program::worker_paths)
         .unwrap_or_default();
-    let allowed_worker_paths = match &toolsets.workers {
-        Some(workers) => workers
-            .allowed_workers
-            .iter()
-            .map(|entry| {
-                let mut bases = vec![dir.clone(), dir.join("workers")];
-                bases.extend(workers.worker_paths.iter().map(|path| anchored(path)));
-                registry::find_worker(&dir, &bases, &search_paths, entry).map_err(invalid)
-            })
-            .collect::<Result<Vec<_>>>()?,
-        None => Vec::new(),
+    let (allowed_worker_paths, worker_lookups) = match &toolsets.workers {
+        Some(workers) => {
+            let found = workers
+                .allowed_workers
+                .iter()
+                .map(|entry| {
+                    let mut bases = vec![dir.clone(), dir.join("workers")];
+                    bases.extend(workers.worker_paths.iter().map(|path| anchored(path)));
+                    registry::find_worker(&dir, &bases, &search_paths, entry).map_err(invalid)
+                })
+                .collect::<Result<Vec<_>>>()?;
+            let (paths, lookups): (Vec<_>, Vec<_>) = found.into_iter().unzip();
+            (paths, lookups.into_iter().flatten().collect())
+        }
+        None => (Vec::new(), Vec::new()),
     };
 
     Ok(Worker {
@@ -596,6 +605,7 @@ fn resolve(
         sandbox: sandbox_fields,
         toolsets,
         allowed_worker_paths,
+        worker_lookups,
         warnings,
         audit_file: file.audit.map(|audit| anchored(&audit.file)),
         max_depth: program.as_ref().and_then(program::Program::max_depth),

@@ -28,12 +28,31 @@ const PROJECT_MARKERS: [&str; 7] = [
 /// `<name>/main.worker`), then as the `name` a worker file in `bases` declares (golem-forge's
 /// name-based registry: `analyzer.worker` with `name: pdf_analyzer` answers `pdf_analyzer`),
 /// then in the project and in `search_paths`, the golem-forge program's `workerPaths`
-/// ([`search_project`]).
+/// ([`search_project`]). Also returns the file-name candidates looked at before the one found
+/// (all of them when it was found by its declared name or in the project): a file made at one
+/// of those would be found instead, so they are protected like the worker file.
 pub(super) fn find_worker(
     dir: &Path,
     bases: &[PathBuf],
     search_paths: &[PathBuf],
     entry: &str,
+) -> std::result::Result<(PathBuf, Vec<PathBuf>), String> {
+    let mut candidates = Vec::new();
+    let found = find_worker_in(dir, bases, search_paths, entry, &mut candidates)?;
+    let before = candidates
+        .iter()
+        .position(|candidate| candidate.is_file())
+        .unwrap_or(candidates.len());
+    candidates.truncate(before);
+    Ok((found, candidates))
+}
+
+fn find_worker_in(
+    dir: &Path,
+    bases: &[PathBuf],
+    search_paths: &[PathBuf],
+    entry: &str,
+    looked_at: &mut Vec<PathBuf>,
 ) -> std::result::Result<PathBuf, String> {
     let is_path = entry.contains('/')
         || [".worker", ".yaml", ".yml"]
@@ -52,6 +71,7 @@ pub(super) fn find_worker(
         }
         list
     };
+    looked_at.extend(candidates.iter().cloned());
     for candidate in &candidates {
         if candidate.is_file() {
             return canonical(candidate);

@@ -63,9 +63,11 @@ pub(super) struct PlanGuards {
 impl WorkerPlan {
     /// Protects what the tools modules of the graph imported (the SDK imports them and reports
     /// every file it loaded), and the SDK's own package when it is installed (`sdk`: its folder;
-    /// one below a `node_modules` folder is protected, a checkout is not), and prepares again the
-    /// sandboxes that must now protect more. A file of a package (below a `node_modules` folder)
-    /// protects its package folder. Call it before the plan's tools are handed out: their
+    /// one below a `node_modules` folder protects that whole folder and the project's `.npmrc`, a
+    /// checkout is not protected), and prepares again the sandboxes that must now protect more.
+    /// A file of a package protects the outermost `node_modules` folder it is in (a package's
+    /// own imports are found there); a lookup that found nothing, the package folder it looked
+    /// for. Call it before the plan's tools are handed out: their
     /// sandboxes are replaced. `INVALID_INPUT` for an unknown worker or a relative path.
     pub fn protect_module_imports(
         &mut self,
@@ -75,10 +77,20 @@ impl WorkerPlan {
         if let Some(folder) = sdk.filter(|sdk| sdk.is_absolute()).and_then(|sdk| {
             package_folder(&sdk.join("package.json")).filter(|folder| folder == sdk)
         }) {
-            self.guards.imports.protect(
-                &folder,
-                "the toolgate package (its code, addon and sandbox launcher run on the host)",
-            );
+            // Its addon and launcher are in a package beside it, `npx toolgate` runs the
+            // `.bin` shim there, and its dependencies (the AI SDK, …) run on the host too.
+            if let Some(packages) = packages_folder(&folder) {
+                self.guards.imports.protect(
+                    &packages,
+                    "the packages toolgate runs with (its code, addon, sandbox launcher, `.bin` shim and dependencies run on the host)",
+                );
+                if let Some(project) = packages.parent() {
+                    self.guards.imports.protect(
+                        &project.join(".npmrc"),
+                        "npm's configuration of the project toolgate is installed in (`node-options` there runs code in `npx toolgate`)",
+                    );
+                }
+            }
         }
         let work_dirs: Vec<PathBuf> = self
             .workers
@@ -121,10 +133,21 @@ impl WorkerPlan {
                 if missing && !work_dirs.iter().any(|dir| file.starts_with(dir)) {
                     continue;
                 }
-                let (path, reason) = match package_folder(file) {
+                // A package's own imports are not followed: the whole `node_modules` folder it
+                // is in is protected (the packages it imports in turn are found there). A
+                // lookup that found nothing protects just the package folder it looked for.
+                let packages = if missing {
+                    package_folder(file)
+                } else {
+                    packages_folder(file)
+                };
+                let (path, reason) = match packages {
                     Some(folder) => (
                         folder,
-                        format!("a package the tools module '{}' imports", module.display()),
+                        format!(
+                            "packages the tools module '{}' imports (and what they import)",
+                            module.display()
+                        ),
                     ),
                     None => (
                         file.clone(),
@@ -245,6 +268,12 @@ impl WorkerPlan {
             if let Some(given) = &worker.given_path {
                 // The symlinks on the way to it by the name it is loaded by.
                 guards.protect(given, format!("the worker file of '{name}'"));
+            }
+            for lookup in &worker.worker_lookups {
+                guards.protect(
+                    lookup,
+                    format!("where a file would take the place of a worker '{name}' calls"),
+                );
             }
             protect_program_config(&mut guards, planned, &work_dirs);
             if let Some(custom) = &worker.toolsets.custom {
@@ -384,6 +413,16 @@ fn protect_program_config(guards: &mut Guards, planned: &PlannedWorker, work_dir
             }
         }
     }
+}
+
+/// The outermost `node_modules` folder on the way to `path` (the one Node finds a package's
+/// own dependencies in, nested ones included), or `None` outside any.
+fn packages_folder(path: &Path) -> Option<PathBuf> {
+    let components: Vec<Component<'_>> = path.components().collect();
+    let at = components
+        .iter()
+        .position(|component| component.as_os_str() == "node_modules")?;
+    Some(components[..=at].iter().collect())
 }
 
 /// The package folder (`…/node_modules/pkg`, `…/node_modules/@scope/pkg`) a file belongs to,

@@ -80,12 +80,21 @@ fn with_the_configuration_in_the_work_directory_every_sandbox_protects_all_of_it
         "golem-forge.config.yaml",
         "golem-forge.config.yml",
         "workers/golem-forge.config.yaml",
+        // Where a file named for the called worker would be found first (none exist yet).
+        "helper.worker",
+        "helper.yaml",
+        "helper.yml",
+        "helper/index.worker",
+        "helper/main.worker",
+        "workers/helper.worker",
     ] {
         assert!(
             protect.contains(&d.join(expected)),
             "{expected} not in {protect:#?}"
         );
     }
+    // Not the ones looked at after the file found.
+    assert!(!protect.contains(&d.join("workers/helper.yml")));
     assert_eq!(hide, [d.join(".env"), d.join("config/.env.local")]);
     // The called worker's processes protect the same files and hide what its caller blocks.
     let (child_protect, child_hide) = shell_lists(&plan, 1);
@@ -188,12 +197,9 @@ fn what_a_tools_module_imports_is_protected_once_reported() {
         let cli = plan.workers()[0].cli_execute.as_ref().unwrap();
         cli.sandbox().unwrap().policy().protect.clone()
     }] {
-        for expected in [
-            "lib/helper.ts",
-            "node_modules/zod",
-            "node_modules/@scope/pkg",
-            "node_modules/toolgate",
-        ] {
+        // The whole node_modules folder: a package's own imports are found there, and
+        // toolgate's addon, launcher and `.bin` shim are beside its package.
+        for expected in ["lib/helper.ts", "node_modules", ".npmrc"] {
             assert!(lists.contains(&d.join(expected)), "{expected}: {lists:#?}");
         }
     }
@@ -307,6 +313,11 @@ fn an_mcp_argument_names_a_script_only_when_it_is_a_file_inside_the_work_directo
         Some(PathBuf::from("/p/node_modules/a/node_modules/@s/b"))
     );
     assert_eq!(package_folder(Path::new("/p/src/x.ts")), None);
+    assert_eq!(
+        packages_folder(Path::new("/p/node_modules/a/node_modules/@s/b/x.js")),
+        Some(PathBuf::from("/p/node_modules"))
+    );
+    assert_eq!(packages_folder(Path::new("/p/src/x.ts")), None);
 }
 
 #[tokio::test(flavor = "multi_thread")]
