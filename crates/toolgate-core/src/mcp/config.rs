@@ -43,6 +43,31 @@ pub struct McpServerConfig {
     pub headers: BTreeMap<String, String>,
 }
 
+impl McpServerConfig {
+    /// The host environment variables this server's values read: `(setting, NAME)` for each
+    /// `${NAME}` in an `env` value (`env.KEY`) or a `headers` value (`headers.KEY`). `args`
+    /// and `url` are passed as written, so they read none. A worker plan compares these with
+    /// what a calling worker passes on.
+    pub fn host_variables(&self) -> Vec<(String, String)> {
+        let values = self
+            .env
+            .iter()
+            .map(|(key, value)| (format!("env.{key}"), value))
+            .chain(
+                self.headers
+                    .iter()
+                    .map(|(key, value)| (format!("headers.{key}"), value)),
+            );
+        values
+            .flat_map(|(setting, value)| {
+                referenced_variables(value)
+                    .into_iter()
+                    .map(move |name| (setting.clone(), name))
+            })
+            .collect()
+    }
+}
+
 /// `toolsets.mcp` in a worker file.
 #[derive(Debug, Clone, Default, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
@@ -360,6 +385,17 @@ pub fn expand(
     }
     out.push_str(rest);
     Ok(out)
+}
+
+/// The names `${NAME}` in `value` reads, found by [`expand`] itself so that no name it would
+/// look up is missed; it stops at the first malformed `${`, which [`check`] refuses anyway.
+fn referenced_variables(value: &str) -> Vec<String> {
+    let names = std::cell::RefCell::new(Vec::new());
+    let _ = expand(value, &|name| {
+        names.borrow_mut().push(name.to_string());
+        Some(String::new())
+    });
+    names.into_inner()
 }
 
 /// `server.tool` split at the first `.`; the server must be configured.

@@ -228,7 +228,11 @@ impl WorkerPlan {
         let (worker, stamp) = load_worker_stamped(path, options)?;
         let scope = match parent {
             None => worker_scope(&worker)?,
-            Some(caller) => called_worker_scope(&self.workers[caller], &worker)?,
+            Some(caller) => {
+                // Before anything of the called worker is built (its MCP values expanded).
+                check_env_narrows(&self.workers[caller].worker, &worker)?;
+                called_worker_scope(&self.workers[caller], &worker)?
+            }
         };
         self.files.insert(&worker.path, stamp, "worker file");
         let mut files = vec![worker.path.clone()];
@@ -404,6 +408,81 @@ fn called_worker_scope(caller: &PlannedWorker, worker: &Worker) -> Result<Sandbo
 
 fn worker_dir(worker: &Worker) -> &Path {
     worker.path.parent().unwrap_or(Path::new("/"))
+}
+
+/// One host environment variable a worker hands to a process or server one of its toolsets
+/// starts.
+#[derive(Debug)]
+struct HostVariable {
+    name: String,
+    /// Where the worker file names it (`toolsets.shell.env_passthrough`,
+    /// `toolsets.mcp.servers.gh.env.TOKEN`).
+    setting: String,
+}
+
+/// What a worker passes on of the host's environment: the names in the `env_passthrough` of its
+/// `shell`, `cli_execute` and `executables` toolsets, and every `${NAME}` in its MCP servers'
+/// `env` and `headers` values. Everything else a process gets (PATH, LANG, …) is the one fixed
+/// policy of `exec::env`, the same for every worker.
+fn host_variables(worker: &Worker) -> Vec<HostVariable> {
+    let toolsets = &worker.toolsets;
+    let lists = [
+        ("shell", toolsets.shell.as_ref().map(|c| &c.env_passthrough)),
+        (
+            "cli_execute",
+            toolsets.cli_execute.as_ref().map(|c| &c.env_passthrough),
+        ),
+        (
+            "executables",
+            toolsets.executables.as_ref().map(|c| &c.env_passthrough),
+        ),
+    ];
+    let mut found = Vec::new();
+    for (toolset, names) in lists {
+        for name in names.into_iter().flatten() {
+            found.push(HostVariable {
+                name: name.clone(),
+                setting: format!("toolsets.{toolset}.env_passthrough"),
+            });
+        }
+    }
+    for (server, config) in toolsets.mcp.iter().flat_map(|mcp| &mcp.servers) {
+        for (setting, name) in config.host_variables() {
+            found.push(HostVariable {
+                name,
+                setting: format!("toolsets.mcp.servers.{server}.{setting}"),
+            });
+        }
+    }
+    found
+}
+
+/// A called worker may pass on only host variables its caller passes on, so that delegating
+/// cannot hand a secret to processes below that the caller's own never get. Checked against
+/// the direct caller, itself checked against its caller: each level narrows again.
+fn check_env_narrows(caller: &Worker, worker: &Worker) -> Result<()> {
+    let passed = host_variables(caller);
+    let Some(extra) = host_variables(worker)
+        .into_iter()
+        .find(|used| !passed.iter().any(|known| known.name == used.name))
+    else {
+        return Ok(());
+    };
+    let mut names: Vec<&str> = passed.iter().map(|known| known.name.as_str()).collect();
+    names.sort_unstable();
+    names.dedup();
+    let names = if names.is_empty() {
+        "none".to_string()
+    } else {
+        names.join(", ")
+    };
+    let name = &extra.name;
+    Err(Error::ConfigInvalid(format!(
+        "{}: {}: the host environment variable {name} is not passed on by the calling worker '{}' (it passes on: {names}); a called worker may only pass on the host variables its caller passes on: add {name} to an env_passthrough of the caller's shell, cli_execute or executables toolset (or use ${{{name}}} in its mcp servers), or drop {name} from the called worker",
+        worker.path.display(),
+        extra.setting,
+        caller.path.display(),
+    )))
 }
 
 /// The sandbox of a toolset: the worker's, with the keys of the toolset's own `sandbox` in

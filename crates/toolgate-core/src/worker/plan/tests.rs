@@ -1,4 +1,5 @@
 mod caller;
+mod env;
 mod network;
 
 use std::collections::BTreeMap;
