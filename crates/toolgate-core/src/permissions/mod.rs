@@ -18,11 +18,24 @@
 //! The file is read strictly, like a worker file (`CONFIG_INVALID` with `file:line:column`). It
 //! is written under a lock on its folder (two processes saving at once both land) and replaced
 //! atomically; it is protected configuration: no tool the agent runs may write it.
+//!
+//! A save never launders content toolgate did not write. A sandboxed process may create the
+//! file while it does not exist (the check after the call removes it, unless toolgate wrote
+//! it: see [`crate::sandbox::note_host_write`]); had a save merged such a file, its rules would
+//! have become toolgate's own write and been kept. So a save merges the file on disk only when
+//! it is what this plan read when it was loaded (the same bytes, or still missing), or exactly
+//! what toolgate itself last wrote there (the same file — device, inode, change time, size — and
+//! bytes; recorded in this process and, for other toolgate processes saving at once, in a
+//! directory private to the user that sandboxed processes cannot see, see [`WriteRecords`]).
+//! Anything else — a file that appeared, other bytes, a symlink or hard link to another file —
+//! fails the save with `CONFIG_INVALID` naming the file, and the file is left as it is.
 
+use std::collections::HashMap;
 use std::fs::File;
 use std::io::{Read, Write};
+use std::os::unix::fs::{DirBuilderExt, MetadataExt, OpenOptionsExt};
 use std::path::{Component, Path, PathBuf};
-use std::sync::{Mutex, PoisonError};
+use std::sync::{Mutex, OnceLock, PoisonError};
 use std::time::{Duration, Instant};
 
 use serde::{Deserialize, Serialize};
@@ -37,6 +50,7 @@ use crate::limits::{
 use crate::network::{Host, Rule as NetworkRule};
 use crate::run::always::display_words;
 use crate::run::canonical_json;
+use crate::run::crypto::sha256_hex;
 use crate::run::review::{inline, review_input};
 
 #[cfg(test)]
@@ -345,7 +359,12 @@ const HEADER: &str = "# Approvals saved with toolgate's \"save\" answer; every r
 #[derive(Debug)]
 pub struct Permissions {
     path: PathBuf,
+    /// The file's path with its folder resolved: the key of toolgate's write records.
+    key: PathBuf,
     rules: Mutex<Vec<SavedRule>>,
+    /// The content this plan vouches for: what it read when loaded, then what it wrote
+    /// (`None`: the file did not exist).
+    known: Mutex<Option<String>>,
 }
 
 impl Permissions {
@@ -354,13 +373,19 @@ impl Permissions {
     /// file that does not read.
     pub fn load(folder: &Path) -> Result<Permissions> {
         let path = folder.join(PERMISSIONS_FILE_NAME);
-        let rules = match read_limited(&path)? {
-            Some(text) => parse(&text, &path)?,
+        let key = std::fs::canonicalize(folder)
+            .map(|folder| folder.join(PERMISSIONS_FILE_NAME))
+            .unwrap_or_else(|_| path.clone());
+        let found = read_file(&path)?;
+        let rules = match &found {
+            Some(file) => parse(&file.text, &path)?,
             None => Vec::new(),
         };
         Ok(Permissions {
             path,
+            key,
             rules: Mutex::new(rules),
+            known: Mutex::new(found.map(|file| file.sha256)),
         })
     }
 
@@ -407,8 +432,23 @@ impl Permissions {
     ) -> Result<SavedRule> {
         let folder = self.path.parent().unwrap_or(Path::new("/"));
         let _lock = FolderLock::acquire(folder)?;
-        let existing = read_limited(&self.path)?;
-        let mut rules = match &existing {
+        let found = read_file(&self.path)?;
+        // Only content this plan read or toolgate wrote is merged: anything else may have been
+        // planted by a process (and would be kept as toolgate's own write once merged).
+        if let Some(file) = &found {
+            let known = self
+                .known
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .clone();
+            if known.as_deref() != Some(file.sha256.as_str())
+                && !written_by_toolgate(&self.key, file)
+            {
+                return Err(changed_since_read(&self.path, known.is_some(), file));
+            }
+        }
+        let existing = found.as_ref().map(|file| file.text.as_str());
+        let mut rules = match existing {
             Some(text) => parse(text, &self.path)?,
             None => Vec::new(),
         };
@@ -425,18 +465,39 @@ impl Permissions {
         {
             let known = known.clone();
             *self.rules.lock().unwrap_or_else(PoisonError::into_inner) = rules;
+            *self.known.lock().unwrap_or_else(PoisonError::into_inner) =
+                found.map(|file| file.sha256);
             return Ok(known);
         }
         let entry = Entry::new(worker, tool, &scope, now_rfc3339(), by);
-        let text = appended(existing.as_deref(), &entry, &rules, &self.path)?;
-        write_atomically(&self.path, &text)?;
+        let text = appended(existing, &entry, &rules, &self.path)?;
         rules = parse(&text, &self.path)?;
         let saved = rules.last().cloned().ok_or_else(|| {
             Error::Internal("the rule just saved is not in the permissions file".into())
         })?;
+        write_atomically(&self.path, &self.key, &text)?;
+        *self.known.lock().unwrap_or_else(PoisonError::into_inner) =
+            Some(sha256_hex(text.as_bytes()));
         *self.rules.lock().unwrap_or_else(PoisonError::into_inner) = rules;
         Ok(saved)
     }
+}
+
+/// The refusal to save into a permissions file that is not what toolgate read or wrote.
+fn changed_since_read(path: &Path, existed: bool, file: &FoundFile) -> Error {
+    let what = if file.symlink {
+        "is now a symlink to a file toolgate did not read or write"
+    } else if file.identity.links > 1 {
+        "is now a file with other names as well (a hard link) holding content toolgate did not read or write"
+    } else if existed {
+        "now holds content toolgate did not read or write"
+    } else {
+        "did not exist when this run read its rules, and appeared since, not written by toolgate"
+    };
+    Error::ConfigInvalid(format!(
+        "{} {what}: toolgate does not save a rule into it, since a process of the agent could have planted it and its rules would become approvals. The file is left as it is and this rule was not saved (the call was approved once). Review the file: if you did not write it, delete it; if you did, the next run reads it as yours and can save again",
+        path.display()
+    ))
 }
 
 impl Entry {
@@ -511,34 +572,221 @@ fn appended(
     Ok(text)
 }
 
-/// Reads the file, or `None` when it does not exist. Larger than the limit, or not text:
-/// `CONFIG_INVALID`.
-fn read_limited(path: &Path) -> Result<Option<String>> {
-    let file = match File::open(path) {
+/// A permissions file as read: its text, the hash of its bytes, and which file it was.
+#[derive(Debug)]
+struct FoundFile {
+    text: String,
+    sha256: String,
+    identity: Identity,
+    /// The path itself is a symlink (the file read is its target).
+    symlink: bool,
+}
+
+/// Which file a path names, and its state: device, inode, change time (which no process can
+/// set), size; and how many names it has.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Identity {
+    dev: u64,
+    ino: u64,
+    ctime: i64,
+    ctime_nsec: i64,
+    size: u64,
+    links: u64,
+}
+
+impl Identity {
+    fn of(meta: &std::fs::Metadata) -> Identity {
+        Identity {
+            dev: meta.dev(),
+            ino: meta.ino(),
+            ctime: meta.ctime(),
+            ctime_nsec: meta.ctime_nsec(),
+            size: meta.size(),
+            links: meta.nlink(),
+        }
+    }
+
+    /// The same file in the same state (the number of names aside).
+    fn same(&self, other: &Identity) -> bool {
+        (self.dev, self.ino, self.ctime, self.ctime_nsec, self.size)
+            == (
+                other.dev,
+                other.ino,
+                other.ctime,
+                other.ctime_nsec,
+                other.size,
+            )
+    }
+}
+
+/// Reads the file, or `None` when it does not exist. Larger than the limit, not a regular file
+/// (a FIFO is not waited on), or not text: `CONFIG_INVALID`.
+fn read_file(path: &Path) -> Result<Option<FoundFile>> {
+    let cannot = |err: std::io::Error| {
+        Error::ConfigInvalid(format!("{}: cannot be read: {err}", path.display()))
+    };
+    let file = match std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK | libc::O_NOCTTY)
+        .open(path)
+    {
         Ok(file) => file,
         Err(err) if err.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-        Err(err) => {
-            return Err(Error::ConfigInvalid(format!(
-                "{}: cannot be read: {err}",
-                path.display()
-            )))
-        }
+        Err(err) => return Err(cannot(err)),
     };
+    let meta = file.metadata().map_err(cannot)?;
+    if !meta.is_file() {
+        return Err(Error::ConfigInvalid(format!(
+            "{}: is not a regular file; delete it (toolgate writes the file when a rule is saved)",
+            path.display()
+        )));
+    }
     let mut bytes = Vec::new();
-    file.take(MAX_PERMISSIONS_FILE_BYTES as u64 + 1)
+    (&file)
+        .take(MAX_PERMISSIONS_FILE_BYTES as u64 + 1)
         .read_to_end(&mut bytes)
-        .map_err(|err| {
-            Error::ConfigInvalid(format!("{}: cannot be read: {err}", path.display()))
-        })?;
+        .map_err(cannot)?;
     if bytes.len() > MAX_PERMISSIONS_FILE_BYTES {
         return Err(Error::ConfigInvalid(format!(
             "{}: larger than {MAX_PERMISSIONS_FILE_BYTES} bytes; delete rules you no longer need",
             path.display()
         )));
     }
-    String::from_utf8(bytes)
-        .map(Some)
-        .map_err(|_| Error::ConfigInvalid(format!("{}: is not UTF-8 text", path.display())))
+    // The identity after reading: a change while reading shows as another change time.
+    let identity = Identity::of(&file.metadata().map_err(cannot)?);
+    let symlink = std::fs::symlink_metadata(path).is_ok_and(|meta| meta.file_type().is_symlink());
+    let sha256 = sha256_hex(&bytes);
+    let text = String::from_utf8(bytes)
+        .map_err(|_| Error::ConfigInvalid(format!("{}: is not UTF-8 text", path.display())))?;
+    Ok(Some(FoundFile {
+        text,
+        sha256,
+        identity,
+        symlink,
+    }))
+}
+
+/// What toolgate last wrote at a permissions file: the file and the hash of its bytes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Written {
+    identity: Identity,
+    sha256: String,
+}
+
+impl Written {
+    fn matches(&self, file: &FoundFile) -> bool {
+        self.identity.same(&file.identity) && self.sha256 == file.sha256
+    }
+}
+
+/// What this process last wrote at each permissions file (by its resolved path).
+fn written_here() -> &'static Mutex<HashMap<PathBuf, Written>> {
+    static WRITTEN: OnceLock<Mutex<HashMap<PathBuf, Written>>> = OnceLock::new();
+    WRITTEN.get_or_init(Default::default)
+}
+
+/// Whether `file` is exactly what toolgate — this process or another — last wrote at `key`.
+fn written_by_toolgate(key: &Path, file: &FoundFile) -> bool {
+    let here = written_here()
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner)
+        .get(key)
+        .is_some_and(|written| written.matches(file));
+    here || WriteRecords::open().is_some_and(|records| {
+        records
+            .read(key)
+            .is_some_and(|written| written.matches(file))
+    })
+}
+
+/// Notes what toolgate just wrote at `key`, for this process and for others.
+fn note_written(key: &Path, written: Written) {
+    if let Some(records) = WriteRecords::open() {
+        records.write(key, &written);
+    }
+    written_here()
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner)
+        .insert(key.to_path_buf(), written);
+}
+
+/// What each toolgate process last wrote at each permissions file, so that another toolgate
+/// process saving in the same folder meanwhile merges it (two processes saving at once both
+/// land): a directory private to the user in the system's temporary directory
+/// (`$TMPDIR/toolgate-permissions-<uid>`, mode 0700), one small file per permissions file,
+/// written under the folder's lock. Sandboxed processes do not see the host's temporary
+/// directory (they get a private one), so they cannot vouch for a file they planted. When the
+/// directory cannot be used, only this process's own writes are recognised: another process's
+/// save then fails with the changed-file error instead of merging.
+struct WriteRecords {
+    dir: PathBuf,
+}
+
+impl WriteRecords {
+    fn open() -> Option<WriteRecords> {
+        // SAFETY: geteuid has no preconditions and cannot fail.
+        let uid = unsafe { libc::geteuid() };
+        let dir = std::env::temp_dir().join(format!("toolgate-permissions-{uid}"));
+        let _ = std::fs::DirBuilder::new().mode(0o700).create(&dir);
+        let meta = std::fs::symlink_metadata(&dir).ok()?;
+        (meta.is_dir() && meta.uid() == uid && meta.mode() & 0o077 == 0)
+            .then_some(WriteRecords { dir })
+    }
+
+    fn file(&self, key: &Path) -> PathBuf {
+        let hash = sha256_hex(key.as_os_str().as_encoded_bytes());
+        self.dir.join(&hash[..40])
+    }
+
+    fn read(&self, key: &Path) -> Option<Written> {
+        let file = std::fs::OpenOptions::new()
+            .read(true)
+            .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
+            .open(self.file(key))
+            .ok()?;
+        let mut text = String::new();
+        file.take(4096).read_to_string(&mut text).ok()?;
+        let mut fields = text.split_whitespace();
+        let mut number = || fields.next()?.parse::<i128>().ok();
+        let (dev, ino, ctime, ctime_nsec, size) =
+            (number()?, number()?, number()?, number()?, number()?);
+        let sha256 = text.split_whitespace().nth(5)?.to_string();
+        (sha256.len() == 64).then_some(())?;
+        Some(Written {
+            identity: Identity {
+                dev: u64::try_from(dev).ok()?,
+                ino: u64::try_from(ino).ok()?,
+                ctime: i64::try_from(ctime).ok()?,
+                ctime_nsec: i64::try_from(ctime_nsec).ok()?,
+                size: u64::try_from(size).ok()?,
+                links: 1,
+            },
+            sha256,
+        })
+    }
+
+    fn write(&self, key: &Path, written: &Written) {
+        let id = &written.identity;
+        let text = format!(
+            "{} {} {} {} {} {}\n",
+            id.dev, id.ino, id.ctime, id.ctime_nsec, id.size, written.sha256
+        );
+        let target = self.file(key);
+        let Ok(suffix) = crate::run::crypto::random_hex(6) else {
+            return;
+        };
+        let temporary = self.dir.join(format!(".{suffix}.tmp"));
+        let done = std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .mode(0o600)
+            .open(&temporary)
+            .and_then(|mut file| file.write_all(text.as_bytes()))
+            .and_then(|()| std::fs::rename(&temporary, &target));
+        if done.is_err() {
+            let _ = std::fs::remove_file(&temporary);
+        }
+    }
 }
 
 /// Reads the text of a permissions file strictly.
@@ -687,8 +935,10 @@ fn now_rfc3339() -> String {
         .to_string()
 }
 
-/// Replaces `path` with `text`: a temporary file in the same folder, flushed, renamed over it.
-fn write_atomically(path: &Path, text: &str) -> Result<()> {
+/// Replaces `path` with `text`: a temporary file in the same folder, flushed, renamed over it;
+/// then notes the file as toolgate's own write (for the check after a call running meanwhile,
+/// and for the next save, of this process or another, under `key`).
+fn write_atomically(path: &Path, key: &Path, text: &str) -> Result<()> {
     let folder = path.parent().unwrap_or(Path::new("/"));
     let name = path
         .file_name()
@@ -711,9 +961,23 @@ fn write_atomically(path: &Path, text: &str) -> Result<()> {
             .map_err(io)?;
         file.write_all(text.as_bytes()).map_err(io)?;
         file.sync_all().map_err(io)?;
+        let ours = file.metadata().map_err(io)?;
         std::fs::rename(&temporary, path).map_err(io)?;
         // A call running meanwhile sees a protected path appear; it is toolgate's own write.
         crate::sandbox::note_host_write(path);
+        // The identity after the rename (which changes the change time), if the path still
+        // names the file just written.
+        if let Ok(now) = std::fs::symlink_metadata(path) {
+            if now.is_file() && (now.dev(), now.ino()) == (ours.dev(), ours.ino()) {
+                note_written(
+                    key,
+                    Written {
+                        identity: Identity::of(&now),
+                        sha256: sha256_hex(text.as_bytes()),
+                    },
+                );
+            }
+        }
         if let Ok(dir) = File::open(folder) {
             let _ = dir.sync_all();
         }

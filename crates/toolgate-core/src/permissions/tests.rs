@@ -212,8 +212,9 @@ fn saving_writes_the_rule_with_its_date_and_line_and_keeps_comments() {
     );
     let text = std::fs::read_to_string(permissions.path()).unwrap();
     assert!(text.starts_with("# Approvals saved"), "{text}");
-    // a comment the person added is kept by the next save
+    // a comment the person added is kept by the next run's save
     std::fs::write(permissions.path(), format!("{text}# mine\n")).unwrap();
+    let permissions = Permissions::load(dir.path()).unwrap();
     let second = permissions
         .save(
             "w",
@@ -427,6 +428,7 @@ fn a_file_broken_since_it_was_read_is_left_as_it_is() {
     );
     // a flow-style file takes the rule too (written anew)
     write(dir.path(), "version: 1\nrules: []\n");
+    let permissions = Permissions::load(dir.path()).unwrap();
     permissions
         .save(
             "w",
@@ -436,4 +438,215 @@ fn a_file_broken_since_it_was_read_is_left_as_it_is() {
         )
         .unwrap();
     assert_eq!(Permissions::load(dir.path()).unwrap().rules().len(), 1);
+}
+
+// A save never launders content toolgate did not write: a file planted (or changed) since the
+// plan read it is not merged into toolgate's own write, which the check after a call would keep.
+
+const PLANTED: &str = "version: 1\nrules:\n  - worker: w\n    tool: shell\n    prefix: python3\n    saved: 2026-01-31T09:30:00Z\n    by: terminal\n";
+
+fn save_ls(permissions: &Permissions) -> Result<SavedRule> {
+    permissions.save(
+        "w",
+        "shell",
+        SavedScope::Command(words("ls")),
+        SavedBy::Terminal,
+    )
+}
+
+fn on_disk(dir: &Path) -> String {
+    std::fs::read_to_string(dir.join(PERMISSIONS_FILE_NAME)).unwrap()
+}
+
+/// The refusal: `CONFIG_INVALID`, naming the file and what to do.
+fn assert_refused(result: Result<SavedRule>, dir: &Path, says: &str) {
+    let err = result.unwrap_err();
+    assert_eq!(err.code(), "CONFIG_INVALID", "{err}");
+    let message = err.to_string();
+    for part in [
+        dir.join(PERMISSIONS_FILE_NAME).display().to_string(),
+        says.to_string(),
+        "does not save a rule into it".into(),
+        "if you did not write it, delete it".into(),
+    ] {
+        assert!(message.contains(&part), "{part:?} in {message}");
+    }
+}
+
+#[test]
+fn a_file_planted_after_the_plan_read_none_is_not_merged() {
+    let dir = folder();
+    let permissions = Permissions::load(dir.path()).unwrap();
+    write(dir.path(), PLANTED);
+    assert_refused(save_ls(&permissions), dir.path(), "did not exist");
+    // left as it is (for the check after the call to remove), and nothing of it was taken in
+    assert_eq!(on_disk(dir.path()), PLANTED);
+    assert!(permissions.rules().is_empty());
+    assert!(permissions
+        .covering(
+            "w",
+            "shell",
+            &json!({}),
+            Some(&words("python3 -c 1")),
+            Path::new(WORK)
+        )
+        .is_none());
+    // a copy of what toolgate wrote elsewhere, planted here, is no better
+    let other = folder();
+    let elsewhere = Permissions::load(other.path()).unwrap();
+    save_ls(&elsewhere).unwrap();
+    let fresh = folder();
+    let permissions = Permissions::load(fresh.path()).unwrap();
+    std::fs::copy(
+        other.path().join(PERMISSIONS_FILE_NAME),
+        fresh.path().join(PERMISSIONS_FILE_NAME),
+    )
+    .unwrap();
+    assert_refused(save_ls(&permissions), fresh.path(), "did not exist");
+    // once the file is gone again, saving works (a new file with the rule alone)
+    std::fs::remove_file(fresh.path().join(PERMISSIONS_FILE_NAME)).unwrap();
+    save_ls(&permissions).unwrap();
+    assert_eq!(Permissions::load(fresh.path()).unwrap().rules().len(), 1);
+}
+
+#[test]
+fn a_file_whose_bytes_changed_since_it_was_read_is_not_merged() {
+    let dir = folder();
+    write(dir.path(), "# mine\nversion: 1\nrules:\n");
+    let permissions = Permissions::load(dir.path()).unwrap();
+    // changed in place (same inode), then saved into: refused
+    let mut file = std::fs::OpenOptions::new()
+        .append(true)
+        .open(dir.path().join(PERMISSIONS_FILE_NAME))
+        .unwrap();
+    file.write_all(b"# planted\n").unwrap();
+    drop(file);
+    let changed = on_disk(dir.path());
+    assert_refused(save_ls(&permissions), dir.path(), "now holds content");
+    assert_eq!(on_disk(dir.path()), changed);
+    // replaced by other content (as `cat > file` or an editor would): refused
+    write(dir.path(), PLANTED);
+    assert_refused(save_ls(&permissions), dir.path(), "now holds content");
+    assert_eq!(on_disk(dir.path()), PLANTED);
+    // the same bytes as read, even in another file, launder nothing: saved
+    std::fs::remove_file(dir.path().join(PERMISSIONS_FILE_NAME)).unwrap();
+    write(dir.path(), "# mine\nversion: 1\nrules:\n");
+    save_ls(&permissions).unwrap();
+    assert!(on_disk(dir.path()).starts_with("# mine\n"));
+    // and toolgate's own write, changed afterwards, is refused too
+    let text = on_disk(dir.path());
+    write(
+        dir.path(),
+        &format!("{text}{}", &PLANTED[PLANTED.find("  -").unwrap()..]),
+    );
+    assert_refused(
+        permissions.save(
+            "w",
+            "shell",
+            SavedScope::Command(words("pwd")),
+            SavedBy::Terminal,
+        ),
+        dir.path(),
+        "now holds content",
+    );
+}
+
+#[test]
+fn a_file_replaced_by_a_symlink_or_a_hard_link_to_another_file_is_not_merged() {
+    let dir = folder();
+    let elsewhere = folder();
+    let target = elsewhere.path().join("theirs.yaml");
+    std::fs::write(&target, PLANTED).unwrap();
+    let file = dir.path().join(PERMISSIONS_FILE_NAME);
+    // missing when read, then a symlink
+    let permissions = Permissions::load(dir.path()).unwrap();
+    std::os::unix::fs::symlink(&target, &file).unwrap();
+    assert_refused(save_ls(&permissions), dir.path(), "a symlink");
+    assert!(std::fs::symlink_metadata(&file).unwrap().is_symlink());
+    assert_eq!(std::fs::read_to_string(&target).unwrap(), PLANTED);
+    // present when read, then replaced by a symlink
+    std::fs::remove_file(&file).unwrap();
+    write(dir.path(), "version: 1\nrules: []\n");
+    let permissions = Permissions::load(dir.path()).unwrap();
+    std::fs::remove_file(&file).unwrap();
+    std::os::unix::fs::symlink(&target, &file).unwrap();
+    assert_refused(save_ls(&permissions), dir.path(), "a symlink");
+    // a hard link to another file (toolgate's own write in another folder, even)
+    std::fs::remove_file(&file).unwrap();
+    let permissions = Permissions::load(dir.path()).unwrap();
+    std::fs::hard_link(&target, &file).unwrap();
+    assert_refused(save_ls(&permissions), dir.path(), "hard link");
+    std::fs::remove_file(&file).unwrap();
+    let own = Permissions::load(elsewhere.path()).unwrap();
+    save_ls(&own).unwrap();
+    std::fs::hard_link(elsewhere.path().join(PERMISSIONS_FILE_NAME), &file).unwrap();
+    assert_refused(save_ls(&permissions), dir.path(), "hard link");
+    assert_eq!(
+        std::fs::metadata(&file).unwrap().nlink(),
+        2,
+        "left as it is"
+    );
+}
+
+#[test]
+fn toolgate_s_own_saves_are_merged_by_every_plan_and_process() {
+    let dir = folder();
+    let first = Permissions::load(dir.path()).unwrap();
+    let second = Permissions::load(dir.path()).unwrap(); // read the file missing too
+    save_ls(&first).unwrap();
+    first
+        .save(
+            "w",
+            "shell",
+            SavedScope::Command(words("pwd")),
+            SavedBy::Terminal,
+        )
+        .unwrap();
+    // the other plan merges what toolgate wrote (in this process)
+    second
+        .save(
+            "w",
+            "shell",
+            SavedScope::Command(words("id")),
+            SavedBy::Terminal,
+        )
+        .unwrap();
+    // another process: only the record in the private directory vouches for the file
+    let other = Permissions {
+        path: dir.path().join(PERMISSIONS_FILE_NAME),
+        key: first.key.clone(),
+        rules: Mutex::new(Vec::new()),
+        known: Mutex::new(None),
+    };
+    written_here()
+        .lock()
+        .unwrap()
+        .remove(&first.key)
+        .expect("toolgate's write is noted");
+    other
+        .save(
+            "w",
+            "shell",
+            SavedScope::Command(words("whoami")),
+            SavedBy::Terminal,
+        )
+        .unwrap();
+    let rules = Permissions::load(dir.path()).unwrap().rules();
+    assert_eq!(rules.len(), 4);
+    // a copy of toolgate's last write put in its place after it was removed is not vouched for
+    let text = on_disk(dir.path());
+    std::fs::remove_file(dir.path().join(PERMISSIONS_FILE_NAME)).unwrap();
+    write(dir.path(), &text);
+    let stale = Permissions {
+        path: dir.path().join(PERMISSIONS_FILE_NAME),
+        key: first.key.clone(),
+        rules: Mutex::new(Vec::new()),
+        known: Mutex::new(None),
+    };
+    assert_refused(save_ls(&stale), dir.path(), "did not exist");
+    // a record that is not toolgate's (the directory is private, but say it were garbled)
+    if let Some(records) = WriteRecords::open() {
+        std::fs::write(records.file(&first.key), "garbage\n").unwrap();
+        assert!(records.read(&first.key).is_none());
+    }
 }
