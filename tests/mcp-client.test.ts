@@ -19,6 +19,15 @@ afterEach(async () => {
   await Promise.all(open.splice(0).map((toolset) => toolset.close()));
 });
 
+/** Resolves once `check` holds; fails after 20 s. */
+async function until(check: () => boolean): Promise<void> {
+  for (let tries = 0; tries < 400; tries++) {
+    if (check()) return;
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+  throw new Error(`not within 20 s: ${check.toString()}`);
+}
+
 async function toolset(options: Parameters<typeof mcpToolset>[0]): Promise<McpToolset> {
   const built = await mcpToolset(options);
   open.push(built);
@@ -146,6 +155,26 @@ describe('mcp toolset: servers that misbehave', () => {
     expect(error.message).toContain('about to crash');
     // The connection is gone: later calls fail the same way, without hanging.
     expect((await failure(call(set, 'bad_echo', { text: 'x' }))).code).toBe('TOOL_FAILED');
+  });
+
+  it('what a server makes at a missing protected path between its calls is removed at once, and the next call says so', async () => {
+    const work = attackFixture().work;
+    const set = await toolset({
+      servers: { bad: { command: 'node', args: [MISBEHAVING] } },
+      approval: { default: 'preApproved' },
+      sandbox: { read: READ, protect: ['planted.txt', 'config/planted.yaml'] },
+      workDir: work,
+    });
+    for (const path of ['planted.txt', 'config/planted.yaml']) {
+      expect(JSON.stringify(await call(set, 'bad_plant_later', { path, delayMs: 300 }))).toContain('scheduled');
+      // Planted after the call's result: removed before the next call, without one.
+      const done = join(work, `${path.replaceAll('/', '_')}.done`);
+      await until(() => existsSync(done));
+      expect(readFileSync(done, 'utf8')).toBe('planted');
+      await until(() => !existsSync(join(work, path)));
+      const next = JSON.stringify(await call(set, 'bad_echo', { text: 'x' }));
+      expect(next).toContain(path);
+    }
   });
 
   it('a server its memory limit ends is TOOL_FAILED naming the limit', async () => {

@@ -176,6 +176,14 @@ describe('an npx MCP server with the network by host', () => {
       registry.down = false;
     }
     expect(registry.tarballs).toBe(1);
+    open.splice(0).forEach((toolset) => void toolset.close());
+
+    // The same server in another project has a cache of its own (the cache is writable by the
+    // server, so a shared one would carry files from one project's agent to the other): it
+    // downloads again.
+    const elsewhere = await npxServer(tempDir(), { allow: [`127.0.0.1:${registry.port}`] });
+    expect(elsewhere.tools.map((tool) => tool.name)).toContain('echo_echo');
+    expect(registry.tarballs).toBe(2);
   }, 120_000);
 
   it('leaves the server no way past the proxy: not to the registry directly, no UDP, no DNS, no listener, no handoff socket', async () => {
@@ -188,7 +196,8 @@ describe('an npx MCP server with the network by host', () => {
   it('fails to start when the registry is not allowed, naming the refused host', async () => {
     const work = tempDir();
     const before = registry.tarballs;
-    // A server of its own (the cache is per server and command line): nothing cached.
+    // A server of its own (the cache is per work directory, server and command line): nothing
+    // cached.
     const error = await mcpToolset({
       servers: { other: { command: 'npx', args: ['-y', '--prefer-online', PACKAGE], env: { npm_config_registry: `http://127.0.0.1:${registry.port}/`, MCP_SDK_DIR: SDK } } },
       sandbox: { read: READ, network: { allow: ['registry.npmjs.org'] } },

@@ -28,8 +28,9 @@
 //! and the refusal names every call in progress.
 
 use std::ffi::OsString;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
+use super::guard_watch::GuardWatch;
 use super::{McpToolset, McpTransport};
 use crate::error::{Error, Result};
 use crate::exec::{self, env, CallDir};
@@ -54,12 +55,9 @@ pub struct McpLaunch {
     pub package_cache: Option<PathBuf>,
     /// The server's egress proxy (network by host).
     proxy: OneShotProxy,
-    /// The sandbox and its guarded paths' states when the server was launched: a long-lived
-    /// server is checked after each of its tool calls ([`McpLaunch::repair_guarded`]).
-    guarded: Option<(
-        std::sync::Arc<crate::sandbox::Sandbox>,
-        crate::sandbox::GuardSnapshot,
-    )>,
+    /// The sandbox's guarded paths, checked against their states when the server was launched
+    /// after each of its tool calls ([`McpLaunch::repair_guarded`]) and between them.
+    guarded: Option<GuardWatch>,
     _call_dir: CallDir,
 }
 
@@ -67,11 +65,14 @@ impl McpLaunch {
     /// After a tool call of the server (and when it closes): removes what it created at a
     /// missing protected or hidden path and puts back a replaced protected symlink (the view
     /// cannot mount over a path that does not exist); one message per repair, naming the path.
+    /// Between calls a thread repairs the same paths every
+    /// [`WATCH_INTERVAL`](super::guard_watch::WATCH_INTERVAL); its messages come with the next
+    /// call's.
     pub fn repair_guarded(&self) -> Vec<String> {
-        match &self.guarded {
-            Some((sandbox, before)) => sandbox.repair_guarded(before),
-            None => Vec::new(),
-        }
+        self.guarded
+            .as_ref()
+            .map(GuardWatch::repair)
+            .unwrap_or_default()
     }
 }
 
@@ -103,7 +104,7 @@ impl McpToolset {
         let mut child_env = env::child_environment(&[]);
         let call_dir = CallDir::create()?;
         call_dir.apply(&mut child_env);
-        let package_cache = package_cache(server, command, args);
+        let package_cache = package_cache(server, self.work_dir(), command, args);
         let mut sandbox = self.sandbox.clone();
         if let Some(cache) = &package_cache {
             for (name, dir) in PACKAGE_CACHE_VARIABLES {
@@ -137,11 +138,9 @@ impl McpToolset {
             None => (program, Vec::new(), false),
         };
         all_args.extend(args.iter().map(OsString::from));
-        let guarded = self
-            .sandbox
-            .sandbox
-            .as_ref()
-            .map(|sandbox| (std::sync::Arc::clone(sandbox), sandbox.snapshot_guarded()));
+        let guarded = self.sandbox.sandbox.as_ref().map(|sandbox| {
+            GuardWatch::start(std::sync::Arc::clone(sandbox), sandbox.snapshot_guarded())
+        });
         Ok(McpLaunch {
             file,
             args: all_args,
@@ -200,13 +199,19 @@ const PACKAGE_CACHE_VARIABLES: &[(&str, &str)] = &[
     ("PIP_CACHE_DIR", "pip"),
 ];
 
-/// The persistent package cache of server `server` started as `command args…` (made, mode
-/// 0700, when missing): `None` when this user has no cache directory or it cannot be made
-/// (the server then downloads into its private HOME, afresh each time).
-fn package_cache(server: &str, command: &str, args: &[String]) -> Option<PathBuf> {
+/// The persistent package cache of server `server` started in `work_dir` as `command args…`
+/// (made, mode 0700, when missing): `None` when this user has no cache directory or it cannot
+/// be made (the server then downloads into its private HOME, afresh each time). The work
+/// directory is part of its name: the cache is writable by the server, so one shared by two
+/// projects would carry files (and a poisoned install) from one project's agent to the other.
+fn package_cache(server: &str, work_dir: &Path, command: &str, args: &[String]) -> Option<PathBuf> {
     use sha2::{Digest, Sha256};
+    use std::os::unix::ffi::OsStrExt;
     use std::os::unix::fs::{DirBuilderExt, PermissionsExt};
     let mut hash = Sha256::new();
+    let work_dir = std::fs::canonicalize(work_dir).unwrap_or_else(|_| work_dir.to_path_buf());
+    hash.update(work_dir.as_os_str().as_bytes());
+    hash.update([0]);
     for word in std::iter::once(command).chain(args.iter().map(String::as_str)) {
         hash.update(word.as_bytes());
         hash.update([0]);

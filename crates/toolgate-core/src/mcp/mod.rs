@@ -16,6 +16,7 @@
 //!   applies ([`McpToolset::approval_for`]); the default of every MCP tool is `ask`.
 
 mod config;
+mod guard_watch;
 mod launch;
 mod naming;
 

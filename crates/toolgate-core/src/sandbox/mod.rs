@@ -426,6 +426,11 @@ impl Sandbox {
         self.guarded.snapshot()
     }
 
+    /// Whether the sandbox protects or hides no path (nothing to repair after a call).
+    pub fn guarded_paths_are_empty(&self) -> bool {
+        self.guarded.is_empty()
+    }
+
     /// After a call (or a long-lived process's request): removes what it created at a missing
     /// protected or hidden path and puts back a replaced protected symlink; one message per
     /// repair, for the call's result.
