@@ -57,6 +57,7 @@ async fn a_fork_bomb_stops_at_the_process_limit() {
     if !installed(PYTHON) {
         return;
     }
+    let _busy = BUSY_CPUS.lock().await;
     let limits = SandboxLimits {
         processes: Some(64),
         ..SandboxLimits::default()
@@ -241,6 +242,7 @@ async fn a_file_over_the_size_limit_is_not_written() {
 #[tokio::test(flavor = "multi_thread")]
 async fn a_cpu_spin_stops_at_the_cpu_limit() {
     let f = Fixture::new();
+    let _busy = BUSY_CPUS.lock().await;
     let limits = SandboxLimits {
         cpu_seconds: Some(1),
         ..SandboxLimits::default()
@@ -256,6 +258,10 @@ async fn a_cpu_spin_stops_at_the_cpu_limit() {
 
     // A process other than the program that hits the limit: an orphan the call's init reaps
     // (its parent exited without waiting), spinning on its own or in a subshell left behind.
+    // The orphan ends by its signal; where a cgroup counts the call's CPU time, the whole
+    // call may end there too (it is then at its limit: whether the cgroup's count, which is
+    // not sampled as `RLIMIT_CPU`'s is, reached it first or not).
+    let per_call = enforcement().contains("cpuSeconds per call");
     for script in [
         "(sh -c 'while :; do :; done' &) ; sleep 4",
         "sh -c 'while :; do :; done' & exec sleep 4",
@@ -264,9 +270,229 @@ async fn a_cpu_spin_stops_at_the_cpu_limit() {
         "(sh -c 'trap \"\" XCPU; while :; do :; done' &) ; sleep 5",
     ] {
         let out = run(&f, limits, "/bin/sh", &["-c", script]).await;
-        assert!(out.success(), "{script}: {out:?}");
+        assert!(per_call || out.success(), "{script}: {out:?}");
         says_limit(&out, "cpuSeconds");
     }
+}
+
+/// Taken by the tests that keep CPUs busy, one at a time: a test whose processes must get
+/// their CPU time, or end, within a few seconds (`a_cpu_spin_stops_at_the_cpu_limit`, the fork
+/// bomb) would not, on a machine of two CPUs, beside another's busy processes.
+static BUSY_CPUS: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+
+/// Whether the launcher says here that `cpuSeconds` bounds each process only (no cgroup
+/// counts a call's CPU time): the tests of the whole call's CPU time are skipped then.
+fn cpu_per_process_only() -> bool {
+    let enforcement = enforcement();
+    let per_process = enforcement.contains("cpuSeconds per process");
+    if per_process {
+        eprintln!("skipped: cpuSeconds bounds each process only here ({enforcement})");
+    }
+    per_process
+}
+
+/// A shell command that uses `seconds` of CPU time in a process of its own, then exits
+/// (Python counts its own CPU time, so the amount does not depend on the machine's load);
+/// without Python, a shell loop for that long.
+fn busy(seconds: f64) -> String {
+    if installed(PYTHON) {
+        format!(
+            "{PYTHON} -c 'import time\nt = time.process_time()\nwhile time.process_time() - t < {seconds}: pass'"
+        )
+    } else {
+        format!("timeout {seconds} sh -c 'while :; do :; done'")
+    }
+}
+
+/// Runs `script` with `cpuSeconds: seconds`, with a generous guard against a hang (the
+/// scripts end on their own, the slowest after about a minute of CPU time).
+async fn run_cpu(f: &Fixture, seconds: u64, script: &str) -> ExecOutput {
+    let limits = SandboxLimits {
+        cpu_seconds: Some(seconds),
+        ..SandboxLimits::default()
+    };
+    let request = f
+        .request_with(policy(f, limits), "/bin/sh", &["-c", script])
+        .timeout(Duration::from_secs(120));
+    let out = exec::run(request).await.unwrap();
+    assert!(!out.timed_out, "{script}: {out:?}");
+    out
+}
+
+/// `cpuSeconds` bounds the whole call: many processes, each under the limit (which
+/// `RLIMIT_CPU` would let run), together over it end the call, all its processes, with the
+/// limit named.
+#[tokio::test(flavor = "multi_thread")]
+async fn many_short_busy_processes_together_stop_at_the_cpu_limit() {
+    let f = Fixture::new();
+    if cpu_per_process_only() {
+        return;
+    }
+    let _busy = BUSY_CPUS.lock().await;
+    let b4 = busy(0.4);
+    let b9 = busy(0.9);
+    for script in [
+        // One after another (the security tester's case: 7.2 CPU seconds under a limit of 2).
+        format!("i=0; while [ $i -lt 18 ]; do {b4}; i=$((i+1)); done; echo finished"),
+        // At the same time.
+        format!("for i in 1 2 3 4 5 6 7 8; do {b9} & done; wait; echo finished"),
+        // In subshells, each child's exit status seen by its own parent only.
+        format!("for i in 1 2 3 4 5 6 7 8; do ({b9}; echo done $i); done; echo finished"),
+        // Orphans the call's init reaps, while the program sleeps.
+        format!("for i in 1 2 3 4 5 6 7 8; do ({b9} &); done; sleep 60; echo finished"),
+        // Daemons in sessions of their own.
+        format!(
+            "for i in 1 2 3 4 5 6 7 8; do setsid sh -c '{}' & done; sleep 60; echo finished",
+            busy(0.9).replace('\'', "\"")
+        ),
+        // A shell loop only, children each much shorter than the limit.
+        "i=0; while [ $i -lt 200 ]; do timeout 0.1 sh -c 'while :; do :; done'; i=$((i+1)); done; echo finished".to_string(),
+        // A single busy process.
+        "while :; do :; done; echo finished".to_string(),
+    ] {
+        let out = run_cpu(&f, 2, &script).await;
+        says_limit(&out, "cpuSeconds");
+        assert!(!out.success(), "{script}: {out:?}");
+        assert!(
+            !text(&out.stdout).contains("finished"),
+            "{script}: the call went on past its limit: {}",
+            text(&out.stdout)
+        );
+        assert!(
+            matches!(out.signal.as_deref(), Some("SIGKILL" | "SIGXCPU")),
+            "{script}: {out:?}"
+        );
+    }
+    assert!(
+        f.run("/bin/true", &[]).await.success(),
+        "the next call runs"
+    );
+}
+
+/// Under its limit nothing is said, whatever the number of processes; and a cgroup that
+/// served an earlier call (the launcher server hands emptied ones on) counts from the call's
+/// start, not the earlier calls' CPU time.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_call_within_its_cpu_limit_is_not_stopped() {
+    let f = Fixture::new();
+    if cpu_per_process_only() {
+        return;
+    }
+    let _busy = BUSY_CPUS.lock().await;
+    let b3 = busy(0.3);
+    for script in [
+        format!("{b3}; {b3}; {b3}; echo finished"),
+        format!("{b3} & {b3} & wait; echo finished"),
+        "sleep 1; echo finished".to_string(),
+    ] {
+        let out = run_cpu(&f, 3, &script).await;
+        assert!(out.success(), "{script}: {out:?}");
+        assert_eq!(out.limit, None, "{script}: {}", text(&out.stderr));
+        assert!(
+            !text(&out.stderr).contains("sandbox limit"),
+            "{script}: {}",
+            text(&out.stderr)
+        );
+        assert_eq!(text(&out.stdout), "finished\n");
+    }
+    // Calls of one sandbox, each using 1.2 of its 2 CPU seconds: together they are over, and
+    // each alone is not.
+    let limits = SandboxLimits {
+        cpu_seconds: Some(2),
+        ..SandboxLimits::default()
+    };
+    let sandbox = f.sandbox(policy(&f, limits));
+    let b6 = busy(0.6);
+    let mut cgroups = Vec::new();
+    for round in 0..4 {
+        let request = ExecRequest::new("/bin/sh", &f.work)
+            .args([
+                "-c",
+                &format!("cat /proc/self/cgroup; {b6}; {b6}; echo finished"),
+            ])
+            .env(toolgate_core::exec::env::child_environment(&[]))
+            .timeout(Duration::from_secs(120))
+            .sandbox(std::sync::Arc::clone(&sandbox));
+        let out = exec::run(request).await.unwrap();
+        assert!(out.success(), "round {round}: {out:?}");
+        assert_eq!(out.limit, None, "round {round}: {}", text(&out.stderr));
+        assert!(text(&out.stdout).ends_with("finished\n"));
+        cgroups.extend(
+            text(&out.stdout)
+                .lines()
+                .find(|line| line.contains("call-"))
+                .map(str::to_string),
+        );
+        // The server keeps emptied cgroups when it is idle.
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let mut distinct = cgroups.clone();
+    distinct.sort();
+    distinct.dedup();
+    eprintln!(
+        "{} calls in {} cgroups: {cgroups:?}",
+        cgroups.len(),
+        distinct.len()
+    );
+}
+
+/// The one-shot launcher (MCP stdio servers, `toolgate sandbox`) bounds its program's whole
+/// tree the same way, and says so on stderr.
+#[test]
+fn the_one_shot_launcher_bounds_the_whole_tree_s_cpu_time() {
+    use std::os::unix::process::ExitStatusExt;
+    let f = Fixture::new();
+    if cpu_per_process_only() {
+        return;
+    }
+    let _busy = BUSY_CPUS.blocking_lock();
+    let limits = SandboxLimits {
+        cpu_seconds: Some(2),
+        ..SandboxLimits::default()
+    };
+    let sandbox = f.sandbox(policy(&f, limits));
+    let call_dir = tempfile::tempdir().unwrap();
+    let vars = toolgate_core::exec::env::child_environment(&[]);
+    let (launcher, launcher_args) = sandbox
+        .command(std::path::Path::new("/bin/sh"), call_dir.path(), &vars, &[])
+        .unwrap();
+    let b9 = busy(0.9);
+    for script in [
+        format!("for i in 1 2 3 4 5 6 7 8; do {b9} & done; wait; echo finished"),
+        format!("for i in 1 2 3 4 5 6 7 8; do ({b9} &); done; sleep 60; echo finished"),
+    ] {
+        let out = std::process::Command::new(launcher)
+            .args(&launcher_args)
+            .args(["-c", &script])
+            .current_dir(&f.work)
+            .env_clear()
+            .envs(vars.iter().cloned())
+            .output()
+            .unwrap();
+        let stderr = text(&out.stderr);
+        assert!(
+            stderr.contains("the call ran into its limit: cpuSeconds"),
+            "{script}: {out:?}"
+        );
+        assert!(!text(&out.stdout).contains("finished"), "{script}: {out:?}");
+        assert_eq!(
+            out.status.signal(),
+            Some(libc::SIGKILL),
+            "{script}: {out:?}"
+        );
+    }
+    // Within the limit, nothing is said.
+    let out = std::process::Command::new(launcher)
+        .args(&launcher_args)
+        .args(["-c", &format!("{}; echo finished", busy(0.5))])
+        .current_dir(&f.work)
+        .env_clear()
+        .envs(vars.iter().cloned())
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+    assert_eq!(text(&out.stdout), "finished\n");
+    assert!(!text(&out.stderr).contains("limit"), "{out:?}");
 }
 
 #[tokio::test(flavor = "multi_thread")]

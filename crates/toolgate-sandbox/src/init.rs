@@ -8,7 +8,7 @@ use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd};
 use std::path::{Path, PathBuf};
 
 use crate::confine::{Grant, RulesetBuilder};
-use crate::limits::{CallCgroup, CgroupFiles, Limits};
+use crate::limits::{CallCgroup, CgroupFiles, CpuWatch, Limits};
 use crate::plan::{Confinement, Network};
 use crate::tree::Ended;
 use crate::{isolate, sys, view};
@@ -81,6 +81,19 @@ impl Prepared {
             ));
         }
         make_dirs(&dirs)
+    }
+
+    /// Takes the CPU time the call's cgroup counted so far as the call's start (once the init
+    /// is set up).
+    pub fn mark_cpu_start(&mut self) {
+        if let Some(cgroup) = &mut self.cgroup {
+            cgroup.mark_cpu_start();
+        }
+    }
+
+    /// The watch of the call's CPU time, for a call with `cpuSeconds` whose cgroup counts it.
+    pub fn cpu_watch(&self, limits: &Limits) -> Option<CpuWatch<'_>> {
+        self.cgroup.as_ref()?.cpu_watch(limits)
     }
 
     /// Which limits the call ran into, once its program ended.
@@ -218,6 +231,7 @@ pub(crate) fn prepare_served(setup: &ServedInit<'_>) -> Result<Prepared, String>
         prepared.ruleset = builder.finish(rules.best_effort)?;
     }
     isolate::drop_capabilities().map_err(|err| format!("giving up capabilities: {err}"))?;
+    prepared.mark_cpu_start();
     Ok(prepared)
 }
 

@@ -44,7 +44,7 @@ use crate::limits::{CallCgroup, Cgroups, Limits};
 use crate::plan::{Confinement, Launch, Network, Plan};
 use crate::protocol::{probe as keys, wire, ARG_PROBE, ARG_SERVE, EXIT_SETUP_FAILED, LIMIT_REPORT};
 use crate::seccomp;
-use crate::tree::{block_signals, enter_user_namespace, kill_descendants, Ended};
+use crate::tree::{block_signals, enter_user_namespace, kill_descendants, Ended, Watch};
 use crate::view::{self, ViewSpec};
 
 /// The launcher's `main`, given its arguments without the program name: returns only to
@@ -277,7 +277,17 @@ impl OneShot<'_> {
         prepared.ruleset = builder.finish(rules.best_effort)?;
         crate::isolate::drop_capabilities()
             .map_err(|err| format!("giving up capabilities: {err}"))?;
+        prepared.mark_cpu_start();
         Ok(prepared)
+    }
+
+    /// The call's limits (none with `--without limits`).
+    fn limits(&self) -> Limits {
+        if self.rules.without.limits {
+            Limits::default()
+        } else {
+            self.rules.limits
+        }
     }
 
     /// Hands the proxy's listener to toolgate over the handoff socket and waits until toolgate
@@ -383,12 +393,7 @@ impl OneShot<'_> {
 
     /// Says on stderr which limits the program ran into.
     fn report_limits(&self, prepared: &Prepared, ended: &Ended) {
-        let limits = if self.rules.without.limits {
-            Default::default()
-        } else {
-            self.rules.limits
-        };
-        let hit = prepared.limits_hit(&limits, ended);
+        let hit = prepared.limits_hit(&self.limits(), ended);
         if !hit.is_empty() {
             let _ = fail(0, &format!("{LIMIT_REPORT}{}", hit.join(",")));
         }
@@ -498,7 +503,7 @@ fn run_in_namespace(
     // Without the terminal, the program has a session of its own: signals sent to ours
     // (toolgate's TERM to its group, the terminal's interrupt) are passed on to it.
     let forward = (!one_shot.rules.tty).then_some(init);
-    let init_status = wait_for(init, parent, forward);
+    let (init_status, _) = wait_for(init, parent, forward, None);
     let mut reported = [0u8; 4];
     // SAFETY: read writes at most 4 bytes into `reported`.
     let got = unsafe { libc::read(status_read, reported.as_mut_ptr().cast(), reported.len()) };
@@ -547,7 +552,12 @@ fn init_main(one_shot: &OneShot<'_>, status_write: libc::c_int) -> ! {
             unsafe { libc::_exit(EXIT_SETUP_FAILED) }
         }
     };
-    let Some(ended) = crate::tree::reap_until_with_usage(pid) else {
+    // The call's CPU time, watched while it runs (a call with `cpuSeconds` whose cgroup counts
+    // it; else no cost is added).
+    let limits = one_shot.limits();
+    let mut cpu_watch = prepared.cpu_watch(&limits);
+    let watch = cpu_watch.as_mut().map(|watch| watch as &mut dyn Watch);
+    let Some(ended) = crate::tree::reap_until_watched(pid, watch) else {
         // SAFETY: _exit never returns.
         unsafe { libc::_exit(EXIT_SETUP_FAILED) }
     };
@@ -570,11 +580,15 @@ fn run_as_subreaper(one_shot: &OneShot<'_>, parent: Option<libc::c_int>) -> i32 
         Ok(started) => started,
         Err(message) => return fail(EXIT_SETUP_FAILED, &message),
     };
-    let status = wait_for(pid, parent, None);
+    let limits = one_shot.limits();
+    let mut cpu_watch = prepared.cpu_watch(&limits);
+    let watch = cpu_watch.as_mut().map(|watch| watch as &mut dyn Watch);
+    let (status, over_cpu) = wait_for(pid, parent, None, watch);
     let ended = Ended {
         status,
         cpu: std::time::Duration::ZERO,
         orphans: kill_descendants(),
+        over_cpu,
     };
     one_shot.report_limits(&prepared, &ended);
     mirror(status)
@@ -592,12 +606,16 @@ const FORWARDED: [libc::c_int; 6] = [
 
 /// Waits for `child` to exit; if toolgate dies first, kills the child (in namespace mode that
 /// ends the whole namespace) and exits. Signals of [`FORWARDED`] reaching the launcher (which
-/// blocks them) go to the process group `forward`.
+/// blocks them) go to the process group `forward`. A `watch` (the subreaper launcher's, of the
+/// call's CPU time) is checked meanwhile; when it says the call is over its limit, the call's
+/// processes are killed. Returns the child's wait status, and whether that happened.
 fn wait_for(
     child: libc::pid_t,
     parent: Option<libc::c_int>,
     forward: Option<libc::pid_t>,
-) -> libc::c_int {
+    mut watch: Option<&mut dyn Watch>,
+) -> (libc::c_int, bool) {
+    let mut over = false;
     // SAFETY: pidfd_open of our own unreaped child; signalfd reads the set we own; poll
     // reads/writes the array we own; read fills the siginfo we own.
     unsafe {
@@ -612,7 +630,7 @@ fn wait_for(
             }
             None => -1,
         };
-        if child_fd >= 0 && (parent.is_some() || signals >= 0) {
+        if child_fd >= 0 && (parent.is_some() || signals >= 0 || watch.is_some()) {
             let mut fds = [
                 libc::pollfd {
                     fd: parent.unwrap_or(-1),
@@ -630,8 +648,15 @@ fn wait_for(
                     revents: 0,
                 },
             ];
+            let mut next = std::time::Instant::now();
             loop {
-                let ready = libc::poll(fds.as_mut_ptr(), 3, -1);
+                let timeout = match watch.as_deref_mut() {
+                    Some(watch) => crate::tree::poll_timeout(crate::tree::watch_step(
+                        child, watch, &mut over, &mut next,
+                    )),
+                    None => -1,
+                };
+                let ready = libc::poll(fds.as_mut_ptr(), 3, timeout);
                 if ready < 0 {
                     if std::io::Error::last_os_error().raw_os_error() == Some(libc::EINTR) {
                         continue;
@@ -668,10 +693,10 @@ fn wait_for(
         // SAFETY: waitpid writes the status into the integer we own.
         let pid = unsafe { libc::waitpid(child, &mut status, 0) };
         if pid == child {
-            return status;
+            return (status, over);
         }
         if std::io::Error::last_os_error().raw_os_error() != Some(libc::EINTR) {
-            return status;
+            return (status, over);
         }
     }
 }

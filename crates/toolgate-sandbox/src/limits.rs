@@ -8,17 +8,23 @@
 //!   toolgate's own cgroup is delegated to it and holds nothing but toolgate (a systemd unit
 //!   or scope with `Delegate=yes`): toolgate and the server then move into a leaf `toolgate`
 //!   and each call gets a sibling with `pids.max` and `memory.max`. The whole call counts
-//!   together; the counters say which limit was hit.
+//!   together; the counters say which limit was hit. The call's CPU time is its cgroup's
+//!   (`cpuacct.usage` in a writable v1 `cpuacct` hierarchy, `cpu.stat`'s `usage_usec` on v2),
+//!   which the call's init watches while it waits (see [`CpuWatch`]): past `cpuSeconds` it
+//!   kills the whole call.
 //! - else **rlimits**, per process: `RLIMIT_NPROC` (counted per user namespace, and each
 //!   call has its own, so per call; root is exempt from it), the PID namespace's own `pid_max`
 //!   (Linux 6.14, counts the call's processes, whoever runs it, from 301 up), `RLIMIT_DATA` for
 //!   memory;
-//! - always: `RLIMIT_FSIZE`, `RLIMIT_CPU` (per process) and the size of the private tmpfs.
+//! - always: `RLIMIT_FSIZE`, `RLIMIT_CPU` (per process: the limit where no cgroup counts the
+//!   call's CPU time, and a cheap first stop for a single busy process where one does) and the
+//!   size of the private tmpfs.
 
 use std::ffi::OsString;
 use std::io::Write;
 use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd};
 use std::path::{Path, PathBuf};
+use std::time::Duration;
 
 use crate::tree::Ended;
 
@@ -38,6 +44,11 @@ const MIB: u64 = 1024 * 1024;
 /// (Reclaiming it first, `memory.force_empty`, costs more than making a new cgroup.)
 const REUSE_MAX_CHARGED: u64 = 2 * MIB;
 const REUSE_MAX_CHARGED_SHARE: u64 = 64;
+/// How often a call's init reads its cgroup's CPU time at most and at least: every
+/// `remaining / CPUs` within these bounds, so that the call cannot pass its limit between two
+/// checks by more than what its CPUs do in the shortest one.
+const CPU_CHECK_LONGEST: Duration = Duration::from_millis(250);
+const CPU_CHECK_SHORTEST: Duration = Duration::from_millis(10);
 
 /// A call's limits (`None`: not limited).
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq, Hash)]
@@ -148,8 +159,13 @@ pub(crate) enum Counted {
 /// Where the server makes the calls' cgroups.
 #[derive(Debug)]
 pub(crate) enum Cgroups {
-    /// cgroup v1: the server's directories in the `pids` and `memory` hierarchies.
-    V1 { pids: PathBuf, memory: PathBuf },
+    /// cgroup v1: the server's directories in the `pids` and `memory` hierarchies, and in the
+    /// `cpuacct` one where it can be written (the call's CPU time; else `RLIMIT_CPU` alone).
+    V1 {
+        pids: PathBuf,
+        memory: PathBuf,
+        cpu: Option<PathBuf>,
+    },
     /// cgroup v2: the delegated cgroup whose children get `pids` and `memory`; `server` is the
     /// server's pid, which its calls' cgroups are named after.
     V2 {
@@ -173,12 +189,24 @@ impl Cgroups {
             sweep(&pids, server);
             sweep(&memory, server);
             let name = format!("{SERVER_PREFIX}{server}");
+            let cpu = v1_dir(&mounts, &own, "cpuacct").and_then(|cpu| {
+                if cpu == pids || cpu == memory {
+                    // Mounted together with one of them: the same directory.
+                    return Some(cpu.join(&name));
+                }
+                sweep(&cpu, server);
+                let cpu = cpu.join(&name);
+                std::fs::create_dir(&cpu).is_ok().then_some(cpu)
+            });
             let (pids, memory) = (pids.join(&name), memory.join(&name));
             return match (std::fs::create_dir(&pids), std::fs::create_dir(&memory)) {
-                (Ok(()), Ok(())) => Cgroups::V1 { pids, memory },
+                (Ok(()), Ok(())) => Cgroups::V1 { pids, memory, cpu },
                 (a, b) => {
                     let _ = std::fs::remove_dir(&pids);
                     let _ = std::fs::remove_dir(&memory);
+                    if let Some(cpu) = &cpu {
+                        let _ = std::fs::remove_dir(cpu);
+                    }
                     let err = a
                         .err()
                         .or(b.err())
@@ -210,37 +238,42 @@ impl Cgroups {
     /// A cgroup for call number `number` with `limits`, ready for its init; `None` when no
     /// cgroup can be made (or none is needed).
     pub fn for_call(&self, number: u64, limits: &Limits) -> Result<Option<CallCgroup>, String> {
-        if limits.processes.is_none() && limits.memory_mb.is_none() {
+        let counted = limits.processes.is_some() || limits.memory_mb.is_some();
+        if !counted && (limits.cpu_seconds.is_none() || !self.counts_cpu()) {
             return Ok(None);
         }
         let name = format!("call-{number}");
-        let made = |dir: &Path| {
-            std::fs::create_dir(dir)
-                .map_err(|err| format!("making the cgroup '{}': {err}", dir.display()))
-        };
         let cgroup = match self {
             Cgroups::Unavailable(_) => return Ok(None),
-            Cgroups::V1 { pids, memory } => {
-                let (pids, memory) = (pids.join(&name), memory.join(&name));
-                made(&pids)?;
-                if let Err(err) = made(&memory) {
-                    let _ = std::fs::remove_dir(&pids);
-                    return Err(err);
-                }
-                CallCgroup {
+            Cgroups::V1 { pids, memory, cpu } => {
+                let cpu = cpu.as_ref().filter(|_| limits.cpu_seconds.is_some());
+                let cgroup = CallCgroup {
                     version: 1,
-                    pids: Some(pids),
-                    memory: Some(memory),
+                    pids: counted.then(|| pids.join(&name)),
+                    memory: counted.then(|| memory.join(&name)),
+                    cpu: cpu.map(|cpu| cpu.join(&name)),
                     limits: *limits,
+                };
+                for (made, dir) in cgroup.dirs().into_iter().enumerate() {
+                    if let Err(err) = std::fs::create_dir(dir) {
+                        for dir in cgroup.dirs().into_iter().take(made) {
+                            let _ = std::fs::remove_dir(dir);
+                        }
+                        return Err(format!("making the cgroup '{}': {err}", dir.display()));
+                    }
                 }
+                cgroup
             }
             Cgroups::V2 { parent, server } => {
                 let dir = parent.join(format!("{SERVER_PREFIX}{server}-{name}"));
-                made(&dir)?;
+                std::fs::create_dir(&dir)
+                    .map_err(|err| format!("making the cgroup '{}': {err}", dir.display()))?;
                 CallCgroup {
                     version: 2,
                     pids: Some(dir.clone()),
-                    memory: Some(dir),
+                    memory: Some(dir.clone()),
+                    // `cpu.stat` is in every cgroup v2, the cpu controller enabled or not.
+                    cpu: limits.cpu_seconds.map(|_| dir),
                     limits: *limits,
                 }
             }
@@ -262,13 +295,15 @@ impl Cgroups {
             v1_dir(&mounts, &cgroups, "memory"),
         ) {
             let name = format!("{SERVER_PREFIX}probe-{own}");
-            let writable = [&pids, &memory].iter().all(|dir| {
+            let writable = |dir: &PathBuf| {
                 let made = std::fs::create_dir(dir.join(&name)).is_ok();
                 let _ = std::fs::remove_dir(dir.join(&name));
                 made
-            });
-            if writable {
-                return Cgroups::V1 { pids, memory }.describe();
+            };
+            if writable(&pids) && writable(&memory) {
+                let cpu = v1_dir(&mounts, &cgroups, "cpuacct")
+                    .filter(|cpu| *cpu == pids || *cpu == memory || writable(cpu));
+                return Cgroups::V1 { pids, memory, cpu }.describe();
             }
         }
         let Some(dir) = v2_dir(&mounts, &cgroups) else {
@@ -310,20 +345,46 @@ impl Cgroups {
         Cgroups::Unavailable(why).describe()
     }
 
-    /// How limits are enforced here, for `toolgate check --sandbox`.
+    /// How limits are enforced here, for `toolgate check --sandbox`: `cgroup v1 (pids,
+    /// memory, cpuacct)`, `cgroup v2 (pids, memory, cpu)` or `rlimits (why no cgroup)`, and
+    /// whether `cpuSeconds` bounds the whole call or each process.
     pub fn describe(&self) -> String {
+        const PER_CALL: &str = "cpuSeconds per call";
+        const PER_PROCESS: &str = "cpuSeconds per process (RLIMIT_CPU)";
         match self {
-            Cgroups::V1 { .. } => "cgroup v1 (pids, memory)".into(),
-            Cgroups::V2 { .. } => "cgroup v2 (pids, memory)".into(),
-            Cgroups::Unavailable(why) => format!("rlimits ({why})"),
+            Cgroups::V1 { cpu: Some(_), .. } => {
+                format!("cgroup v1 (pids, memory, cpuacct); {PER_CALL}")
+            }
+            Cgroups::V1 { cpu: None, .. } => format!(
+                "cgroup v1 (pids, memory); {PER_PROCESS}: no writable cgroup v1 cpuacct hierarchy"
+            ),
+            Cgroups::V2 { .. } if self.counts_cpu() => {
+                format!("cgroup v2 (pids, memory, cpu.stat); {PER_CALL}")
+            }
+            Cgroups::V2 { .. } => {
+                format!("cgroup v2 (pids, memory); {PER_PROCESS}: no cpu.stat")
+            }
+            Cgroups::Unavailable(why) => format!("rlimits ({why}); {PER_PROCESS}"),
+        }
+    }
+
+    /// Whether the calls' cgroups count their CPU time (`cpuSeconds` per call).
+    fn counts_cpu(&self) -> bool {
+        match self {
+            Cgroups::V1 { cpu, .. } => cpu.is_some(),
+            Cgroups::V2 { parent, .. } => parent.join("cpu.stat").exists(),
+            Cgroups::Unavailable(_) => false,
         }
     }
 
     /// Removes the server's own directories (cgroup v1; they are empty once every call is).
     pub fn remove(&self) {
-        if let Cgroups::V1 { pids, memory } = self {
+        if let Cgroups::V1 { pids, memory, cpu } = self {
             let _ = std::fs::remove_dir(pids);
             let _ = std::fs::remove_dir(memory);
+            if let Some(cpu) = cpu {
+                let _ = std::fs::remove_dir(cpu);
+            }
         }
     }
 }
@@ -469,14 +530,38 @@ pub(crate) struct CallCgroup {
     version: u8,
     pids: Option<PathBuf>,
     memory: Option<PathBuf>,
+    /// Where its CPU time is read (made for calls with `cpuSeconds` only).
+    cpu: Option<PathBuf>,
     /// The limits written into it.
     limits: Limits,
 }
 
 impl CallCgroup {
-    /// Whether it was made for calls with `limits` (the ones a cgroup enforces).
+    /// Whether it was made for calls with `limits` (the ones a cgroup enforces, and whether
+    /// it counts CPU time: the value of `cpuSeconds` is the init's to watch, against the CPU
+    /// time it finds when the call starts).
     pub fn serves(&self, limits: &Limits) -> bool {
-        (self.limits.processes, self.limits.memory_mb) == (limits.processes, limits.memory_mb)
+        (
+            self.limits.processes,
+            self.limits.memory_mb,
+            self.limits.cpu_seconds.is_some(),
+        ) == (
+            limits.processes,
+            limits.memory_mb,
+            limits.cpu_seconds.is_some(),
+        )
+    }
+
+    /// Its directories, each once (on cgroup v2, and for v1 hierarchies mounted together,
+    /// they are one).
+    fn dirs(&self) -> Vec<&PathBuf> {
+        let mut dirs: Vec<&PathBuf> = Vec::with_capacity(3);
+        for dir in self.pids.iter().chain(&self.memory).chain(&self.cpu) {
+            if !dirs.contains(&dir) {
+                dirs.push(dir);
+            }
+        }
+        dirs
     }
 
     /// Once the processes of its call are gone: whether it can serve another call as if it
@@ -486,9 +571,8 @@ impl CallCgroup {
     /// [`REUSE_MAX_CHARGED`]).
     pub fn emptied(&self) -> bool {
         let read = |dir: &Path, name: &str| std::fs::read_to_string(dir.join(name)).ok();
-        let mut dirs: Vec<&PathBuf> = self.pids.iter().chain(&self.memory).collect();
-        dirs.dedup();
-        if dirs
+        if self
+            .dirs()
             .iter()
             .any(|dir| read(dir, "cgroup.procs").is_none_or(|procs| !procs.trim().is_empty()))
         {
@@ -549,9 +633,7 @@ impl CallCgroup {
     /// cgroup. The init does it itself, not the server: a move waits for an RCU grace period
     /// in the kernel (milliseconds on cgroup v1), which would hold up the server's next request.
     pub fn enter(&self) -> Result<(), String> {
-        let mut dirs: Vec<&PathBuf> = self.pids.iter().chain(&self.memory).collect();
-        dirs.dedup();
-        for dir in dirs {
+        for dir in self.dirs() {
             let path = dir.join("cgroup.procs");
             // `0`: the writing process.
             std::fs::write(&path, "0")
@@ -582,21 +664,112 @@ impl CallCgroup {
         } else {
             ("memory.events", ["oom_kill", "oom"])
         };
+        let cpu_file = if self.version == 1 {
+            "cpuacct.usage"
+        } else {
+            "cpu.stat"
+        };
+        // Only for a call with `cpuSeconds`: no other call reads it.
+        // Not readable (an old kernel's cgroup v2 without `cpu.stat`): `RLIMIT_CPU` alone.
+        let cpu = match self.limits.cpu_seconds {
+            Some(_) => open(&self.cpu, cpu_file).ok().flatten(),
+            None => None,
+        };
         Ok(CgroupFiles {
             pids_events: open(&self.pids, "pids.events")?,
             memory_events: open(&self.memory, memory_file)?,
             memory_keys,
+            cpu: cpu.map(|file| CpuUsage {
+                file,
+                version: self.version,
+                start: 0,
+            }),
         })
     }
 
     /// Removes the cgroup (once its processes are gone).
     pub fn remove(&self) {
-        let mut dirs: Vec<&PathBuf> = self.pids.iter().chain(&self.memory).collect();
-        dirs.dedup();
-        for dir in dirs {
+        for dir in self.dirs() {
             let _ = std::fs::remove_dir(dir);
         }
     }
+}
+
+/// A call's CPU time as its cgroup counts it, every process of the call together, those that
+/// ended included: `cpuacct.usage` (nanoseconds, cgroup v1) or `cpu.stat`'s `usage_usec`
+/// (cgroup v2).
+pub(crate) struct CpuUsage {
+    file: OwnedFd,
+    version: u8,
+    /// The count when the call started (a cgroup that serves another call counts on).
+    start: u64,
+}
+
+impl CpuUsage {
+    /// The count now, in nanoseconds.
+    fn read(&self) -> Option<u64> {
+        let mut bytes = [0u8; 1024];
+        let n = rustix::io::pread(self.file.as_fd(), &mut bytes, 0).ok()?;
+        let text = std::str::from_utf8(&bytes[..n]).ok()?;
+        parse_cpu_usage(self.version, text)
+    }
+}
+
+/// The CPU time in `text`, the content of `cpuacct.usage` (cgroup v1) or `cpu.stat` (v2), in
+/// nanoseconds.
+fn parse_cpu_usage(version: u8, text: &str) -> Option<u64> {
+    if version == 1 {
+        return text.trim().parse().ok();
+    }
+    text.lines().find_map(|line| {
+        let value = line.strip_prefix("usage_usec ")?;
+        value
+            .trim()
+            .parse::<u64>()
+            .ok()
+            .map(|us| us.saturating_mul(1000))
+    })
+}
+
+/// Watches a call's CPU time (its cgroup's) against its `cpuSeconds`, for its init to check
+/// while it waits for the call's processes.
+pub(crate) struct CpuWatch<'a> {
+    usage: &'a CpuUsage,
+    limit: Duration,
+    /// The CPUs the call may run on: how fast its CPU time can grow.
+    cpus: u32,
+}
+
+impl crate::tree::Watch for CpuWatch<'_> {
+    /// Reads the call's CPU time: `None` once it reached the limit, else how long to wait
+    /// before the next check.
+    fn check(&mut self) -> Option<Duration> {
+        let Some(now) = self.usage.read() else {
+            return Some(CPU_CHECK_LONGEST); // not readable: RLIMIT_CPU still stops each process
+        };
+        let used = Duration::from_nanos(now.saturating_sub(self.usage.start));
+        next_cpu_check(used, self.limit, self.cpus)
+    }
+}
+
+/// When to check again a call that used `used` of `limit`, on `cpus` CPUs (`None`: it is over).
+fn next_cpu_check(used: Duration, limit: Duration, cpus: u32) -> Option<Duration> {
+    let remaining = limit.checked_sub(used).filter(|left| !left.is_zero())?;
+    Some((remaining / cpus.max(1)).clamp(CPU_CHECK_SHORTEST, CPU_CHECK_LONGEST))
+}
+
+/// How many CPUs this process (and the call it starts) may run on.
+fn usable_cpus() -> u32 {
+    // SAFETY: an all-zero cpu_set_t is an empty set; sched_getaffinity writes into the one we
+    // own, at most its size.
+    let count = unsafe {
+        let mut set: libc::cpu_set_t = std::mem::zeroed();
+        if libc::sched_getaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &mut set) != 0 {
+            return 1;
+        }
+        libc::CPU_COUNT(&set)
+    };
+    u32::try_from(count).unwrap_or(1).max(1)
 }
 
 /// A call's cgroup counters (the files its limits are reported from), open.
@@ -606,6 +779,8 @@ pub(crate) struct CgroupFiles {
     /// The keys of `memory_events` that count an out-of-memory kill (they differ between
     /// cgroup v1 and v2).
     memory_keys: [&'static str; 2],
+    /// The call's CPU time (a call with `cpuSeconds` only).
+    cpu: Option<CpuUsage>,
 }
 
 impl CgroupFiles {
@@ -614,8 +789,28 @@ impl CgroupFiles {
         self.pids_events
             .iter()
             .chain(&self.memory_events)
+            .chain(self.cpu.as_ref().map(|cpu| &cpu.file))
             .map(AsRawFd::as_raw_fd)
             .collect()
+    }
+
+    /// Takes the CPU time the cgroup counted so far as the call's start: what an init used
+    /// setting itself up, and calls the cgroup served before, are not the call's.
+    pub fn mark_cpu_start(&mut self) {
+        if let Some(cpu) = &mut self.cpu {
+            cpu.start = cpu.read().unwrap_or(0);
+        }
+    }
+
+    /// A watch of the call's CPU time against `limits.cpu_seconds`, where the cgroup counts it
+    /// (else `None`: `RLIMIT_CPU` alone, per process).
+    pub fn cpu_watch(&self, limits: &Limits) -> Option<CpuWatch<'_>> {
+        let seconds = limits.cpu_seconds?;
+        Some(CpuWatch {
+            usage: self.cpu.as_ref()?,
+            limit: Duration::from_secs(seconds),
+            cpus: usable_cpus(),
+        })
     }
 
     /// Which limits the counters say were hit.
@@ -658,8 +853,9 @@ fn counters<const N: usize>(file: BorrowedFd<'_>, keys: &[&str; N]) -> [u64; N] 
 }
 
 /// Which limits a call ran into, once its program ended with `status` having used `cpu`
-/// seconds: the cgroup's counters, a full private tmpfs (`tmp`), and the signals of
-/// `RLIMIT_CPU` and `RLIMIT_FSIZE` (or a kill past the CPU limit).
+/// seconds: the cgroup's counters, a full private tmpfs (`tmp`), the call's init's kill when
+/// the call's CPU time passed its limit, and the signals of `RLIMIT_CPU` and `RLIMIT_FSIZE`
+/// (or a kill past the CPU limit).
 pub(crate) fn limits_hit(
     limits: &Limits,
     ended: &Ended,
@@ -672,7 +868,8 @@ pub(crate) fn limits_hit(
     // The program, or an orphan its init reaped (a process whose parent reaped it is not
     // seen: the kernel tells only the parent; see docs/sandbox.md).
     if limits.cpu_seconds.is_some_and(|seconds| {
-        signal == Some(libc::SIGXCPU)
+        ended.over_cpu
+            || signal == Some(libc::SIGXCPU)
             || (signal == Some(libc::SIGKILL) && cpu.as_secs() >= seconds)
             || ended.orphans.cpu
             || ended.orphans.killed_cpu.as_secs() >= seconds
@@ -723,6 +920,83 @@ mod tests {
             let err = limits.set(&OsString::from(word)).unwrap_err();
             assert!(err.contains(needle), "{word}: {err}");
         }
+    }
+
+    #[test]
+    fn the_cpu_time_of_a_cgroup_is_read_in_nanoseconds() {
+        assert_eq!(parse_cpu_usage(1, "1234567890\n"), Some(1_234_567_890));
+        assert_eq!(
+            parse_cpu_usage(
+                2,
+                "usage_usec 2500000\nuser_usec 2000000\nsystem_usec 500000\nnr_periods 0\n"
+            ),
+            Some(2_500_000_000)
+        );
+        assert_eq!(parse_cpu_usage(2, "user_usec 5\n"), None);
+        assert_eq!(parse_cpu_usage(1, ""), None);
+    }
+
+    #[test]
+    fn the_cpu_time_is_checked_sooner_as_it_nears_the_limit() {
+        let ms = Duration::from_millis;
+        let limit = Duration::from_secs(2);
+        // Far from it: at the longest interval.
+        assert_eq!(next_cpu_check(ms(0), limit, 2), Some(CPU_CHECK_LONGEST));
+        // Closer: no sooner than its CPUs could reach it.
+        assert_eq!(next_cpu_check(ms(1800), limit, 2), Some(ms(100)));
+        assert_eq!(
+            next_cpu_check(ms(1800), limit, 64),
+            Some(CPU_CHECK_SHORTEST)
+        );
+        // At or past it: over.
+        assert_eq!(next_cpu_check(limit, limit, 2), None);
+        assert_eq!(next_cpu_check(ms(2500), limit, 2), None);
+        assert_eq!(next_cpu_check(ms(1999), limit, 0), Some(CPU_CHECK_SHORTEST));
+    }
+
+    #[test]
+    fn check_says_whether_cpu_seconds_bounds_the_call_or_each_process() {
+        let v1 = |cpu: Option<&str>| Cgroups::V1 {
+            pids: "/p".into(),
+            memory: "/m".into(),
+            cpu: cpu.map(PathBuf::from),
+        };
+        assert_eq!(
+            v1(Some("/c")).describe(),
+            "cgroup v1 (pids, memory, cpuacct); cpuSeconds per call"
+        );
+        assert!(v1(None).describe().starts_with(
+            "cgroup v1 (pids, memory); cpuSeconds per process (RLIMIT_CPU): no writable"
+        ));
+        assert_eq!(
+            Cgroups::Unavailable("no cgroup v2".into()).describe(),
+            "rlimits (no cgroup v2); cpuSeconds per process (RLIMIT_CPU)"
+        );
+        let calls = Limits {
+            processes: Some(8),
+            cpu_seconds: Some(1),
+            ..Limits::default()
+        };
+        // A cgroup serves calls that watch their CPU time or calls that do not, not both.
+        let cgroup = CallCgroup {
+            version: 1,
+            pids: Some("/p/call-1".into()),
+            memory: Some("/m/call-1".into()),
+            cpu: Some("/p/call-1".into()),
+            limits: calls,
+        };
+        assert_eq!(
+            cgroup.dirs(),
+            [Path::new("/p/call-1"), Path::new("/m/call-1")]
+        );
+        assert!(cgroup.serves(&Limits {
+            cpu_seconds: Some(30),
+            ..calls
+        }));
+        assert!(!cgroup.serves(&Limits {
+            cpu_seconds: None,
+            ..calls
+        }));
     }
 
     #[test]

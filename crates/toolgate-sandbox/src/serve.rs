@@ -32,7 +32,7 @@ use crate::protocol::wire::{self, Reader};
 use crate::protocol::words;
 use crate::protocol::EXIT_SETUP_FAILED;
 use crate::sys::poll_in;
-use crate::tree::{cpu_time, kill_descendants, reap, Ended};
+use crate::tree::{cpu_time, kill_descendants, reap, watch_step, Ended, Watch};
 
 /// How far an offered init's program process got, as it says in memory it shares with its
 /// init. Waiting for a call (also: it died before one came).
@@ -227,24 +227,28 @@ impl Init<'_> {
     /// Waits for `program` and reports how it ended (with the limits it ran into) on the
     /// call's `socket`.
     fn report(&self, socket: BorrowedFd<'_>, program: libc::pid_t) {
-        let ended = if self.namespace {
-            // Everything else in the namespace goes before the report, so that toolgate can
-            // take the report as the end of the call's whole tree without waiting for this
-            // init's own exit (its address space and namespaces are torn down after).
-            crate::tree::reap_until_with_usage(program).map(|ended| Ended {
-                orphans: ended.orphans.and(crate::tree::end_pid_namespace()),
-                ..ended
-            })
-        } else {
-            subreaper_wait(program, socket)
-        };
-        let Some(ended) = ended else {
-            return;
-        };
         let limits = if self.rules.without.limits {
             Default::default()
         } else {
             self.rules.limits
+        };
+        // The call's CPU time, watched while it runs (a call with `cpuSeconds` whose cgroup
+        // counts it).
+        let mut cpu_watch = self.prepared.cpu_watch(&limits);
+        let watch = cpu_watch.as_mut().map(|watch| watch as &mut dyn Watch);
+        let ended = if self.namespace {
+            // Everything else in the namespace goes before the report, so that toolgate can
+            // take the report as the end of the call's whole tree without waiting for this
+            // init's own exit (its address space and namespaces are torn down after).
+            crate::tree::reap_until_watched(program, watch).map(|ended| Ended {
+                orphans: ended.orphans.and(crate::tree::end_pid_namespace()),
+                ..ended
+            })
+        } else {
+            subreaper_wait(program, socket, watch)
+        };
+        let Some(ended) = ended else {
+            return;
         };
         let hit = self.prepared.limits_hit(&limits, &ended);
         let mut report = wire::tagged_i32(wire::EXITED, ended.status).to_vec();
@@ -303,19 +307,32 @@ fn take_call(
 
 /// In a subreaper init: waits for the program, or for toolgate to close the call's socket;
 /// either way kills every leftover descendant. Returns how the program ended if it exited.
-fn subreaper_wait(program: libc::pid_t, socket: BorrowedFd<'_>) -> Option<Ended> {
+/// A `watch` is checked meanwhile; when it says the call is over its limit, the call is killed.
+fn subreaper_wait(
+    program: libc::pid_t,
+    socket: BorrowedFd<'_>,
+    mut watch: Option<&mut dyn Watch>,
+) -> Option<Ended> {
     let Ok(program_fd) = wire::pidfd_open(program) else {
-        let ended = crate::tree::reap_until_with_usage(program);
+        let ended = crate::tree::reap_until_watched(program, watch);
         let orphans = kill_descendants();
         return ended.map(|ended| Ended {
             orphans: ended.orphans.and(orphans),
             ..ended
         });
     };
+    let mut over = false;
+    let mut next = std::time::Instant::now();
     loop {
+        let timeout = match watch.as_deref_mut() {
+            Some(watch) => {
+                crate::tree::poll_timeout(watch_step(program, watch, &mut over, &mut next))
+            }
+            None => -1,
+        };
         let mut polls = [poll_in(program_fd.as_fd()), poll_in(socket)];
         // SAFETY: poll reads and writes the array we own.
-        let ready = unsafe { libc::poll(polls.as_mut_ptr(), 2, -1) };
+        let ready = unsafe { libc::poll(polls.as_mut_ptr(), 2, timeout) };
         if ready < 0 && std::io::Error::last_os_error().raw_os_error() == Some(libc::EINTR) {
             continue;
         }
@@ -329,6 +346,7 @@ fn subreaper_wait(program: libc::pid_t, socket: BorrowedFd<'_>) -> Option<Ended>
                 status,
                 cpu: cpu_time(&usage),
                 orphans,
+                over_cpu: over,
             });
         }
         if polls[1].revents != 0 {

@@ -1,5 +1,8 @@
-//! Keeping a program's whole process tree inside its call: namespaces, the init that reaps,
-//! and the subreaper fallback. Used by the one-shot launcher and the launcher server.
+//! Keeping a program's whole process tree inside its call: namespaces, the init that reaps
+//! (and kills the call when a watch says so: its CPU time), and the subreaper fallback. Used by
+//! the one-shot launcher and the launcher server.
+
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 
 /// Blocks every signal in this (single-threaded) process and returns the mask it had, for
 /// the program to get back.
@@ -71,7 +74,20 @@ pub(crate) struct Ended {
     /// The limits' signals among the processes of the call reaped here (orphans: their parent
     /// had exited).
     pub orphans: OrphanSignals,
+    /// The call's CPU time (its cgroup's) passed its limit, and the call was killed for it.
+    pub over_cpu: bool,
 }
+
+/// A check made while a call's processes run (the call's CPU time against its limit).
+pub(crate) trait Watch {
+    /// How long until the next check, or `None` once the call is over its limit and is to be
+    /// killed.
+    fn check(&mut self) -> Option<std::time::Duration>;
+}
+
+/// How soon the processes of a call that is being killed are killed again (until its program
+/// is gone; it takes one round but for a process that was forking).
+pub(crate) const KILL_AGAIN: std::time::Duration = std::time::Duration::from_millis(10);
 
 /// Whether an orphan of the call was killed by a limit's signal: `SIGXFSZ` (`fileSizeMb`) or
 /// `SIGXCPU` (`cpuSeconds`). The kernel tells only a process's parent how it ended, so these
@@ -130,6 +146,7 @@ pub(crate) fn reap_until_with_usage(program: libc::pid_t) -> Option<Ended> {
                 status,
                 cpu: cpu_time(&usage),
                 orphans,
+                over_cpu: false,
             });
         }
         if pid > 0 {
@@ -138,6 +155,125 @@ pub(crate) fn reap_until_with_usage(program: libc::pid_t) -> Option<Ended> {
         if pid < 0 && std::io::Error::last_os_error().raw_os_error() != Some(libc::EINTR) {
             return None;
         }
+    }
+}
+
+/// [`reap_until_with_usage`], checking `watch` meanwhile (when it is given): its checks come
+/// between the children's ends, which a `SIGCHLD` signalfd wakes this process for (every
+/// signal is blocked in an init), and when it says the call is over its limit, the call's
+/// processes are killed (see [`kill_call`]). Without a watch (a call without `cpuSeconds`,
+/// or no cgroup counts its CPU time) it is `reap_until_with_usage` itself: no cost added.
+pub(crate) fn reap_until_watched(
+    program: libc::pid_t,
+    watch: Option<&mut dyn Watch>,
+) -> Option<Ended> {
+    let Some(watch) = watch else {
+        return reap_until_with_usage(program);
+    };
+    let Some(children) = child_signals() else {
+        return reap_until_with_usage(program); // RLIMIT_CPU still stops each process
+    };
+    let mut orphans = OrphanSignals::default();
+    let mut over = false;
+    let mut next = std::time::Instant::now();
+    loop {
+        // Every child that ended.
+        loop {
+            let mut status = 0;
+            // SAFETY: wait4 writes the status and the usage into values we own.
+            let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+            let pid = unsafe { libc::wait4(-1, &mut status, libc::WNOHANG, &mut usage) };
+            if pid == program {
+                return Some(Ended {
+                    status,
+                    cpu: cpu_time(&usage),
+                    orphans,
+                    over_cpu: over,
+                });
+            }
+            if pid > 0 {
+                orphans.note_with_usage(status, cpu_time(&usage));
+            } else if pid == 0 {
+                break;
+            } else if std::io::Error::last_os_error().raw_os_error() != Some(libc::EINTR) {
+                return None;
+            }
+        }
+        let wait = watch_step(program, watch, &mut over, &mut next);
+        let mut poll = libc::pollfd {
+            fd: children.as_raw_fd(),
+            events: libc::POLLIN,
+            revents: 0,
+        };
+        // SAFETY: poll reads and writes the one pollfd we own; read fills the buffer we own
+        // (the signalfd is non-blocking: until it is empty).
+        unsafe {
+            libc::poll(&mut poll, 1, poll_timeout(wait));
+            let mut info = [0u8; std::mem::size_of::<libc::signalfd_siginfo>()];
+            while libc::read(children.as_raw_fd(), info.as_mut_ptr().cast(), info.len()) > 0 {}
+        }
+    }
+}
+
+/// One step of a watch while a call runs: checks it when it is due (or kills the call again
+/// once it is over) and returns how long to wait for the next step. `over` becomes true when
+/// the watch says the call is over its limit; `next` is when the next check is due.
+pub(crate) fn watch_step(
+    program: libc::pid_t,
+    watch: &mut dyn Watch,
+    over: &mut bool,
+    next: &mut std::time::Instant,
+) -> std::time::Duration {
+    if !*over {
+        let now = std::time::Instant::now();
+        if now < *next {
+            return *next - now;
+        }
+        match watch.check() {
+            Some(wait) => {
+                *next = now + wait;
+                return wait;
+            }
+            None => *over = true,
+        }
+    }
+    kill_call(program);
+    KILL_AGAIN
+}
+
+/// `wait` as `poll`'s timeout: milliseconds, rounded up.
+pub(crate) fn poll_timeout(wait: std::time::Duration) -> libc::c_int {
+    libc::c_int::try_from(wait.as_micros().div_ceil(1000)).unwrap_or(libc::c_int::MAX)
+}
+
+/// A signalfd for `SIGCHLD` (blocked here first, as it is in every init already), non-blocking.
+fn child_signals() -> Option<OwnedFd> {
+    let mut set = empty_sigset();
+    // SAFETY: sigaddset/sigprocmask/signalfd read the set we own; the result is a new fd.
+    unsafe {
+        libc::sigaddset(&mut set, libc::SIGCHLD);
+        libc::sigprocmask(libc::SIG_BLOCK, &set, std::ptr::null_mut());
+        let fd = libc::signalfd(-1, &set, libc::SFD_CLOEXEC | libc::SFD_NONBLOCK);
+        (fd >= 0).then(|| OwnedFd::from_raw_fd(fd))
+    }
+}
+
+/// Kills every process of a call at once, without reaping any: as PID 1 of the call's
+/// namespace, every other process in it (`kill(-1)`; none can leave the namespace); as a
+/// subreaper, `program` and this process's other children (what they leave is orphaned to
+/// this subreaper, which kills it when it ends the call: [`kill_descendants`]).
+pub(crate) fn kill_call(program: libc::pid_t) {
+    // SAFETY: getpid has no preconditions; kill takes plain integers.
+    unsafe {
+        if libc::getpid() == 1 {
+            libc::kill(-1, libc::SIGKILL);
+            return;
+        }
+        libc::kill(program, libc::SIGKILL);
+    }
+    for pid in own_children() {
+        // SAFETY: kill takes plain integers; these pids are our unreaped children.
+        unsafe { libc::kill(pid, libc::SIGKILL) };
     }
 }
 
