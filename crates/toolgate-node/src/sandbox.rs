@@ -31,7 +31,8 @@ pub struct SandboxSupport {
     pub fresh_proc: Option<bool>,
     /// Whether calls get a network namespace of their own (no network, proxy network).
     pub network_namespace: Option<bool>,
-    /// How limits are enforced here (`cgroup v1 (pids, memory)`, `rlimits (why)`).
+    /// How limits are enforced here (`cgroup v1 (pids, memory, cpuacct); cpuSeconds per call`,
+    /// `rlimits (why); cpuSeconds per process (RLIMIT_CPU)`).
     pub limits: Option<String>,
     /// What differs here because there is no view (empty when there is one).
     pub without_view: Vec<String>,

@@ -107,8 +107,8 @@ impl McpToolset {
         let mut guards = crate::sandbox_config::Guards::default();
         for server in config.servers.values() {
             let words = server.command.iter().chain(&server.args);
-            for script in words.filter_map(|word| {
-                crate::sandbox_config::protect::script_inside(&scope.work_dir, word)
+            for script in words.flat_map(|word| {
+                crate::sandbox_config::protect::scripts_inside(&scope.work_dir, word)
             }) {
                 guards.protect(&script, "a file an MCP server runs");
             }

@@ -18,8 +18,9 @@ pub struct LauncherProbe {
     pub view: Result<(), String>,
     pub fresh_proc: bool,
     pub network_namespace: bool,
-    /// How limits are enforced: `cgroup v1 (pids, memory)`, `cgroup v2 (pids, memory)` or
-    /// `rlimits (why no cgroup)`.
+    /// How limits are enforced, and whether `cpuSeconds` counts the whole call: e.g.
+    /// `cgroup v1 (pids, memory, cpuacct); cpuSeconds per call` or `rlimits (why no cgroup);
+    /// cpuSeconds per process (RLIMIT_CPU)`.
     pub cgroups: String,
 }
 

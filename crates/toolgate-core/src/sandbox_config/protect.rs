@@ -389,17 +389,52 @@ pub fn real_path(path: &Path) -> PathBuf {
     }
 }
 
-/// The file `word` (a program's command or argument, e.g. an MCP server's) names, when it is a
-/// file inside `work_dir` (relative words are relative to it, the program's cwd; the value of
-/// `--flag=value` counts): such a script is the program's code, which the agent must not change.
-pub fn script_inside(work_dir: &Path, word: &str) -> Option<PathBuf> {
+/// The files and folders `word` (a program's command or argument, e.g. an MCP server's) makes
+/// the program load from inside `work_dir` (relative words are relative to it, the program's
+/// cwd; the value of `--flag=value` counts): such code is the program's, which the agent must
+/// not change.
+///
+/// - a file: that file;
+/// - a folder other than the work directory itself (`node ./srv`, `python3 -m srv`): the
+///   folder, whose `index.js`, `package.json` or `__init__.py`/`__main__.py` runs;
+/// - nothing, where a file of that name with a script extension exists (`node ./server` runs
+///   `server.js`, `-m srv` finds `srv.py`): those files, and the name itself, which a file made
+///   there would take the place of.
+pub fn scripts_inside(work_dir: &Path, word: &str) -> Vec<PathBuf> {
     let value = word.rsplit_once('=').map_or(word, |(_, value)| value);
-    if value.is_empty() {
-        return None;
+    if value.is_empty() || value.starts_with('-') {
+        return Vec::new();
     }
-    let real = std::fs::canonicalize(work_dir.join(value)).ok()?;
-    (real.starts_with(work_dir) && real.is_file()).then_some(real)
+    let inside = |path: &Path| {
+        std::fs::canonicalize(path)
+            .ok()
+            .filter(|real| real.starts_with(work_dir))
+    };
+    let named = work_dir.join(value);
+    match named.symlink_metadata() {
+        Ok(_) => inside(&named)
+            .filter(|real| real.is_file() || (real.is_dir() && real != work_dir))
+            .into_iter()
+            .collect(),
+        Err(_) => {
+            let found: Vec<PathBuf> = SCRIPT_EXTENSIONS
+                .iter()
+                .filter_map(|extension| {
+                    let mut with = named.clone().into_os_string();
+                    with.push(extension);
+                    inside(Path::new(&with)).filter(|real| real.is_file())
+                })
+                .collect();
+            if found.is_empty() || !named.starts_with(work_dir) {
+                return found;
+            }
+            std::iter::once(named).chain(found).collect()
+        }
+    }
 }
+
+/// What Node and Python add to a module name they look for (`node ./server`, `-m srv`).
+const SCRIPT_EXTENSIONS: &[&str] = &[".js", ".mjs", ".cjs", ".ts", ".mts", ".cts", ".json", ".py"];
 
 /// Protects what the gitignore-style `patterns` match below `work_dir` (`setting` names the
 /// list in messages, e.g. `/w/worker.yaml: sandbox.protect`). A pattern without wildcards is

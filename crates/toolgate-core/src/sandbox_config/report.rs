@@ -25,8 +25,9 @@ pub struct SupportReport {
     pub fresh_proc: Option<bool>,
     /// Whether calls without network (and with the proxy network) get a network namespace.
     pub network_namespace: Option<bool>,
-    /// How the limits are enforced: `cgroup v1 (pids, memory)`, `cgroup v2 (pids, memory)`
-    /// or `rlimits (why no cgroup)`.
+    /// How the limits are enforced, and whether `cpuSeconds` counts the whole call: e.g.
+    /// `cgroup v1 (pids, memory, cpuacct); cpuSeconds per call` or `rlimits (why no cgroup);
+    /// cpuSeconds per process (RLIMIT_CPU)`.
     pub limits: Option<String>,
     /// What differs here because there is no view (empty when there is one).
     pub without_view: Vec<String>,

@@ -27,7 +27,7 @@ use crate::fs::expand::expand_with_other_names;
 use crate::fs::rules::{EntryKind, PathRule, PathRules};
 use crate::limits::PERMISSIONS_FILE_NAME;
 use crate::mcp::McpTransport;
-use crate::sandbox_config::protect::script_inside;
+use crate::sandbox_config::protect::scripts_inside;
 use crate::sandbox_config::{GuardReport, Guards, SandboxScope};
 use crate::worker::program::CONFIG_FILE_NAMES;
 
@@ -298,7 +298,7 @@ impl WorkerPlan {
                         continue;
                     };
                     for word in std::iter::once(command).chain(args) {
-                        if let Some(script) = script_inside(&worker.work_dir, word) {
+                        for script in scripts_inside(&worker.work_dir, word) {
                             guards.protect(
                                 &script,
                                 format!("a file the MCP server '{}' of '{name}' runs", server.name),

@@ -293,21 +293,37 @@ fn a_bad_protect_pattern_names_the_worker_file() {
 }
 
 #[test]
-fn an_mcp_argument_names_a_script_only_when_it_is_a_file_inside_the_work_directory() {
+fn an_mcp_argument_names_what_the_server_loads_inside_the_work_directory() {
     let temp = dir();
     let d = temp.path.clone();
     write(&d, "srv/main.py", "\n");
-    assert_eq!(
-        script_inside(&d, "srv/main.py"),
-        Some(d.join("srv/main.py"))
-    );
-    assert_eq!(
-        script_inside(&d, "--entry=srv/main.py"),
-        Some(d.join("srv/main.py"))
-    );
-    assert_eq!(script_inside(&d, "srv"), None, "a directory");
-    assert_eq!(script_inside(&d, "/etc/hostname"), None, "outside");
-    assert_eq!(script_inside(&d, "-y"), None);
+    write(&d, "pkg/__init__.py", "\n");
+    write(&d, "server.js", "\n");
+    write(&d, "tool.py", "\n");
+    let none: Vec<PathBuf> = Vec::new();
+    for (word, expected) in [
+        ("srv/main.py", vec![d.join("srv/main.py")]),
+        ("--entry=srv/main.py", vec![d.join("srv/main.py")]),
+        // A folder Node or Python runs (index.js, package.json's main, __main__.py).
+        ("srv", vec![d.join("srv")]),
+        ("./pkg", vec![d.join("pkg")]),
+        // A name Node or Python completes: the file, and the name a file would take over.
+        ("./server", vec![d.join("./server"), d.join("server.js")]),
+        ("tool", vec![d.join("tool"), d.join("tool.py")]),
+    ] {
+        assert_eq!(scripts_inside(&d, word), expected, "{word}");
+    }
+    for word in [
+        ".",
+        "./",
+        "/etc/hostname",
+        "-y",
+        "--port=8080",
+        "missing",
+        "-m",
+    ] {
+        assert_eq!(scripts_inside(&d, word), none, "{word}");
+    }
     assert_eq!(
         package_folder(Path::new("/p/node_modules/a/node_modules/@s/b/x.js")),
         Some(PathBuf::from("/p/node_modules/a/node_modules/@s/b"))
