@@ -199,6 +199,35 @@ describe('loadedFiles', () => {
     expect(loaded.filter((file) => !file.startsWith(dir)).every((file) => file.endsWith('/package.json'))).toBe(true);
   });
 
+  it('names the files require would take for a package (node_modules/<name>.js, …) before each folder it looks in', async () => {
+    const dir = tempDir();
+    const files: Record<string, string> = {
+      'lib/tools.cjs': "const pad = require('pkg-cjs-toolgate-test');\nexports.x = pad('a');\n",
+      'node_modules/pkg-cjs-toolgate-test/package.json': '{ "name": "pkg-cjs-toolgate-test", "main": "index.js" }\n',
+      'node_modules/pkg-cjs-toolgate-test/index.js': "module.exports = (s) => ' ' + s;\n",
+    };
+    for (const [file, text] of Object.entries(files)) {
+      mkdirSync(dirname(join(dir, file)), { recursive: true });
+      writeFileSync(join(dir, file), text);
+    }
+    const path = join(dir, 'lib/tools.cjs');
+    await importModule(path);
+    const loaded = loadedFiles(path);
+    for (const file of [
+      'lib/node_modules/pkg-cjs-toolgate-test.js',
+      'lib/node_modules/pkg-cjs-toolgate-test.json',
+      'lib/node_modules/pkg-cjs-toolgate-test.node',
+      'lib/node_modules/pkg-cjs-toolgate-test',
+      'node_modules/pkg-cjs-toolgate-test.js',
+      'node_modules/pkg-cjs-toolgate-test',
+      'node_modules/pkg-cjs-toolgate-test/index.js',
+    ]) {
+      expect(loaded, file).toContain(join(dir, file));
+    }
+    // Found there: nothing further up is looked in.
+    expect(loaded).not.toContain(join(dirname(dir), 'node_modules/pkg-cjs-toolgate-test.js'));
+  });
+
   it('follows a transpiled module to a native ES module it imports, and to what decides the name', async () => {
     const dir = tempDir();
     const files: Record<string, string> = {

@@ -243,22 +243,28 @@ function packageManifests(file: string): string[] {
   }
 }
 
-/** The `node_modules/<name>` folders Node looks in for `specifier` from `file`, up to the first that exists. */
+/** The `node_modules/<name>` folders (and the files `<name>.js`, …) Node looks in for `specifier` from `file`, up to the first that exists. */
 function packageLookups(file: string, specifier: string): string[] {
   const parts = specifier.split('/');
   const name = specifier.startsWith('@') ? parts.slice(0, 2).join('/') : parts[0]!;
   // `#internal` goes through package.json (above); a builtin (`fs`) is no package on disk.
   if (!name || name.startsWith('#') || isBuiltin(name)) return [];
-  const folders: string[] = [];
+  const lookups: string[] = [];
   for (let dir = dirname(file); ; dir = dirname(dir)) {
     if (basename(dir) !== 'node_modules') {
+      // `require('pkg')` tries the files `node_modules/pkg.js`, `.json`, … before the folder,
+      // so a file planted there takes a package's place too.
       const folder = join(dir, 'node_modules', name);
-      folders.push(folder);
-      if (existsSync(folder)) return folders;
+      const candidates = [...PACKAGE_FILE_EXTENSIONS.map((extension) => `${folder}${extension}`), folder];
+      lookups.push(...candidates);
+      if (candidates.some((candidate) => existsSync(candidate))) return lookups;
     }
-    if (dirname(dir) === dir) return folders;
+    if (dirname(dir) === dir) return lookups;
   }
 }
+
+/** What `require` (and jiti) add to a package's name in a `node_modules` folder before its folder. */
+const PACKAGE_FILE_EXTENSIONS = ['.js', '.json', '.node', '.cjs', '.mjs', '.ts', '.cts', '.mts'];
 
 /** Whether Node runs `file` as an ES module of its own (not transpiled by jiti). */
 function isNativeEsm(file: string): boolean {
