@@ -231,6 +231,7 @@ impl WorkerPlan {
             Some(caller) => {
                 // Before anything of the called worker is built (its MCP values expanded).
                 check_env_narrows(&self.workers[caller].worker, &worker)?;
+                check_search_endpoint_narrows(&self.workers[caller].worker, &worker)?;
                 called_worker_scope(&self.workers[caller], &worker)?
             }
         };
@@ -482,6 +483,39 @@ fn check_env_narrows(caller: &Worker, worker: &Worker) -> Result<()> {
         worker.path.display(),
         extra.setting,
         caller.path.display(),
+    )))
+}
+
+/// `web_search` sends the host's provider key (`TAVILY_API_KEY`, `PERPLEXITY_API_KEY`) to its
+/// `base_url`: a called worker may only name the base URL its caller's `web_search` uses, so
+/// that delegating cannot send the key to a server of the called worker file's choosing.
+fn check_search_endpoint_narrows(caller: &Worker, worker: &Worker) -> Result<()> {
+    let base_url = |worker: &Worker| {
+        worker
+            .toolsets
+            .builtins
+            .as_ref()
+            .and_then(|builtins| builtins.web_search.as_ref())
+            .and_then(|search| search.base_url.clone())
+    };
+    let Some(wanted) = base_url(worker) else {
+        return Ok(());
+    };
+    let caller_uses = caller
+        .toolsets
+        .builtins
+        .as_ref()
+        .is_some_and(|builtins| builtins.web_search.is_some())
+        .then(|| base_url(caller))
+        .flatten();
+    if caller_uses.as_deref() == Some(wanted.as_str()) {
+        return Ok(());
+    }
+    Err(Error::ConfigInvalid(format!(
+        "{}: toolsets.builtins.web_search.base_url: '{wanted}' is not the base URL of the calling worker '{}''s web_search ({}); web_search sends the host's provider key there, and a called worker may only use its caller's: use the same base_url in both, or drop it from the called worker",
+        worker.path.display(),
+        caller.path.display(),
+        caller_uses.as_deref().unwrap_or("none"),
     )))
 }
 

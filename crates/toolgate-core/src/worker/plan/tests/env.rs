@@ -252,3 +252,34 @@ fn the_top_worker_passes_on_what_it_names() {
     let top = worker(&d, "top", &[], &["./sub.yaml"]);
     assert!(plan_error(&top).contains("sub.yaml: toolsets.shell.env_passthrough"));
 }
+
+#[test]
+fn a_called_worker_sends_the_search_key_only_where_its_caller_does() {
+    let temp = dir();
+    let d = temp.path.clone();
+    let own = "builtins: { tools: [web_search], web_search: { provider: tavily, base_url: 'http://127.0.0.1:9/' } }";
+    let theirs = "builtins: { tools: [web_search], web_search: { provider: tavily, base_url: 'https://api.tavily.com' } }";
+    worker(&d, "sub", &[own], &[]);
+    // A caller without web_search, one with the provider's own URL, one with another URL.
+    for caller in [
+        "shell: { default: ask }",
+        "builtins: { tools: [web_search] }",
+        theirs,
+        "builtins: { tools: [web_search], web_search: { base_url: 'http://127.0.0.1:10/' } }",
+    ] {
+        let top = worker(&d, "top", &[caller], &["sub"]);
+        let message = plan_error(&top);
+        assert!(
+            message.contains("toolsets.builtins.web_search.base_url")
+                && message.contains("http://127.0.0.1:9/")
+                && message.contains("provider key"),
+            "{caller}: {message}"
+        );
+    }
+    // The caller's own endpoint: accepted, as is a called worker naming none.
+    let top = worker(&d, "top", &[own], &["sub"]);
+    assert_eq!(plans(&top), 2);
+    worker(&d, "sub", &["builtins: { tools: [web_search] }"], &[]);
+    let top = worker(&d, "top", &["shell: { default: ask }"], &["sub"]);
+    assert_eq!(plans(&top), 2);
+}
