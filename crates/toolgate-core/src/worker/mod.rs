@@ -575,11 +575,18 @@ fn resolve(
                 .map(|entry| {
                     let mut bases = vec![dir.clone(), dir.join("workers")];
                     bases.extend(workers.worker_paths.iter().map(|path| anchored(path)));
-                    registry::find_worker(&dir, &bases, &search_paths, entry).map_err(invalid)
+                    registry::find_worker(&dir, &bases, &search_paths, entry, &work_dir)
+                        .map_err(invalid)
                 })
                 .collect::<Result<Vec<_>>>()?;
-            let (paths, lookups): (Vec<_>, Vec<_>) = found.into_iter().unzip();
-            (paths, lookups.into_iter().flatten().collect())
+            let mut paths = Vec::new();
+            let mut lookups = Vec::new();
+            for worker in found {
+                paths.push(worker.path);
+                lookups.extend(worker.lookups);
+                warnings.extend(worker.warning);
+            }
+            (paths, lookups)
         }
         None => (Vec::new(), Vec::new()),
     };

@@ -31,20 +31,61 @@ const PROJECT_MARKERS: [&str; 7] = [
 /// ([`search_project`]). Also returns the file-name candidates looked at before the one found
 /// (all of them when it was found by its declared name or in the project): a file made at one
 /// of those would be found instead, so they are protected like the worker file.
+///
+/// A worker the project search finds comes with a warning when the search went through
+/// `writable` (the work directory): a `.worker` file made in a nearer folder there, or one
+/// declaring the name beside the worker file, would be found instead at the next load (no path
+/// can be protected against that; naming the worker by its path can).
 pub(super) fn find_worker(
     dir: &Path,
     bases: &[PathBuf],
     search_paths: &[PathBuf],
     entry: &str,
-) -> std::result::Result<(PathBuf, Vec<PathBuf>), String> {
+    writable: &Path,
+) -> std::result::Result<FoundWorker, String> {
     let mut candidates = Vec::new();
-    let found = find_worker_in(dir, bases, search_paths, entry, &mut candidates)?;
+    let mut searched = Vec::new();
+    let found = find_worker_in(
+        dir,
+        bases,
+        search_paths,
+        entry,
+        &mut candidates,
+        &mut searched,
+    )?;
+    let overlaps = |folder: &PathBuf| folder.starts_with(writable) || writable.starts_with(folder);
+    // Only a project search's result can be taken over by a file made elsewhere (a name
+    // candidate is protected; a second declaration beside the worker file is an error).
+    let through = (!searched.is_empty())
+        .then(|| searched.iter().chain(bases).find(|folder| overlaps(folder)))
+        .flatten();
+    let warning = through.map(|folder| {
+        format!(
+            "allowed worker '{entry}' was found by searching the project ({}), and the search goes through '{}', which the agent can write (the work directory '{}'): a worker file made there would be found instead at the next load; name it by its path ('{}'), or keep the worker files outside the work directory",
+            found.display(),
+            folder.display(),
+            writable.display(),
+            pathdiff(&found, dir),
+        )
+    });
     let before = candidates
         .iter()
         .position(|candidate| candidate.is_file())
         .unwrap_or(candidates.len());
     candidates.truncate(before);
-    Ok((found, candidates))
+    Ok(FoundWorker {
+        path: found,
+        lookups: candidates,
+        warning,
+    })
+}
+
+/// A called worker's file, where a file would be found before it, and why its lookup is not
+/// safe from the agent (see [`find_worker`]).
+pub(super) struct FoundWorker {
+    pub path: PathBuf,
+    pub lookups: Vec<PathBuf>,
+    pub warning: Option<String>,
 }
 
 fn find_worker_in(
@@ -53,6 +94,7 @@ fn find_worker_in(
     search_paths: &[PathBuf],
     entry: &str,
     looked_at: &mut Vec<PathBuf>,
+    project_searched: &mut Vec<PathBuf>,
 ) -> std::result::Result<PathBuf, String> {
     let is_path = entry.contains('/')
         || [".worker", ".yaml", ".yml"]
@@ -97,7 +139,10 @@ fn find_worker_in(
     }
     let search = search_project(dir, search_paths, entry);
     match search.found.as_slice() {
-        [one] => return canonical(one),
+        [one] => {
+            project_searched.extend(search.searched.iter().cloned());
+            return canonical(one);
+        }
         [] => {}
         several => {
             return Err(format!(
@@ -318,3 +363,11 @@ fn answers(path: &Path, entry: &str) -> bool {
 
 #[cfg(test)]
 mod tests;
+
+/// `path` relative to `base` when it lies below it, else as it is.
+fn pathdiff(path: &Path, base: &Path) -> String {
+    path.strip_prefix(base).map_or_else(
+        |_| path.display().to_string(),
+        |relative| relative.display().to_string(),
+    )
+}

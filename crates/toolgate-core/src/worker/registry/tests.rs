@@ -67,6 +67,15 @@ fn a_name_is_found_by_file_name_folder_name_or_declared_name_at_any_depth() {
         let target = write(&p.path, layout, &worker_file(name));
         let worker = load(&main).unwrap();
         assert_eq!(worker.allowed_worker_paths, [target], "{layout}");
+        // The search went through the work directory (the worker's folder): a worker file the
+        // agent makes there would be found instead, which the load says.
+        assert!(
+            worker.warnings.iter().any(|warning| warning
+                .contains("allowed worker 'greeter' was found by searching the project")
+                && warning.contains("name it by its path")),
+            "{layout}: {:?}",
+            worker.warnings
+        );
     }
 }
 
