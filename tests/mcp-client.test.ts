@@ -177,6 +177,35 @@ describe('mcp toolset: servers that misbehave', () => {
     }
   });
 
+  it('a server that keeps making protected configuration is stopped, and its next call says why', async () => {
+    const work = attackFixture().work;
+    const set = await toolset({
+      servers: { bad: { command: 'node', args: [MISBEHAVING] } },
+      approval: { default: 'preApproved' },
+      sandbox: { read: READ, protect: ['planted.txt'] },
+      workDir: work,
+    });
+    expect(JSON.stringify(await call(set, 'bad_plant_loop', { path: 'planted.txt' }))).toContain('looping');
+    // Stopped after a few repairs: its calls fail, saying why, and the file stays away.
+    let error: ToolgateError | undefined;
+    let said = '';
+    for (let tries = 0; tries < 100 && !error; tries++) {
+      await new Promise((resolve) => setTimeout(resolve, 100));
+      error = await call(set, 'bad_echo', { text: 'x' }).then(
+        (output) => {
+          said += JSON.stringify(output);
+          return undefined;
+        },
+        (failed: unknown) => failed as ToolgateError,
+      );
+    }
+    expect(error?.code).toBe('TOOL_FAILED');
+    // Said by the call during which it was stopped: the failed one, or the last that answered.
+    expect(`${said}${error?.message}`).toContain('the server was stopped');
+    await new Promise((resolve) => setTimeout(resolve, 500));
+    expect(existsSync(join(work, 'planted.txt'))).toBe(false);
+  });
+
   it('a server its memory limit ends is TOOL_FAILED naming the limit', async () => {
     const set = await misbehaving(attackFixture().work, { limits: { memoryMb: 160 } });
     const error = await failure(call(set, 'bad_hog', {}));

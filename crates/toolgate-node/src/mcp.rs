@@ -331,6 +331,17 @@ impl McpServerLaunch {
         })
     }
 
+    /// The spawned server's pid (it leads its own process group, `detached: true`): a server
+    /// that keeps making protected configuration is stopped through it.
+    #[napi]
+    pub fn set_process_group(&self, env: Env, pid: i32) -> napi::Result<()> {
+        infallible(&env, "McpServerLaunch.setProcessGroup", || {
+            if let Some(launch) = self.launch.lock().ok().as_ref().and_then(|l| l.as_ref()) {
+                launch.set_process_group(pid);
+            }
+        })
+    }
+
     /// Closes this process's copy of the handoff socket (once the server is spawned, or could
     /// not be).
     #[napi]

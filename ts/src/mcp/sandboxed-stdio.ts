@@ -53,6 +53,8 @@ export class SandboxedStdioTransport implements Transport {
   private child: ChildProcess | undefined;
   private readonly buffer: ReadBuffer;
   private stderrTail = '';
+  /** What the check when the server ended repaired, for the next `checkGuarded`. */
+  private readonly finishedRepairs: string[] = [];
   private closed = false;
 
   constructor(
@@ -67,7 +69,7 @@ export class SandboxedStdioTransport implements Transport {
    * removed (the view cannot mount over a path that does not exist); one message per path.
    */
   checkGuarded(): string[] {
-    return this.launch.checkGuarded();
+    return [...this.finishedRepairs.splice(0), ...this.launch.checkGuarded()];
   }
 
   /**
@@ -113,6 +115,7 @@ export class SandboxedStdioTransport implements Transport {
     await new Promise<void>((resolve, reject) => {
       child.once('spawn', () => {
         this.launch.closeHandoff();
+        if (child.pid !== undefined) this.launch.setProcessGroup(child.pid);
         resolve();
       });
       child.once('error', (error) => {
@@ -128,7 +131,9 @@ export class SandboxedStdioTransport implements Transport {
     const stderrEnded = new Promise<void>((resolve) => (child.stderr ? child.stderr.once('close', () => resolve()) : resolve()));
     child.on('exit', (code, signal) => {
       running.delete(child);
-      this.launch.finish();
+      // The last check's messages (and why the server was stopped, when it was) go to the
+      // next call's result.
+      this.finishedRepairs.push(...this.launch.finish());
       const why = signal ? `exited on signal ${signal}` : `exited with code ${code}`;
       let timer: NodeJS.Timeout | undefined;
       const grace = new Promise<void>((resolve) => {

@@ -105,11 +105,13 @@ export function mcpTools(
           )) as CallToolResult;
         } catch (error) {
           const refused = await call.end();
-          connection.checkGuarded();
+          // What was repaired says why a server that kept making configuration was stopped.
+          const repaired = connection.checkGuarded();
           if (abortSignal?.aborted) throw abortSignal.reason;
           const failure = serverFailure(connection, `in a call of '${chosen.tool}'`, error);
-          if (refused.length === 0) throw failure;
-          throw new ToolgateError(failure.code, `${failure.message}${refusalNote(refused)}`, { cause: failure.cause });
+          if (refused.length === 0 && repaired.length === 0) throw failure;
+          const notes = repaired.length > 0 ? `; ${repaired.join('; ')}` : '';
+          throw new ToolgateError(failure.code, `${failure.message}${notes}${refusalNote(refused)}`, { cause: failure.cause });
         }
         const refused = await call.end();
         // A server runs across calls: what it made at a missing protected path is removed after

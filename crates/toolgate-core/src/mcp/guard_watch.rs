@@ -5,7 +5,8 @@
 //! is removed after the process's call. A server writes whenever it likes, also between its
 //! calls, and git or toolgate on the host would find such a file meanwhile: a thread of the
 //! server's launch checks the paths every [`WATCH_INTERVAL`] and keeps the repairs' messages
-//! for the next tool call's result.
+//! for the next tool call's result. A server that makes such paths again and again would win
+//! that race most of the time: after [`MAX_REPAIRS`] repairs its process group is killed.
 
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::thread::JoinHandle;
@@ -17,6 +18,9 @@ use crate::sandbox::{GuardSnapshot, Sandbox};
 pub const WATCH_INTERVAL: Duration = Duration::from_millis(100);
 /// Messages kept for the next call at most (a server that keeps planting says so anyway).
 const MAX_PENDING: usize = 64;
+/// Repairs after which the server is stopped: configuration made once may be a mistake of a
+/// tool, made again after being removed it is an attempt.
+pub const MAX_REPAIRS: usize = 3;
 
 /// What the watching thread and the after-call check share.
 struct Shared {
@@ -25,6 +29,15 @@ struct Shared {
     /// Repairs not reported yet; `None` once the watch stops. One repair at a time.
     pending: Mutex<Option<Vec<String>>>,
     stopped: Condvar,
+    /// The server's process group, once started, and the repairs so far.
+    server: Mutex<Server>,
+}
+
+#[derive(Default)]
+struct Server {
+    group: Option<i32>,
+    repairs: usize,
+    killed: bool,
 }
 
 /// The guarded paths of one server: repaired on demand and by a thread meanwhile.
@@ -49,6 +62,7 @@ impl GuardWatch {
             before,
             pending: Mutex::new(Some(Vec::new())),
             stopped: Condvar::new(),
+            server: Mutex::new(Server::default()),
         });
         let thread = watched
             .then(|| {
@@ -66,8 +80,37 @@ impl GuardWatch {
     pub(super) fn repair(&self) -> Vec<String> {
         let mut pending = lock(&self.shared.pending);
         let mut messages = pending.as_mut().map(std::mem::take).unwrap_or_default();
-        messages.extend(self.shared.sandbox.repair_guarded(&self.shared.before));
+        let repaired = self.shared.sandbox.repair_guarded(&self.shared.before);
+        messages.extend(self.shared.count(repaired.len()));
+        messages.extend(repaired);
         messages
+    }
+
+    /// The server's process group (its launcher's pid, the group leader), to stop it with.
+    pub(super) fn set_process_group(&self, group: i32) {
+        if group > 1 {
+            lock(&self.shared.server).group = Some(group);
+        }
+    }
+}
+
+impl Shared {
+    /// Counts `repairs` more; past [`MAX_REPAIRS`] kills the server's process group (once) and
+    /// says so.
+    fn count(&self, repairs: usize) -> Option<String> {
+        let mut server = lock(&self.server);
+        server.repairs += repairs;
+        if server.repairs < MAX_REPAIRS || server.killed {
+            return None;
+        }
+        let group = server.group?;
+        server.killed = true;
+        // SAFETY: kill has no memory effects; the group is the server's launcher's own.
+        unsafe { libc::kill(-group, libc::SIGKILL) };
+        Some(format!(
+            "toolgate: the MCP server made protected configuration {} times although it was removed each time; the server was stopped",
+            server.repairs
+        ))
     }
 }
 
@@ -83,7 +126,9 @@ fn watch(shared: &Shared) {
         let Some(kept) = pending.as_mut() else {
             return;
         };
-        for message in shared.sandbox.repair_guarded(&shared.before) {
+        let repaired = shared.sandbox.repair_guarded(&shared.before);
+        let stopped = shared.count(repaired.len());
+        for message in stopped.into_iter().chain(repaired) {
             if kept.len() < MAX_PENDING {
                 kept.push(message);
             }

@@ -180,6 +180,15 @@ impl McpLaunch {
         self.proxy.begin_call(call)
     }
 
+    /// The started server's process group (the pid of the process spawned with `file`, which
+    /// leads its own group): a server that keeps making protected configuration is stopped
+    /// through it.
+    pub fn set_process_group(&self, group: i32) {
+        if let Some(watch) = &self.guarded {
+            watch.set_process_group(group);
+        }
+    }
+
     /// Closes this process's copy of the launcher's handoff socket (after spawning it).
     pub fn close_handoff(&mut self) {
         self.proxy.launcher_end = None;
