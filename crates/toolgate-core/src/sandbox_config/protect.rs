@@ -395,8 +395,9 @@ pub fn real_path(path: &Path) -> PathBuf {
 /// not change.
 ///
 /// - a file: that file;
-/// - a folder other than the work directory itself (`node ./srv`, `python3 -m srv`): the
-///   folder, whose `index.js`, `package.json` or `__init__.py`/`__main__.py` runs;
+/// - a folder (`node ./srv`, `python3 -m srv`): the folder, whose `index.js`, `package.json`
+///   or `__init__.py`/`__main__.py` runs; the work directory itself (`node .`): what it runs
+///   ([`folder_entry_points`]);
 /// - nothing, where a file of that name with a script extension exists (`node ./server` runs
 ///   `server.js`, `-m srv` finds `srv.py`): those files, and the name itself, which a file made
 ///   there would take the place of.
@@ -412,8 +413,16 @@ pub fn scripts_inside(work_dir: &Path, word: &str) -> Vec<PathBuf> {
     };
     let named = work_dir.join(value);
     match named.symlink_metadata() {
+        // `node .` runs the folder; `--root=.` only names it.
+        Ok(_) if inside(&named).as_deref() == Some(work_dir) => {
+            if value == word {
+                folder_entry_points(work_dir)
+            } else {
+                Vec::new()
+            }
+        }
         Ok(_) => inside(&named)
-            .filter(|real| real.is_file() || (real.is_dir() && real != work_dir))
+            .filter(|real| real.is_file() || real.is_dir())
             .into_iter()
             .collect(),
         Err(_) => {
@@ -431,6 +440,41 @@ pub fn scripts_inside(work_dir: &Path, word: &str) -> Vec<PathBuf> {
             std::iter::once(named).chain(found).collect()
         }
     }
+}
+
+/// What `node .` or `python3 .` runs of `folder` (the work directory itself, which cannot be
+/// protected whole): its `package.json` and the `main` it names, else `index.js`, …, and
+/// `__main__.py`; also those that do not exist yet, where a file made would run.
+fn folder_entry_points(folder: &Path) -> Vec<PathBuf> {
+    let manifest = folder.join("package.json");
+    let main = read_small_json(&manifest)
+        .and_then(|json| json.get("main")?.as_str().map(str::to_string))
+        .map(|main| folder.join(main))
+        .and_then(|main| std::fs::canonicalize(main).ok())
+        .filter(|main| main.starts_with(folder) && main.is_file());
+    let mut points = vec![manifest];
+    points.extend(main);
+    points.extend(
+        [
+            "index.js",
+            "index.mjs",
+            "index.cjs",
+            "index.json",
+            "__main__.py",
+        ]
+        .iter()
+        .map(|name| folder.join(name)),
+    );
+    points
+}
+
+/// `path` as JSON, when it is a small file that parses.
+fn read_small_json(path: &Path) -> Option<serde_json::Value> {
+    let meta = std::fs::metadata(path).ok()?;
+    if !meta.is_file() || meta.len() > 1024 * 1024 {
+        return None;
+    }
+    serde_json::from_slice(&std::fs::read(path).ok()?).ok()
 }
 
 /// What Node and Python add to a module name they look for (`node ./server`, `-m srv`).

@@ -313,15 +313,23 @@ fn an_mcp_argument_names_what_the_server_loads_inside_the_work_directory() {
     ] {
         assert_eq!(scripts_inside(&d, word), expected, "{word}");
     }
-    for word in [
-        ".",
-        "./",
-        "/etc/hostname",
-        "-y",
-        "--port=8080",
-        "missing",
-        "-m",
-    ] {
+    // The work directory itself: what `node .` runs (package.json, its `main`, index.js, …).
+    write(&d, "package.json", "{ \"main\": \"srv/main.js\" }\n");
+    write(&d, "srv/main.js", "\n");
+    for word in [".", "./"] {
+        let points = scripts_inside(&d, word);
+        for expected in ["package.json", "srv/main.js", "index.js", "__main__.py"] {
+            assert!(
+                points.contains(&d.join(expected)),
+                "{word}: {expected}: {points:?}"
+            );
+        }
+        assert!(
+            !points.contains(&d),
+            "{word}: never the work directory itself"
+        );
+    }
+    for word in ["/etc/hostname", "-y", "--port=8080", "missing", "-m", "--root=."] {
         assert_eq!(scripts_inside(&d, word), none, "{word}");
     }
     assert_eq!(
