@@ -106,10 +106,14 @@ impl McpToolset {
         // A server's script named by path is its code: its processes must not change it.
         let mut guards = crate::sandbox_config::Guards::default();
         for server in config.servers.values() {
-            let words = server.command.iter().chain(&server.args);
-            for script in words.flat_map(|word| {
-                crate::sandbox_config::protect::scripts_inside(&scope.work_dir, word)
-            }) {
+            let Some(command) = &server.command else {
+                continue;
+            };
+            for script in crate::sandbox_config::protect::scripts_inside(
+                &scope.work_dir,
+                command,
+                &server.args,
+            ) {
                 guards.protect(&script, "a file an MCP server runs");
             }
         }

@@ -389,10 +389,41 @@ pub fn real_path(path: &Path) -> PathBuf {
     }
 }
 
-/// The files and folders `word` (a program's command or argument, e.g. an MCP server's) makes
-/// the program load from inside `work_dir` (relative words are relative to it, the program's
-/// cwd; the value of `--flag=value` counts): such code is the program's, which the agent must
-/// not change.
+/// What a program started as `command args…` in `work_dir` (an MCP server) runs from inside
+/// it: its code, which the agent must not change. Any word naming a file counts (the value of
+/// `--flag=value` too); the word in the program's place (the command, the first argument that
+/// is not a flag, the module after `-m`) counts also as what Node or Python make of it
+/// ([`program_inside`]). Other words naming a folder are data the program works on
+/// (`server.js ./data`), not code.
+pub fn scripts_inside(work_dir: &Path, command: &str, args: &[String]) -> Vec<PathBuf> {
+    let program_at = args.iter().position(|arg| !arg.starts_with('-'));
+    let module_at = args
+        .iter()
+        .position(|arg| arg == "-m")
+        .map(|at| at + 1)
+        .filter(|at| *at < args.len());
+    let mut found = program_inside(work_dir, command);
+    for (at, word) in args.iter().enumerate() {
+        if Some(at) == program_at || Some(at) == module_at {
+            found.extend(program_inside(work_dir, word));
+        } else {
+            found.extend(file_inside(work_dir, word));
+        }
+    }
+    found
+}
+
+/// The file `word` names inside `work_dir`, if any.
+fn file_inside(work_dir: &Path, word: &str) -> Option<PathBuf> {
+    let value = word.rsplit_once('=').map_or(word, |(_, value)| value);
+    if value.is_empty() {
+        return None;
+    }
+    let real = std::fs::canonicalize(work_dir.join(value)).ok()?;
+    (real.starts_with(work_dir) && real.is_file()).then_some(real)
+}
+
+/// What `word` in a program's place makes Node or Python load from inside `work_dir`:
 ///
 /// - a file: that file;
 /// - a folder (`node ./srv`, `python3 -m srv`): the folder, whose `index.js`, `package.json`
@@ -401,8 +432,8 @@ pub fn real_path(path: &Path) -> PathBuf {
 /// - nothing, where a file of that name with a script extension exists (`node ./server` runs
 ///   `server.js`, `-m srv` finds `srv.py`): those files, and the name itself, which a file made
 ///   there would take the place of.
-pub fn scripts_inside(work_dir: &Path, word: &str) -> Vec<PathBuf> {
-    let value = word.rsplit_once('=').map_or(word, |(_, value)| value);
+fn program_inside(work_dir: &Path, word: &str) -> Vec<PathBuf> {
+    let value = word;
     if value.is_empty() || value.starts_with('-') {
         return Vec::new();
     }
@@ -413,14 +444,7 @@ pub fn scripts_inside(work_dir: &Path, word: &str) -> Vec<PathBuf> {
     };
     let named = work_dir.join(value);
     match named.symlink_metadata() {
-        // `node .` runs the folder; `--root=.` only names it.
-        Ok(_) if inside(&named).as_deref() == Some(work_dir) => {
-            if value == word {
-                folder_entry_points(work_dir)
-            } else {
-                Vec::new()
-            }
-        }
+        Ok(_) if inside(&named).as_deref() == Some(work_dir) => folder_entry_points(work_dir),
         Ok(_) => inside(&named)
             .filter(|real| real.is_file() || real.is_dir())
             .into_iter()

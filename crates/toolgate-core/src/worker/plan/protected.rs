@@ -297,13 +297,11 @@ impl WorkerPlan {
                     let McpTransport::Stdio { command, args, .. } = &server.transport else {
                         continue;
                     };
-                    for word in std::iter::once(command).chain(args) {
-                        for script in scripts_inside(&worker.work_dir, word) {
-                            guards.protect(
-                                &script,
-                                format!("a file the MCP server '{}' of '{name}' runs", server.name),
-                            );
-                        }
+                    for script in scripts_inside(&worker.work_dir, command, args) {
+                        guards.protect(
+                            &script,
+                            format!("a file the MCP server '{}' of '{name}' runs", server.name),
+                        );
                     }
                 }
             }

@@ -300,24 +300,52 @@ fn an_mcp_argument_names_what_the_server_loads_inside_the_work_directory() {
     write(&d, "pkg/__init__.py", "\n");
     write(&d, "server.js", "\n");
     write(&d, "tool.py", "\n");
-    let none: Vec<PathBuf> = Vec::new();
-    for (word, expected) in [
-        ("srv/main.py", vec![d.join("srv/main.py")]),
-        ("--entry=srv/main.py", vec![d.join("srv/main.py")]),
-        // A folder Node or Python runs (index.js, package.json's main, __main__.py).
-        ("srv", vec![d.join("srv")]),
-        ("./pkg", vec![d.join("pkg")]),
-        // A name Node or Python completes: the file, and the name a file would take over.
-        ("./server", vec![d.join("./server"), d.join("server.js")]),
-        ("tool", vec![d.join("tool"), d.join("tool.py")]),
+    write(&d, "data/notes.txt", "\n");
+    let run = |command: &str, args: &[&str]| {
+        let args: Vec<String> = args.iter().map(|arg| arg.to_string()).collect();
+        scripts_inside(&d, command, &args)
+    };
+    // Files anywhere on the command line; in the program's place, folders and completed names.
+    for (command, args, expected) in [
+        ("python3", vec!["srv/main.py"], vec![d.join("srv/main.py")]),
+        (
+            "python3",
+            vec!["x", "--entry=srv/main.py"],
+            vec![d.join("srv/main.py")],
+        ),
+        ("node", vec!["srv"], vec![d.join("srv")]),
+        ("python3", vec!["-m", "pkg"], vec![d.join("pkg")]),
+        (
+            "python3",
+            vec!["-u", "-m", "tool"],
+            vec![d.join("tool"), d.join("tool.py")],
+        ),
+        (
+            "node",
+            vec!["./server"],
+            vec![d.join("./server"), d.join("server.js")],
+        ),
+        ("./server.js", vec![], vec![d.join("server.js")]),
+        // A folder that is not in the program's place is data it works on.
+        (
+            "node",
+            vec!["server.js", "./data", "."],
+            vec![d.join("server.js")],
+        ),
+        (
+            "node",
+            vec!["server.js", "--root=."],
+            vec![d.join("server.js")],
+        ),
+        ("npx", vec!["-y", "some-package", "/etc/hostname"], vec![]),
     ] {
-        assert_eq!(scripts_inside(&d, word), expected, "{word}");
+        assert_eq!(run(command, &args), expected, "{command} {args:?}");
     }
-    // The work directory itself: what `node .` runs (package.json, its `main`, index.js, …).
+    // The work directory itself in the program's place: what `node .` runs.
     write(&d, "package.json", "{ \"main\": \"srv/main.js\" }\n");
     write(&d, "srv/main.js", "\n");
     for word in [".", "./"] {
-        let points = scripts_inside(&d, word);
+        let points = run("node", &[word]);
         for expected in ["package.json", "srv/main.js", "index.js", "__main__.py"] {
             assert!(
                 points.contains(&d.join(expected)),
@@ -328,9 +356,6 @@ fn an_mcp_argument_names_what_the_server_loads_inside_the_work_directory() {
             !points.contains(&d),
             "{word}: never the work directory itself"
         );
-    }
-    for word in ["/etc/hostname", "-y", "--port=8080", "missing", "-m", "--root=."] {
-        assert_eq!(scripts_inside(&d, word), none, "{word}");
     }
     assert_eq!(
         package_folder(Path::new("/p/node_modules/a/node_modules/@s/b/x.js")),
