@@ -232,6 +232,7 @@ impl WorkerPlan {
                 // Before anything of the called worker is built (its MCP values expanded).
                 check_env_narrows(&self.workers[caller].worker, &worker)?;
                 check_search_endpoint_narrows(&self.workers[caller].worker, &worker)?;
+                check_internal_reach_narrows(&self.workers[caller].worker, &worker)?;
                 called_worker_scope(&self.workers[caller], &worker)?
             }
         };
@@ -517,6 +518,87 @@ fn check_search_endpoint_narrows(caller: &Worker, worker: &Worker) -> Result<()>
         caller.path.display(),
         caller_uses.as_deref().unwrap_or("none"),
     )))
+}
+
+/// A called worker reaches no internal address its caller does not: each entry of its
+/// `builtins.http.allow` (hosts `http_request` may reach although they are internal) must be
+/// one of its caller's, and an MCP server it connects to by URL on an internal host (loopback,
+/// private, link-local, `localhost`) must be one its caller connects to (same origin). Else a
+/// called worker file could reach a loopback service its caller, whose sandbox has no network,
+/// never reaches.
+fn check_internal_reach_narrows(caller: &Worker, worker: &Worker) -> Result<()> {
+    let allowed = |worker: &Worker| -> Vec<String> {
+        worker
+            .toolsets
+            .builtins
+            .as_ref()
+            .and_then(|builtins| builtins.http.as_ref())
+            .map(|http| http.allow.clone())
+            .unwrap_or_default()
+    };
+    let caller_allows = allowed(caller);
+    if let Some(extra) = allowed(worker)
+        .into_iter()
+        .find(|entry| !caller_allows.contains(entry))
+    {
+        return Err(Error::ConfigInvalid(format!(
+            "{}: toolsets.builtins.http.allow: '{extra}' is not in the calling worker '{}''s builtins.http.allow ({}); a called worker may only reach the internal hosts its caller reaches: allow it in the caller too, or drop it",
+            worker.path.display(),
+            caller.path.display(),
+            list_or_none(&caller_allows),
+        )));
+    }
+    let origins = |worker: &Worker| -> Vec<(String, String)> {
+        worker
+            .toolsets
+            .mcp
+            .iter()
+            .flat_map(|mcp| &mcp.servers)
+            .filter_map(|(name, server)| {
+                let url = url::Url::parse(server.url.as_deref()?).ok()?;
+                Some((name.clone(), url.origin().ascii_serialization()))
+            })
+            .collect()
+    };
+    let caller_origins: Vec<String> = origins(caller).into_iter().map(|(_, o)| o).collect();
+    for (name, origin) in origins(worker) {
+        let internal = url::Url::parse(&origin)
+            .ok()
+            .and_then(|url| url.host().map(|host| is_internal_host(&host)))
+            .unwrap_or(true);
+        if internal && !caller_origins.contains(&origin) {
+            return Err(Error::ConfigInvalid(format!(
+                "{}: toolsets.mcp.servers.{name}.url: {origin} is an internal address its calling worker '{}' does not connect to ({}); a called worker may only reach the internal hosts its caller reaches: connect to it in the caller too, or drop it",
+                worker.path.display(),
+                caller.path.display(),
+                list_or_none(&caller_origins),
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// Whether `host` is an address [`refusal_reason`](crate::network::address::refusal_reason)
+/// refuses (the one SSRF decision), or `localhost` (a name is otherwise taken as public: the
+/// egress policy resolves it when it connects).
+fn is_internal_host(host: &url::Host<&str>) -> bool {
+    use std::net::IpAddr;
+    match host {
+        url::Host::Domain(name) => {
+            let name = name.trim_end_matches('.').to_ascii_lowercase();
+            name == "localhost" || name.ends_with(".localhost")
+        }
+        url::Host::Ipv4(ip) => crate::network::address::refusal_reason(IpAddr::V4(*ip)).is_some(),
+        url::Host::Ipv6(ip) => crate::network::address::refusal_reason(IpAddr::V6(*ip)).is_some(),
+    }
+}
+
+fn list_or_none(items: &[String]) -> String {
+    if items.is_empty() {
+        "none".into()
+    } else {
+        items.join(", ")
+    }
 }
 
 /// The sandbox of a toolset: the worker's, with the keys of the toolset's own `sandbox` in

@@ -67,7 +67,7 @@ fn passing(name: &str) -> [(String, String); 5] {
         ),
         (
             format!(
-                "mcp: {{ servers: {{ web: {{ url: 'http://127.0.0.1:9/mcp', headers: {{ Authorization: 'Bearer ${{{name}}}' }} }} }} }}"
+                "mcp: {{ servers: {{ web: {{ url: 'https://mcp.example.com/mcp', headers: {{ Authorization: 'Bearer ${{{name}}}' }} }} }} }}"
             ),
             "toolsets.mcp.servers.web.headers.Authorization".into(),
         ),
@@ -280,6 +280,59 @@ fn a_called_worker_sends_the_search_key_only_where_its_caller_does() {
     let top = worker(&d, "top", &[own], &["sub"]);
     assert_eq!(plans(&top), 2);
     worker(&d, "sub", &["builtins: { tools: [web_search] }"], &[]);
+    let top = worker(&d, "top", &["shell: { default: ask }"], &["sub"]);
+    assert_eq!(plans(&top), 2);
+}
+
+#[test]
+fn a_called_worker_reaches_no_internal_host_its_caller_does_not() {
+    let temp = dir();
+    let d = temp.path.clone();
+    let http = |allow: &str| {
+        format!("builtins: {{ tools: [http_request], http: {{ allow: [{allow}] }} }}")
+    };
+    let server = |url: &str| format!("mcp: {{ servers: {{ api: {{ url: '{url}' }} }} }}");
+    // http_request's internal hosts, and MCP servers by URL on internal hosts (several forms).
+    for (callee, setting) in [
+        (http("127.0.0.1"), "toolsets.builtins.http.allow"),
+        (http("10.0.0.0/8"), "toolsets.builtins.http.allow"),
+        (
+            server("http://127.0.0.1:8080/mcp"),
+            "toolsets.mcp.servers.api.url",
+        ),
+        (
+            server("http://localhost:9/mcp"),
+            "toolsets.mcp.servers.api.url",
+        ),
+        (server("http://[::1]:9/mcp"), "toolsets.mcp.servers.api.url"),
+        (
+            server("http://169.254.169.254/latest"),
+            "toolsets.mcp.servers.api.url",
+        ),
+        (
+            server("http://[::ffff:10.1.2.3]/mcp"),
+            "toolsets.mcp.servers.api.url",
+        ),
+    ] {
+        worker(&d, "sub", &[&callee], &[]);
+        for caller in [
+            "shell: { default: ask }".to_string(),
+            http("192.168.1.1"),
+            server("http://127.0.0.1:8081/mcp"),
+        ] {
+            let top = worker(&d, "top", &[&caller], &["sub"]);
+            let message = plan_error(&top);
+            assert!(
+                message.contains(setting) && message.contains("internal"),
+                "{callee} under {caller}: {message}"
+            );
+        }
+        // The caller reaches it too: accepted.
+        let top = worker(&d, "top", &[&callee], &["sub"]);
+        assert_eq!(plans(&top), 2, "{callee}");
+    }
+    // A public MCP server by URL is the called worker's own choice.
+    worker(&d, "sub", &[&server("https://mcp.example.com/mcp")], &[]);
     let top = worker(&d, "top", &["shell: { default: ask }"], &["sub"]);
     assert_eq!(plans(&top), 2);
 }
