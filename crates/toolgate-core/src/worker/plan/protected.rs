@@ -293,6 +293,7 @@ impl WorkerPlan {
                 }
             }
             if let Some(mcp) = &planned.mcp {
+                let on_the_host = mcp.sandbox().sandbox.is_none();
                 for server in mcp.servers() {
                     let McpTransport::Stdio { command, args, .. } = &server.transport else {
                         continue;
@@ -302,6 +303,17 @@ impl WorkerPlan {
                             &script,
                             format!("a file the MCP server '{}' of '{name}' runs", server.name),
                         );
+                    }
+                    if on_the_host && is_node_launcher(command) {
+                        for file in NODE_PROJECT_FILES {
+                            guards.protect(
+                                &worker.work_dir.join(file),
+                                format!(
+                                    "decides what the MCP server '{}' of '{name}' runs on the host (sandbox off)",
+                                    server.name
+                                ),
+                            );
+                        }
                     }
                 }
             }
@@ -411,6 +423,23 @@ fn protect_program_config(guards: &mut Guards, planned: &PlannedWorker, work_dir
             }
         }
     }
+}
+
+/// What decides the code a Node launcher (`npx pkg`, `npm run x`, `node .`) runs in its
+/// working directory: the packages found there, the scripts and `imports` of `package.json`,
+/// npm's `node-options`.
+const NODE_PROJECT_FILES: &[&str] = &["node_modules", "package.json", ".npmrc"];
+
+/// Whether `command` is a Node launcher that resolves code from its working directory.
+fn is_node_launcher(command: &str) -> bool {
+    let name = Path::new(command)
+        .file_name()
+        .and_then(|name| name.to_str())
+        .unwrap_or(command);
+    matches!(
+        name,
+        "node" | "npx" | "npm" | "pnpm" | "pnpx" | "yarn" | "bun" | "bunx" | "corepack" | "deno"
+    )
 }
 
 /// The outermost `node_modules` folder on the way to `path` (the one Node finds a package's

@@ -469,3 +469,34 @@ fn a_symlink_on_the_way_to_the_worker_file_is_protected_as_the_link() {
         "{protect:?}"
     );
 }
+
+#[test]
+fn a_node_launcher_on_the_host_protects_what_decides_the_code_it_runs() {
+    for (sandbox, on_the_host) in [("sandbox: { mode: off }", true), ("", false)] {
+        for server in [
+            "{ command: npx, args: [-y, some-server] }",
+            "{ command: npm, args: [run, -s, serve] }",
+            "{ command: /usr/bin/node, args: [server.mjs] }",
+        ] {
+            let temp = dir();
+            let d = temp.path.clone();
+            write(&d, "server.mjs", "\n");
+            let top = write(
+                &d,
+                "worker.yaml",
+                &format!(
+                    "name: main\ntoolsets:\n  shell: {{ default: ask }}\n  mcp: {{ servers: {{ s: {server} }}, {sandbox} }}\n"
+                ),
+            );
+            let plan = plan_worker(&top, &LoadOptions::default()).unwrap();
+            let (protect, _) = shell_lists(&plan, 0);
+            for file in ["node_modules", "package.json", ".npmrc"] {
+                assert_eq!(
+                    protect.contains(&d.join(file)),
+                    on_the_host,
+                    "{server} {sandbox}: {file} in {protect:#?}"
+                );
+            }
+        }
+    }
+}
