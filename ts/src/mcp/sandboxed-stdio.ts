@@ -6,8 +6,8 @@ import type { native } from '../native/binding.js';
 import { callNative } from '../native/errors.js';
 import { currentNetworkCall, type RefusedConnection } from '../native/network-call.js';
 
-/** How long a server's end waits for the rest of its stderr. */
-const STDERR_END_GRACE_MS = 1000;
+/** How long a server's end waits for its output streams to close. */
+const STREAMS_CLOSE_GRACE_MS = 2000;
 /** How much of a server's stderr is kept for error messages. */
 const STDERR_TAIL_BYTES = 2048;
 /** How long a server has to exit after TERM before it is killed. */
@@ -55,6 +55,8 @@ export class SandboxedStdioTransport implements Transport {
   private stderrTail = '';
   /** What the check when the server ended repaired, for the next `checkGuarded`. */
   private readonly finishedRepairs: string[] = [];
+  /** Settles once the server's end is handled (its last check made): `close()` waits for it. */
+  private ended: Promise<void> = Promise.resolve();
   private closed = false;
 
   constructor(
@@ -126,22 +128,30 @@ export class SandboxedStdioTransport implements Transport {
       });
     });
     // The launcher's last words (a limit that ended the server) are on stderr just before it
-    // exits: the failure waits for the stream's end, briefly (a process that escaped the
-    // launcher could hold it open).
-    const stderrEnded = new Promise<void>((resolve) => (child.stderr ? child.stderr.once('close', () => resolve()) : resolve()));
+    // exits, and the server's processes in its sandbox end just after it: the last check of the
+    // guarded paths and the failure wait until both streams are closed, briefly (a process
+    // that escaped the launcher could hold them open).
+    const closed = (stream: NodeJS.ReadableStream | null) =>
+      new Promise<void>((resolve) => (stream ? stream.once('close', () => resolve()) : resolve()));
+    const streamsClosed = Promise.all([closed(child.stdout), closed(child.stderr)]);
+    let endHandled: () => void = () => undefined;
+    this.ended = new Promise<void>((resolve) => {
+      endHandled = resolve;
+    });
     child.on('exit', (code, signal) => {
       running.delete(child);
-      // The last check's messages (and why the server was stopped, when it was) go to the
-      // next call's result.
-      this.finishedRepairs.push(...this.launch.finish());
       const why = signal ? `exited on signal ${signal}` : `exited with code ${code}`;
       let timer: NodeJS.Timeout | undefined;
       const grace = new Promise<void>((resolve) => {
-        timer = setTimeout(resolve, STDERR_END_GRACE_MS);
+        timer = setTimeout(resolve, STREAMS_CLOSE_GRACE_MS);
       });
-      void Promise.race([stderrEnded, grace]).then(() => {
+      void Promise.race([streamsClosed, grace]).then(() => {
         clearTimeout(timer);
+        // The last check's messages (and why the server was stopped, when it was) go to the
+        // next call's result.
+        this.finishedRepairs.push(...this.launch.finish());
         this.fail(why);
+        endHandled();
       });
     });
     child.stdout?.on('data', (chunk: Buffer) => this.receive(chunk));
@@ -194,6 +204,7 @@ export class SandboxedStdioTransport implements Transport {
       await exited;
       clearTimeout(timer);
     }
+    await this.ended;
     this.buffer.clear();
     this.onclose?.();
   }

@@ -6,7 +6,8 @@
 //! calls, and git or toolgate on the host would find such a file meanwhile: a thread of the
 //! server's launch checks the paths every [`WATCH_INTERVAL`] and keeps the repairs' messages
 //! for the next tool call's result. A server that makes such paths again and again would win
-//! that race most of the time: after [`MAX_REPAIRS`] repairs its process group is killed.
+//! that race most of the time: when [`STOP_AFTER_CHECKS`] checks in a row had to repair, its
+//! process group is killed.
 
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::thread::JoinHandle;
@@ -18,9 +19,9 @@ use crate::sandbox::{GuardSnapshot, Sandbox};
 pub const WATCH_INTERVAL: Duration = Duration::from_millis(100);
 /// Messages kept for the next call at most (a server that keeps planting says so anyway).
 const MAX_PENDING: usize = 64;
-/// Repairs after which the server is stopped: configuration made once may be a mistake of a
-/// tool, made again after being removed it is an attempt.
-pub const MAX_REPAIRS: usize = 3;
+/// Checks in a row that had to repair, after which the server is stopped: configuration made
+/// once may be a tool's mistake, made again within 0.1 s of each removal it is a loop.
+pub const STOP_AFTER_CHECKS: usize = 3;
 
 /// What the watching thread and the after-call check share.
 struct Shared {
@@ -36,7 +37,8 @@ struct Shared {
 #[derive(Default)]
 struct Server {
     group: Option<i32>,
-    repairs: usize,
+    /// Checks in a row that repaired something.
+    streak: usize,
     killed: bool,
 }
 
@@ -80,9 +82,7 @@ impl GuardWatch {
     pub(super) fn repair(&self) -> Vec<String> {
         let mut pending = lock(&self.shared.pending);
         let mut messages = pending.as_mut().map(std::mem::take).unwrap_or_default();
-        let repaired = self.shared.sandbox.repair_guarded(&self.shared.before);
-        messages.extend(self.shared.count(repaired.len()));
-        messages.extend(repaired);
+        messages.extend(self.shared.sandbox.repair_guarded(&self.shared.before));
         messages
     }
 
@@ -95,12 +95,13 @@ impl GuardWatch {
 }
 
 impl Shared {
-    /// Counts `repairs` more; past [`MAX_REPAIRS`] kills the server's process group (once) and
+    /// One more check of the watch, which repaired `repairs` paths: after
+    /// [`STOP_AFTER_CHECKS`] such checks in a row, kills the server's process group (once) and
     /// says so.
     fn count(&self, repairs: usize) -> Option<String> {
         let mut server = lock(&self.server);
-        server.repairs += repairs;
-        if server.repairs < MAX_REPAIRS || server.killed {
+        server.streak = if repairs == 0 { 0 } else { server.streak + 1 };
+        if server.streak < STOP_AFTER_CHECKS || server.killed {
             return None;
         }
         let group = server.group?;
@@ -108,8 +109,8 @@ impl Shared {
         // SAFETY: kill has no memory effects; the group is the server's launcher's own.
         unsafe { libc::kill(-group, libc::SIGKILL) };
         Some(format!(
-            "toolgate: the MCP server made protected configuration {} times although it was removed each time; the server was stopped",
-            server.repairs
+            "toolgate: the MCP server made protected configuration again at {} checks in a row, each time after it was removed; the server was stopped",
+            server.streak
         ))
     }
 }
