@@ -492,13 +492,10 @@ fn folder_entry_points(folder: &Path) -> Vec<PathBuf> {
     points
 }
 
-/// `path` as JSON, when it is a small file that parses.
+/// `path` as JSON, when it is a small regular file that parses.
 fn read_small_json(path: &Path) -> Option<serde_json::Value> {
-    let meta = std::fs::metadata(path).ok()?;
-    if !meta.is_file() || meta.len() > 1024 * 1024 {
-        return None;
-    }
-    serde_json::from_slice(&std::fs::read(path).ok()?).ok()
+    let bytes = crate::fs::read_small_regular_file(path, 1024 * 1024)?;
+    serde_json::from_slice(&bytes).ok()
 }
 
 /// What Node and Python add to a module name they look for (`node ./server`, `-m srv`).

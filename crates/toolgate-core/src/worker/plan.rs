@@ -470,14 +470,10 @@ fn check_env_narrows(caller: &Worker, worker: &Worker) -> Result<()> {
     else {
         return Ok(());
     };
-    let mut names: Vec<&str> = passed.iter().map(|known| known.name.as_str()).collect();
+    let mut names: Vec<String> = passed.into_iter().map(|known| known.name).collect();
     names.sort_unstable();
     names.dedup();
-    let names = if names.is_empty() {
-        "none".to_string()
-    } else {
-        names.join(", ")
-    };
+    let names = list_or_none(&names);
     let name = &extra.name;
     Err(Error::ConfigInvalid(format!(
         "{}: {}: the host environment variable {name} is not passed on by the calling worker '{}' (it passes on: {names}); a called worker may only pass on the host variables its caller passes on: add {name} to an env_passthrough of the caller's shell, cli_execute or executables toolset (or use ${{{name}}} in its mcp servers), or drop {name} from the called worker",

@@ -252,6 +252,15 @@ fn several_calls_at_once_ask_nobody_and_name_every_call() {
     drop((a, b));
 }
 
+/// A connection to `listener`, opened now and used later.
+fn open_to(listener: &CallHandle) -> std::net::TcpStream {
+    let stream = std::net::TcpStream::connect(listener.local_addr()).unwrap();
+    stream
+        .set_read_timeout(Some(std::time::Duration::from_secs(10)))
+        .unwrap();
+    stream
+}
+
 /// Sends `GET http://host:port/hello` on a connection opened earlier and reads the answer.
 fn get_on(mut stream: std::net::TcpStream, host: &str, port: u16) -> String {
     use std::io::Write;
@@ -272,13 +281,7 @@ fn a_connection_keeps_the_context_it_was_accepted_in_and_asks_nobody_after_its_c
     let run = RunAllowances::new();
     let asker = answering(AskAnswer::Approve);
     let call = |id: &str| tool_call(id, "s_fetch", Some(Arc::clone(&asker)), &run, None);
-    let connect = || {
-        let stream = std::net::TcpStream::connect(listener.local_addr()).unwrap();
-        stream
-            .set_read_timeout(Some(std::time::Duration::from_secs(10)))
-            .unwrap();
-        stream
-    };
+    let connect = || open_to(&listener);
     // Opened before the call, used during it: the listener's own context, nobody asked.
     let early = connect();
     // The proxy has accepted it (a connection it has not accepted yet has no context): a
@@ -327,13 +330,7 @@ fn a_connection_made_before_a_call_begins_or_ends_stays_outside_it_when_the_prox
     let run = RunAllowances::new();
     let asker = answering(AskAnswer::Approve);
     let call = |id: &str| tool_call(id, "s_fetch", Some(Arc::clone(&asker)), &run, None);
-    let connect = || {
-        let stream = std::net::TcpStream::connect(listener.local_addr()).unwrap();
-        stream
-            .set_read_timeout(Some(std::time::Duration::from_secs(10)))
-            .unwrap();
-        stream
-    };
+    let connect = || open_to(&listener);
     let busy = std::time::Duration::from_millis(500);
     // Made before the call while the proxy is busy: it is accepted only after the call began,
     // and is still not the call's.
