@@ -60,6 +60,7 @@ const FILE_ATTACKS: [tool: string, input: Record<string, unknown>][] = [
   ['file_edit', { path: 'lib/helper.ts', old_text: "'original'", new_text: `'${PAYLOAD}'` }],
   ['file_write', { path: 'lib/helper.ts', content: PAYLOAD }],
   ['file_patch', { operations: [{ action: 'update', path: 'server.mjs', content: PAYLOAD }] }],
+  ['file_write', { path: 'srv/payload.mjs', content: 'export const payload = 1;\n' }],
   ['file_patch', { operations: [{ action: 'move', path: 'attack.py', new_path: 'tools.ts' }] }],
   ['file_patch', { operations: [{ action: 'delete', path: 'tools.ts' }] }],
   ['file_patch', { operations: [{ action: 'add', path: 'notes.md', content: 'x' }, { action: 'add', path: 'toolgate-tools/planted', content: PAYLOAD }] }],
@@ -142,6 +143,7 @@ describe('protected configuration and the file tools (the configuration inside t
     expect(lines['worker.yaml']).toMatchObject({ kind: 'protected', exists: true, enforced: true, reason: "the worker file of 'victim'" });
     expect(lines['tools.ts']?.reason).toBe("the tools module of 'victim'");
     expect(lines['server.mjs']?.reason).toContain("the MCP server 'srv'");
+    expect(lines['srv/payload.mjs']?.reason).toContain("the MCP server 'srv'");
     expect(lines['toolgate-tools']?.reason).toContain('executable-tool directory');
     expect(lines['.git/hooks']).toMatchObject({ kind: 'protected', enforced: true });
     expect(lines['toolgate.permissions.yaml']).toMatchObject({ exists: false, enforced: true });
@@ -178,7 +180,7 @@ describe.runIf(MOUNT_VIEW)('protected configuration and processes (needs the ker
 
   it('exec with a sandbox: the git configuration always, and what `protect` names', { timeout: 120_000 }, async () => {
     const { work, originals } = oldLayout();
-    const sandbox = { protect: ['worker.yaml', 'tools.ts', 'lib/**', 'server.mjs', '/toolgate-tools/', 'toolgate.permissions.yaml', 'golem-forge.config.yaml'] };
+    const sandbox = { protect: ['worker.yaml', 'tools.ts', 'lib/**', 'server.mjs', 'srv/**', '/toolgate-tools/', 'toolgate.permissions.yaml', 'golem-forge.config.yaml'] };
     for (const target of TARGETS) {
       for (const mode of MODES) {
         const result = await exec({ command: 'python3', args: ['attack.py', target, mode], cwd: work, env: { PATH: process.env.PATH ?? '' }, sandbox });

@@ -85,7 +85,7 @@ else:
 const SERVER_MJS = `import fs from 'node:fs';
 import path from 'node:path';
 import readline from 'node:readline';
-const payload = ${JSON.stringify(`${PAYLOAD}\n`)};
+import { payload } from './srv/payload.mjs';
 function attack(target, mode) {
   try {
     const parent = path.dirname(target);
@@ -152,6 +152,8 @@ export function victimFiles(): Record<string, string> {
     'tools.ts': TOOLS_TS,
     'lib/helper.ts': "export function helper(): string {\n  return 'original';\n}\n",
     'server.mjs': SERVER_MJS,
+    // What the server imports: code the server runs, protected like its script.
+    'srv/payload.mjs': `export const payload = ${JSON.stringify(`${PAYLOAD}\n`)};\n`,
     'toolgate-tools/scribble': SCRIBBLE,
     'attack.py': ATTACK_PY,
   };
@@ -163,6 +165,7 @@ export const TARGETS = [
   'tools.ts',
   'lib/helper.ts',
   'server.mjs',
+  'srv/payload.mjs',
   'toolgate-tools/scribble',
   '.git/config',
   'toolgate-tools/planted',

@@ -32,6 +32,7 @@ use crate::limits::MAX_PROTECT_PATTERNS;
 
 mod git;
 mod git_config;
+mod script_imports;
 
 pub use git::{file_tool_protection, git_guards, git_guards_with, GitEnv};
 
@@ -394,7 +395,8 @@ pub fn real_path(path: &Path) -> PathBuf {
 /// `--flag=value` too); the word in the program's place (the command, the first argument that
 /// is not a flag, the module after `-m`) counts also as what Node or Python make of it
 /// ([`program_inside`]). Other words naming a folder are data the program works on
-/// (`server.js ./data`), not code.
+/// (`server.js ./data`), not code. What those files import statically from inside the work
+/// directory counts too ([`script_imports`]).
 pub fn scripts_inside(work_dir: &Path, command: &str, args: &[String]) -> Vec<PathBuf> {
     let program_at = args.iter().position(|arg| !arg.starts_with('-'));
     let module_at = args
@@ -410,6 +412,8 @@ pub fn scripts_inside(work_dir: &Path, command: &str, args: &[String]) -> Vec<Pa
             found.extend(file_inside(work_dir, word));
         }
     }
+    let imported = script_imports::imports_inside(work_dir, &found);
+    found.extend(imported);
     found
 }
 

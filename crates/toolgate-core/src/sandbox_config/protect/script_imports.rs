@@ -1,0 +1,369 @@
+//! What an MCP server's own code loads from inside the work directory besides the scripts its
+//! command line names: their static imports, followed file by file. A sandboxed process that
+//! could rewrite `lib.js`, which `server.js` imports, would change the code the server runs at
+//! its next start as surely as by rewriting `server.js`.
+//!
+//! Read by patterns, not parsed: an import-like string in a comment protects one more file,
+//! which costs nothing. Followed:
+//!
+//! - JavaScript and TypeScript: `import … from '…'`, `import '…'`, `export … from '…'`,
+//!   `import('…')` and `require('…')` with a literal. A relative or absolute specifier is
+//!   resolved as Node and TypeScript resolve it (the name, then with an extension, then `x.ts`
+//!   for an `x.js` it names; a folder is protected whole); a package name protects its folder
+//!   in the nearest `node_modules` inside the work directory.
+//! - Python: `import a.b`, `from a import b` (from the script's own folder and the work
+//!   directory, where Python looks first), and relative `from . import x`, `from ..m import y`;
+//!   a module is `name.py`, a package its folder (protected whole).
+//!
+//! Not followed: names computed at run time (`import(name)`, `importlib.import_module(name)`).
+
+use std::collections::{BTreeSet, VecDeque};
+use std::path::{Path, PathBuf};
+use std::sync::LazyLock;
+
+use regex::Regex;
+
+/// The most files read while following one server's imports.
+const MAX_FILES: usize = 2_000;
+/// Larger files are not read (generated bundles import nothing worth following).
+const MAX_FILE_BYTES: u64 = 2 * 1024 * 1024;
+
+/// What Node and TypeScript try after a relative specifier that names no file.
+const JS_EXTENSIONS: &[&str] = &[
+    ".js", ".mjs", ".cjs", ".ts", ".mts", ".cts", ".tsx", ".jsx", ".json", ".node",
+];
+/// A folder's entry points, whose own imports are followed.
+const FOLDER_ENTRIES: &[&str] = &[
+    "index.js",
+    "index.mjs",
+    "index.cjs",
+    "index.ts",
+    "__init__.py",
+    "__main__.py",
+];
+
+static JS_IMPORT: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r#"(?:\bfrom|\bimport|\brequire)\s*\(?\s*["']([^"'\r\n]{1,1000})["']"#)
+        .expect("a valid pattern")
+});
+static PY_IMPORT: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"(?m)^[ \t]*import[ \t]+([\w.]+(?:[ \t]+as[ \t]+\w+)?(?:[ \t]*,[ \t]*[\w.]+(?:[ \t]+as[ \t]+\w+)?)*)")
+        .expect("a valid pattern")
+});
+static PY_FROM: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"(?m)^[ \t]*from[ \t]+(\.*)([\w.]*)[ \t]+import[ \t]+(\([^)]*\)|[^\r\n#]*)")
+        .expect("a valid pattern")
+});
+static PY_NAME: LazyLock<Regex> =
+    LazyLock::new(|| Regex::new(r"[A-Za-z_]\w*").expect("a valid pattern"));
+
+/// The files and folders inside `work_dir` that `entries` (what a server's command line names:
+/// scripts and folders) import, directly or through each other.
+pub(super) fn imports_inside(work_dir: &Path, entries: &[PathBuf]) -> Vec<PathBuf> {
+    let mut queue: VecDeque<(PathBuf, PathBuf)> = VecDeque::new();
+    for entry in entries {
+        let Ok(real) = std::fs::canonicalize(entry) else {
+            continue;
+        };
+        // Python looks for top-level modules beside the script run (for `-m pkg`, in the
+        // folder it runs in: the package's parent here).
+        let top = real.parent().unwrap_or(work_dir).to_path_buf();
+        if real.is_dir() {
+            for file in entry_points(&real) {
+                queue.push_back((file, top.clone()));
+            }
+        } else {
+            queue.push_back((real, top));
+        }
+    }
+    let mut read = BTreeSet::new();
+    let mut found = BTreeSet::new();
+    while let Some((file, top)) = queue.pop_front() {
+        if read.len() >= MAX_FILES || !read.insert(file.clone()) {
+            continue;
+        }
+        let Some(folder) = file.parent() else {
+            continue;
+        };
+        let Some(bytes) = crate::fs::read_small_regular_file(&file, MAX_FILE_BYTES) else {
+            continue;
+        };
+        let text = String::from_utf8_lossy(&bytes);
+        let targets = if is_python(&file) {
+            python_imports(&text, folder, &[top.as_path(), work_dir])
+        } else {
+            js_imports(&text, folder, work_dir)
+        };
+        for target in targets {
+            let Ok(real) = std::fs::canonicalize(&target) else {
+                continue;
+            };
+            if !real.starts_with(work_dir) || real == work_dir || !found.insert(real.clone()) {
+                continue;
+            }
+            if real.is_dir() {
+                queue.extend(entry_points(&real).into_iter().map(|f| (f, top.clone())));
+            } else {
+                queue.push_back((real, top.clone()));
+            }
+        }
+    }
+    found.into_iter().collect()
+}
+
+fn is_python(file: &Path) -> bool {
+    file.extension().is_some_and(|extension| extension == "py")
+}
+
+/// The entry points of `folder` that exist.
+fn entry_points(folder: &Path) -> Vec<PathBuf> {
+    FOLDER_ENTRIES
+        .iter()
+        .map(|name| folder.join(name))
+        .filter(|file| file.is_file())
+        .collect()
+}
+
+/// What the JavaScript or TypeScript `text` of a file in `folder` imports, resolved.
+fn js_imports(text: &str, folder: &Path, work_dir: &Path) -> Vec<PathBuf> {
+    JS_IMPORT
+        .captures_iter(text)
+        .filter_map(|captures| {
+            let specifier = captures.get(1)?.as_str();
+            if specifier.starts_with("./") || specifier.starts_with("../") || specifier == "." {
+                resolve_relative(&folder.join(specifier))
+            } else if specifier.starts_with('/') {
+                resolve_relative(Path::new(specifier))
+            } else {
+                package_folder(specifier, folder, work_dir)
+            }
+        })
+        .collect()
+}
+
+/// A relative specifier's file as Node and TypeScript find it: the name, the name with an
+/// extension, the TypeScript file an emitted `.js` name stands for, or the folder.
+fn resolve_relative(named: &Path) -> Option<PathBuf> {
+    if named.is_file() {
+        return Some(named.to_path_buf());
+    }
+    let completed = JS_EXTENSIONS.iter().find_map(|extension| {
+        let mut with = named.as_os_str().to_os_string();
+        with.push(extension);
+        Some(PathBuf::from(with)).filter(|file| file.is_file())
+    });
+    let typescript = || {
+        let emitted = named.extension()?.to_str()?;
+        let source = match emitted {
+            "js" => "ts",
+            "mjs" => "mts",
+            "cjs" => "cts",
+            "jsx" => "tsx",
+            _ => return None,
+        };
+        Some(named.with_extension(source)).filter(|file| file.is_file())
+    };
+    completed
+        .or_else(typescript)
+        .or_else(|| named.is_dir().then(|| named.to_path_buf()))
+}
+
+/// The folder of package `specifier` (`pkg`, `pkg/sub`, `@scope/pkg/sub`) in the nearest
+/// `node_modules` from `folder` up to `work_dir`; built-ins (`node:fs`) have none.
+fn package_folder(specifier: &str, folder: &Path, work_dir: &Path) -> Option<PathBuf> {
+    if specifier.contains(':') || specifier.is_empty() {
+        return None;
+    }
+    let mut parts = specifier.split('/');
+    let first = parts.next()?;
+    let name = if first.starts_with('@') {
+        PathBuf::from(first).join(parts.next()?)
+    } else {
+        PathBuf::from(first)
+    };
+    folder
+        .ancestors()
+        .take_while(|ancestor| ancestor.starts_with(work_dir))
+        .map(|ancestor| ancestor.join("node_modules").join(&name))
+        .find(|package| package.is_dir())
+}
+
+/// What the Python `text` of a file in `folder` imports: top-level modules from `tops`,
+/// relative ones from `folder` and its parents.
+fn python_imports(text: &str, folder: &Path, tops: &[&Path]) -> Vec<PathBuf> {
+    let mut found = Vec::new();
+    let mut module = |base: &Path, dotted: &str| {
+        let first = dotted.split('.').next().unwrap_or_default();
+        if first.is_empty() {
+            return;
+        }
+        for candidate in [base.join(format!("{first}.py")), base.join(first)] {
+            if candidate.exists() {
+                found.push(candidate);
+            }
+        }
+    };
+    for captures in PY_IMPORT.captures_iter(text) {
+        for item in captures[1].split(',') {
+            let dotted = item.split_whitespace().next().unwrap_or_default();
+            for top in tops {
+                module(top, dotted);
+            }
+        }
+    }
+    for captures in PY_FROM.captures_iter(text) {
+        let dots = captures[1].len();
+        let dotted = &captures[2];
+        if dots == 0 {
+            for top in tops {
+                module(top, dotted);
+            }
+            continue;
+        }
+        // `.` is this file's package (its folder), each further dot one folder up.
+        let Some(base) = folder.ancestors().nth(dots - 1) else {
+            continue;
+        };
+        if dotted.is_empty() {
+            // `from . import a, b`: the names are modules of the package.
+            for name in PY_NAME.find_iter(&captures[3]) {
+                if name.as_str() != "as" {
+                    module(base, name.as_str());
+                }
+            }
+        } else {
+            // `from .net.http import get`: every package on the way runs too.
+            let mut path = base.to_path_buf();
+            for part in dotted.split('.') {
+                module(&path, part);
+                path.push(part);
+            }
+        }
+    }
+    found
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn write(root: &Path, relative: &str, text: &str) {
+        let path = root.join(relative);
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(path, text).unwrap();
+    }
+
+    fn relative(root: &Path, found: Vec<PathBuf>) -> Vec<String> {
+        found
+            .iter()
+            .map(|path| path.strip_prefix(root).unwrap().display().to_string())
+            .collect()
+    }
+
+    #[test]
+    fn javascript_imports_are_followed_through_every_form() {
+        let temp = tempfile::tempdir().unwrap();
+        let root = std::fs::canonicalize(temp.path()).unwrap();
+        write(
+            &root,
+            "srv/server.mjs",
+            "import { a } from './lib/a.js';\nimport './side.mjs';\nexport * from \"../shared/b\";\nconst c = await import('./c.cjs');\nconst d = require ( './d' );\nimport fs from 'node:fs';\nimport { z } from 'zod';\nimport x from '@scope/pkg/sub';\n",
+        );
+        write(&root, "srv/lib/a.ts", "import { deep } from './deep.js';\n");
+        write(&root, "srv/lib/deep.ts", "export const deep = 1;\n");
+        write(&root, "srv/side.mjs", "");
+        write(
+            &root,
+            "shared/b.js",
+            "module.exports = require('./b-helper.json');\n",
+        );
+        write(&root, "shared/b-helper.json", "{}");
+        write(&root, "srv/c.cjs", "");
+        write(&root, "srv/d/index.js", "require('../e');\n");
+        write(&root, "srv/e.js", "");
+        write(&root, "node_modules/zod/index.js", "");
+        write(&root, "node_modules/@scope/pkg/sub.js", "");
+        write(&root, "srv/unrelated.js", "");
+        let found = imports_inside(&root, &[root.join("srv/server.mjs")]);
+        assert_eq!(
+            relative(&root, found),
+            [
+                "node_modules/@scope/pkg",
+                "node_modules/zod",
+                "shared/b-helper.json",
+                "shared/b.js",
+                "srv/c.cjs",
+                "srv/d",
+                "srv/e.js",
+                "srv/lib/a.ts",
+                "srv/lib/deep.ts",
+                "srv/side.mjs",
+            ]
+        );
+    }
+
+    #[test]
+    fn python_imports_are_followed_from_the_script_and_its_packages() {
+        let temp = tempfile::tempdir().unwrap();
+        let root = std::fs::canonicalize(temp.path()).unwrap();
+        write(
+            &root,
+            "server.py",
+            "import os, helpers as h\nfrom tools.search import find\nfrom config import (\n  a,\n  b,\n)\nimport json\n",
+        );
+        write(&root, "helpers.py", "");
+        write(
+            &root,
+            "tools/__init__.py",
+            "from . import fmt, net as n\nfrom .net.http import get\n",
+        );
+        write(&root, "tools/fmt.py", "from ..util import x\n");
+        write(&root, "tools/net/__init__.py", "");
+        write(&root, "util.py", "");
+        write(&root, "config.py", "");
+        write(&root, "unrelated.py", "");
+        let found = imports_inside(&root, &[root.join("server.py")]);
+        assert_eq!(
+            relative(&root, found),
+            [
+                "config.py",
+                "helpers.py",
+                "tools",
+                "tools/fmt.py",
+                "tools/net",
+                "util.py"
+            ]
+        );
+    }
+
+    #[test]
+    fn a_package_run_with_dash_m_is_followed_from_its_entry_points() {
+        let temp = tempfile::tempdir().unwrap();
+        let root = std::fs::canonicalize(temp.path()).unwrap();
+        write(
+            &root,
+            "srv/__main__.py",
+            "from .app import run\nimport common\n",
+        );
+        write(&root, "srv/app.py", "");
+        write(&root, "common.py", "");
+        let found = imports_inside(&root, &[root.join("srv")]);
+        assert_eq!(relative(&root, found), ["common.py", "srv/app.py"]);
+    }
+
+    #[test]
+    fn nothing_outside_the_work_directory_and_cycles_end() {
+        let temp = tempfile::tempdir().unwrap();
+        let outer = std::fs::canonicalize(temp.path()).unwrap();
+        let root = outer.join("work");
+        write(
+            &root,
+            "a.js",
+            "import './b.js'; import '../outside.js'; import '/etc/hostname';\n",
+        );
+        write(&root, "b.js", "import './a.js';\n");
+        write(&outer, "outside.js", "");
+        let found = imports_inside(&root, &[root.join("a.js")]);
+        assert_eq!(relative(&root, found), ["a.js", "b.js"]);
+    }
+}
