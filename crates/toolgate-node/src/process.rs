@@ -142,24 +142,8 @@ impl ProcessHandle {
                     "attachNetwork() must come before wait(), which was already called".into(),
                 )
             })?;
-            job.set_network(run.call(tool_call_id, tool))
-        })
-    }
-
-    /// Starts the process now, on this thread (after `attachNetwork`, before `wait()`), so
-    /// that it runs while `wait()`'s work is handed to the I/O threads. Optional: `wait()`
-    /// starts it otherwise. Never throws: a failure to start is what `wait()` rejects with.
-    #[napi]
-    pub fn start(&self, env: Env) -> napi::Result<()> {
-        infallible(&env, "ProcessHandle.start", || {
-            let mut slot = self
-                .job
-                .lock()
-                .unwrap_or_else(|poisoned| poisoned.into_inner());
-            if let Some(job) = slot.as_mut() {
-                // Starting registers with the runtime (pipes, the egress proxy).
-                napi::bindgen_prelude::within_runtime_if_available(|| job.start());
-            }
+            job.set_network(run.call(tool_call_id, tool));
+            Ok(())
         })
     }
 

@@ -1,4 +1,4 @@
-import { awaitNative, callNative } from './errors.js';
+import { awaitNative } from './errors.js';
 import { attachProcess, withRefusals, type RefusedConnection } from './network-call.js';
 import type { native } from './binding.js';
 
@@ -25,8 +25,6 @@ export async function runProcess(
   const onAbort = () => handle.kill();
   signal?.addEventListener('abort', onAbort, { once: true });
   const collect = attachProcess(handle);
-  // Started here, the program runs while the wait is handed to the native I/O threads.
-  callNative(() => handle.start());
   try {
     const result = await awaitNative(handle.wait());
     if (result.aborted && signal?.aborted && !abortIsData) throw signal.reason;

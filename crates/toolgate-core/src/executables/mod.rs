@@ -43,7 +43,7 @@ pub use options::{
     CreateCustomToolOptions, ExecutableToolsOptions, RefreshOptions, RunToolOptions,
 };
 pub use registry::{Registry, RegistryOptions};
-pub use run::{PreparedRun, RunOptions, StartedRun, ToolOutput};
+pub use run::{PreparedRun, RunOptions, ToolOutput};
 
 pub use crate::limits::{
     EXECUTABLE_TOOL_PREFIX as LLM_NAME_PREFIX, MAX_EXECUTABLE_NAME_LEN as MAX_TOOL_NAME_LEN,

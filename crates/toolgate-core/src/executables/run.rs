@@ -16,9 +16,7 @@ use super::manifest::resolve_entrypoint;
 use super::protocol::{ending, stderr_excerpt};
 use super::{ToolFormat, ToolSpec};
 use crate::error::{Error, Result};
-use crate::exec::{
-    self, env, AbortHandle, ExecOutput, ExecRequest, RunningProcess, DEFAULT_MAX_OUTPUT_BYTES,
-};
+use crate::exec::{self, env, AbortHandle, ExecOutput, ExecRequest, DEFAULT_MAX_OUTPUT_BYTES};
 use crate::limits::{DEFAULT_EXECUTABLE_TIMEOUT, MAX_STDIN_BYTES, MAX_TIMEOUT};
 use crate::network::{refusal_note, refused_connections, ConnectionRecord, NetworkCall};
 use crate::sandbox::Sandbox;
@@ -248,33 +246,9 @@ impl PreparedRun {
     /// Runs the tool through the executor and interprets its output. A failure names the
     /// connections the egress proxy refused, so that the model can ask for the right host.
     pub async fn run(self) -> Result<ToolOutput> {
-        self.start()?.wait().await
-    }
-
-    /// Starts the tool's process (see [`StartedRun::wait`]).
-    pub fn start(self) -> Result<StartedRun> {
-        Ok(StartedRun {
-            process: exec::spawn_with_abort(self.request, self.abort)?,
-            tool: self.tool,
-            timeout: self.timeout,
-            max_output_bytes: self.max_output_bytes,
-        })
-    }
-}
-
-/// A tool run whose process has started.
-#[derive(Debug)]
-pub struct StartedRun {
-    process: RunningProcess,
-    tool: String,
-    timeout: Duration,
-    max_output_bytes: usize,
-}
-
-impl StartedRun {
-    /// Waits for the process and interprets its output (see [`PreparedRun::run`]).
-    pub async fn wait(self) -> Result<ToolOutput> {
-        let mut output = self.process.wait().await?;
+        let mut output = exec::spawn_with_abort(self.request, self.abort)?
+            .wait()
+            .await?;
         let connections = std::mem::take(&mut output.connections);
         match interpret(&self.tool, output, self.timeout, self.max_output_bytes) {
             Ok(out) => Ok(ToolOutput { connections, ..out }),
