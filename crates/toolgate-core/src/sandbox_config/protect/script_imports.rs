@@ -7,12 +7,14 @@
 //! which costs nothing. Followed:
 //!
 //! - JavaScript and TypeScript: `import … from '…'`, `import '…'`, `export … from '…'`,
-//!   `import('…')` and `require('…')` with a literal. A relative or absolute specifier is
+//!   `import('…')`, `require('…')`, `require.resolve('…')`, `new Worker('…')` and
+//!   `fork('…')` with a literal (a template literal without `${}` too). A relative or absolute specifier is
 //!   resolved as Node and TypeScript resolve it (the name, then with an extension, then `x.ts`
 //!   for an `x.js` it names; a folder is protected whole); a package name protects its folder
 //!   in the nearest `node_modules` inside the work directory.
-//! - Python: `import a.b`, `from a import b` (from the script's own folder and the work
-//!   directory, where Python looks first), and relative `from . import x`, `from ..m import y`;
+//! - Python: `import a.b`, `from a import b`, `__import__('a')`, `import_module('a')` (from
+//!   the script's own folder and the work directory, where Python looks first), and relative
+//!   `from . import x`, `from ..m import y`;
 //!   a module is `name.py`, a package its folder (protected whole).
 //!
 //! Not followed: names computed at run time (`import(name)`, `importlib.import_module(name)`).
@@ -27,6 +29,8 @@ use regex::Regex;
 const MAX_FILES: usize = 2_000;
 /// Larger files are not read (generated bundles import nothing worth following).
 const MAX_FILE_BYTES: u64 = 2 * 1024 * 1024;
+/// The most bytes read in all (the plan and every server start follow the imports again).
+const MAX_TOTAL_BYTES: usize = 64 * 1024 * 1024;
 
 /// What Node and TypeScript try after a relative specifier that names no file.
 const JS_EXTENSIONS: &[&str] = &[
@@ -43,8 +47,10 @@ const FOLDER_ENTRIES: &[&str] = &[
 ];
 
 static JS_IMPORT: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(r#"(?:\bfrom|\bimport|\brequire)\s*\(?\s*["']([^"'\r\n]{1,1000})["']"#)
-        .expect("a valid pattern")
+    Regex::new(
+        r#"(?:\bfrom|\bimport|\brequire(?:\.resolve)?|\bWorker|\bfork)\s*\(?\s*["'`]([^"'`$\r\n]{1,1000})["'`]"#,
+    )
+    .expect("a valid pattern")
 });
 static PY_IMPORT: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(r"(?m)^[ \t]*import[ \t]+([\w.]+(?:[ \t]+as[ \t]+\w+)?(?:[ \t]*,[ \t]*[\w.]+(?:[ \t]+as[ \t]+\w+)?)*)")
@@ -52,6 +58,10 @@ static PY_IMPORT: LazyLock<Regex> = LazyLock::new(|| {
 });
 static PY_FROM: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(r"(?m)^[ \t]*from[ \t]+(\.*)([\w.]*)[ \t]+import[ \t]+(\([^)]*\)|[^\r\n#]*)")
+        .expect("a valid pattern")
+});
+static PY_DYNAMIC: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r#"(?:\b__import__|\bimport_module)\(\s*["']([\w.]+)["']"#)
         .expect("a valid pattern")
 });
 static PY_NAME: LazyLock<Regex> =
@@ -77,9 +87,10 @@ pub(super) fn imports_inside(work_dir: &Path, entries: &[PathBuf]) -> Vec<PathBu
         }
     }
     let mut read = BTreeSet::new();
+    let mut bytes_read = 0;
     let mut found = BTreeSet::new();
     while let Some((file, top)) = queue.pop_front() {
-        if read.len() >= MAX_FILES || !read.insert(file.clone()) {
+        if read.len() >= MAX_FILES || bytes_read >= MAX_TOTAL_BYTES || !read.insert(file.clone()) {
             continue;
         }
         let Some(folder) = file.parent() else {
@@ -88,6 +99,7 @@ pub(super) fn imports_inside(work_dir: &Path, entries: &[PathBuf]) -> Vec<PathBu
         let Some(bytes) = crate::fs::read_small_regular_file(&file, MAX_FILE_BYTES) else {
             continue;
         };
+        bytes_read += bytes.len();
         let text = String::from_utf8_lossy(&bytes);
         let targets = if is_python(&file) {
             python_imports(&text, folder, &[top.as_path(), work_dir])
@@ -211,6 +223,11 @@ fn python_imports(text: &str, folder: &Path, tops: &[&Path]) -> Vec<PathBuf> {
             }
         }
     }
+    for captures in PY_DYNAMIC.captures_iter(text) {
+        for top in tops {
+            module(top, &captures[1]);
+        }
+    }
     for captures in PY_FROM.captures_iter(text) {
         let dots = captures[1].len();
         let dotted = &captures[2];
@@ -267,7 +284,7 @@ mod tests {
         write(
             &root,
             "srv/server.mjs",
-            "import { a } from './lib/a.js';\nimport './side.mjs';\nexport * from \"../shared/b\";\nconst c = await import('./c.cjs');\nconst d = require ( './d' );\nimport fs from 'node:fs';\nimport { z } from 'zod';\nimport x from '@scope/pkg/sub';\n",
+            "import { a } from './lib/a.js';\nimport './side.mjs';\nexport * from \"../shared/b\";\nconst c = await import('./c.cjs');\nconst d = require ( './d' );\nnew Worker(`./w.js`);\nfork('./child');\nrequire.resolve('./r.cjs');\nimport(`./${name}.js`);\nimport fs from 'node:fs';\nimport { z } from 'zod';\nimport x from '@scope/pkg/sub';\n",
         );
         write(&root, "srv/lib/a.ts", "import { deep } from './deep.js';\n");
         write(&root, "srv/lib/deep.ts", "export const deep = 1;\n");
@@ -283,6 +300,9 @@ mod tests {
         write(&root, "srv/e.js", "");
         write(&root, "node_modules/zod/index.js", "");
         write(&root, "node_modules/@scope/pkg/sub.js", "");
+        write(&root, "srv/w.js", "");
+        write(&root, "srv/child.js", "");
+        write(&root, "srv/r.cjs", "");
         write(&root, "srv/unrelated.js", "");
         let found = imports_inside(&root, &[root.join("srv/server.mjs")]);
         assert_eq!(
@@ -293,11 +313,14 @@ mod tests {
                 "shared/b-helper.json",
                 "shared/b.js",
                 "srv/c.cjs",
+                "srv/child.js",
                 "srv/d",
                 "srv/e.js",
                 "srv/lib/a.ts",
                 "srv/lib/deep.ts",
+                "srv/r.cjs",
                 "srv/side.mjs",
+                "srv/w.js",
             ]
         );
     }
@@ -309,7 +332,7 @@ mod tests {
         write(
             &root,
             "server.py",
-            "import os, helpers as h\nfrom tools.search import find\nfrom config import (\n  a,\n  b,\n)\nimport json\n",
+            "import os, helpers as h\nfrom tools.search import find\nfrom config import (\n  a,\n  b,\n)\nimport json\nplugin = importlib.import_module('plugins.one')\nold = __import__(\"legacy\")\n",
         );
         write(&root, "helpers.py", "");
         write(
@@ -321,6 +344,8 @@ mod tests {
         write(&root, "tools/net/__init__.py", "");
         write(&root, "util.py", "");
         write(&root, "config.py", "");
+        write(&root, "plugins/__init__.py", "");
+        write(&root, "legacy.py", "");
         write(&root, "unrelated.py", "");
         let found = imports_inside(&root, &[root.join("server.py")]);
         assert_eq!(
@@ -328,6 +353,8 @@ mod tests {
             [
                 "config.py",
                 "helpers.py",
+                "legacy.py",
+                "plugins",
                 "tools",
                 "tools/fmt.py",
                 "tools/net",
