@@ -4,7 +4,8 @@
 //! its next start as surely as by rewriting `server.js`.
 //!
 //! Read by patterns, not parsed: an import-like string in a comment protects one more file,
-//! which costs nothing. Followed:
+//! which costs nothing. Only code is read (by its extension, or for a file without one by its
+//! `#!` line): a data file a command line names stays data. Followed:
 //!
 //! - JavaScript and TypeScript: `import … from '…'`, `import '…'`, `export … from '…'`,
 //!   `import('…')`, `require('…')`, `require.resolve('…')`, `new Worker('…')` and
@@ -61,8 +62,7 @@ static PY_FROM: LazyLock<Regex> = LazyLock::new(|| {
         .expect("a valid pattern")
 });
 static PY_DYNAMIC: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(r#"(?:\b__import__|\bimport_module)\(\s*["']([\w.]+)["']"#)
-        .expect("a valid pattern")
+    Regex::new(r#"(?:\b__import__|\bimport_module)\(\s*["']([\w.]+)["']"#).expect("a valid pattern")
 });
 static PY_NAME: LazyLock<Regex> =
     LazyLock::new(|| Regex::new(r"[A-Za-z_]\w*").expect("a valid pattern"));
@@ -101,10 +101,10 @@ pub(super) fn imports_inside(work_dir: &Path, entries: &[PathBuf]) -> Vec<PathBu
         };
         bytes_read += bytes.len();
         let text = String::from_utf8_lossy(&bytes);
-        let targets = if is_python(&file) {
-            python_imports(&text, folder, &[top.as_path(), work_dir])
-        } else {
-            js_imports(&text, folder, work_dir)
+        let targets = match language(&file, &text) {
+            Some(Language::Python) => python_imports(&text, folder, &[top.as_path(), work_dir]),
+            Some(Language::JavaScript) => js_imports(&text, folder, work_dir),
+            None => continue, // data a command line names (`--db=./notes.json`), not code
         };
         for target in targets {
             let Ok(real) = std::fs::canonicalize(&target) else {
@@ -123,8 +123,34 @@ pub(super) fn imports_inside(work_dir: &Path, entries: &[PathBuf]) -> Vec<PathBu
     found.into_iter().collect()
 }
 
-fn is_python(file: &Path) -> bool {
-    file.extension().is_some_and(|extension| extension == "py")
+/// What a file is written in, by its extension, or for a file without one by its `#!` line.
+#[derive(Clone, Copy)]
+enum Language {
+    JavaScript,
+    Python,
+}
+
+fn language(file: &Path, text: &str) -> Option<Language> {
+    match file.extension().and_then(|extension| extension.to_str()) {
+        Some("js" | "mjs" | "cjs" | "ts" | "mts" | "cts" | "tsx" | "jsx") => {
+            Some(Language::JavaScript)
+        }
+        Some("py") => Some(Language::Python),
+        Some(_) => None,
+        None => {
+            let interpreter = text.lines().next()?.strip_prefix("#!")?;
+            if interpreter.contains("python") {
+                Some(Language::Python)
+            } else if ["node", "deno", "bun", "tsx", "ts-node"]
+                .iter()
+                .any(|name| interpreter.contains(name))
+            {
+                Some(Language::JavaScript)
+            } else {
+                None
+            }
+        }
+    }
 }
 
 /// The entry points of `folder` that exist.
@@ -376,6 +402,26 @@ mod tests {
         write(&root, "common.py", "");
         let found = imports_inside(&root, &[root.join("srv")]);
         assert_eq!(relative(&root, found), ["common.py", "srv/app.py"]);
+    }
+
+    #[test]
+    fn only_code_is_read_a_script_without_extension_by_its_interpreter() {
+        let temp = tempfile::tempdir().unwrap();
+        let root = std::fs::canonicalize(temp.path()).unwrap();
+        write(
+            &root,
+            "server",
+            "#!/usr/bin/env node\nrequire('./lib.js');\n",
+        );
+        write(&root, "tool", "#!/usr/bin/env python3\nimport helpers\n");
+        write(&root, "notes.json", "{\"import\": \"./secret.js\"}\n");
+        write(&root, "plain", "import './other.js';\n");
+        for name in ["lib.js", "helpers.py", "secret.js", "other.js"] {
+            write(&root, name, "");
+        }
+        let entries = ["server", "tool", "notes.json", "plain"].map(|name| root.join(name));
+        let found = imports_inside(&root, &entries);
+        assert_eq!(relative(&root, found), ["helpers.py", "lib.js"]);
     }
 
     #[test]
