@@ -1,0 +1,146 @@
+//! The seccomp filter as the kernel runs it: every refused system call and every argument
+//! check, made for real by a program in the sandbox, under each network setting. Each call is
+//! also made outside the sandbox, where it must fail differently (or succeed): an `EPERM`
+//! inside then is the filter's, not a missing capability's. The filter's program is checked
+//! against its rules in `toolgate-sandbox` (an interpreter, every number); this checks that the
+//! kernel reads it the same way (offsets, halves of an argument, jumps).
+
+#![cfg(all(target_os = "linux", target_arch = "x86_64"))]
+
+mod common;
+
+use std::collections::BTreeMap;
+
+use common::{installed, text, Fixture};
+use toolgate_core::exec::{self, env, ExecRequest};
+use toolgate_core::sandbox::NetworkMode;
+
+/// The calls, with arguments that do nothing where they are allowed (bad descriptors, null
+/// pointers, impossible values) and are safe for a root process outside the sandbox. Prints
+/// `name result errno` per call.
+const CALLS: &str = r#"
+import ctypes, errno, os
+libc = ctypes.CDLL(None, use_errno=True)
+L = ctypes.c_long
+null = os.open('/dev/null', os.O_RDONLY)
+def call(name, nr, *args):
+    ctypes.set_errno(0)
+    rc = libc.syscall(L(nr), *[L(a) for a in args])
+    print(name, 0 if rc >= 0 else rc, errno.errorcode.get(ctypes.get_errno(), 'none') if rc < 0 else 'none')
+    if rc > 2 and name.startswith('socket'):
+        os.close(rc)
+nobody = 0x3ffffe
+call('ptrace', 101, 2, nobody, 0, 0)
+call('process_vm_readv', 310, nobody, 0, 0, 0, 0, 0)
+call('process_vm_writev', 311, nobody, 0, 0, 0, 0, 0)
+call('add_key', 248, 0, 0, 0, 0, 0)
+call('request_key', 249, 0, 0, 0, 0)
+call('unshare_nothing', 272, 0)
+call('setns', 308, -1, 0)
+call('umount2', 166, 0, 0)
+call('chroot', 161, 0)
+call('perf_event_open', 298, 0, 0, -1, -1, 0)
+call('userfaultfd', 323, -1)
+call('io_uring_setup', 425, 1, 0)
+call('io_uring_enter', 426, -1, 0, 0, 0, 0, 0)
+call('io_uring_register', 427, -1, 0, 0, 0)
+call('finit_module', 313, -1, 0, 0)
+call('delete_module', 176, 0, 0)
+call('swapoff', 168, 0)
+call('clock_settime', 227, 0, 0)
+call('fanotify_init', 300, -1, 0)
+call('open_by_handle_at', 304, -1, 0, 0)
+call('ioperm', 173, 0x10000, 1, 0)
+call('clone3', 435, 0, 0)
+call('socket_inet_stream', 41, 2, 1, 0)
+call('socket_inet6_dgram', 41, 10, 2, 0)
+call('socket_netlink', 41, 16, 3, 0)
+call('socket_unix', 41, 1, 1, 0)
+call('socketpair_inet', 53, 2, 1, 0, 0)
+call('connect', 42, -1, 0, 0)
+call('sendto_address_low', 44, -1, 0, 0, 0, 0x10, 16)
+call('sendto_address_high', 44, -1, 0, 0, 0, 0x7fff00000000, 16)
+call('sendto_no_address', 44, -1, 0, 0, 0, 0, 0)
+call('ioctl_tiocsti', 16, null, 0x5412, 0)
+call('ioctl_tiocsti_high_bits', 16, null, 0xffffffff00005412, 0)
+call('ioctl_tioclinux', 16, null, 0x541c, 0)
+call('ioctl_tiocgwinsz', 16, null, 0x5413, 0)
+"#;
+
+/// What the filter answers each call with under `network`: `None` where it lets the call
+/// through.
+fn refusal(name: &str, network: NetworkMode) -> Option<&'static str> {
+    let refused_network = network == NetworkMode::Off;
+    match name {
+        "clone3" => Some("ENOSYS"),
+        "socket_unix" | "sendto_no_address" | "ioctl_tiocgwinsz" => None,
+        "socket_inet_stream"
+        | "socket_netlink"
+        | "socketpair_inet"
+        | "connect"
+        | "sendto_address_low"
+        | "sendto_address_high"
+        | "socket_inet6_dgram" => refused_network.then_some("EPERM"),
+        _ => Some("EPERM"),
+    }
+}
+
+fn results(out: &[u8]) -> BTreeMap<String, (String, String)> {
+    text(out)
+        .lines()
+        .map(|line| {
+            let parts: Vec<&str> = line.split_whitespace().collect();
+            (
+                parts[0].to_string(),
+                (parts[1].to_string(), parts[2].to_string()),
+            )
+        })
+        .collect()
+}
+
+async fn run(f: &Fixture, sandboxed: Option<NetworkMode>) -> BTreeMap<String, (String, String)> {
+    let request = match sandboxed {
+        Some(network) => {
+            let mut policy = f.policy();
+            policy.network = network;
+            f.request_with(policy, "/usr/bin/python3", &["-c", CALLS])
+        }
+        None => ExecRequest::new("/usr/bin/python3", &f.work)
+            .args(["-c", CALLS])
+            .env(env::child_environment(&[])),
+    };
+    let out = exec::run(request).await.unwrap();
+    assert!(out.success(), "{}", text(&out.stderr));
+    let results = results(&out.stdout);
+    assert_eq!(
+        results.len(),
+        CALLS.matches("\ncall(").count(),
+        "{results:?}"
+    );
+    results
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_kernel_gives_every_call_the_filters_answer() {
+    if !installed("/usr/bin/python3") {
+        eprintln!("python3 is not installed: the seccomp calls are not made");
+        return;
+    }
+    let f = Fixture::new();
+    let outside = run(&f, None).await;
+    for network in [NetworkMode::Off, NetworkMode::On] {
+        let inside = run(&f, Some(network)).await;
+        for (name, (_, errno)) in &inside {
+            let (_, outside_errno) = &outside[name];
+            match refusal(name, network) {
+                Some(expected) => {
+                    assert_eq!(errno, expected, "{network:?} {name}: {inside:?}");
+                    // Outside the sandbox the same call fails otherwise or succeeds: the
+                    // answer inside is the filter's.
+                    assert_ne!(outside_errno, expected, "{name} outside: {outside:?}");
+                }
+                None => assert_ne!(errno, "EPERM", "{network:?} {name}: {inside:?}"),
+            }
+        }
+    }
+}
