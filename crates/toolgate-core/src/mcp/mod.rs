@@ -109,10 +109,16 @@ impl McpToolset {
             let Some(command) = &server.command else {
                 continue;
             };
+            let env: Vec<(String, String)> = server
+                .env
+                .iter()
+                .map(|(name, value)| (name.clone(), value.clone()))
+                .collect();
             for script in crate::sandbox_config::protect::scripts_inside(
                 &scope.work_dir,
                 command,
                 &server.args,
+                &env,
             ) {
                 guards.protect(&script, "a file an MCP server runs");
             }

@@ -395,9 +395,16 @@ pub fn real_path(path: &Path) -> PathBuf {
 /// `--flag=value` too); the word in the program's place (the command, the first argument that
 /// is not a flag, the module after `-m`) counts also as what Node or Python make of it
 /// ([`program_inside`]). Other words naming a folder are data the program works on
-/// (`server.js ./data`), not code. What those files import statically from inside the work
-/// directory counts too ([`script_imports`]).
-pub fn scripts_inside(work_dir: &Path, command: &str, args: &[String]) -> Vec<PathBuf> {
+/// (`server.js ./data`), not code. So does what `env` names where a variable makes the program
+/// load code ([`CODE_VARIABLES`]: `NODE_OPTIONS=--require ./hook.js`, `PYTHONPATH=./lib`).
+/// What those files import statically from inside the work directory counts too
+/// ([`script_imports`]).
+pub fn scripts_inside(
+    work_dir: &Path,
+    command: &str,
+    args: &[String],
+    env: &[(String, String)],
+) -> Vec<PathBuf> {
     let program_at = args.iter().position(|arg| !arg.starts_with('-'));
     let module_at = args
         .iter()
@@ -412,9 +419,47 @@ pub fn scripts_inside(work_dir: &Path, command: &str, args: &[String]) -> Vec<Pa
             found.extend(file_inside(work_dir, word));
         }
     }
+    for (_, value) in env
+        .iter()
+        .filter(|(name, _)| CODE_VARIABLES.contains(&name.as_str()))
+    {
+        found.extend(code_named_in(work_dir, value));
+    }
     let imported = script_imports::imports_inside(work_dir, &found);
     found.extend(imported);
     found
+}
+
+/// Variables through which a program's environment names code it loads: Node's options
+/// (`--require`, `--import`, loaders) and module folders, Python's and Perl's and Ruby's module
+/// paths, startup files and options, what the dynamic linker preloads, a shell's startup file.
+/// Others (`DATA_DIR=./data`, `MEMORY_FILE_PATH=./memory.json`) name data the program may
+/// write, which must stay writable.
+const CODE_VARIABLES: &[&str] = &[
+    "NODE_OPTIONS",
+    "NODE_PATH",
+    "PYTHONPATH",
+    "PYTHONSTARTUP",
+    "PERL5LIB",
+    "PERL5OPT",
+    "PERLLIB",
+    "RUBYLIB",
+    "RUBYOPT",
+    "LD_PRELOAD",
+    "LD_LIBRARY_PATH",
+    "BASH_ENV",
+    "ENV",
+];
+
+/// The files and folders inside `work_dir` (not the work directory itself) that the words of a
+/// code variable's `value` name: separated by blanks, `:`, `,` or `=` (`--require=./hook.js`).
+fn code_named_in(work_dir: &Path, value: &str) -> Vec<PathBuf> {
+    value
+        .split(|c: char| c.is_whitespace() || matches!(c, ':' | ',' | '='))
+        .filter(|word| !word.is_empty() && !word.starts_with('-'))
+        .filter_map(|word| std::fs::canonicalize(work_dir.join(word)).ok())
+        .filter(|real| real.starts_with(work_dir) && real != work_dir)
+        .collect()
 }
 
 /// The file `word` names inside `work_dir`, if any.

@@ -295,10 +295,10 @@ impl WorkerPlan {
             if let Some(mcp) = &planned.mcp {
                 let on_the_host = mcp.sandbox().sandbox.is_none();
                 for server in mcp.servers() {
-                    let McpTransport::Stdio { command, args, .. } = &server.transport else {
+                    let McpTransport::Stdio { command, args, env } = &server.transport else {
                         continue;
                     };
-                    for script in scripts_inside(&worker.work_dir, command, args) {
+                    for script in scripts_inside(&worker.work_dir, command, args, env) {
                         guards.protect(
                             &script,
                             format!("a file the MCP server '{}' of '{name}' runs", server.name),

@@ -293,6 +293,47 @@ fn a_bad_protect_pattern_names_the_worker_file() {
 }
 
 #[test]
+fn what_an_mcp_servers_environment_names_as_code_is_protected_and_data_is_not() {
+    let temp = dir();
+    let d = temp.path.clone();
+    write(&d, "hook.js", "require('./hook-helper.js');\n");
+    write(&d, "hook-helper.js", "\n");
+    write(&d, "loader.mjs", "\n");
+    write(&d, "pylib/helpers.py", "\n");
+    write(&d, "startup.py", "\n");
+    write(&d, "memory.json", "{}\n");
+    write(&d, "data/notes.txt", "\n");
+    write(&d, "server.js", "\n");
+    let env: Vec<(String, String)> = [
+        (
+            "NODE_OPTIONS",
+            "--require ./hook.js --import=./loader.mjs --max-old-space-size=64",
+        ),
+        ("PYTHONPATH", "./pylib:.:/usr/lib/python3"),
+        ("PYTHONSTARTUP", "startup.py"),
+        ("MEMORY_FILE_PATH", "./memory.json"),
+        ("DATA_DIR", "data"),
+    ]
+    .iter()
+    .map(|(name, value)| (name.to_string(), value.to_string()))
+    .collect();
+    let mut found = scripts_inside(&d, "node", &["server.js".to_string()], &env);
+    found.sort();
+    let expected: Vec<PathBuf> = [
+        "hook-helper.js",
+        "hook.js",
+        "loader.mjs",
+        "pylib",
+        "server.js",
+        "startup.py",
+    ]
+    .iter()
+    .map(|name| d.join(name))
+    .collect();
+    assert_eq!(found, expected);
+}
+
+#[test]
 fn an_mcp_argument_names_what_the_server_loads_inside_the_work_directory() {
     let temp = dir();
     let d = temp.path.clone();
@@ -303,7 +344,7 @@ fn an_mcp_argument_names_what_the_server_loads_inside_the_work_directory() {
     write(&d, "data/notes.txt", "\n");
     let run = |command: &str, args: &[&str]| {
         let args: Vec<String> = args.iter().map(|arg| arg.to_string()).collect();
-        scripts_inside(&d, command, &args)
+        scripts_inside(&d, command, &args, &[])
     };
     // Files anywhere on the command line; in the program's place, folders and completed names.
     for (command, args, expected) in [
