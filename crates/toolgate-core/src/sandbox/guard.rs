@@ -8,7 +8,9 @@
 //! exist, though, so:
 //!
 //! - a missing protected **directory toolgate owns the layout of** is made empty before the
-//!   call and then mounted read-only: `.git/hooks` in a repository that has `.git` but no hooks;
+//!   call and then mounted read-only: `.git/hooks` in a repository that has `.git` but no hooks,
+//!   Python's `__pycache__` beside a module an MCP server imports (a forged `.pyc` there would
+//!   run in place of the source);
 //! - any other missing protected or hidden path (`toolgate.permissions.yaml` not written yet,
 //!   `.env` that does not exist) is looked at after every call: one that now exists was made
 //!   by the call, is removed, and the call's result says so;
@@ -37,9 +39,11 @@ use std::sync::{Mutex, OnceLock, PoisonError};
 
 use rustix::fs::{AtFlags, FileType, Mode, OFlags};
 
-/// The directories (as their last two names) toolgate makes when missing so that they can be
-/// mounted read-only: a repository's hooks.
-const OWNED_DIRECTORIES: &[(&str, &str)] = &[(".git", "hooks")];
+/// The directories (as their parent's name, where it matters, and their own) toolgate makes
+/// when missing so that they can be mounted read-only: a repository's hooks, Python's cache of
+/// compiled modules (which Python makes itself, and does without when it cannot write it).
+const OWNED_DIRECTORIES: &[(Option<&str>, &str)] =
+    &[(Some(".git"), "hooks"), (None, "__pycache__")];
 
 /// What toolgate itself last wrote at a guarded path (the permissions file a "save" answer
 /// writes while a call runs), by path: such a file is toolgate's, not the call's, and is not
@@ -137,10 +141,11 @@ impl Guarded {
         for path in &self.protect {
             let owned = OWNED_DIRECTORIES.iter().any(|(parent, name)| {
                 path.file_name().is_some_and(|file| file == *name)
-                    && path
-                        .parent()
-                        .and_then(Path::file_name)
-                        .is_some_and(|dir| dir == *parent)
+                    && parent.is_none_or(|parent| {
+                        path.parent()
+                            .and_then(Path::file_name)
+                            .is_some_and(|dir| dir == parent)
+                    })
             });
             if !owned || !writable(path) {
                 continue;
@@ -426,6 +431,8 @@ mod tests {
                 "toolgate.permissions.yaml".into(),
                 ".git/hooks".into(),
                 "sub/.git/hooks".into(),
+                "__pycache__".into(),
+                "srv/__pycache__".into(),
             ],
             &[".env".into()],
         );
@@ -434,7 +441,9 @@ mod tests {
             root.join(".git/hooks").is_dir(),
             "made, to be mounted read-only"
         );
+        assert!(root.join("__pycache__").is_dir(), "made, in any folder");
         assert!(!root.join("sub").exists(), "only where .git exists");
+        assert!(!root.join("srv").exists(), "only where its folder exists");
         let before = guarded.snapshot();
         assert!(guarded.repair(&before).is_empty(), "nothing changed");
 

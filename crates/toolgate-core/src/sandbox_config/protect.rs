@@ -412,21 +412,147 @@ pub fn scripts_inside(
         .map(|at| at + 1)
         .filter(|at| *at < args.len());
     let mut found = program_inside(work_dir, command);
+    found.extend(environment_of(work_dir, command));
     for (at, word) in args.iter().enumerate() {
-        if Some(at) == program_at || Some(at) == module_at {
+        if Some(at) == module_at {
+            found.extend(module_inside(work_dir, word));
+        } else if Some(at) == program_at {
             found.extend(program_inside(work_dir, word));
         } else {
             found.extend(file_inside(work_dir, word));
         }
     }
+    let program = Path::new(command)
+        .file_name()
+        .map(|name| name.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    // Code given on the command line (`python3 -c '…'`, `sh -c 'node server.js'`), or by a
+    // package manager's script (`npm start` runs `scripts.start` of package.json).
+    for pair in args.windows(2) {
+        if matches!(pair[0].as_str(), "-c" | "-e" | "--eval" | "-p" | "--print") {
+            found.extend(script_imports::inline_code_inside(
+                work_dir, &program, &pair[1],
+            ));
+        }
+    }
+    found.extend(package_scripts_inside(work_dir, &program, args));
+    let env_files = args
+        .iter()
+        .filter_map(|arg| {
+            arg.strip_prefix("--env-file=")
+                .or_else(|| arg.strip_prefix("--env-file-if-exists="))
+        })
+        .filter_map(|file| crate::fs::read_small_regular_file(&work_dir.join(file), 1024 * 1024))
+        .map(|bytes| String::from_utf8_lossy(&bytes).into_owned())
+        .collect::<Vec<_>>();
+    let from_files = env_files.iter().flat_map(|text| {
+        text.lines().filter_map(|line| {
+            let (name, value) = line.trim().trim_start_matches("export ").split_once('=')?;
+            Some((
+                name.trim().to_string(),
+                value.trim().trim_matches(['"', '\'']).to_string(),
+            ))
+        })
+    });
     for (_, value) in env
         .iter()
+        .cloned()
+        .chain(from_files)
         .filter(|(name, _)| CODE_VARIABLES.contains(&name.as_str()))
     {
-        found.extend(code_named_in(work_dir, value));
+        found.extend(code_named_in(work_dir, &value));
     }
     let imported = script_imports::imports_inside(work_dir, &found);
     found.extend(imported);
+    found
+}
+
+/// `-m srv.server`: the module's file (`srv/server.py`) and the top package it is in, which
+/// runs first and is protected whole.
+fn module_inside(work_dir: &Path, dotted: &str) -> Vec<PathBuf> {
+    let mut found = program_inside(work_dir, &dotted.replace('.', "/"));
+    if let Some((package, _)) = dotted.split_once('.') {
+        let folder = work_dir.join(package);
+        if folder.is_dir() {
+            found.push(folder);
+        }
+    }
+    found
+}
+
+/// The project environment a command runs from inside the work directory: the virtual
+/// environment its path is in (`.venv/bin/python`: everything it imports is there), and for a
+/// project runner (`uv run`, `poetry run`, …) the project's `.venv` and the files that decide
+/// what it installs into it.
+fn environment_of(work_dir: &Path, command: &str) -> Vec<PathBuf> {
+    let mut found = Vec::new();
+    if command.contains('/') {
+        let named = work_dir.join(command);
+        if let Some(venv) = named
+            .ancestors()
+            .skip(1)
+            .take_while(|folder| folder.starts_with(work_dir) && *folder != work_dir)
+            .find(|folder| folder.join("pyvenv.cfg").is_file())
+        {
+            found.push(venv.to_path_buf());
+        }
+    }
+    let program = Path::new(command).file_name().unwrap_or_default();
+    if ["uv", "uvx", "poetry", "pipenv", "pdm", "hatch", "rye"]
+        .iter()
+        .any(|runner| program == *runner)
+    {
+        for name in [
+            ".venv",
+            "pyproject.toml",
+            "uv.lock",
+            "poetry.lock",
+            "Pipfile",
+            "Pipfile.lock",
+            "pdm.lock",
+            "requirements.txt",
+        ] {
+            let path = work_dir.join(name);
+            if path.exists() {
+                found.push(path);
+            }
+        }
+    }
+    found
+}
+
+/// What a package manager runs for `npm start`, `npm run serve`, `yarn serve`, …: the
+/// work directory's `package.json` (which says it) and the scripts the script's command
+/// names (with its `pre` and `post` scripts).
+fn package_scripts_inside(work_dir: &Path, program: &str, args: &[String]) -> Vec<PathBuf> {
+    if !["npm", "pnpm", "yarn", "bun"].contains(&program) {
+        return Vec::new();
+    }
+    let mut words = args.iter().filter(|arg| !arg.starts_with('-'));
+    let name = match words.next().map(String::as_str) {
+        Some("run" | "run-script") => words.next().cloned(),
+        Some(name @ ("start" | "test" | "restart" | "stop")) => Some(name.to_string()),
+        // yarn and bun run a script named first (`yarn serve`).
+        Some(name) if program != "npm" => Some(name.to_string()),
+        _ => None,
+    };
+    let Some(name) = name else {
+        return Vec::new();
+    };
+    let manifest = work_dir.join("package.json");
+    let Some(json) = read_small_json(&manifest) else {
+        return Vec::new();
+    };
+    let mut found = vec![manifest];
+    for script in [format!("pre{name}"), name.clone(), format!("post{name}")] {
+        if let Some(text) = json
+            .get("scripts")
+            .and_then(|scripts| scripts.get(&script))
+            .and_then(|text| text.as_str())
+        {
+            found.extend(script_imports::inline_code_inside(work_dir, "sh", text));
+        }
+    }
     found
 }
 
@@ -468,8 +594,10 @@ fn file_inside(work_dir: &Path, word: &str) -> Option<PathBuf> {
     if value.is_empty() {
         return None;
     }
-    let real = std::fs::canonicalize(work_dir.join(value)).ok()?;
-    (real.starts_with(work_dir) && real.is_file()).then_some(real)
+    let named = work_dir.join(value);
+    let real = std::fs::canonicalize(&named).ok()?;
+    // By the name it is run by: a symlink on the way is protected with it.
+    (real.starts_with(work_dir) && real.is_file()).then(|| script_imports::named(&named, &real))
 }
 
 /// What `word` in a program's place makes Node or Python load from inside `work_dir`:
@@ -496,6 +624,7 @@ fn program_inside(work_dir: &Path, word: &str) -> Vec<PathBuf> {
         Ok(_) if inside(&named).as_deref() == Some(work_dir) => folder_entry_points(work_dir),
         Ok(_) => inside(&named)
             .filter(|real| real.is_file() || real.is_dir())
+            .map(|real| script_imports::named(&named, &real))
             .into_iter()
             .collect(),
         Err(_) => {

@@ -21,7 +21,7 @@
 //! Not followed: names computed at run time (`import(name)`, `importlib.import_module(name)`).
 
 use std::collections::{BTreeSet, VecDeque};
-use std::path::{Path, PathBuf};
+use std::path::{Component, Path, PathBuf};
 use std::sync::LazyLock;
 
 use regex::Regex;
@@ -47,28 +47,47 @@ const FOLDER_ENTRIES: &[&str] = &[
     "__main__.py",
 ];
 
+/// An import form and its literal; comments may sit between them (`import /* c */ './x'`).
 static JS_IMPORT: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(
-        r#"(?:\bfrom|\bimport|\brequire(?:\.resolve)?|\bWorker|\bfork)\s*\(?\s*["'`]([^"'`$\r\n]{1,1000})["'`]"#,
+        r#"(?:\bfrom|\bimport|\brequire(?:\.resolve)?|\bWorker|\bfork)(?:\s|/\*[^*]*\*+(?:[^/*][^*]*\*+)*/|//[^\n]*\n)*\(?\s*["'`]([^"'`$\r\n]{1,1000})["'`]"#,
     )
     .expect("a valid pattern")
 });
+/// Any quoted relative path of a script (`new URL('./w.mjs', import.meta.url)`,
+/// `spawn(node, ['./child.mjs'])`, `runpy.run_path('tool.py')`, a shell script's `node x.js`):
+/// whatever form loads it, a script is code.
+static SCRIPT_LITERAL: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r#"(?:^|[\s"'`=(\[,])((?:\.{1,2}/)?[\w@.+-]+(?:/[\w@.+-]+)*\.(?:m?js|cjs|m?ts|cts|jsx|tsx|py|sh))\b"#)
+        .expect("a valid pattern")
+});
+/// `import a.b, c as d`, also after `;` or `:` on a line (`if x: import y`).
 static PY_IMPORT: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(r"(?m)^[ \t]*import[ \t]+([\w.]+(?:[ \t]+as[ \t]+\w+)?(?:[ \t]*,[ \t]*[\w.]+(?:[ \t]+as[ \t]+\w+)?)*)")
+    Regex::new(r"(?m)(?:^|[;:])[ \t]*import[ \t]+([\w.]+(?:[ \t]+as[ \t]+\w+)?(?:[ \t]*,[ \t]*[\w.]+(?:[ \t]+as[ \t]+\w+)?)*)")
         .expect("a valid pattern")
 });
 static PY_FROM: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(r"(?m)^[ \t]*from[ \t]+(\.*)([\w.]*)[ \t]+import[ \t]+(\([^)]*\)|[^\r\n#]*)")
-        .expect("a valid pattern")
+    Regex::new(
+        r"(?m)(?:^|[;:])[ \t]*from[ \t]+(\.*)([\w.]*)[ \t]+import[ \t]+(\([^)]*\)|[^\r\n#;]*)",
+    )
+    .expect("a valid pattern")
 });
 static PY_DYNAMIC: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(r#"(?:\b__import__|\bimport_module)\(\s*["']([\w.]+)["']"#).expect("a valid pattern")
+});
+/// A folder put on Python's module path: `sys.path.insert(0, './lib')`, `sys.path.append('lib')`.
+static PY_PATH: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r#"\bsys\.path\.(?:insert\(\s*-?\d+\s*,|append\()\s*["']([^"'\r\n]{1,1000})["']"#)
+        .expect("a valid pattern")
 });
 static PY_NAME: LazyLock<Regex> =
     LazyLock::new(|| Regex::new(r"[A-Za-z_]\w*").expect("a valid pattern"));
 
 /// The files and folders inside `work_dir` that `entries` (what a server's command line names:
-/// scripts and folders) import, directly or through each other.
+/// scripts and folders) import, directly or through each other. Each is given by the name it
+/// is imported by (`lib/v.mjs` through a symlink `lib`), so that the links on the way are
+/// protected with it; `__pycache__` beside every Python module read is protected too (Python
+/// loads a `.pyc` there in place of the source).
 pub(super) fn imports_inside(work_dir: &Path, entries: &[PathBuf]) -> Vec<PathBuf> {
     let mut queue: VecDeque<(PathBuf, PathBuf)> = VecDeque::new();
     for entry in entries {
@@ -88,9 +107,16 @@ pub(super) fn imports_inside(work_dir: &Path, entries: &[PathBuf]) -> Vec<PathBu
     }
     let mut read = BTreeSet::new();
     let mut bytes_read = 0;
-    let mut found = BTreeSet::new();
+    let mut seen = BTreeSet::new();
+    let mut found = Vec::new();
     while let Some((file, top)) = queue.pop_front() {
-        if read.len() >= MAX_FILES || bytes_read >= MAX_TOTAL_BYTES || !read.insert(file.clone()) {
+        if read.len() >= MAX_FILES || bytes_read >= MAX_TOTAL_BYTES {
+            break;
+        }
+        let Ok(file) = std::fs::canonicalize(&file) else {
+            continue;
+        };
+        if !read.insert(file.clone()) {
             continue;
         }
         let Some(folder) = file.parent() else {
@@ -101,18 +127,32 @@ pub(super) fn imports_inside(work_dir: &Path, entries: &[PathBuf]) -> Vec<PathBu
         };
         bytes_read += bytes.len();
         let text = String::from_utf8_lossy(&bytes);
-        let targets = match language(&file, &text) {
-            Some(Language::Python) => python_imports(&text, folder, &[top.as_path(), work_dir]),
+        let mut targets = match language(&file, &text) {
+            Some(Language::Python) => {
+                if folder.starts_with(work_dir) && folder != work_dir {
+                    found.push(folder.join("__pycache__"));
+                } else if folder == work_dir {
+                    found.push(work_dir.join("__pycache__"));
+                }
+                python_imports(&text, folder, &top)
+            }
             Some(Language::JavaScript) => js_imports(&text, folder, work_dir),
+            Some(Language::Shell) => Vec::new(),
             None => continue, // data a command line names (`--db=./notes.json`), not code
         };
+        targets.extend(script_literals(&text, folder, work_dir));
         for target in targets {
             let Ok(real) = std::fs::canonicalize(&target) else {
                 continue;
             };
-            if !real.starts_with(work_dir) || real == work_dir || !found.insert(real.clone()) {
+            if !real.starts_with(work_dir) || real == work_dir {
                 continue;
             }
+            let target = named(&target, &real);
+            if !seen.insert(target.clone()) {
+                continue;
+            }
+            found.push(target);
             if real.is_dir() {
                 queue.extend(entry_points(&real).into_iter().map(|f| (f, top.clone())));
             } else {
@@ -120,7 +160,67 @@ pub(super) fn imports_inside(work_dir: &Path, entries: &[PathBuf]) -> Vec<PathBu
             }
         }
     }
-    found.into_iter().collect()
+    found.sort();
+    found.dedup();
+    found
+}
+
+/// What code given on a command line runs from inside `work_dir` (it runs there): `text` read
+/// as `program` reads it (`python3 -c`, `node -e`, `sh -c`, a package.json script), its
+/// imports and the scripts it names, followed.
+pub(super) fn inline_code_inside(work_dir: &Path, program: &str, text: &str) -> Vec<PathBuf> {
+    let mut targets = if program.starts_with("python") {
+        python_imports(text, work_dir, work_dir)
+    } else if ["node", "deno", "bun", "tsx", "ts-node"].contains(&program) {
+        js_imports(text, work_dir, work_dir)
+    } else {
+        Vec::new()
+    };
+    targets.extend(script_literals(text, work_dir, work_dir));
+    let inside: Vec<PathBuf> = targets
+        .into_iter()
+        .filter_map(|target| {
+            let real = std::fs::canonicalize(&target).ok()?;
+            (real.starts_with(work_dir) && real != work_dir).then(|| named(&target, &real))
+        })
+        .collect();
+    let mut found = imports_inside(work_dir, &inside);
+    found.extend(inside);
+    found
+}
+
+/// `path` with `.` and `..` taken out, where that names the same file as `real` (its real
+/// path); else `real`. The links on the way stay in it, to be protected too.
+pub(super) fn named(path: &Path, real: &Path) -> PathBuf {
+    let mut plain = PathBuf::new();
+    for component in path.components() {
+        match component {
+            Component::ParentDir => {
+                plain.pop();
+            }
+            Component::CurDir => {}
+            other => plain.push(other),
+        }
+    }
+    match std::fs::canonicalize(&plain) {
+        Ok(same) if same == real => plain,
+        _ => real.to_path_buf(),
+    }
+}
+
+/// The scripts quoted in `text` by a relative path (from its file's `folder`, or from the work
+/// directory, where a server runs).
+fn script_literals(text: &str, folder: &Path, work_dir: &Path) -> Vec<PathBuf> {
+    SCRIPT_LITERAL
+        .captures_iter(text)
+        .filter_map(|captures| {
+            let literal = captures.get(1)?.as_str();
+            [folder, work_dir]
+                .iter()
+                .map(|base| base.join(literal))
+                .find(|path| path.is_file())
+        })
+        .collect()
 }
 
 /// What a file is written in, by its extension, or for a file without one by its `#!` line.
@@ -128,6 +228,8 @@ pub(super) fn imports_inside(work_dir: &Path, entries: &[PathBuf]) -> Vec<PathBu
 enum Language {
     JavaScript,
     Python,
+    /// Only the scripts it names are followed.
+    Shell,
 }
 
 fn language(file: &Path, text: &str) -> Option<Language> {
@@ -136,6 +238,7 @@ fn language(file: &Path, text: &str) -> Option<Language> {
             Some(Language::JavaScript)
         }
         Some("py") => Some(Language::Python),
+        Some("sh" | "bash") => Some(Language::Shell),
         Some(_) => None,
         None => {
             let interpreter = text.lines().next()?.strip_prefix("#!")?;
@@ -146,6 +249,11 @@ fn language(file: &Path, text: &str) -> Option<Language> {
                 .any(|name| interpreter.contains(name))
             {
                 Some(Language::JavaScript)
+            } else if ["sh", "bash", "dash", "zsh"]
+                .iter()
+                .any(|name| interpreter.trim_end().ends_with(name))
+            {
+                Some(Language::Shell)
             } else {
                 None
             }
@@ -153,13 +261,45 @@ fn language(file: &Path, text: &str) -> Option<Language> {
     }
 }
 
-/// The entry points of `folder` that exist.
+/// The entry points of `folder` that exist: the files its `package.json` names (`main`, every
+/// path in `exports`), else `index.*`; `__init__.py` and `__main__.py`.
 fn entry_points(folder: &Path) -> Vec<PathBuf> {
-    FOLDER_ENTRIES
+    let mut points: Vec<PathBuf> = FOLDER_ENTRIES
         .iter()
         .map(|name| folder.join(name))
         .filter(|file| file.is_file())
-        .collect()
+        .collect();
+    let manifest = folder.join("package.json");
+    if let Some(json) = crate::fs::read_small_regular_file(&manifest, MAX_FILE_BYTES)
+        .and_then(|bytes| serde_json::from_slice::<serde_json::Value>(&bytes).ok())
+    {
+        let mut named = Vec::new();
+        for field in ["main", "module", "exports", "bin"] {
+            if let Some(value) = json.get(field) {
+                strings_in(value, &mut named);
+            }
+        }
+        points.extend(
+            named
+                .iter()
+                .filter(|name| name.starts_with("./") || !name.contains(':'))
+                .filter_map(|name| resolve_relative(&folder.join(name))),
+        );
+    }
+    points
+}
+
+/// Every string in `value` (nested objects and arrays, as `exports` conditions are), at most 256.
+fn strings_in(value: &serde_json::Value, out: &mut Vec<String>) {
+    if out.len() >= 256 {
+        return;
+    }
+    match value {
+        serde_json::Value::String(text) => out.push(text.clone()),
+        serde_json::Value::Array(items) => items.iter().for_each(|item| strings_in(item, out)),
+        serde_json::Value::Object(map) => map.values().for_each(|item| strings_in(item, out)),
+        _ => {}
+    }
 }
 
 /// What the JavaScript or TypeScript `text` of a file in `folder` imports, resolved.
@@ -172,6 +312,8 @@ fn js_imports(text: &str, folder: &Path, work_dir: &Path) -> Vec<PathBuf> {
                 resolve_relative(&folder.join(specifier))
             } else if specifier.starts_with('/') {
                 resolve_relative(Path::new(specifier))
+            } else if specifier.starts_with('#') {
+                package_import(specifier, folder, work_dir)
             } else {
                 package_folder(specifier, folder, work_dir)
             }
@@ -206,6 +348,22 @@ fn resolve_relative(named: &Path) -> Option<PathBuf> {
         .or_else(|| named.is_dir().then(|| named.to_path_buf()))
 }
 
+/// What `#name` imports: the target the nearest `package.json` maps it to in `imports` (the
+/// first path among its conditions that exists).
+fn package_import(specifier: &str, folder: &Path, work_dir: &Path) -> Option<PathBuf> {
+    let root = folder
+        .ancestors()
+        .take_while(|ancestor| ancestor.starts_with(work_dir))
+        .find(|ancestor| ancestor.join("package.json").is_file())?;
+    let bytes = crate::fs::read_small_regular_file(&root.join("package.json"), MAX_FILE_BYTES)?;
+    let json: serde_json::Value = serde_json::from_slice(&bytes).ok()?;
+    let mut targets = Vec::new();
+    strings_in(json.get("imports")?.get(specifier)?, &mut targets);
+    targets
+        .iter()
+        .find_map(|target| resolve_relative(&root.join(target)))
+}
+
 /// The folder of package `specifier` (`pkg`, `pkg/sub`, `@scope/pkg/sub`) in the nearest
 /// `node_modules` from `folder` up to `work_dir`; built-ins (`node:fs`) have none.
 fn package_folder(specifier: &str, folder: &Path, work_dir: &Path) -> Option<PathBuf> {
@@ -226,39 +384,51 @@ fn package_folder(specifier: &str, folder: &Path, work_dir: &Path) -> Option<Pat
         .find(|package| package.is_dir())
 }
 
-/// What the Python `text` of a file in `folder` imports: top-level modules from `tops`,
-/// relative ones from `folder` and its parents.
-fn python_imports(text: &str, folder: &Path, tops: &[&Path]) -> Vec<PathBuf> {
+/// What the Python `text` of a file in `folder` imports: top-level modules from `top` (the
+/// folder of the script run) and the folders the text puts on `sys.path`, relative ones from
+/// `folder` and its parents. A folder counts as a package when it has an `__init__.py` (a
+/// folder without one loses to the standard library's module of its name).
+fn python_imports(text: &str, folder: &Path, top: &Path) -> Vec<PathBuf> {
+    // A line continued with a backslash is one statement.
+    let text = text.replace("\\\r\n", " ").replace("\\\n", " ");
+    let mut tops = vec![top.to_path_buf()];
+    for captures in PY_PATH.captures_iter(&text) {
+        tops.push(folder.join(&captures[1]));
+        tops.push(top.join(&captures[1]));
+    }
     let mut found = Vec::new();
     let mut module = |base: &Path, dotted: &str| {
         let first = dotted.split('.').next().unwrap_or_default();
         if first.is_empty() {
             return;
         }
-        for candidate in [base.join(format!("{first}.py")), base.join(first)] {
-            if candidate.exists() {
-                found.push(candidate);
-            }
+        let file = base.join(format!("{first}.py"));
+        if file.is_file() {
+            found.push(file);
+        }
+        let package = base.join(first);
+        if package.join("__init__.py").is_file() {
+            found.push(package);
         }
     };
-    for captures in PY_IMPORT.captures_iter(text) {
+    for captures in PY_IMPORT.captures_iter(&text) {
         for item in captures[1].split(',') {
             let dotted = item.split_whitespace().next().unwrap_or_default();
-            for top in tops {
+            for top in &tops {
                 module(top, dotted);
             }
         }
     }
-    for captures in PY_DYNAMIC.captures_iter(text) {
-        for top in tops {
+    for captures in PY_DYNAMIC.captures_iter(&text) {
+        for top in &tops {
             module(top, &captures[1]);
         }
     }
-    for captures in PY_FROM.captures_iter(text) {
+    for captures in PY_FROM.captures_iter(&text) {
         let dots = captures[1].len();
         let dotted = &captures[2];
         if dots == 0 {
-            for top in tops {
+            for top in &tops {
                 module(top, dotted);
             }
             continue;
@@ -377,13 +547,17 @@ mod tests {
         assert_eq!(
             relative(&root, found),
             [
+                "__pycache__",
                 "config.py",
                 "helpers.py",
                 "legacy.py",
                 "plugins",
+                "plugins/__pycache__",
                 "tools",
+                "tools/__pycache__",
                 "tools/fmt.py",
                 "tools/net",
+                "tools/net/__pycache__",
                 "util.py"
             ]
         );
@@ -401,7 +575,10 @@ mod tests {
         write(&root, "srv/app.py", "");
         write(&root, "common.py", "");
         let found = imports_inside(&root, &[root.join("srv")]);
-        assert_eq!(relative(&root, found), ["common.py", "srv/app.py"]);
+        assert_eq!(
+            relative(&root, found),
+            ["__pycache__", "common.py", "srv/__pycache__", "srv/app.py"]
+        );
     }
 
     #[test]
@@ -421,7 +598,113 @@ mod tests {
         }
         let entries = ["server", "tool", "notes.json", "plain"].map(|name| root.join(name));
         let found = imports_inside(&root, &entries);
-        assert_eq!(relative(&root, found), ["helpers.py", "lib.js"]);
+        assert_eq!(
+            relative(&root, found),
+            ["__pycache__", "helpers.py", "lib.js"]
+        );
+    }
+
+    #[test]
+    fn what_the_scanner_once_missed_is_followed() {
+        let temp = tempfile::tempdir().unwrap();
+        let root = std::fs::canonicalize(temp.path()).unwrap();
+        write(
+            &root,
+            "server.mjs",
+            "import /* why */ './c1.mjs';\nimport { a } from // because\n './c2.mjs';\nnew Worker(new URL('./w.mjs', import.meta.url));\nconst r = createRequire(import.meta.url); r('./cr.cjs');\nspawn(process.execPath, ['./child.mjs']);\nimport lib from '#lib';\nimport { v } from './linked/v.mjs';\nimport dep from 'dep';\n",
+        );
+        for name in [
+            "c1.mjs",
+            "c2.mjs",
+            "w.mjs",
+            "cr.cjs",
+            "child.mjs",
+            "src/lib.mjs",
+        ] {
+            write(&root, name, "");
+        }
+        write(
+            &root,
+            "package.json",
+            "{\"imports\": {\"#lib\": {\"node\": \"./src/lib.mjs\"}}}",
+        );
+        write(&root, "real/v.mjs", "");
+        std::os::unix::fs::symlink("real", root.join("linked")).unwrap();
+        // A package whose entry is its `main`, which requires another package.
+        write(
+            &root,
+            "node_modules/dep/package.json",
+            "{\"main\": \"dist/main.js\"}",
+        );
+        write(
+            &root,
+            "node_modules/dep/dist/main.js",
+            "require('other');\n",
+        );
+        write(
+            &root,
+            "node_modules/other/package.json",
+            "{\"exports\": {\".\": {\"require\": \"./lib/o.cjs\"}}}",
+        );
+        write(&root, "node_modules/other/lib/o.cjs", "");
+        let found = imports_inside(&root, &[root.join("server.mjs")]);
+        assert_eq!(
+            relative(&root, found),
+            [
+                "c1.mjs",
+                "c2.mjs",
+                "child.mjs",
+                "cr.cjs",
+                "linked/v.mjs",
+                "node_modules/dep",
+                "node_modules/other",
+                "src/lib.mjs",
+                "w.mjs",
+            ]
+        );
+    }
+
+    #[test]
+    fn python_statements_anywhere_on_a_line_and_sys_path_folders_are_followed() {
+        let temp = tempfile::tempdir().unwrap();
+        let root = std::fs::canonicalize(temp.path()).unwrap();
+        write(
+            &root,
+            "server.py",
+            "import sys; import h1\nif True: import h2\ntry: import h3\nexcept: pass\nimport os, \\\n  h4\nsys.path.insert(0, './lib')\nimport inlib\nrunpy.run_path('h7.py')\nimport email\n",
+        );
+        for name in [
+            "h1.py",
+            "h2.py",
+            "h3.py",
+            "h4.py",
+            "lib/inlib.py",
+            "h7.py",
+            "email/notes.txt",
+        ] {
+            write(&root, name, "");
+        }
+        write(
+            &root,
+            "start.sh",
+            "#!/bin/sh\nexec python3 server.py \"$@\"\n",
+        );
+        let found = imports_inside(&root, &[root.join("start.sh")]);
+        // A folder without `__init__.py` (data named like a standard module) is not a package.
+        assert_eq!(
+            relative(&root, found),
+            [
+                "__pycache__",
+                "h1.py",
+                "h2.py",
+                "h3.py",
+                "h4.py",
+                "h7.py",
+                "lib/__pycache__",
+                "lib/inlib.py",
+                "server.py",
+            ]
+        );
     }
 
     #[test]

@@ -320,6 +320,7 @@ fn what_an_mcp_servers_environment_names_as_code_is_protected_and_data_is_not() 
     let mut found = scripts_inside(&d, "node", &["server.js".to_string()], &env);
     found.sort();
     let expected: Vec<PathBuf> = [
+        "__pycache__",
         "hook-helper.js",
         "hook.js",
         "loader.mjs",
@@ -334,6 +335,91 @@ fn what_an_mcp_servers_environment_names_as_code_is_protected_and_data_is_not() 
 }
 
 #[test]
+fn what_an_mcp_server_runs_through_its_launcher_is_protected() {
+    let temp = dir();
+    let d = temp.path.clone();
+    let run = |command: &str, args: &[&str]| {
+        let args: Vec<String> = args.iter().map(|arg| arg.to_string()).collect();
+        let mut found: Vec<String> = scripts_inside(&d, command, &args, &[])
+            .iter()
+            .map(|path| path.strip_prefix(&d).unwrap().display().to_string())
+            .collect();
+        found.sort();
+        found.dedup();
+        found
+    };
+    // `-m pkg.module`: the module and the package it is in.
+    write(&d, "srv/__init__.py", "\n");
+    write(&d, "srv/server.py", "from .tools import v\n");
+    write(&d, "srv/tools.py", "\n");
+    assert_eq!(
+        run("python3", &["-m", "srv.server"]),
+        // (`srv/server` too: a folder made there would be imported instead)
+        [
+            "srv",
+            "srv/__pycache__",
+            "srv/server",
+            "srv/server.py",
+            "srv/tools.py"
+        ]
+    );
+    // A package manager's script, with its pre-script, and what that imports.
+    write(
+        &d,
+        "package.json",
+        r#"{"scripts": {"prestart": "node prepare.cjs", "start": "node server.cjs --port 1"}}"#,
+    );
+    write(&d, "server.cjs", "require('./lib.cjs');\n");
+    write(&d, "lib.cjs", "\n");
+    write(&d, "prepare.cjs", "\n");
+    assert_eq!(
+        run("npm", &["start", "--silent"]),
+        ["lib.cjs", "package.json", "prepare.cjs", "server.cjs"]
+    );
+    assert_eq!(
+        run("pnpm", &["run", "start"]),
+        ["lib.cjs", "package.json", "prepare.cjs", "server.cjs"]
+    );
+    // Code on the command line, and an env file's code variables.
+    write(&d, "helpers.py", "\n");
+    write(&d, "hook.cjs", "\n");
+    write(
+        &d,
+        ".env",
+        "NODE_OPTIONS=--require ./hook.cjs\nDB=./data.db\n",
+    );
+    assert_eq!(
+        run("python3", &["-c", "import helpers; helpers.main()"]),
+        ["__pycache__", "helpers.py"]
+    );
+    assert_eq!(
+        run("bash", &["-c", "exec node server.cjs"]),
+        ["lib.cjs", "server.cjs"]
+    );
+    assert_eq!(
+        run("node", &["--env-file=.env", "server.cjs"]),
+        [".env", "hook.cjs", "lib.cjs", "server.cjs"]
+    );
+    // A virtual environment in the work directory, and a project runner's project.
+    write(&d, ".venv/pyvenv.cfg", "home = /usr/bin\n");
+    std::fs::create_dir_all(d.join(".venv/bin")).unwrap();
+    std::os::unix::fs::symlink("/usr/bin/python3", d.join(".venv/bin/python")).unwrap();
+    write(&d, "pyproject.toml", "[project]\nname = 'srv'\n");
+    assert_eq!(
+        run(".venv/bin/python", &["helpers.py"]),
+        [".venv", "__pycache__", "helpers.py"]
+    );
+    assert_eq!(
+        run("uv", &["run", "helpers.py"]),
+        [".venv", "__pycache__", "helpers.py", "pyproject.toml"]
+    );
+    // A script named through a symlink: by its name, so that the link is protected with it.
+    write(&d, "code/server.mjs", "\n");
+    std::os::unix::fs::symlink("code/server.mjs", d.join("srv.mjs")).unwrap();
+    assert_eq!(run("node", &["./srv.mjs"]), ["srv.mjs"]);
+}
+
+#[test]
 fn an_mcp_argument_names_what_the_server_loads_inside_the_work_directory() {
     let temp = dir();
     let d = temp.path.clone();
@@ -344,7 +430,10 @@ fn an_mcp_argument_names_what_the_server_loads_inside_the_work_directory() {
     write(&d, "data/notes.txt", "\n");
     let run = |command: &str, args: &[&str]| {
         let args: Vec<String> = args.iter().map(|arg| arg.to_string()).collect();
-        scripts_inside(&d, command, &args, &[])
+        let mut found = scripts_inside(&d, command, &args, &[]);
+        // Python's cache beside a module read (see the next test).
+        found.retain(|path| !path.ends_with("__pycache__"));
+        found
     };
     // Files anywhere on the command line; in the program's place, folders and completed names.
     for (command, args, expected) in [
