@@ -152,6 +152,7 @@ pub(super) fn imports_inside(work_dir: &Path, entries: &[PathBuf]) -> Vec<PathBu
             if !seen.insert(target.clone()) {
                 continue;
             }
+            found.extend(package_shadow(&target));
             found.push(target);
             if real.is_dir() {
                 queue.extend(entry_points(&real).into_iter().map(|f| (f, top.clone())));
@@ -185,8 +186,21 @@ pub(super) fn inline_code_inside(work_dir: &Path, program: &str, text: &str) -> 
         })
         .collect();
     let mut found = imports_inside(work_dir, &inside);
+    found.extend(inside.iter().filter_map(|module| package_shadow(module)));
     found.extend(inside);
     found
+}
+
+/// Where a package made beside an imported Python module (`helpers/` beside `helpers.py`)
+/// would be imported in its place: protected while nothing is there.
+fn package_shadow(module: &Path) -> Option<PathBuf> {
+    if module.extension()? != "py" {
+        return None;
+    }
+    let package = module.with_extension("");
+    std::fs::symlink_metadata(&package)
+        .is_err()
+        .then_some(package)
 }
 
 /// `path` with `.` and `..` taken out, where that names the same file as `real` (its real
@@ -548,17 +562,22 @@ mod tests {
             relative(&root, found),
             [
                 "__pycache__",
+                "config",
                 "config.py",
+                "helpers",
                 "helpers.py",
+                "legacy",
                 "legacy.py",
                 "plugins",
                 "plugins/__pycache__",
                 "tools",
                 "tools/__pycache__",
+                "tools/fmt",
                 "tools/fmt.py",
                 "tools/net",
                 "tools/net/__pycache__",
-                "util.py"
+                "util",
+                "util.py",
             ]
         );
     }
@@ -577,7 +596,14 @@ mod tests {
         let found = imports_inside(&root, &[root.join("srv")]);
         assert_eq!(
             relative(&root, found),
-            ["__pycache__", "common.py", "srv/__pycache__", "srv/app.py"]
+            [
+                "__pycache__",
+                "common",
+                "common.py",
+                "srv/__pycache__",
+                "srv/app",
+                "srv/app.py"
+            ]
         );
     }
 
@@ -600,7 +626,7 @@ mod tests {
         let found = imports_inside(&root, &entries);
         assert_eq!(
             relative(&root, found),
-            ["__pycache__", "helpers.py", "lib.js"]
+            ["__pycache__", "helpers", "helpers.py", "lib.js"]
         );
     }
 
@@ -695,13 +721,20 @@ mod tests {
             relative(&root, found),
             [
                 "__pycache__",
+                "h1",
                 "h1.py",
+                "h2",
                 "h2.py",
+                "h3",
                 "h3.py",
+                "h4",
                 "h4.py",
+                "h7",
                 "h7.py",
                 "lib/__pycache__",
+                "lib/inlib",
                 "lib/inlib.py",
+                "server",
                 "server.py",
             ]
         );

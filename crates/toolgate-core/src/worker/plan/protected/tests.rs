@@ -360,6 +360,7 @@ fn what_an_mcp_server_runs_through_its_launcher_is_protected() {
             "srv/__pycache__",
             "srv/server",
             "srv/server.py",
+            "srv/tools",
             "srv/tools.py"
         ]
     );
@@ -390,7 +391,7 @@ fn what_an_mcp_server_runs_through_its_launcher_is_protected() {
     );
     assert_eq!(
         run("python3", &["-c", "import helpers; helpers.main()"]),
-        ["__pycache__", "helpers.py"]
+        ["__pycache__", "helpers", "helpers.py"]
     );
     assert_eq!(
         run("bash", &["-c", "exec node server.cjs"]),
