@@ -1,0 +1,305 @@
+//! What an MCP server runs from inside the work directory, which the agent must not change:
+//! the scripts its command line, its launcher (`npm start`, `uv run`, `-m`, `-c`) and its
+//! code-loading environment name, and what those import ([`script_imports`]).
+
+use std::path::{Path, PathBuf};
+
+use super::script_imports;
+
+/// What a program started as `command args…` in `work_dir` (an MCP server) runs from inside
+/// it: its code, which the agent must not change. Any word naming a file counts (the value of
+/// `--flag=value` too); the word in the program's place (the command, the first argument that
+/// is not a flag, the module after `-m`) counts also as what Node or Python make of it
+/// ([`program_inside`]). Other words naming a folder are data the program works on
+/// (`server.js ./data`), not code. So does what `env` names where a variable makes the program
+/// load code ([`CODE_VARIABLES`]: `NODE_OPTIONS=--require ./hook.js`, `PYTHONPATH=./lib`).
+/// What those files import statically from inside the work directory counts too
+/// ([`script_imports`]).
+pub fn scripts_inside(
+    work_dir: &Path,
+    command: &str,
+    args: &[String],
+    env: &[(String, String)],
+) -> Vec<PathBuf> {
+    let program_at = args.iter().position(|arg| !arg.starts_with('-'));
+    let module_at = args
+        .iter()
+        .position(|arg| arg == "-m")
+        .map(|at| at + 1)
+        .filter(|at| *at < args.len());
+    let mut found = program_inside(work_dir, command);
+    found.extend(environment_of(work_dir, command));
+    for (at, word) in args.iter().enumerate() {
+        if Some(at) == module_at {
+            found.extend(module_inside(work_dir, word));
+        } else if Some(at) == program_at {
+            found.extend(program_inside(work_dir, word));
+        } else {
+            found.extend(file_inside(work_dir, word));
+        }
+    }
+    let program = Path::new(command)
+        .file_name()
+        .map(|name| name.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    // Code given on the command line (`python3 -c '…'`, `sh -c 'node server.js'`), or by a
+    // package manager's script (`npm start` runs `scripts.start` of package.json).
+    for pair in args.windows(2) {
+        if matches!(pair[0].as_str(), "-c" | "-e" | "--eval" | "-p" | "--print") {
+            found.extend(script_imports::inline_code_inside(
+                work_dir, &program, &pair[1],
+            ));
+        }
+    }
+    found.extend(package_scripts_inside(work_dir, &program, args));
+    for (_, value) in env
+        .iter()
+        .cloned()
+        .chain(env_file_variables(work_dir, args))
+        .filter(|(name, _)| CODE_VARIABLES.contains(&name.as_str()))
+    {
+        found.extend(code_named_in(work_dir, &value));
+    }
+    let imported = script_imports::imports_inside(work_dir, &found);
+    found.extend(imported);
+    found
+}
+
+/// The variables of the env files Node is given (`--env-file=.env`): `NAME=value` lines.
+fn env_file_variables(work_dir: &Path, args: &[String]) -> Vec<(String, String)> {
+    args.iter()
+        .filter_map(|arg| {
+            arg.strip_prefix("--env-file=")
+                .or_else(|| arg.strip_prefix("--env-file-if-exists="))
+        })
+        .filter_map(|file| crate::fs::read_small_regular_file(&work_dir.join(file), 1024 * 1024))
+        .flat_map(|bytes| {
+            String::from_utf8_lossy(&bytes)
+                .lines()
+                .filter_map(|line| {
+                    let line = line.trim();
+                    let (name, value) = line
+                        .strip_prefix("export ")
+                        .unwrap_or(line)
+                        .split_once('=')?;
+                    Some((
+                        name.trim().to_string(),
+                        value.trim().trim_matches(['"', '\'']).to_string(),
+                    ))
+                })
+                .collect::<Vec<_>>()
+        })
+        .collect()
+}
+
+/// `-m srv.server`: the module's file (`srv/server.py`) and the top package it is in, which
+/// runs first and is protected whole.
+fn module_inside(work_dir: &Path, dotted: &str) -> Vec<PathBuf> {
+    let mut found = program_inside(work_dir, &dotted.replace('.', "/"));
+    if let Some((package, _)) = dotted.split_once('.') {
+        let folder = work_dir.join(package);
+        if folder.is_dir() {
+            found.push(folder);
+        }
+    }
+    found
+}
+
+/// The project environment a command runs from inside the work directory: the virtual
+/// environment its path is in (`.venv/bin/python`: everything it imports is there), and for a
+/// project runner (`uv run`, `poetry run`, …) the project's `.venv` and the files that decide
+/// what it installs into it.
+fn environment_of(work_dir: &Path, command: &str) -> Vec<PathBuf> {
+    let mut found = Vec::new();
+    if command.contains('/') {
+        let named = work_dir.join(command);
+        if let Some(venv) = named
+            .ancestors()
+            .skip(1)
+            .take_while(|folder| folder.starts_with(work_dir) && *folder != work_dir)
+            .find(|folder| folder.join("pyvenv.cfg").is_file())
+        {
+            found.push(venv.to_path_buf());
+        }
+    }
+    let program = Path::new(command).file_name().unwrap_or_default();
+    if ["uv", "uvx", "poetry", "pipenv", "pdm", "hatch", "rye"]
+        .iter()
+        .any(|runner| program == *runner)
+    {
+        for name in [
+            ".venv",
+            "pyproject.toml",
+            "uv.lock",
+            "poetry.lock",
+            "Pipfile",
+            "Pipfile.lock",
+            "pdm.lock",
+            "requirements.txt",
+        ] {
+            let path = work_dir.join(name);
+            if path.exists() {
+                found.push(path);
+            }
+        }
+    }
+    found
+}
+
+/// What a package manager runs for `npm start`, `npm run serve`, `yarn serve`, …: the
+/// work directory's `package.json` (which says it) and the scripts the script's command
+/// names (with its `pre` and `post` scripts).
+fn package_scripts_inside(work_dir: &Path, program: &str, args: &[String]) -> Vec<PathBuf> {
+    if !["npm", "pnpm", "yarn", "bun"].contains(&program) {
+        return Vec::new();
+    }
+    let mut words = args.iter().filter(|arg| !arg.starts_with('-'));
+    let name = match words.next().map(String::as_str) {
+        Some("run" | "run-script") => words.next().cloned(),
+        Some(name @ ("start" | "test" | "restart" | "stop")) => Some(name.to_string()),
+        // yarn and bun run a script named first (`yarn serve`).
+        Some(name) if program != "npm" => Some(name.to_string()),
+        _ => None,
+    };
+    let Some(name) = name else {
+        return Vec::new();
+    };
+    let manifest = work_dir.join("package.json");
+    let Some(json) = read_small_json(&manifest) else {
+        return Vec::new();
+    };
+    let mut found = vec![manifest];
+    for script in [format!("pre{name}"), name.clone(), format!("post{name}")] {
+        if let Some(text) = json
+            .get("scripts")
+            .and_then(|scripts| scripts.get(&script))
+            .and_then(|text| text.as_str())
+        {
+            found.extend(script_imports::inline_code_inside(work_dir, "sh", text));
+        }
+    }
+    found
+}
+
+/// Variables through which a program's environment names code it loads: Node's options
+/// (`--require`, `--import`, loaders) and module folders, Python's and Perl's and Ruby's module
+/// paths, startup files and options, what the dynamic linker preloads, a shell's startup file.
+/// Others (`DATA_DIR=./data`, `MEMORY_FILE_PATH=./memory.json`) name data the program may
+/// write, which must stay writable.
+const CODE_VARIABLES: &[&str] = &[
+    "NODE_OPTIONS",
+    "NODE_PATH",
+    "PYTHONPATH",
+    "PYTHONSTARTUP",
+    "PERL5LIB",
+    "PERL5OPT",
+    "PERLLIB",
+    "RUBYLIB",
+    "RUBYOPT",
+    "LD_PRELOAD",
+    "LD_LIBRARY_PATH",
+    "BASH_ENV",
+    "ENV",
+];
+
+/// The files and folders inside `work_dir` (not the work directory itself) that the words of a
+/// code variable's `value` name: separated by blanks, `:`, `,` or `=` (`--require=./hook.js`).
+fn code_named_in(work_dir: &Path, value: &str) -> Vec<PathBuf> {
+    value
+        .split(|c: char| c.is_whitespace() || matches!(c, ':' | ',' | '='))
+        .filter(|word| !word.is_empty() && !word.starts_with('-'))
+        .filter_map(|word| std::fs::canonicalize(work_dir.join(word)).ok())
+        .filter(|real| real.starts_with(work_dir) && real != work_dir)
+        .collect()
+}
+
+/// The file `word` names inside `work_dir`, if any.
+fn file_inside(work_dir: &Path, word: &str) -> Option<PathBuf> {
+    let value = word.rsplit_once('=').map_or(word, |(_, value)| value);
+    if value.is_empty() {
+        return None;
+    }
+    let named = work_dir.join(value);
+    let real = std::fs::canonicalize(&named).ok()?;
+    // By the name it is run by: a symlink on the way is protected with it.
+    (real.starts_with(work_dir) && real.is_file()).then(|| script_imports::named(&named, &real))
+}
+
+/// What `word` in a program's place makes Node or Python load from inside `work_dir`:
+///
+/// - a file: that file;
+/// - a folder (`node ./srv`, `python3 -m srv`): the folder, whose `index.js`, `package.json`
+///   or `__init__.py`/`__main__.py` runs; the work directory itself (`node .`): what it runs
+///   ([`folder_entry_points`]);
+/// - nothing, where a file of that name with a script extension exists (`node ./server` runs
+///   `server.js`, `-m srv` finds `srv.py`): those files, and the name itself, which a file made
+///   there would take the place of.
+fn program_inside(work_dir: &Path, word: &str) -> Vec<PathBuf> {
+    let value = word;
+    if value.is_empty() || value.starts_with('-') {
+        return Vec::new();
+    }
+    let inside = |path: &Path| {
+        std::fs::canonicalize(path)
+            .ok()
+            .filter(|real| real.starts_with(work_dir))
+    };
+    let named = work_dir.join(value);
+    match named.symlink_metadata() {
+        Ok(_) if inside(&named).as_deref() == Some(work_dir) => folder_entry_points(work_dir),
+        Ok(_) => inside(&named)
+            .filter(|real| real.is_file() || real.is_dir())
+            .map(|real| script_imports::named(&named, &real))
+            .into_iter()
+            .collect(),
+        Err(_) => {
+            let found: Vec<PathBuf> = SCRIPT_EXTENSIONS
+                .iter()
+                .filter_map(|extension| {
+                    let mut with = named.clone().into_os_string();
+                    with.push(extension);
+                    inside(Path::new(&with)).filter(|real| real.is_file())
+                })
+                .collect();
+            if found.is_empty() || !named.starts_with(work_dir) {
+                return found;
+            }
+            std::iter::once(named).chain(found).collect()
+        }
+    }
+}
+
+/// What `node .` or `python3 .` runs of `folder` (the work directory itself, which cannot be
+/// protected whole): its `package.json` and the `main` it names, else `index.js`, …, and
+/// `__main__.py`; also those that do not exist yet, where a file made would run.
+fn folder_entry_points(folder: &Path) -> Vec<PathBuf> {
+    let manifest = folder.join("package.json");
+    let main = read_small_json(&manifest)
+        .and_then(|json| json.get("main")?.as_str().map(str::to_string))
+        .map(|main| folder.join(main))
+        .and_then(|main| std::fs::canonicalize(main).ok())
+        .filter(|main| main.starts_with(folder) && main.is_file());
+    let mut points = vec![manifest];
+    points.extend(main);
+    points.extend(
+        [
+            "index.js",
+            "index.mjs",
+            "index.cjs",
+            "index.json",
+            "__main__.py",
+        ]
+        .iter()
+        .map(|name| folder.join(name)),
+    );
+    points
+}
+
+/// `path` as JSON, when it is a small regular file that parses.
+fn read_small_json(path: &Path) -> Option<serde_json::Value> {
+    let bytes = crate::fs::read_small_regular_file(path, 1024 * 1024)?;
+    serde_json::from_slice(&bytes).ok()
+}
+
+/// What Node and Python add to a module name they look for (`node ./server`, `-m srv`).
+const SCRIPT_EXTENSIONS: &[&str] = &[".js", ".mjs", ".cjs", ".ts", ".mts", ".cts", ".json", ".py"];
