@@ -546,17 +546,20 @@ mod tests {
                 }
                 AND => accumulator &= ins.k,
                 JUMP_ALWAYS => pc += ins.k as usize,
-                JUMP_EQ | JUMP_GE => {
-                    let taken = match ins.code {
-                        JUMP_EQ => accumulator == ins.k,
-                        _ => accumulator >= ins.k,
-                    };
-                    pc += usize::from(if taken { ins.jt } else { ins.jf });
-                }
+                JUMP_EQ | JUMP_GE => pc += conditional_jump(ins, accumulator),
                 RETURN => return ins.k,
                 other => panic!("unexpected opcode {other:#x}"),
             }
         }
+    }
+
+    /// How far a `JEQ` or `JGE` instruction jumps with `accumulator`.
+    fn conditional_jump(ins: Instruction, accumulator: u32) -> usize {
+        let taken = match ins.code {
+            JUMP_EQ => accumulator == ins.k,
+            _ => accumulator >= ins.k,
+        };
+        usize::from(if taken { ins.jt } else { ins.jf })
     }
 
     /// The verdict of every program together: the kernel takes the strictest action.
@@ -793,13 +796,7 @@ mod tests {
                 LOAD_WORD if ins.k == NR_AT => accumulator = nr,
                 LOAD_WORD if ins.k == ARCH_AT => accumulator = OURS,
                 JUMP_ALWAYS => pc += ins.k as usize,
-                JUMP_EQ | JUMP_GE => {
-                    let taken = match ins.code {
-                        JUMP_EQ => accumulator == ins.k,
-                        _ => accumulator >= ins.k,
-                    };
-                    pc += usize::from(if taken { ins.jt } else { ins.jf });
-                }
+                JUMP_EQ | JUMP_GE => pc += conditional_jump(ins, accumulator),
                 _ => return steps, // an argument, or a verdict
             }
         }

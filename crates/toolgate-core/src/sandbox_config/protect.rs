@@ -351,6 +351,21 @@ fn outermost(paths: impl Iterator<Item = PathBuf>) -> Vec<PathBuf> {
     kept
 }
 
+/// `path` with `.` and `..` resolved by name (symlinks not looked at).
+fn normal_path(path: &Path) -> PathBuf {
+    let mut normal = PathBuf::new();
+    for component in path.components() {
+        match component {
+            Component::ParentDir => {
+                normal.pop();
+            }
+            Component::CurDir => {}
+            other => normal.push(other),
+        }
+    }
+    normal
+}
+
 /// `path` made absolute (against the current directory), `.` and `..` resolved lexically, and
 /// symlinks resolved as far as it exists: a protected path that does not exist yet is named
 /// by where it would be created.
@@ -362,16 +377,7 @@ pub fn real_path(path: &Path) -> PathBuf {
             .unwrap_or_else(|_| PathBuf::from("/"))
             .join(path)
     };
-    let mut normal = PathBuf::new();
-    for component in absolute.components() {
-        match component {
-            Component::ParentDir => {
-                normal.pop();
-            }
-            Component::CurDir => {}
-            other => normal.push(other),
-        }
-    }
+    let normal = normal_path(&absolute);
     let mut rest = Vec::new();
     let mut base = normal.as_path();
     loop {

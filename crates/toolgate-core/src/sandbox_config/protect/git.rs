@@ -6,7 +6,7 @@
 use std::path::{Component, Path, PathBuf};
 
 use super::git_config::{config_entries, ConfigEntry};
-use super::{real_path, Guards};
+use super::{normal_path, real_path, Guards};
 
 /// Where git on the host reads configuration from outside any repository, and the home `~/`
 /// stands for in it. Every file is read, whichever git would pick: the shell a person runs git
@@ -276,21 +276,6 @@ fn husky_folder(dir: &Path) -> Option<PathBuf> {
             (dir.file_name()? == "_" && parent.file_name()? == ".husky")
                 .then(|| parent.to_path_buf())
         })
-}
-
-/// `path` with `.` and `..` resolved by name.
-fn normal_path(path: &Path) -> PathBuf {
-    let mut normal = PathBuf::new();
-    for component in path.components() {
-        match component {
-            Component::ParentDir => {
-                normal.pop();
-            }
-            Component::CurDir => {}
-            other => normal.push(other),
-        }
-    }
-    normal
 }
 
 /// How the values of a group of git config files are resolved.

@@ -21,7 +21,7 @@
 //! Not followed: names computed at run time (`import(name)`, `importlib.import_module(name)`).
 
 use std::collections::{BTreeSet, VecDeque};
-use std::path::{Component, Path, PathBuf};
+use std::path::{Path, PathBuf};
 use std::sync::LazyLock;
 
 use regex::Regex;
@@ -206,16 +206,7 @@ fn package_shadow(module: &Path) -> Option<PathBuf> {
 /// `path` with `.` and `..` taken out, where that names the same file as `real` (its real
 /// path); else `real`. The links on the way stay in it, to be protected too.
 pub(super) fn named(path: &Path, real: &Path) -> PathBuf {
-    let mut plain = PathBuf::new();
-    for component in path.components() {
-        match component {
-            Component::ParentDir => {
-                plain.pop();
-            }
-            Component::CurDir => {}
-            other => plain.push(other),
-        }
-    }
+    let plain = super::normal_path(path);
     match std::fs::canonicalize(&plain) {
         Ok(same) if same == real => plain,
         _ => real.to_path_buf(),
