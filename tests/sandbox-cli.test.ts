@@ -149,10 +149,33 @@ describe.skipIf(!hasScript)('toolgate sandbox on a terminal (util-linux script m
     expect(sandboxOnTerminal('--', 'echo', 'relayed').stdout.trim()).toBe('relayed');
   });
 
-  it('passes the terminal only with --tty, and TIOCSTI stays refused', () => {
+  it('passes the terminal only with --tty; injecting input, taking the foreground and changing the line discipline stay refused', () => {
     const probe = sandboxOnTerminal('--tty', '--', 'python3', '-c', TERMINAL_PROBE);
     expect(probe.status).toBe(0);
-    expect(probe.stdout.trim()).toMatch(/^isatty ctty dev-tty (no-)?tcsetpgrp no-tiocsti$/);
+    expect(probe.stdout.trim()).toBe('isatty ctty dev-tty no-tcsetpgrp no-tiocsti');
+    // TIOCSETD (N_NULL would swallow everything shown after the program) and TIOCSPGRP with
+    // SIGTTOU ignored; the terminal still shows what comes after.
+    const discipline = sandboxOnTerminal(
+      '--tty',
+      '--',
+      'python3',
+      '-c',
+      "import fcntl, os, signal, struct, termios\nsignal.signal(signal.SIGTTOU, signal.SIG_IGN)\nfor name, request, arg in (('setd', termios.TIOCSETD, struct.pack('i', 27)), ('spgrp', termios.TIOCSPGRP, struct.pack('i', os.getpid()))):\n    try:\n        fcntl.ioctl(0, request, arg); print(name, 'done')\n    except OSError as e:\n        print(name, e.errno)\nprint('still-shown')",
+    );
+    expect(discipline.stdout).toContain('setd 1');
+    expect(discipline.stdout).toContain('spgrp 1');
+    expect(discipline.stdout).toContain('still-shown');
+    // The terminal's file mode, changed by the program through its descriptor, is put back
+    // when it ends (one terminal: its mode before, in the program, after toolgate).
+    const show = (when: string) => `python3 -c ${quote(`import os, stat; print('${when}', oct(stat.S_IMODE(os.fstat(0).st_mode)))`)}`;
+    const sandboxed = [process.execPath, CLI, 'sandbox', '--tty', '--work-dir', fx.work, '--', 'sh', '-c', `python3 -c 'import os; os.fchmod(0, 0o666)'; ${show('during')}`].map(quote).join(' ');
+    const modes = spawnSync('script', ['-qec', `${show('before')}; ${sandboxed}; ${show('after')}`, '/dev/null'], { encoding: 'utf8', input: '', timeout: 60_000 });
+    const shown = String(modes.stdout).replaceAll('\r', '');
+    const before = /before (0o\d+)/.exec(shown)?.[1];
+    expect(before, shown).toBeDefined();
+    expect(before).not.toBe('0o666');
+    expect(shown).toContain('during 0o666');
+    expect(shown).toContain(`after ${before}`);
   });
 });
 

@@ -23,6 +23,8 @@ import ctypes, errno, os
 libc = ctypes.CDLL(None, use_errno=True)
 L = ctypes.c_long
 null = os.open('/dev/null', os.O_RDONLY)
+pair_fds = (ctypes.c_int * 2)()
+pair = ctypes.addressof(pair_fds)
 def call(name, nr, *args):
     ctypes.set_errno(0)
     rc = libc.syscall(L(nr), *[L(a) for a in args])
@@ -57,6 +59,10 @@ call('socket_inet6_dgram', 41, 10, 2, 0)
 call('socket_netlink', 41, 16, 3, 0)
 call('socket_unix', 41, 1, 1, 0)
 call('socketpair_inet', 53, 2, 1, 0, 0)
+call('socket_unix_dgram', 41, 1, 2, 0)
+call('socket_unix_raw', 41, 1, 3 | 0x80000, 0)
+call('socketpair_unix_dgram', 53, 1, 2, 0, pair)
+call('socketpair_unix_stream', 53, 1, 1, 0, pair)
 call('connect', 42, -1, 0, 0)
 call('sendto_address_low', 44, -1, 0, 0, 0, 0x10, 16)
 call('sendto_address_high', 44, -1, 0, 0, 0, 0x7fff00000000, 16)
@@ -64,6 +70,8 @@ call('sendto_no_address', 44, -1, 0, 0, 0, 0, 0)
 call('ioctl_tiocsti', 16, null, 0x5412, 0)
 call('ioctl_tiocsti_high_bits', 16, null, 0xffffffff00005412, 0)
 call('ioctl_tioclinux', 16, null, 0x541c, 0)
+call('ioctl_tiocsetd', 16, null, 0x5423, 0)
+call('ioctl_tiocspgrp', 16, null, 0x5410, 0)
 call('ioctl_tiocgwinsz', 16, null, 0x5413, 0)
 "#;
 
@@ -73,10 +81,13 @@ fn refusal(name: &str, network: NetworkMode) -> Option<&'static str> {
     let refused_network = network == NetworkMode::Off;
     match name {
         "clone3" => Some("ENOSYS"),
-        "socket_unix" | "sendto_no_address" | "ioctl_tiocgwinsz" => None,
+        "socket_unix" | "socketpair_unix_stream" | "sendto_no_address" | "ioctl_tiocgwinsz" => None,
         "socket_inet_stream"
         | "socket_netlink"
         | "socketpair_inet"
+        | "socket_unix_dgram"
+        | "socket_unix_raw"
+        | "socketpair_unix_dgram"
         | "connect"
         | "sendto_address_low"
         | "sendto_address_high"

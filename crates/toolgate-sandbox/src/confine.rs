@@ -407,6 +407,7 @@ impl Program<'_> {
                     libc::dup2(fd.as_raw_fd(), target as libc::c_int);
                 }
             }
+            null_streams_from_the_view();
             if let Some(files) = &self.files {
                 libc::setrlimit(libc::RLIMIT_NOFILE, files);
             }
@@ -430,6 +431,34 @@ impl Program<'_> {
     fn confine(&self) -> Result<(), String> {
         restrict_self(self.ruleset)?;
         install_filters(self.seccomp, self.best_effort)
+    }
+}
+
+/// Standard streams that are the host's `/dev/null` (opened outside the view, where its mount
+/// is writable) become the view's: the program owns that node when toolgate runs as its
+/// owner, and `fchmod`, `fchown` or `futimens` on the inherited descriptor would change the
+/// host's `/dev/null` for everybody. Opened here, in the view's read-only mount, those fail
+/// with `EROFS`. Without a view the same path is the host's node again: nothing changes.
+fn null_streams_from_the_view() {
+    const NULL_DEVICE: libc::dev_t = libc::makedev(1, 3);
+    for target in 0..3 {
+        // SAFETY: fstat into a zeroed stat we own; open of a NUL-terminated literal; dup2 and
+        // close of fds we hold.
+        unsafe {
+            let mut stat: libc::stat = std::mem::zeroed();
+            if libc::fstat(target, &mut stat) != 0
+                || stat.st_mode & libc::S_IFMT != libc::S_IFCHR
+                || stat.st_rdev != NULL_DEVICE
+            {
+                continue;
+            }
+            let access = libc::fcntl(target, libc::F_GETFL) & libc::O_ACCMODE;
+            let view = libc::open(c"/dev/null".as_ptr(), access | libc::O_CLOEXEC);
+            if view >= 0 {
+                libc::dup2(view, target);
+                libc::close(view);
+            }
+        }
     }
 }
 

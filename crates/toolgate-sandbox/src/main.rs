@@ -24,7 +24,32 @@ extern "C" fn main(argc: std::ffi::c_int, argv: *const *const std::ffi::c_char) 
             std::ffi::OsString::from_vec(arg.to_bytes().to_vec())
         })
         .collect();
+    // SAFETY: as above; the strings are not read again (the arguments are copied).
+    unsafe { blank_command_line(count, argv) };
     toolgate_sandbox::launcher_main(args)
+}
+
+/// Blanks the command line's bytes in this process's memory, which is what
+/// `/proc/<pid>/cmdline` shows: a call's programs see the launcher (the server, or the one-shot
+/// launcher) as their PID 1 or parent, and its arguments name host paths, toolgate's process id
+/// and the whole policy.
+///
+/// # Safety
+/// `argv` holds `count` valid, NUL-terminated, writable strings (the C runtime's own).
+#[cfg(target_os = "linux")]
+unsafe fn blank_command_line(count: usize, argv: *const *const std::ffi::c_char) {
+    const NAME: &[u8] = b"toolgate-sandbox";
+    for index in 0..count {
+        // SAFETY: the caller's contract; each string is overwritten within its own length.
+        unsafe {
+            let arg = (*argv.add(index)).cast_mut();
+            let len = libc::strlen(arg);
+            std::ptr::write_bytes(arg, 0, len);
+            if index == 0 && len >= NAME.len() {
+                std::ptr::copy_nonoverlapping(NAME.as_ptr(), arg.cast::<u8>(), NAME.len());
+            }
+        }
+    }
 }
 
 #[cfg(not(target_os = "linux"))]

@@ -93,11 +93,20 @@ const NAMESPACE_FLAGS: &[libc::c_int] = &[
     0x80,
 ];
 
-/// Terminal ioctls that inject input into, or act on, the terminal of someone else.
+/// Terminal ioctls that inject input into, or act on, the terminal of someone else: input
+/// injection (`TIOCSTI`, `TIOCLINUX`), and — for a program given the user's terminal
+/// (`toolgate sandbox --tty`) — changing its line discipline, which outlives the program
+/// (`TIOCSETD`: `N_NULL` swallows everything shown after), and making itself the terminal's
+/// foreground job, which stops toolgate's own output (`TIOCSPGRP`, `tcsetpgrp`).
 // The casts are needed for musl, whose libc crate declares these request numbers as `c_int`
-// (glibc: `c_ulong`); both values are small positive constants.
+// (glibc: `c_ulong`); all values are small positive constants.
 #[allow(clippy::unnecessary_cast)]
-const DENIED_IOCTLS: &[u64] = &[libc::TIOCSTI as u64, libc::TIOCLINUX as u64];
+const DENIED_IOCTLS: &[u64] = &[
+    libc::TIOCSTI as u64,
+    libc::TIOCLINUX as u64,
+    libc::TIOCSETD as u64,
+    libc::TIOCSPGRP as u64,
+];
 
 /// On x86_64 the x32 ABI reaches the same system calls with this bit set, where the kernel has
 /// it enabled; there every refused number is refused in that form too.
@@ -269,9 +278,22 @@ fn main_rules(network: Network) -> Rules {
     } else if network == Network::Off {
         // Only unix sockets can be made (UDP is not covered by Landlock before ABI 10), and
         // none can connect: a path or abstract unix socket of a host service (a container
-        // daemon, a session bus) is as much "outside" as a TCP port is.
-        rules.insert(libc::SYS_socket, refused_when(vec![not_unix.clone()]));
-        rules.insert(libc::SYS_socketpair, refused_when(vec![not_unix]));
+        // daemon, a session bus) is as much "outside" as a TCP port is. Nor datagram ones
+        // (`SOCK_RAW` is a datagram socket for unix): a datagram socket sends to any address
+        // given with each message, also when made by `socketpair`, and `sendmsg` keeps its
+        // address where a filter cannot read it (in the message header).
+        let mut unix_only = vec![not_unix];
+        unix_only.extend(UNIX_DATAGRAM.iter().map(|&kind| {
+            vec![condition(
+                1,
+                Check::MaskedEq {
+                    mask: SOCK_TYPE_MASK,
+                    value: kind as u32,
+                },
+            )]
+        }));
+        rules.insert(libc::SYS_socket, refused_when(unix_only.clone()));
+        rules.insert(libc::SYS_socketpair, refused_when(unix_only));
         rules.insert(libc::SYS_connect, always(libc::EPERM));
         // `sendto` with an address is a connect of its own (the address is a pointer: all 64
         // bits are compared).
@@ -285,6 +307,16 @@ fn main_rules(network: Network) -> Rules {
 
 /// The type bits of `socket`'s second argument (the rest are `SOCK_NONBLOCK`/`SOCK_CLOEXEC`).
 const SOCK_TYPE_MASK: u32 = 0xf;
+/// The socket types a unix socket is a datagram socket with (`SOCK_RAW` is made one), and
+/// the rest that are not stream or sequenced-packet sockets (the kernel refuses those for unix
+/// sockets itself).
+const UNIX_DATAGRAM: [libc::c_int; 5] = [
+    libc::SOCK_DGRAM,
+    libc::SOCK_RAW,
+    libc::SOCK_RDM,
+    6,  // SOCK_DCCP
+    10, // SOCK_PACKET
+];
 /// Socket types other than `SOCK_STREAM`: datagram, raw, RDM, sequenced packets, DCCP, packet.
 const NOT_STREAM: [libc::c_int; 6] = [
     libc::SOCK_DGRAM,
@@ -709,6 +741,24 @@ mod tests {
                 run(programs, &call(libc::SYS_socket, [unix, 1, 0, 0, 0, 0])),
                 ALLOW
             );
+            let seqpacket = (libc::SOCK_SEQPACKET | libc::SOCK_CLOEXEC) as u64;
+            for call_nr in [libc::SYS_socket, libc::SYS_socketpair] {
+                assert_eq!(
+                    run(programs, &call(call_nr, [unix, seqpacket, 0, 0, 0, 0])),
+                    ALLOW
+                );
+                for kind in [
+                    libc::SOCK_DGRAM,
+                    libc::SOCK_RAW,
+                    libc::SOCK_DGRAM | libc::SOCK_CLOEXEC | libc::SOCK_NONBLOCK,
+                ] {
+                    assert_eq!(
+                        run(programs, &call(call_nr, [unix, kind as u64, 0, 0, 0, 0])),
+                        refused,
+                        "a unix datagram socket ({call_nr}, {kind})"
+                    );
+                }
+            }
             for family in [inet, libc::AF_INET6 as u64, libc::AF_NETLINK as u64] {
                 assert_eq!(
                     run(programs, &call(libc::SYS_socket, [family, 1, 0, 0, 0, 0])),

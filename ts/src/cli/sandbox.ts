@@ -1,5 +1,7 @@
 import { type ChildProcess, spawn } from 'node:child_process';
+import { fchmodSync, fstatSync } from 'node:fs';
 import { constants } from 'node:os';
+import { isatty } from 'node:tty';
 import { parseArgs } from 'node:util';
 import { native } from '../native/binding.js';
 import { callNative, ToolgateError } from '../native/errors.js';
@@ -140,6 +142,32 @@ function sandboxOption(values: {
 }
 
 /**
+ * The file modes of this process's terminal devices now, and a function that puts them back:
+ * a program given the terminal (`--tty`) holds its device open and, as its owner, could
+ * `fchmod` it (`0666`: every local user may then read what is typed), which would outlive it.
+ */
+function terminalModes(): () => void {
+  const modes: [number, number][] = [];
+  for (const fd of [0, 1, 2]) {
+    if (!isatty(fd)) continue;
+    try {
+      modes.push([fd, fstatSync(fd).mode & 0o7777]);
+    } catch {
+      // Not a file we can look at: nothing to put back.
+    }
+  }
+  return () => {
+    for (const [fd, mode] of modes) {
+      try {
+        if ((fstatSync(fd).mode & 0o7777) !== mode) fchmodSync(fd, mode);
+      } catch {
+        // The terminal is gone.
+      }
+    }
+  };
+}
+
+/**
  * Spawns the launcher's command line and resolves with its exit code: with `tty`, on this
  * terminal's stdio; without, through pipes relayed to and from ours. Like a shell, toolgate
  * ignores the terminal's interrupt and quit keys while the program runs (they reach the
@@ -171,7 +199,9 @@ function runInTerminal(launch: native.SandboxLaunch, tty: boolean): Promise<numb
       process.stderr.write(`toolgate sandbox: could not start '${terminalText(launch.file)}': ${terminalText(error.message)}\n`);
       done(126);
     });
+    const restoreModes = tty ? terminalModes() : () => {};
     child.on('exit', (code, signal) => {
+      restoreModes();
       if (code !== null) return done(code);
       done(128 + (signal ? (constants.signals[signal] ?? 0) : 0));
     });
