@@ -31,11 +31,11 @@
 
 use std::collections::HashMap;
 use std::ffi::{OsStr, OsString};
-use std::os::fd::{AsFd, AsRawFd, OwnedFd};
+use std::os::fd::OwnedFd;
 use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::MetadataExt;
 use std::path::{Component, Path, PathBuf};
-use std::sync::{Mutex, OnceLock, PoisonError};
+use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 
 use rustix::fs::{AtFlags, FileType, Mode, OFlags};
 
@@ -46,13 +46,22 @@ const OWNED_DIRECTORIES: &[(Option<&str>, &str)] =
     &[(Some(".git"), "hooks"), (None, "__pycache__")];
 
 /// What toolgate itself last wrote at a guarded path (the permissions file a "save" answer
-/// writes while a call runs), by path: such a file is toolgate's, not the call's, and is not
-/// removed after the call. The identity includes the change time, which no process can set, so
-/// a file a sandboxed process modified after toolgate wrote it no longer matches.
-fn host_writes() -> &'static Mutex<HashMap<PathBuf, FileIdentity>> {
-    static WRITES: OnceLock<Mutex<HashMap<PathBuf, FileIdentity>>> = OnceLock::new();
+/// writes while a call runs), by path: such a file is toolgate's, not the call's. The identity
+/// includes the change time, which no process can set, so a file a sandboxed process modified
+/// after toolgate wrote it no longer matches; the bytes are kept to put it back then.
+fn host_writes() -> &'static Mutex<HashMap<PathBuf, HostWrite>> {
+    static WRITES: OnceLock<Mutex<HashMap<PathBuf, HostWrite>>> = OnceLock::new();
     WRITES.get_or_init(Default::default)
 }
+
+struct HostWrite {
+    identity: FileIdentity,
+    /// What toolgate wrote (files up to [`MAX_KEPT_WRITE`]).
+    bytes: Option<Arc<[u8]>>,
+}
+
+/// The largest write whose bytes are kept to be put back (a permissions file is a few KiB).
+const MAX_KEPT_WRITE: u64 = 1 << 20;
 
 /// A file as it is now: device, inode, change time and size.
 type FileIdentity = (u64, u64, i64, i64, u64);
@@ -72,14 +81,26 @@ fn identity(path: &Path) -> Option<FileIdentity> {
 
 /// Notes that toolgate (the host, never a sandboxed process) has just written the regular file
 /// at `path`, so that the check after a call that is running meanwhile does not take it for
-/// the call's.
+/// the call's, and puts it back should the call change it.
 pub(crate) fn note_host_write(path: &Path) {
-    if let Some(id) = identity(path) {
-        host_writes()
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .insert(path.to_path_buf(), id);
-    }
+    let Some(id) = identity(path) else {
+        return;
+    };
+    let bytes = (id.4 <= MAX_KEPT_WRITE)
+        .then(|| std::fs::read(path).ok())
+        .flatten()
+        .filter(|bytes| bytes.len() as u64 == id.4)
+        .map(Arc::from);
+    host_writes()
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner)
+        .insert(
+            path.to_path_buf(),
+            HostWrite {
+                identity: id,
+                bytes,
+            },
+        );
 }
 
 /// Whether what is at `path` now is exactly what toolgate last wrote there.
@@ -87,7 +108,44 @@ fn written_by_host(path: &Path) -> bool {
     let writes = host_writes().lock().unwrap_or_else(PoisonError::into_inner);
     writes
         .get(path)
-        .is_some_and(|id| identity(path).as_ref() == Some(id))
+        .is_some_and(|write| identity(path).as_ref() == Some(&write.identity))
+}
+
+/// What toolgate last wrote at `path`, when it wrote there and what is there now is not that.
+fn changed_host_write(path: &Path) -> Option<Arc<[u8]>> {
+    let writes = host_writes().lock().unwrap_or_else(PoisonError::into_inner);
+    let write = writes.get(path)?;
+    (identity(path).as_ref() != Some(&write.identity))
+        .then(|| write.bytes.clone())
+        .flatten()
+}
+
+/// Puts `bytes` back at `name` in `parent` (a new file renamed over whatever is there, so a
+/// process holding the old one open changes nothing), and notes it as toolgate's write.
+fn put_back(parent: &OwnedFd, name: &OsStr, path: &Path, bytes: &[u8]) -> bool {
+    let mut temporary = OsString::from(".");
+    temporary.push(name);
+    temporary.push(".toolgate-restore");
+    let _ = rustix::fs::unlinkat(parent, temporary.as_os_str(), AtFlags::empty());
+    let written = (|| -> std::io::Result<()> {
+        let fd = rustix::fs::openat(
+            parent,
+            temporary.as_os_str(),
+            OFlags::WRONLY | OFlags::CREATE | OFlags::EXCL | OFlags::NOFOLLOW | OFlags::CLOEXEC,
+            Mode::from(0o644),
+        )?;
+        let mut file = std::fs::File::from(fd);
+        std::io::Write::write_all(&mut file, bytes)?;
+        file.sync_all()?;
+        rustix::fs::renameat(parent, temporary.as_os_str(), parent, name)?;
+        Ok(())
+    })();
+    if written.is_err() {
+        let _ = rustix::fs::unlinkat(parent, temporary.as_os_str(), AtFlags::empty());
+        return false;
+    }
+    note_host_write(path);
+    true
 }
 
 /// A sandbox's protected and hidden paths, absolute.
@@ -176,7 +234,10 @@ impl Guarded {
         let mut messages = Vec::new();
         for (path, protected, was) in &before.0 {
             let now = state(path);
-            if &now == was {
+            // A file toolgate wrote may have been changed in place (or its inode number
+            // reused by the call's): not told by the path's state alone.
+            let changed_write = changed_host_write(path);
+            if &now == was && changed_write.is_none() {
                 continue;
             }
             let what = if *protected {
@@ -201,6 +262,19 @@ impl Guarded {
             let Place::Found(parent, name) = place(path) else {
                 continue; // nothing is at the path now
             };
+            // Toolgate wrote it during the call, and the call changed it after (the kernel's
+            // read-only mount does not survive the file being replaced on the host: a process
+            // of the call may have opened the new one).
+            if let Some(bytes) = changed_write {
+                remove_at(&parent, &name);
+                let restored = put_back(&parent, &name, path, &bytes);
+                messages.push(format!(
+                    "toolgate {} what it last wrote to '{}', which changed during the call: it is {what}",
+                    if restored { "put back" } else { "could not put back" },
+                    path.display()
+                ));
+                continue;
+            }
             match was {
                 State::Missing | State::Redirected(..) => {
                     remove_at(&parent, &name);
@@ -302,20 +376,9 @@ fn stat_at(dir: &OwnedFd, name: &OsStr) -> Option<rustix::fs::Stat> {
 }
 
 /// Removes what is at `name` in `parent`, not following symlinks (a directory with all it
-/// holds).
+/// holds, however deep).
 fn remove_at(parent: &OwnedFd, name: &OsStr) {
-    let Some(stat) = stat_at(parent, name) else {
-        return;
-    };
-    if FileType::from_raw_mode(stat.st_mode) == FileType::Directory {
-        // Named through the open parent, so no symlink on the way is followed (the removal
-        // itself does not follow symlinks inside).
-        let mut through = PathBuf::from(format!("/proc/self/fd/{}", parent.as_fd().as_raw_fd()));
-        through.push(name);
-        toolgate_sandbox::cleanup::remove_tree(&through);
-    } else {
-        let _ = rustix::fs::unlinkat(parent, name, AtFlags::empty());
-    }
+    toolgate_sandbox::cleanup::remove_at(parent, name);
 }
 
 /// `path` against `base`, `.` and `..` resolved by name, its parent directory canonical (the
@@ -404,16 +467,42 @@ mod tests {
         note_host_write(&file);
         std::thread::sleep(std::time::Duration::from_millis(20));
         std::fs::write(&file, "version: 1\nrules: [] # planted\n").unwrap();
-        assert_eq!(guarded.repair(&before).len(), 1);
-        assert!(!file.exists(), "what the call changed is removed");
-        // Or replaces it by a file of its own under the same name: removed too.
+        let messages = guarded.repair(&before);
+        assert_eq!(messages.len(), 1);
+        assert!(messages[0].contains("put back"), "{messages:?}");
+        assert_eq!(
+            std::fs::read_to_string(&file).unwrap(),
+            "version: 1\nrules: []\n",
+            "what toolgate wrote is put back"
+        );
+        // Or replaces it by a file of its own under the same name: toolgate's put back too.
         let before = guarded.snapshot();
         std::fs::write(&file, "a").unwrap();
         note_host_write(&file);
         std::fs::remove_file(&file).unwrap();
         std::fs::write(&file, "b").unwrap();
         assert_eq!(guarded.repair(&before).len(), 1);
-        assert!(!file.exists());
+        assert_eq!(std::fs::read_to_string(&file).unwrap(), "a");
+        // A file that was there before the call, replaced by toolgate's save (the kernel's
+        // read-only mount is gone with the old file), then appended to by the call.
+        let before = guarded.snapshot();
+        let replacement = root.join("saved.tmp");
+        std::fs::write(&replacement, "version: 1\nrules: [saved]\n").unwrap();
+        std::fs::rename(&replacement, &file).unwrap();
+        note_host_write(&file);
+        std::thread::sleep(std::time::Duration::from_millis(20));
+        let mut appended = std::fs::OpenOptions::new()
+            .append(true)
+            .open(&file)
+            .unwrap();
+        std::io::Write::write_all(&mut appended, b"  - planted\n").unwrap();
+        drop(appended);
+        assert_eq!(guarded.repair(&before).len(), 1);
+        assert_eq!(
+            std::fs::read_to_string(&file).unwrap(),
+            "version: 1\nrules: [saved]\n"
+        );
+        assert!(guarded.repair(&guarded.snapshot()).is_empty());
     }
 
     #[test]
