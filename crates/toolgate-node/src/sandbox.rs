@@ -87,6 +87,28 @@ pub struct SandboxSummary {
     pub grants: Vec<SandboxGrant>,
 }
 
+impl SandboxSummary {
+    /// The summary of `scope` with what calls of each of `programs` are granted besides.
+    pub fn with_programs(scope: &SandboxScope, programs: &[std::path::PathBuf]) -> Self {
+        let mut summary = Self::from(scope);
+        let extra = sandbox_config::program_grants(scope, programs).unwrap_or_default();
+        summary
+            .grants
+            .extend(extra.into_iter().map(SandboxGrant::from));
+        summary
+    }
+}
+
+impl From<toolgate_core::sandbox::Grant> for SandboxGrant {
+    fn from(grant: toolgate_core::sandbox::Grant) -> Self {
+        SandboxGrant {
+            path: grant.path.display().to_string(),
+            access: grant.kind.as_str().to_string(),
+            why: grant.why,
+        }
+    }
+}
+
 impl From<&SandboxScope> for SandboxSummary {
     fn from(scope: &SandboxScope) -> Self {
         let text = |paths: &[std::path::PathBuf]| {
@@ -115,11 +137,7 @@ impl From<&SandboxScope> for SandboxSummary {
             grants: sandbox_config::grants(scope)
                 .unwrap_or_default()
                 .into_iter()
-                .map(|grant| SandboxGrant {
-                    path: grant.path.display().to_string(),
-                    access: grant.kind.as_str().to_string(),
-                    why: grant.why,
-                })
+                .map(SandboxGrant::from)
                 .collect(),
         }
     }

@@ -255,9 +255,24 @@ impl From<&PlannedWorker> for PlannedWorkerInfo {
             toolset_sandboxes: planned
                 .toolset_sandboxes
                 .iter()
-                .map(|(toolset, scope)| ToolsetSandbox {
-                    toolset: toolset.to_string(),
-                    sandbox: SandboxSummary::from(scope),
+                .map(|(toolset, scope)| {
+                    // What each of the toolset's programs is granted on top (its directory,
+                    // its prefix's runtime parts, its file), for `toolgate check --sandbox`.
+                    let programs = match *toolset {
+                        "executables" => planned
+                            .executables
+                            .as_ref()
+                            .map(|registry| registry.programs()),
+                        "mcp" => planned.mcp.as_ref().map(|mcp| mcp.programs()),
+                        _ => None,
+                    };
+                    ToolsetSandbox {
+                        toolset: toolset.to_string(),
+                        sandbox: SandboxSummary::with_programs(
+                            scope,
+                            &programs.unwrap_or_default(),
+                        ),
+                    }
                 })
                 .collect(),
             sandbox_warning: planned.sandbox_warning.clone(),

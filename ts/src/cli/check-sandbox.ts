@@ -145,8 +145,12 @@ export function formatReport(support: SandboxSupport, policy: SandboxSummary, wo
     lines.push('', `worker ${worker.name} (${worker.path})`);
     describePolicy(worker.sandbox, row);
     for (const { toolset, sandbox } of worker.toolsets) {
-      if (JSON.stringify(sandbox) === JSON.stringify(worker.sandbox)) {
+      // A toolset's programs add grants of their own (executable tools, MCP servers): shown
+      // after "the worker sandbox" when nothing else differs.
+      const extra = sandbox.grants.filter((grant) => !worker.sandbox.grants.some((known) => known.path === grant.path && known.access === grant.access));
+      if (JSON.stringify({ ...sandbox, grants: worker.sandbox.grants }) === JSON.stringify(worker.sandbox)) {
         row(toolset, 'the worker sandbox');
+        for (const grant of extra) row(`    ${grant.access}`, `${grant.path}: ${grant.why}`);
       } else {
         lines.push(`  ${toolset}`);
         describePolicy(sandbox, (label, value) => row(label, value, '    '));

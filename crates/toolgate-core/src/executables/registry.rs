@@ -3,6 +3,7 @@
 //! name.
 
 use std::collections::BTreeMap;
+use std::path::PathBuf;
 use std::sync::{Arc, Mutex, OnceLock};
 
 use crate::frozen::FrozenFiles;
@@ -107,6 +108,35 @@ impl Registry {
     ) {
         self.options.run.sandbox = run;
         self.options.discovery.sandbox = discovery;
+    }
+
+    /// The programs of the configured directories as they are on disk now, found without
+    /// running any (for `toolgate check --sandbox`, which lists what each is granted): every
+    /// file directly in a directory, and each tool directory's `tool.yaml` entrypoint.
+    pub fn programs(&self) -> Vec<PathBuf> {
+        let mut programs = Vec::new();
+        for dir in &self.options.discovery.directories {
+            let Ok(entries) = std::fs::read_dir(&dir.path) else {
+                continue;
+            };
+            let mut entries: Vec<PathBuf> = entries
+                .flatten()
+                .filter(|entry| !super::discovery::is_hidden(&entry.file_name()))
+                .map(|entry| entry.path())
+                .collect();
+            entries.sort();
+            for path in entries {
+                if path.is_dir() {
+                    let manifest = path.join(super::manifest::MANIFEST_FILE);
+                    if let Ok((_, entrypoint)) = super::manifest::Manifest::load(&manifest) {
+                        programs.push(entrypoint);
+                    }
+                } else if path.is_file() {
+                    programs.push(path);
+                }
+            }
+        }
+        programs
     }
 
     /// The options the registry was made with.

@@ -131,6 +131,26 @@ impl McpToolset {
         &self.servers
     }
 
+    /// The program of each stdio server, found as a start would find it (on the `PATH` of
+    /// its environment, or relative to the work directory); servers whose program is not
+    /// found are left out (starting them reports it).
+    pub fn programs(&self) -> Vec<std::path::PathBuf> {
+        self.servers
+            .iter()
+            .filter_map(|server| match &server.transport {
+                McpTransport::Stdio { command, env, .. } => {
+                    let mut child_env = crate::exec::env::child_environment(&[]);
+                    for (name, value) in env {
+                        child_env.retain(|(known, _)| known != name.as_str());
+                        child_env.push((name.into(), value.into()));
+                    }
+                    crate::exec::resolve_program(command.as_ref(), self.work_dir(), &child_env).ok()
+                }
+                McpTransport::Http { .. } => None,
+            })
+            .collect()
+    }
+
     /// Replaces the sandbox its stdio servers run in (a worker plan prepares it again once it
     /// knows every protected path of its graph).
     pub fn set_sandbox(&mut self, sandbox: ToolSandbox) {

@@ -38,6 +38,7 @@ mod locate;
 mod namespaces;
 pub(crate) mod paths;
 mod probe;
+pub mod version_managers;
 
 #[cfg(target_os = "linux")]
 pub(crate) mod client;
@@ -444,7 +445,9 @@ impl Sandbox {
     /// Every path this sandbox grants, with how and why (for `toolgate check --sandbox`);
     /// the directories on a `PATH` of `search_path` included.
     pub fn grants(&self, search_path: Option<&OsString>) -> Vec<Grant> {
-        let mut grants = self.reach.grants(&self.policy);
+        let managers =
+            version_managers::version_manager_roots(&std::env::var_os("PATH").unwrap_or_default());
+        let mut grants = self.reach.grants(&self.policy, &managers);
         if let Some(search_path) = search_path {
             grants.extend(self.reach.search_path_grants(search_path));
         }
@@ -463,6 +466,22 @@ impl Sandbox {
             });
         }
         grants
+    }
+
+    /// What a call of `program` is granted besides [`Sandbox::grants`] (its directory, the
+    /// runtime parts of its install prefix, its file), with how and why; `search_path` is the
+    /// call's `PATH`, whose grants it does not repeat.
+    pub fn program_grants(&self, program: &Path, search_path: Option<&OsString>) -> Vec<Grant> {
+        let known = self.search_path_roots(search_path);
+        self.reach
+            .program_grants(program, &known)
+            .into_iter()
+            .map(|(path, why)| Grant {
+                path,
+                kind: GrantKind::Read,
+                why: format!("for '{}': {why}", program.display()),
+            })
+            .collect()
     }
 
     /// The policy, with the work directory and the roots canonical.

@@ -286,25 +286,32 @@ impl Reach {
         chosen_by_a_process(name, &self.untrusted)
     }
 
-    /// The fixed grants with their reasons.
-    pub fn grants(&self, policy: &super::SandboxPolicy) -> Vec<Grant> {
+    /// The fixed grants with their reasons; `managers` are the roots of the version managers
+    /// whose parts are among the read roots.
+    pub fn grants(&self, policy: &super::SandboxPolicy, managers: &[PathBuf]) -> Vec<Grant> {
         let mut grants = Vec::new();
         for name in &self.read_names {
+            let manager = managers.iter().find(|root| name.starts_with(root));
             let why = if *name == policy.work_dir {
-                "the work directory (read-only: readonly)"
+                "the work directory (read-only: readonly)".to_string()
+            } else if let Some(root) = manager.filter(|_| policy.read.contains(name)) {
+                format!(
+                    "a part of the version manager '{}' its shims on PATH use",
+                    root.display()
+                )
             } else if policy.read.contains(name) {
-                "a read root (sandbox.read, or a version manager whose shims are on PATH)"
+                "a read root (sandbox.read, or cli_execute's readRoots)".to_string()
             } else if name.starts_with("/etc") {
-                "an /etc entry programs need (loader cache, certificates, name resolution, users, time zone)"
+                "an /etc entry programs need (loader cache, certificates, name resolution, users, time zone)".to_string()
             } else if name == Path::new("/proc") {
-                "the call's own /proc (its PID namespace)"
+                "the call's own /proc (its PID namespace)".to_string()
             } else {
-                "the system runtime"
+                "the system runtime".to_string()
             };
             grants.push(Grant {
                 path: name.clone(),
                 kind: GrantKind::Read,
-                why: why.into(),
+                why,
             });
         }
         for path in &self.write {
@@ -401,9 +408,21 @@ impl Reach {
     /// ([`PREFIX_PARTS`]); or the file alone when that is covered otherwise. Never the prefix
     /// itself: a copy of `perl` in `<dir>/bin` does not make `<dir>/outside` readable.
     pub fn program_roots(&self, program: &Path, known: &[PathBuf]) -> Vec<PathBuf> {
+        self.program_grants(program, known)
+            .into_iter()
+            .map(|(root, _)| root)
+            .collect()
+    }
+
+    /// [`Reach::program_roots`] with the reason of each.
+    pub fn program_grants(
+        &self,
+        program: &Path,
+        known: &[PathBuf],
+    ) -> Vec<(PathBuf, &'static str)> {
         let real = std::fs::canonicalize(program).unwrap_or_else(|_| program.to_path_buf());
         let covered = |path: &Path| self.covers(path) || known.iter().any(|k| path.starts_with(k));
-        let mut roots = Vec::new();
+        let mut grants: Vec<(PathBuf, &'static str)> = Vec::new();
         // Where the directory and its prefix are covered, so is every root `install_roots`
         // could give (this is every call of a program of the system's, like `/usr/bin/true`):
         // nothing to look up on disk.
@@ -411,24 +430,33 @@ impl Reach {
             .parent()
             .filter(|dir| !(covered(dir) && dir.parent().is_none_or(covered)));
         if let Some(dir) = dir {
-            for (root, _) in self.install_roots(dir) {
-                if !known.iter().any(|k| root.starts_with(k)) {
-                    self.add_root(&mut roots, root);
+            for (root, why) in self.install_roots(dir) {
+                if !known.iter().any(|k| root.starts_with(k))
+                    && !self.covers(&root)
+                    && !grants.iter().any(|(granted, _)| root.starts_with(granted))
+                {
+                    grants.push((root, why));
                 }
             }
         }
         // The name it is run by, when a symlink is on the way (the view recreates it).
         if real != program && program.is_absolute() && !known.iter().any(|k| k == program) {
-            roots.push(program.to_path_buf());
+            grants.push((
+                program.to_path_buf(),
+                "the name the program is run by (a symlink)",
+            ));
         }
         // The program itself: a file (never a directory named as a program).
         if !self.covers(&real)
-            && !known.iter().chain(&roots).any(|k| real.starts_with(k))
+            && !known
+                .iter()
+                .chain(grants.iter().map(|(root, _)| root))
+                .any(|k| real.starts_with(k))
             && real.is_file()
         {
-            roots.push(real);
+            grants.push((real, "the program itself"));
         }
-        roots
+        grants
     }
 
     fn add_root(&self, roots: &mut Vec<PathBuf>, root: PathBuf) {
@@ -654,7 +682,33 @@ mod tests {
         assert!(reach.program_roots(&bin.join("tool"), &roots).is_empty());
         assert_eq!(
             reach.program_roots(&bin.join("tool"), &[]),
-            [bin.clone(), lib]
+            [bin.clone(), lib.clone()]
+        );
+        assert_eq!(
+            reach.program_grants(&bin.join("tool"), &[]),
+            [
+                (bin.clone(), "the directory of programs"),
+                (
+                    lib,
+                    "a part of its install prefix a runtime needs (lib, libexec, share)"
+                )
+            ]
+        );
+        // A program outside a bin directory: its file alone, by its real path and by the
+        // symlink it is run by.
+        let loose = bin.parent().unwrap().join("loose");
+        std::fs::create_dir(&loose).unwrap();
+        std::fs::write(loose.join("tool"), "").unwrap();
+        std::os::unix::fs::symlink(loose.join("tool"), loose.join("alias")).unwrap();
+        assert_eq!(
+            reach.program_grants(&loose.join("alias"), &[]),
+            [
+                (
+                    loose.join("alias"),
+                    "the name the program is run by (a symlink)"
+                ),
+                (loose.join("tool"), "the program itself")
+            ]
         );
     }
 }

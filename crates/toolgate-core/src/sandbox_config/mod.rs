@@ -34,12 +34,13 @@ use serde::{Deserialize, Serialize};
 
 use crate::network::NetworkSetting;
 
+pub use crate::sandbox::version_managers::version_manager_roots;
 pub use launch::{Launch, LaunchOptions};
 pub use network::ScopeNetwork;
 pub use protect::{GuardKind, GuardReport, GuardedPath, Guards};
-pub use report::{grants, support_report, SupportReport};
+pub use report::{grants, program_grants, support_report, SupportReport};
 pub(crate) use scope::expand_home;
-pub use scope::{prepare_cached, version_manager_roots, SandboxScope, ToolSandbox, Widening};
+pub use scope::{prepare_cached, SandboxScope, ToolSandbox, Widening};
 
 /// How strictly the sandbox is required, strictest first.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]

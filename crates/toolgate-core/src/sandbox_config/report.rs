@@ -97,14 +97,41 @@ pub fn support_report() -> Result<SupportReport> {
 /// Every path a scope's processes are granted, with how and why, the directories on this
 /// process's `PATH` included (what a tool's child environment gets); empty for mode `off`.
 pub fn grants(scope: &SandboxScope) -> Result<Vec<Grant>> {
-    let Some(policy) = scope.policy() else {
+    let Some(sandbox) = reported(scope)? else {
         return Ok(Vec::new());
     };
-    let sandbox = Sandbox::prepare(SandboxPolicy {
+    Ok(sandbox.grants(std::env::var_os("PATH").as_ref()))
+}
+
+/// The sandbox of `scope` as a report looks at it (best effort: what this kernel lacks does not
+/// stop the report); `None` for mode `off`.
+fn reported(scope: &SandboxScope) -> Result<Option<Sandbox>> {
+    let Some(policy) = scope.policy() else {
+        return Ok(None);
+    };
+    Sandbox::prepare(SandboxPolicy {
         mode: SandboxMode::BestEffort,
         ..policy
-    })?;
-    Ok(sandbox.grants(std::env::var_os("PATH").as_ref()))
+    })
+    .map(Some)
+}
+
+/// What calls of each of `programs` are granted besides [`grants`] (see
+/// [`Sandbox::program_grants`]), each path once; empty for mode `off`.
+pub fn program_grants(scope: &SandboxScope, programs: &[PathBuf]) -> Result<Vec<Grant>> {
+    let Some(sandbox) = reported(scope)? else {
+        return Ok(Vec::new());
+    };
+    let search_path = std::env::var_os("PATH");
+    let mut grants: Vec<Grant> = Vec::new();
+    for program in programs {
+        for grant in sandbox.program_grants(program, search_path.as_ref()) {
+            if !grants.iter().any(|known| known.path == grant.path) {
+                grants.push(grant);
+            }
+        }
+    }
+    Ok(grants)
 }
 
 #[cfg(test)]

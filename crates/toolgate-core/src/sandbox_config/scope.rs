@@ -7,6 +7,7 @@ use super::network::ScopeNetwork;
 use super::protect::{git_guards, protect_patterns, GuardReport, Guards};
 use super::{SandboxFields, SandboxModeName};
 use crate::error::{Error, Result};
+use crate::sandbox::version_managers::version_manager_parts;
 use crate::sandbox::{Sandbox, SandboxLimits, SandboxMode, SandboxPolicy};
 
 /// How many prepared sandboxes [`prepare_cached`] keeps.
@@ -358,8 +359,9 @@ impl SandboxScope {
     }
 
     /// The kernel policy of this scope, or `None` when its mode is `off`. Besides the scope's
-    /// own roots, the [version managers](version_manager_roots) on this process's `PATH` are
-    /// readable: their shims are how `python3` or `ruby` are found there.
+    /// own roots, the parts of the [version managers](crate::sandbox::version_managers) on this
+    /// process's `PATH` that their shims use are readable: the shims are how `python3` or
+    /// `ruby` are found there.
     pub fn policy(&self) -> Option<SandboxPolicy> {
         let mode = match self.mode {
             SandboxModeName::Enforce => SandboxMode::Enforce,
@@ -368,9 +370,9 @@ impl SandboxScope {
         };
         let mut read = self.read.clone();
         let search_path = std::env::var_os("PATH").unwrap_or_default();
-        for root in version_manager_roots(&search_path) {
-            if !self.can_read(&root) {
-                read.push(root);
+        for part in version_manager_parts(&search_path) {
+            if !self.can_read(&part) {
+                read.push(part);
             }
         }
         let (protect, hide) = self
@@ -455,49 +457,6 @@ pub fn prepare_cached(scope: &SandboxScope) -> Result<ToolSandbox> {
     }
     cache.push((scope.clone(), built.sandbox.clone()));
     Ok(built)
-}
-
-/// The roots of the version managers whose `shims` directory is on `search_path` (pyenv's
-/// `~/.pyenv`, rbenv's `~/.rbenv`, nodenv, asdf…): a shim is a script that runs the manager
-/// from its root, which finds the real interpreter under it, so the root must be readable for
-/// `python3` to start at all. Never `/`, a home directory or `/home` itself: a `shims`
-/// directory directly in a home grants nothing.
-pub fn version_manager_roots(search_path: &std::ffi::OsStr) -> Vec<PathBuf> {
-    let mut homes: Vec<PathBuf> = vec![PathBuf::from("/root")];
-    if let Some(home) = std::env::var_os("HOME").map(PathBuf::from) {
-        homes.extend(std::fs::canonicalize(&home).ok());
-        homes.push(home);
-    }
-    roots_of_shims(search_path, &homes)
-}
-
-/// [`version_manager_roots`] with the home directories given.
-pub(super) fn roots_of_shims(search_path: &std::ffi::OsStr, homes: &[PathBuf]) -> Vec<PathBuf> {
-    let mut roots: Vec<PathBuf> = Vec::new();
-    for entry in std::env::split_paths(search_path) {
-        if !entry.is_absolute() || entry.file_name().is_none_or(|name| name != "shims") {
-            continue;
-        }
-        // A `shims` folder a sandboxed process may have made (or pointed) grants nothing.
-        if crate::sandbox::paths::chosen_by_a_process(&entry, &[]) {
-            continue;
-        }
-        let Some(root) = std::fs::canonicalize(&entry)
-            .ok()
-            .and_then(|real| real.parent().map(Path::to_path_buf))
-        else {
-            continue;
-        };
-        let is_home = root == Path::new("/")
-            || root == Path::new("/home")
-            || root.parent() == Some(Path::new("/home"))
-            || homes.contains(&root);
-        if !is_home && !roots.iter().any(|known| root.starts_with(known)) {
-            roots.retain(|known| !known.starts_with(&root));
-            roots.push(root);
-        }
-    }
-    roots
 }
 
 /// Roots made absolute (`~/` = this user's home, else against `base`) and canonical; each

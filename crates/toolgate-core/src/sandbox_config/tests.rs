@@ -335,19 +335,29 @@ fn exec_reuses_a_prepared_sandbox_for_an_equal_scope() {
 
 #[test]
 fn version_managers_on_the_path_are_readable_but_never_a_home() {
+    use crate::sandbox::version_managers::{roots_of_shims, version_manager_parts};
     let d = dirs();
     for dir in [
         ".pyenv/shims",
+        ".pyenv/versions/3.11/bin",
+        ".pyenv/libexec",
         ".pyenv/plugins/venv/shims",
+        ".pyenv/pyenv.d/exec",
+        ".pyenv/src",
         "shims",
+        "versions",
         ".rbenv/bin",
+        "loose/shims",
     ] {
         std::fs::create_dir_all(d.root.join(dir)).unwrap();
     }
+    std::fs::write(d.root.join(".pyenv/version"), "3.11\n").unwrap();
+    std::fs::write(d.root.join(".pyenv/notes.txt"), "not the shims'").unwrap();
     let search_path = std::env::join_paths([
         d.root.join(".pyenv/plugins/venv/shims"),
         d.root.join(".pyenv/shims"),
         d.root.join(".rbenv/bin"),
+        d.root.join("loose/shims"),
         PathBuf::from("relative/shims"),
         PathBuf::from("/root/shims"),
         d.root.join("missing/shims"),
@@ -356,15 +366,23 @@ fn version_managers_on_the_path_are_readable_but_never_a_home() {
     assert_eq!(
         version_manager_roots(&search_path),
         [d.root.join(".pyenv")],
-        "the root of a manager, once; not a bin directory, a relative, missing or home entry"
+        "the root of a manager (the folder holding `versions` above a plugin's shims too), once; \
+         not a bin directory, a `shims` folder without installs above it, a relative, missing or home entry"
+    );
+    let pyenv = d.root.join(".pyenv");
+    assert_eq!(
+        version_manager_parts(&search_path),
+        ["libexec", "plugins", "shims", "versions", "version", "pyenv.d"]
+            .map(|part| pyenv.join(part)),
+        "the parts its shims use, never the root with its other files (src, notes.txt)"
     );
     // `shims` directly in a home grants nothing: the home would be the root.
     let home_shims = std::env::join_paths([d.root.join("shims")]).unwrap();
-    assert!(scope::roots_of_shims(&home_shims, std::slice::from_ref(&d.root)).is_empty());
+    assert!(roots_of_shims(&home_shims, std::slice::from_ref(&d.root)).is_empty());
     assert_eq!(
-        scope::roots_of_shims(&home_shims, &[]),
+        roots_of_shims(&home_shims, &[]),
         std::slice::from_ref(&d.root),
-        "the same directory when it is nobody's home"
+        "the same directory when it is nobody's home (it holds `versions`)"
     );
 }
 
@@ -453,5 +471,5 @@ fn roots_and_shims_through_a_symlink_a_process_may_change_are_not_taken() {
     std::os::unix::fs::symlink(d.root.join("other"), d.work.join("shims")).unwrap();
     let search_path =
         std::env::join_paths([d.work.join("tool/shims"), d.work.join("shims")]).unwrap();
-    assert!(scope::roots_of_shims(&search_path, &[]).is_empty());
+    assert!(crate::sandbox::version_managers::roots_of_shims(&search_path, &[]).is_empty());
 }
