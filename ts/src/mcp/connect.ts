@@ -30,6 +30,12 @@ export interface McpConnection {
    * belong to it until `end()`, which resolves with the destinations refused to it.
    */
   beginCall(toolCallId: string, tool: string): { end(): Promise<RefusedConnection[]> };
+  /**
+   * Stops a stdio server that did not answer a call in time (hung, or running away: a fork
+   * bomb, a busy loop), with its whole process tree, so that it stops using the machine; the
+   * next calls fail naming why. Nothing for an HTTP server.
+   */
+  stopAfterTimeout(why: string): Promise<void>;
   close(): Promise<void>;
 }
 
@@ -85,6 +91,9 @@ async function connectOne(plan: native.McpToolsetPlan, info: native.McpServerInf
     tools: [],
     checkGuarded: () => stdio?.checkGuarded() ?? [],
     beginCall: (toolCallId, tool) => stdio?.beginCall(toolCallId, tool) ?? { end: () => Promise.resolve([]) },
+    stopAfterTimeout: async (why) => {
+      await stdio?.stop(why);
+    },
     describe: (error) => {
       const why = stdio?.failure ?? messageOf(error);
       const stderr = stdio?.stderr;

@@ -176,6 +176,16 @@ export class SandboxedStdioTransport implements Transport {
     }
   }
 
+  /**
+   * Stops the server for `why` (its whole process tree: the launcher ends every process of its
+   * sandbox) and resolves once its end is handled, the launcher's last words (a limit the
+   * server ran into) in its stderr.
+   */
+  async stop(why: string): Promise<void> {
+    this.fail(why);
+    await this.ended;
+  }
+
   /** Records why the connection failed (the first reason wins) and closes it. */
   private fail(why: string): void {
     if (this.closed) return;

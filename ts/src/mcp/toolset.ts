@@ -1,6 +1,6 @@
 import { resolve } from 'node:path';
 import { jsonSchema, tool } from 'ai';
-import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
+import { type CallToolResult, ErrorCode, McpError } from '@modelcontextprotocol/sdk/types.js';
 import type { ApprovalConfig, ResolvedApproval } from '../approval/approval.js';
 import { attachDecided } from '../approval/gate-toolset.js';
 import { named, type NamedTool } from '../approval/named-tool.js';
@@ -104,6 +104,9 @@ export function mcpTools(
             { timeout: plan.timeoutMs, ...(abortSignal ? { signal: abortSignal } : {}) },
           )) as CallToolResult;
         } catch (error) {
+          if (isTimeout(error) && !abortSignal?.aborted) {
+            await connection.stopAfterTimeout(`did not answer a call of '${chosen.tool}' within ${Math.round(plan.timeoutMs / 1000)} s (timeout) and was stopped`);
+          }
           const refused = await call.end();
           // What was repaired says why a server that kept making configuration was stopped.
           const repaired = connection.checkGuarded();
@@ -176,4 +179,9 @@ export function gatedMcpTools(
 ): NamedTool[] {
   const selected = callNative(() => plan.select(reportOf(connections)));
   return attachDecided(mcpTools(plan, connections, selected), decided);
+}
+
+/** Whether the SDK gave up waiting for a server's answer (the call's `timeout`). */
+function isTimeout(error: unknown): boolean {
+  return error instanceof McpError && error.code === (ErrorCode.RequestTimeout as number);
 }

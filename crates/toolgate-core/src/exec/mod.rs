@@ -757,6 +757,18 @@ impl RunningProcess {
         drop(self.call_dir.take());
         let mut limits = self.limits_hit();
         limits.extend(take_limit_report(&mut io.stderr.buffer));
+        if let Some((sandbox, _)) = &guarded {
+            if !limits.iter().any(|name| name == "tmpMb")
+                && ran_out_of_private_space(
+                    sandbox,
+                    exit_code,
+                    &io.stdout.buffer,
+                    &io.stderr.buffer,
+                )
+            {
+                limits.push("tmpMb".into());
+            }
+        }
         limits.dedup();
         let limit = (!limits.is_empty()).then(|| limits.join(","));
         let mut stderr = io.stderr.buffer;
@@ -847,6 +859,43 @@ fn take_limit_report(stderr: &mut Vec<u8>) -> Vec<String> {
         .collect();
     stderr.truncate(start);
     names
+}
+
+/// Whether a call that failed ran out of room in its private tmpfs (`tmpMb`) although the
+/// tmpfs is not full now: the program freed what it wrote, or a last write that did not fit
+/// failed (`fallocate` of more than is left). The kernel keeps no count of a tmpfs's `ENOSPC`,
+/// so this reads the program's own report of it ("No space left on device", which every C
+/// library and runtime prints for `ENOSPC`) where every other place the call may write — the
+/// work directory and the `write` roots — still has room: the tmpfs is then the one place that
+/// can have been full.
+fn ran_out_of_private_space(
+    sandbox: &Sandbox,
+    exit_code: Option<i32>,
+    stdout: &[u8],
+    stderr: &[u8],
+) -> bool {
+    const ENOSPC_TEXT: &[u8] = b"no space left on device";
+    /// Room a writable root must have for its file system not to be the one that was full.
+    const ROOM: u64 = 16 << 20;
+    let has_tmp_limit = sandbox
+        .limits()
+        .iter()
+        .any(|(name, value)| *name == "tmpMb" && value.is_some());
+    let reported = |bytes: &[u8]| {
+        bytes
+            .windows(ENOSPC_TEXT.len())
+            .any(|window| window.eq_ignore_ascii_case(ENOSPC_TEXT))
+    };
+    let policy = sandbox.policy();
+    has_tmp_limit
+        && exit_code != Some(0)
+        && (reported(stderr) || reported(stdout))
+        && std::iter::once(&policy.work_dir)
+            .chain(&policy.write)
+            .all(|root| {
+                rustix::fs::statvfs(root.as_path())
+                    .is_ok_and(|stat| stat.f_bavail.saturating_mul(stat.f_frsize) >= ROOM)
+            })
 }
 
 /// What the model reads at the end of stderr when the call ran into a limit.
