@@ -34,6 +34,8 @@ pub struct Matched {
     /// Which matcher matched it (its index).
     pub matcher: usize,
     pub is_dir: bool,
+    /// For a matching symlink: its own path (the name that matched).
+    pub link: Option<PathBuf>,
 }
 
 /// Why a walk stopped early.
@@ -118,6 +120,7 @@ pub fn expand(
                             path: target,
                             matcher: index,
                             is_dir,
+                            link: Some(path.clone()),
                         });
                     }
                 } else {
@@ -125,6 +128,7 @@ pub fn expand(
                         path: path.clone(),
                         matcher: index,
                         is_dir: file_type.is_dir(),
+                        link: None,
                     });
                 }
             }
@@ -153,6 +157,7 @@ pub fn expand_with_other_names(
             path: other.path,
             matcher: found[other.seed].matcher,
             is_dir: false,
+            link: None,
         });
     }
     found.sort_by(|a, b| (&a.path, a.matcher).cmp(&(&b.path, b.matcher)));

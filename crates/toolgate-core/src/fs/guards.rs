@@ -100,21 +100,42 @@ impl FileGuards {
             let found = expand(root, &[&blocked], None).map_err(|err| err.into_error(what))?;
             for matched in found {
                 let rule = gate
-                    .blocking_rule(&matched.path, kind(matched.is_dir))
+                    .blocking_rule(
+                        matched.link.as_ref().unwrap_or(&matched.path),
+                        kind(matched.is_dir),
+                    )
                     .unwrap_or_else(|| "a blocked path rule".into());
-                let files = if matched.is_dir {
-                    files_below(&matched.path).map_err(|err| err.into_error(what))?
-                } else {
-                    vec![matched.path.clone()]
+                // Each file with the name it is blocked by, and the file that name reaches.
+                let files: Vec<(PathBuf, PathBuf)> = match (&matched.link, matched.is_dir) {
+                    // A blocked name that is a symlink to a file or folder of the work
+                    // directory (`.env -> env/production`, `vault -> store`): what it reaches
+                    // is the blocked file, which the kernel hides too, under its other name.
+                    (Some(link), true) => files_below(&matched.path)
+                        .map_err(|err| err.into_error(what))?
+                        .into_iter()
+                        .map(|file| {
+                            let name = file
+                                .strip_prefix(&matched.path)
+                                .map_or_else(|_| link.clone(), |rest| link.join(rest));
+                            (name, file)
+                        })
+                        .collect(),
+                    (Some(link), false) => vec![(link.clone(), matched.path.clone())],
+                    (None, true) => files_below(&matched.path)
+                        .map_err(|err| err.into_error(what))?
+                        .into_iter()
+                        .map(|file| (file.clone(), file))
+                        .collect(),
+                    (None, false) => vec![(matched.path.clone(), matched.path.clone())],
                 };
-                for file in files {
+                for (name, file) in files {
                     if let Ok(meta) = file.symlink_metadata() {
                         if meta.is_file() {
                             guards.hidden_inodes.insert(meta.ino());
                             guards.identities.insert(
                                 (meta.dev(), meta.ino()),
                                 Identity {
-                                    path: file,
+                                    path: name,
                                     known: Known::Hidden(rule.clone()),
                                 },
                             );
@@ -165,7 +186,7 @@ impl FileGuards {
         let other = self.shown(&identity.path);
         match &identity.known {
             Known::Hidden(rule) => Err(Error::PathBlocked(format!(
-                "'{spelled}' is the same file as '{other}' (a hard link to it), which the path rule {rule} blocks; file tools may not read, write, list or search it under any name. Remove the link, or change that rule"
+                "'{spelled}' is the same file as '{other}' (a hard link to it, or the file that name is a symlink to), which the path rule {rule} blocks; file tools may not read, write, list or search it under any name. Remove the link, or change that rule"
             ))),
             Known::Protected(reason) if change => Err(Error::PathBlocked(format!(
                 "'{spelled}' is the same file as '{other}' (a hard link to it), which is protected configuration ({reason}; rule protected): file tools may not change it under any name"

@@ -104,6 +104,19 @@ impl Fixture {
     }
 }
 
+/// A search of the whole work directory for [`SECRET`].
+fn secret_search() -> GrepRequest {
+    GrepRequest {
+        pattern: SECRET.into(),
+        path: None,
+        include: Vec::new(),
+        exclude: Vec::new(),
+        context: 0,
+        max_results: 50,
+        ignore_case: false,
+    }
+}
+
 fn blocked<T: std::fmt::Debug>(what: &str, result: crate::Result<T>) -> String {
     let err = result.expect_err(what);
     assert_eq!(err.code(), "PATH_BLOCKED", "{what}: {err}");
@@ -254,15 +267,7 @@ fn a_hard_link_to_a_blocked_file_is_refused_and_never_shown() {
     blocked("info", fs::info(access, "notes.txt"));
     blocked("exists", fs::exists(access, "notes.txt"));
     blocked("write", fs::write(access, "notes.txt", b"x"));
-    let grep = GrepRequest {
-        pattern: SECRET.into(),
-        path: None,
-        include: Vec::new(),
-        exclude: Vec::new(),
-        context: 0,
-        max_results: 50,
-        ignore_case: false,
-    };
+    let grep = secret_search();
     let found = fs::grep(access, &grep, &Cancel::default()).unwrap();
     assert!(
         !found.text.contains("TOKEN=") && !found.text.contains("KEY="),
@@ -378,4 +383,59 @@ fn without_blocked_rules_no_walk_is_made_and_only_protection_applies() {
     fs::write(access, "notes.md", b"fine").unwrap();
     let empty = FileGuards::new(&root, &[], &PathGate::new(&root, &[], "x").unwrap()).unwrap();
     assert!(empty.is_empty());
+}
+
+#[test]
+fn what_a_blocked_symlink_leads_to_is_blocked_under_its_own_name() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = std::fs::canonicalize(dir.path()).unwrap();
+    // dotenv-vault and direnv layouts: the blocked names are symlinks into the work directory.
+    put(&root, "env/production", &format!("TOKEN={SECRET}\n"));
+    put(&root, "store/key", &format!("KEY={SECRET}\n"));
+    put(&root, "store/deep/more", &format!("MORE={SECRET}\n"));
+    put(&root, "src/app.ts", "needle\n");
+    std::os::unix::fs::symlink("env/production", root.join(".env")).unwrap();
+    std::os::unix::fs::symlink("store", root.join("vault")).unwrap();
+    let validator = PathValidator::new(&root).unwrap();
+    let rules = vec![
+        PathRule {
+            pattern: ".env*".into(),
+            approval: Blocked,
+        },
+        PathRule {
+            pattern: "/vault/".into(),
+            approval: Blocked,
+        },
+    ];
+    let gate = PathGate::new(&root, &rules, "code_agent approval.paths").unwrap();
+    let guards = FileGuards::new(&root, &[], &gate).unwrap();
+    let gate = Arc::new(gate.with_guards(guards));
+    let call = CallGate {
+        gate,
+        tool: ToolApproval {
+            decision: PreApproved,
+            path_floor: None,
+        },
+        approved: None,
+    };
+    let access = Access::new(&validator, Some(&call));
+    let message = blocked(
+        "target",
+        fs::read(access, &ReadRequest::new("env/production")),
+    );
+    assert!(message.contains("same file as '.env'"), "{message}");
+    let message = blocked(
+        "in folder",
+        fs::read(access, &ReadRequest::new("store/key")),
+    );
+    assert!(message.contains("same file as 'vault/key'"), "{message}");
+    blocked(
+        "deeper",
+        fs::read(access, &ReadRequest::new("store/deep/more")),
+    );
+    blocked("write", fs::write(access, "env/production", b"x"));
+    let grep = secret_search();
+    let found = fs::grep(access, &grep, &Cancel::default()).unwrap();
+    assert_eq!(found.files_with_matches, 0, "{}", found.text);
+    assert!(fs::read(access, &ReadRequest::new("src/app.ts")).is_ok());
 }

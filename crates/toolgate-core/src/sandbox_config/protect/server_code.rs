@@ -204,12 +204,19 @@ const CODE_VARIABLES: &[&str] = &[
 
 /// The files and folders inside `work_dir` (not the work directory itself) that the words of a
 /// code variable's `value` name: separated by blanks, `:`, `,` or `=` (`--require=./hook.js`).
+/// A name that does not exist is what Node or Python would make of it (`--require ./hook`
+/// loads `hook.js`; see [`program_inside`]), the name itself included.
 fn code_named_in(work_dir: &Path, value: &str) -> Vec<PathBuf> {
     value
         .split(|c: char| c.is_whitespace() || matches!(c, ':' | ',' | '='))
         .filter(|word| !word.is_empty() && !word.starts_with('-'))
-        .filter_map(|word| std::fs::canonicalize(work_dir.join(word)).ok())
-        .filter(|real| real.starts_with(work_dir) && real != work_dir)
+        .flat_map(|word| match std::fs::canonicalize(work_dir.join(word)) {
+            Ok(real) => (real.starts_with(work_dir) && real != work_dir)
+                .then_some(real)
+                .into_iter()
+                .collect(),
+            Err(_) => program_inside(work_dir, word),
+        })
         .collect()
 }
 

@@ -389,7 +389,41 @@ pub fn hidden_by(work_dir: &Path, rules: &[PathRule], place: &str) -> Result<Gua
             .unwrap_or_else(|| format!("a blocked path rule of {place}"));
         guards.hide(&matched.path, reason);
     }
+    // A blocked rule naming one path (`/.env`, `.env.local`, `/secrets/`) that does not exist
+    // yet: a process must not create it either (what it makes there is removed after the
+    // call). A pattern names no path to watch until something matches it.
+    for rule in rules
+        .iter()
+        .filter(|rule| rule.approval == Decision::Blocked)
+    {
+        let Some(literal) = literal_path(&rule.pattern) else {
+            continue;
+        };
+        let path = work_dir.join(literal);
+        if path.symlink_metadata().is_err() {
+            guards.hide(&path, format!("the path rule '{}' (blocked)", rule.pattern));
+        }
+    }
     Ok(guards)
+}
+
+/// The one path below the work directory a path rule's pattern names when it has no wildcard
+/// (`/.env`, `.env.local`, `/config/.env`, `/secrets/`): leading `/` and `./` and a trailing `/`
+/// taken off; `None` for a pattern with a wildcard or an escape, or one that is not a plain
+/// relative path.
+fn literal_path(pattern: &str) -> Option<PathBuf> {
+    let trimmed = pattern.trim_start_matches('/');
+    let trimmed = trimmed
+        .strip_prefix("./")
+        .unwrap_or(trimmed)
+        .trim_end_matches('/');
+    if trimmed.is_empty() || trimmed.contains(['*', '?', '[', ']', '{', '}', '\\', '!']) {
+        return None;
+    }
+    let path = PathBuf::from(trimmed);
+    path.components()
+        .all(|part| matches!(part, Component::Normal(_)))
+        .then_some(path)
 }
 
 /// Protects the program config of a worker, and the names golem-forge would find in the

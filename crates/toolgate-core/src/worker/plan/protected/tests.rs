@@ -335,6 +335,27 @@ fn what_an_mcp_servers_environment_names_as_code_is_protected_and_data_is_not() 
 }
 
 #[test]
+fn code_named_without_its_extension_in_node_options_is_protected() {
+    let temp = dir();
+    let d = temp.path.clone();
+    write(&d, "h3.js", "\n");
+    write(&d, "h4.cjs", "\n");
+    write(&d, "server.js", "\n");
+    for value in ["-r ./h3 --require=./h4", "--require ./h3 --require h4"] {
+        let env = vec![("NODE_OPTIONS".to_string(), value.to_string())];
+        let mut found = scripts_inside(&d, "node", &["server.js".to_string()], &env);
+        found.sort();
+        found.dedup();
+        // What Node loads (`h3.js`), and the bare name, where a file made would be loaded.
+        let expected: Vec<PathBuf> = ["h3", "h3.js", "h4", "h4.cjs", "server.js"]
+            .iter()
+            .map(|name| d.join(name))
+            .collect();
+        assert_eq!(found, expected, "{value}");
+    }
+}
+
+#[test]
 fn what_an_mcp_server_runs_through_its_launcher_is_protected() {
     let temp = dir();
     let d = temp.path.clone();
@@ -630,4 +651,52 @@ fn a_node_launcher_on_the_host_protects_what_decides_the_code_it_runs() {
             }
         }
     }
+}
+
+#[test]
+fn a_blocked_rule_naming_a_missing_path_hides_it_for_processes_too() {
+    use crate::approval::Decision;
+    use crate::fs::rules::PathRule;
+    let temp = dir();
+    let d = temp.path.clone();
+    write(&d, ".env.example", "A=1\n");
+    let rules: Vec<PathRule> = [
+        "/.env",
+        ".env.local",
+        "/config/.env",
+        "/secrets/",
+        ".env*",
+        "**/*.pem",
+        "/.env.example",
+    ]
+    .iter()
+    .map(|pattern| PathRule {
+        pattern: pattern.to_string(),
+        approval: Decision::Blocked,
+    })
+    .chain(std::iter::once(PathRule {
+        pattern: "/notes.md".into(),
+        approval: Decision::Ask,
+    }))
+    .collect();
+    let guards = hidden_by(&d, &rules, "w.yaml").unwrap();
+    let mut hidden: Vec<PathBuf> = guards
+        .report(|_| true, |_| true)
+        .iter()
+        .map(|entry| entry.path.clone())
+        .collect();
+    hidden.sort();
+    // The existing file every pattern matches, and each literal blocked path that is missing;
+    // not the wildcard patterns' (nothing to name), nor a rule that only asks.
+    let expected: Vec<PathBuf> = [
+        ".env",
+        ".env.example",
+        ".env.local",
+        "config/.env",
+        "secrets",
+    ]
+    .iter()
+    .map(|name| d.join(name))
+    .collect();
+    assert_eq!(hidden, expected);
 }
