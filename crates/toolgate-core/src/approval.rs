@@ -443,6 +443,10 @@ pub struct CallerFloor {
     pub tools: BTreeMap<String, Decision>,
     /// The strictest worker-level `approval.default` of the callers.
     pub default: Option<Decision>,
+    /// The strictest decision a caller gave an MCP tool, by its name on its server: a called
+    /// worker may declare the same server under another name (`t` for the caller's `s`), so its
+    /// tool `t_env` is bound by what the callers decided for `env` on any server.
+    pub mcp_tools: BTreeMap<String, Decision>,
 }
 
 impl CallerFloor {
@@ -468,6 +472,32 @@ impl CallerFloor {
         }
         next.default = next.default.max(worker_default);
         next
+    }
+
+    /// This floor joined by a caller's decisions for its MCP tools, each by its name on its
+    /// server.
+    pub fn with_mcp_tools(mut self, decided: impl IntoIterator<Item = (String, Decision)>) -> Self {
+        for (tool, decision) in decided {
+            let entry = self.mcp_tools.entry(tool).or_insert(decision);
+            *entry = (*entry).max(decision);
+        }
+        self
+    }
+
+    /// The floor for the MCP tools `selected` (each exposed name with its name on its server):
+    /// what the callers decided for that exposed name, and for that tool name on any server.
+    pub fn for_mcp_tools<'a>(
+        &self,
+        selected: impl IntoIterator<Item = (&'a str, &'a str)>,
+    ) -> Self {
+        let mut floor = self.clone();
+        for (name, tool) in selected {
+            if let Some(&decision) = self.mcp_tools.get(tool) {
+                let entry = floor.tools.entry(name.to_string()).or_insert(decision);
+                *entry = (*entry).max(decision);
+            }
+        }
+        floor
     }
 }
 

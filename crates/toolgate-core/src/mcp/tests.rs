@@ -596,6 +596,84 @@ fn a_worker_file_plans_and_decides_its_mcp_toolset() {
     plan.decide_with_mcp(&BTreeMap::new(), &reports).unwrap();
 }
 
+#[test]
+fn a_callers_decision_for_an_mcp_tool_binds_that_tool_on_any_server_below() {
+    let (_temp, dir) = work();
+    let top = dir.join("top.yaml");
+    std::fs::write(
+        &top,
+        "name: top
+sandbox: { mode: off }
+toolsets:
+  mcp:
+    servers: { s: { command: sh } }
+    approval: { default: preApproved, tools: { s.env: blocked, s.put: ask } }
+  workers:
+    allowed_workers: [sub]
+",
+    )
+    .unwrap();
+    // The same program declared under another name, everything pre-approved; and below it
+    // once more (a chain of three).
+    std::fs::write(
+        dir.join("sub.yaml"),
+        "name: sub
+description: d
+toolsets:
+  mcp:
+    servers: { t: { command: sh } }
+    approval: { default: preApproved }
+  workers:
+    allowed_workers: [deep]
+",
+    )
+    .unwrap();
+    std::fs::write(
+        dir.join("deep.yaml"),
+        "name: deep
+description: d
+toolsets:
+  mcp:
+    servers: { u: { command: sh, args: [-x] } }
+    approval: { default: preApproved }
+",
+    )
+    .unwrap();
+    let plan = plan_worker(&top, &LoadOptions::default()).unwrap();
+    let reports: McpReports = [
+        (0, listed(&[("s", &["env", "put", "ok"])])),
+        (1, listed(&[("t", &["env", "put", "ok"])])),
+        (2, listed(&[("u", &["env", "put", "ok"])])),
+    ]
+    .into();
+    let decided = plan.decide_with_mcp(&BTreeMap::new(), &reports).unwrap();
+    let of = |worker: usize, name: &str| {
+        decided[worker]
+            .iter()
+            .find(|t| t.name == name)
+            .unwrap()
+            .resolved
+            .decision
+    };
+    for (worker, server) in [(1, "t"), (2, "u")] {
+        assert_eq!(
+            of(worker, &format!("{server}_env")),
+            Decision::Blocked,
+            "{server}"
+        );
+        assert_eq!(
+            of(worker, &format!("{server}_put")),
+            Decision::Ask,
+            "{server}"
+        );
+        assert_eq!(
+            of(worker, &format!("{server}_ok")),
+            Decision::PreApproved,
+            "{server}"
+        );
+    }
+}
+
 /// Issue 22 §8: the `mcp` toolset's `sandbox` is its own inside its worker file (docs/mcp.md's
 /// first example gives the servers the network); a called worker's stays within its caller's.
 #[test]

@@ -67,16 +67,22 @@ impl WorkerPlan {
         let mut floors: Vec<CallerFloor> = Vec::with_capacity(self.workers().len());
         for (index, planned) in self.workers().iter().enumerate() {
             let floor = match planned.parent {
-                Some(parent) => floors[parent].handed_down(
-                    decided[parent]
-                        .iter()
-                        .map(|tool| (tool.name.clone(), tool.resolved.decision)),
-                    self.workers()[parent]
-                        .worker
-                        .approval
-                        .as_ref()
-                        .and_then(|approval| approval.default),
-                ),
+                Some(parent) => floors[parent]
+                    .handed_down(
+                        decided[parent]
+                            .iter()
+                            .map(|tool| (tool.name.clone(), tool.resolved.decision)),
+                        self.workers()[parent]
+                            .worker
+                            .approval
+                            .as_ref()
+                            .and_then(|approval| approval.default),
+                    )
+                    .with_mcp_tools(mcp_decisions(
+                        &self.workers()[parent],
+                        mcp.get(&parent),
+                        &decided[parent],
+                    )),
                 None => CallerFloor::default(),
             };
             let tools = decide_worker(
@@ -93,6 +99,29 @@ impl WorkerPlan {
     }
 }
 
+/// What a worker decided for each tool of its `mcp` toolset, by the tool's name on its server.
+fn mcp_decisions(
+    planned: &PlannedWorker,
+    listed: Option<&Vec<ServerTools>>,
+    decided: &[DecidedTool],
+) -> Vec<(String, crate::approval::Decision)> {
+    let (Some(toolset), Some(listed)) = (planned.mcp.as_ref(), listed) else {
+        return Vec::new();
+    };
+    let Ok(selected) = toolset.select(listed) else {
+        return Vec::new();
+    };
+    selected
+        .into_iter()
+        .filter_map(|tool| {
+            decided
+                .iter()
+                .find(|known| known.toolset == Toolset::Mcp && known.name == tool.name)
+                .map(|known| (tool.tool, known.resolved.decision))
+        })
+        .collect()
+}
+
 fn decide_worker(
     planned: &PlannedWorker,
     module: Option<&ModuleTools>,
@@ -103,16 +132,17 @@ fn decide_worker(
     let worker = &planned.worker;
     let source = worker.path.display().to_string();
     let no_approval = ApprovalConfig::default();
-    let floors = Floors {
-        worker: worker.approval.as_ref(),
-        caller: Some(floor),
-    };
     let mut tools = Vec::new();
-    let mut add = |toolset: Toolset,
-                   config: Option<&ApprovalConfig>,
-                   candidates: Vec<Candidate>,
-                   known: Vec<String>|
+    let mut add_with = |caller: &CallerFloor,
+                        toolset: Toolset,
+                        config: Option<&ApprovalConfig>,
+                        candidates: Vec<Candidate>,
+                        known: Vec<String>|
      -> Result<()> {
+        let floors = Floors {
+            worker: worker.approval.as_ref(),
+            caller: Some(caller),
+        };
         let config = config.unwrap_or(&no_approval);
         config.check_names(&known, &format!("{source}: toolsets.{}", toolset.as_str()))?;
         let resolved = decide_toolset(toolset, config, &candidates, floors);
@@ -128,6 +158,11 @@ fn decide_worker(
         );
         Ok(())
     };
+    let mut add =
+        |toolset: Toolset,
+         config: Option<&ApprovalConfig>,
+         candidates: Vec<Candidate>,
+         known: Vec<String>| add_with(floor, toolset, config, candidates, known);
     let toolsets = &worker.toolsets;
     let mut path_rules = Vec::new();
     if let (Some(config), Some(names)) = (&toolsets.filesystem, &planned.filesystem_tools) {
@@ -236,7 +271,13 @@ fn decide_worker(
         })?;
         let selected = toolset.select(listed)?;
         let (approval, known) = toolset.approval_for(listed)?;
-        add(
+        let caller = floor.for_mcp_tools(
+            selected
+                .iter()
+                .map(|tool| (tool.name.as_str(), tool.tool.as_str())),
+        );
+        add_with(
+            &caller,
             Toolset::Mcp,
             Some(&approval),
             selected

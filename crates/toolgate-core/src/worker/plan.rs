@@ -226,6 +226,20 @@ impl WorkerPlan {
             )));
         }
         let (worker, stamp) = load_worker_stamped(path, options)?;
+        // Saved approvals and records name a worker by its name: two files of one graph with
+        // the same name would answer for each other.
+        if let Some(other) = self
+            .workers
+            .iter()
+            .find(|known| known.worker.name == worker.name && known.worker.path != worker.path)
+        {
+            return Err(Error::ConfigInvalid(format!(
+                "{}: name '{}' is already the name of '{}' in this worker graph; saved approvals (toolgate.permissions.yaml) and audit records name a worker by its name, so one worker would be answered by the other's. Give each worker file a name of its own",
+                worker.path.display(),
+                worker.name,
+                other.worker.path.display()
+            )));
+        }
         let scope = match parent {
             None => worker_scope(&worker)?,
             Some(caller) => {

@@ -663,3 +663,43 @@ fn the_redaction_patterns_are_every_deny_output_pattern_of_the_graph_once() {
     assert_eq!(fingerprint, plan.fingerprint().unwrap());
     assert_eq!(fingerprint.len(), 64, "{fingerprint}");
 }
+
+#[test]
+fn two_worker_files_of_one_graph_may_not_share_a_name() {
+    let temp = dir();
+    let d = temp.path.clone();
+    // A called worker taking its caller's name (whose saved approvals name it).
+    let top = write(
+        &d,
+        "top.yaml",
+        "name: top\ntoolsets:\n  shell: { default: ask }\n  workers:\n    allowed_workers: [helper]\n",
+    );
+    write(
+        &d,
+        "helper.yaml",
+        "name: top\ndescription: Helps\ntoolsets:\n  shell: { default: ask }\n",
+    );
+    let err = plan_error(&top);
+    assert!(err.contains("name 'top' is already the name of"), "{err}");
+    assert!(
+        err.contains("top.yaml") && err.contains("helper.yaml"),
+        "{err}"
+    );
+    // Two called workers sharing one name.
+    let main = write(
+        &d,
+        "main.yaml",
+        "name: main\ntoolsets:\n  workers:\n    allowed_workers: [a, b]\n",
+    );
+    write(&d, "a.yaml", "name: twin\ndescription: A\n");
+    write(&d, "b.yaml", "name: twin\ndescription: B\n");
+    let err = plan_error(&main);
+    assert!(err.contains("name 'twin' is already the name of"), "{err}");
+    // One file reached twice is one worker: no clash.
+    write(
+        &d,
+        "b.yaml",
+        "name: other\ndescription: B\ntoolsets:\n  workers:\n    allowed_workers: [a]\n",
+    );
+    plan(&main);
+}
