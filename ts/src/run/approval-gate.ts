@@ -82,6 +82,8 @@ export class ApprovalGate {
   readonly #signal: AbortSignal | undefined;
   readonly #always: AlwaysAnswers;
   readonly #answers = new Map<string, GateAnswer>();
+  /** The input each answer was given for (canonical JSON), by tool call id. */
+  readonly #answeredInputs = new Map<string, string>();
 
   constructor(
     handler: ApprovalHandler | 'defer' | undefined,
@@ -144,9 +146,22 @@ export class ApprovalGate {
     this.#always.add(scopes);
   }
 
-  /** Records an answer given elsewhere (a resumed state's answers). */
-  remember(toolCallId: string, answer: GateAnswer): void {
+  /** Records an answer given elsewhere (a resumed state's answers) for the call's `input`. */
+  remember(toolCallId: string, answer: GateAnswer, input: unknown): void {
     this.#answers.set(toolCallId, answer);
+    this.#answeredInputs.set(toolCallId, canonicalJson(input));
+  }
+
+  /**
+   * Whether the call `toolCallId` with `input` may run as approved: the approval given under
+   * that id was for this very input, or an "always" covers it. Two calls of one step can share
+   * an id (a model's stream may pass a repeated id through); the SDK then runs whichever it
+   * matched an approval to, so the input is checked here.
+   */
+  approvedFor(tool: object | undefined, toolName: string, toolCallId: string, input: unknown): boolean {
+    if (this.coveredByAlways(tool, toolName, input)) return true;
+    const answer = this.#answers.get(toolCallId);
+    return answer?.approved === true && this.#answeredInputs.get(toolCallId) === canonicalJson(input);
   }
 
   /**
@@ -175,6 +190,7 @@ export class ApprovalGate {
         const reason = `denied: the input cannot be shown for review (${error instanceof Error ? error.message : String(error)})`;
         answer = { approved: false, decision: 'denied', decidedBy: 'policy', reason };
         this.#answers.set(toolCallId, answer);
+        this.#answeredInputs.set(toolCallId, canonicalJson(input));
         this.#emit({ type: 'approval-answered', ...base, decision: 'denied', source: 'no-handler', reason });
         return answer;
       }
@@ -212,6 +228,7 @@ export class ApprovalGate {
       }
     }
     this.#answers.set(toolCallId, answer);
+    this.#answeredInputs.set(toolCallId, canonicalJson(input));
     this.#emit({
       type: 'approval-answered',
       ...base,
@@ -246,4 +263,13 @@ export class ApprovalGate {
   answerFor(toolCallId: string): GateAnswer | undefined {
     return this.#answers.get(toolCallId);
   }
+}
+
+/** `value` as JSON with every object's keys in order: one text for one input. */
+function canonicalJson(value: unknown): string {
+  return JSON.stringify(value, (_key, item: unknown) =>
+    item !== null && typeof item === 'object' && !Array.isArray(item)
+      ? Object.fromEntries(Object.entries(item as Record<string, unknown>).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)))
+      : item,
+  ) ?? 'undefined';
 }

@@ -91,6 +91,18 @@ export async function gatedCall(call: ToolCall, run: CallRun, flow: ApprovalFlow
     // (scripted models repeat ids), so only an approval labels this one.
     const given = run.gate.answerFor(options.toolCallId);
     answer = given?.approved ? given : undefined;
+    // Two calls of one step sharing an id: the SDK may run the one that was not approved
+    // under the other's approval. Only the approved input runs.
+    if ((await needsApproval(tool, input, options)) && !run.gate.approvedFor(tool, toolName, options.toolCallId, input)) {
+      const denied: GateAnswer = {
+        approved: false,
+        decision: 'denied',
+        decidedBy: 'policy',
+        reason: `denied: no approval was given for this input of tool call '${options.toolCallId}' (another call of the step has the same id)`,
+      };
+      run.recorder.denied(options.toolCallId, toolName, input, denied);
+      return { status: 'denied', answer: denied };
+    }
   } else if (await needsApproval(tool, input, options)) {
     answer = await askGate(run, { toolName, tool, input, toolCallId: options.toolCallId });
     if (!answer.approved) return { status: 'denied', answer };

@@ -24,7 +24,7 @@ export async function runToolCall(hosted: HostedWorker, call: ToolCallInput, run
     recorder.denied(call.toolCallId, call.toolName, call.input, call.answer);
     outcome = { status: 'denied', answer: call.answer };
   } else {
-    if (call.answer) gate.remember(call.toolCallId, call.answer);
+    if (call.answer) gate.remember(call.toolCallId, call.answer, call.input);
     else if (approvalOf(tool)?.decision === 'ask' && !approvalOf(tool)?.dynamic && (await needsApproval(tool, call.input, { toolCallId: call.toolCallId, messages: [] }))) {
       // The model step said this call needs no approval; a tool that always asks (unless a
       // saved rule answers for it) never runs unanswered.

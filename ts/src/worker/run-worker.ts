@@ -119,7 +119,7 @@ export async function prepareResumedRun(
           const rule = setup.gate.saveRule(setup.original.get(owner), pending, 'deferred-answer');
           if (rule) gateAnswer.savedRule = rule;
         }
-        setup.gate.remember(pending.toolCallId, gateAnswer);
+        setup.gate.remember(pending.toolCallId, gateAnswer, pending.input);
         setup.emit({
           type: 'approval-answered',
           toolCallId: pending.toolCallId,

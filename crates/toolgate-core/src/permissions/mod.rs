@@ -176,7 +176,10 @@ impl SavedScope {
             SavedScope::Prefix(words) => {
                 !words.is_empty() && argv.is_some_and(|argv| argv.starts_with(words))
             }
-            SavedScope::Path(path) => input_path(input, work_dir).is_some_and(|p| &p == path),
+            SavedScope::Path(path) => {
+                input_path(input, work_dir).is_some_and(|p| &p == path)
+                    && lands_where_named(work_dir, Path::new(path))
+            }
             SavedScope::Input(saved) => canonical_json(saved) == canonical_json(input),
             SavedScope::Host { rule, .. } => {
                 let host = input.get("host").and_then(Value::as_str);
@@ -242,6 +245,22 @@ impl SavedScope {
 fn input_path(input: &Value, work_dir: &Path) -> Option<String> {
     let given = input.get("path")?.as_str()?;
     normal_path(given, work_dir)
+}
+
+/// Whether `relative` (below `work_dir`) names the file a call would reach there: no symlink on
+/// the way or at its end. A saved rule for `notes/todo.md` approves writing that file, not
+/// what a symlink by that name (made by a process since) leads to.
+fn lands_where_named(work_dir: &Path, relative: &Path) -> bool {
+    let Ok(real_work_dir) = std::fs::canonicalize(work_dir) else {
+        return true; // nothing on disk to lead elsewhere
+    };
+    // The deepest part of the path that exists (the file itself when it does).
+    let mut existing = relative.to_path_buf();
+    while !existing.as_os_str().is_empty() && work_dir.join(&existing).symlink_metadata().is_err() {
+        existing.pop();
+    }
+    std::fs::canonicalize(work_dir.join(&existing))
+        .is_ok_and(|real| real == real_work_dir.join(&existing))
 }
 
 fn normal_path(given: &str, work_dir: &Path) -> Option<String> {

@@ -650,3 +650,44 @@ fn toolgate_s_own_saves_are_merged_by_every_plan_and_process() {
         assert!(records.read(&first.key).is_none());
     }
 }
+
+#[test]
+fn a_saved_path_covers_the_file_it_names_not_what_a_symlink_there_leads_to() {
+    let dir = folder();
+    let work = std::fs::canonicalize(dir.path()).unwrap();
+    write(
+        &work,
+        "version: 1\nrules:\n  - worker: w\n    tool: file_write\n    path: notes/todo.md\n    saved: 2026-01-31T09:30:00Z\n    by: terminal\n",
+    );
+    let permissions = Permissions::load(&work).unwrap();
+    let covered = || {
+        permissions
+            .covering(
+                "w",
+                "file_write",
+                &json!({ "path": "notes/todo.md", "content": "x" }),
+                None,
+                &work,
+            )
+            .is_some()
+    };
+    // Missing, then a real file: the rule's own file.
+    assert!(covered());
+    std::fs::create_dir_all(work.join("notes")).unwrap();
+    std::fs::write(work.join("notes/todo.md"), "todo").unwrap();
+    assert!(covered());
+    // A symlink by that name (to a workflow, say): the write would land elsewhere.
+    std::fs::create_dir_all(work.join(".github/workflows")).unwrap();
+    std::fs::remove_file(work.join("notes/todo.md")).unwrap();
+    std::os::unix::fs::symlink(
+        work.join(".github/workflows/ci.yml"),
+        work.join("notes/todo.md"),
+    )
+    .unwrap();
+    assert!(!covered(), "a symlink at the path");
+    // A symlinked folder on the way.
+    std::fs::remove_file(work.join("notes/todo.md")).unwrap();
+    std::fs::remove_dir(work.join("notes")).unwrap();
+    std::os::unix::fs::symlink(work.join(".github/workflows"), work.join("notes")).unwrap();
+    assert!(!covered(), "a symlinked folder on the way");
+}
