@@ -29,13 +29,10 @@
 //! is a file a call made in place of a missing directory on the way (a `.git` file naming
 //! another git directory, whose hooks git would run, in place of `.git/`).
 
-use std::collections::HashMap;
 use std::ffi::{OsStr, OsString};
 use std::os::fd::OwnedFd;
 use std::os::unix::ffi::OsStrExt;
-use std::os::unix::fs::MetadataExt;
 use std::path::{Component, Path, PathBuf};
-use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 
 use rustix::fs::{AtFlags, FileType, Mode, OFlags};
 
@@ -44,81 +41,6 @@ use rustix::fs::{AtFlags, FileType, Mode, OFlags};
 /// compiled modules (which Python makes itself, and does without when it cannot write it).
 const OWNED_DIRECTORIES: &[(Option<&str>, &str)] =
     &[(Some(".git"), "hooks"), (None, "__pycache__")];
-
-/// What toolgate itself last wrote at a guarded path (the permissions file a "save" answer
-/// writes while a call runs), by path: such a file is toolgate's, not the call's. The identity
-/// includes the change time, which no process can set, so a file a sandboxed process modified
-/// after toolgate wrote it no longer matches; the bytes are kept to put it back then.
-fn host_writes() -> &'static Mutex<HashMap<PathBuf, HostWrite>> {
-    static WRITES: OnceLock<Mutex<HashMap<PathBuf, HostWrite>>> = OnceLock::new();
-    WRITES.get_or_init(Default::default)
-}
-
-struct HostWrite {
-    identity: FileIdentity,
-    /// What toolgate wrote (files up to [`MAX_KEPT_WRITE`]).
-    bytes: Option<Arc<[u8]>>,
-}
-
-/// The largest write whose bytes are kept to be put back (a permissions file is a few KiB).
-const MAX_KEPT_WRITE: u64 = 1 << 20;
-
-/// A file as it is now: device, inode, change time and size.
-type FileIdentity = (u64, u64, i64, i64, u64);
-
-fn identity(path: &Path) -> Option<FileIdentity> {
-    let meta = std::fs::symlink_metadata(path).ok()?;
-    meta.file_type().is_file().then(|| {
-        (
-            meta.dev(),
-            meta.ino(),
-            meta.ctime(),
-            meta.ctime_nsec(),
-            meta.size(),
-        )
-    })
-}
-
-/// Notes that toolgate (the host, never a sandboxed process) has just written the regular file
-/// at `path`, so that the check after a call that is running meanwhile does not take it for
-/// the call's, and puts it back should the call change it.
-pub(crate) fn note_host_write(path: &Path) {
-    let Some(id) = identity(path) else {
-        return;
-    };
-    let bytes = (id.4 <= MAX_KEPT_WRITE)
-        .then(|| std::fs::read(path).ok())
-        .flatten()
-        .filter(|bytes| bytes.len() as u64 == id.4)
-        .map(Arc::from);
-    host_writes()
-        .lock()
-        .unwrap_or_else(PoisonError::into_inner)
-        .insert(
-            path.to_path_buf(),
-            HostWrite {
-                identity: id,
-                bytes,
-            },
-        );
-}
-
-/// Whether what is at `path` now is exactly what toolgate last wrote there.
-fn written_by_host(path: &Path) -> bool {
-    let writes = host_writes().lock().unwrap_or_else(PoisonError::into_inner);
-    writes
-        .get(path)
-        .is_some_and(|write| identity(path).as_ref() == Some(&write.identity))
-}
-
-/// What toolgate last wrote at `path`, when it wrote there and what is there now is not that.
-fn changed_host_write(path: &Path) -> Option<Arc<[u8]>> {
-    let writes = host_writes().lock().unwrap_or_else(PoisonError::into_inner);
-    let write = writes.get(path)?;
-    (identity(path).as_ref() != Some(&write.identity))
-        .then(|| write.bytes.clone())
-        .flatten()
-}
 
 /// Puts `bytes` back at `name` in `parent` (a new file renamed over whatever is there, so a
 /// process holding the old one open changes nothing), and notes it as toolgate's write.
@@ -144,7 +66,7 @@ fn put_back(parent: &OwnedFd, name: &OsStr, path: &Path, bytes: &[u8]) -> bool {
         let _ = rustix::fs::unlinkat(parent, temporary.as_os_str(), AtFlags::empty());
         return false;
     }
-    note_host_write(path);
+    super::host_writes::note(path);
     true
 }
 
@@ -167,8 +89,12 @@ enum State {
 }
 
 /// The guarded paths' states before a call.
-#[derive(Debug, Clone, Default)]
-pub struct GuardSnapshot(Vec<(PathBuf, bool, State)>);
+#[derive(Debug, Clone)]
+pub struct GuardSnapshot {
+    states: Vec<(PathBuf, bool, State)>,
+    /// When it was taken: toolgate's own writes since then are the ones a call may not change.
+    taken: std::time::SystemTime,
+}
 
 impl Guarded {
     /// `protect` and `hide` made absolute against `work_dir` (whose path is canonical), with
@@ -218,25 +144,31 @@ impl Guarded {
 
     /// The states of every guarded path (a few `lstat`s).
     pub fn snapshot(&self) -> GuardSnapshot {
-        GuardSnapshot(
-            self.protect
+        GuardSnapshot {
+            states: self
+                .protect
                 .iter()
                 .map(|path| (path, true))
                 .chain(self.hide.iter().map(|path| (path, false)))
                 .map(|(path, protected)| (path.clone(), protected, state(path)))
                 .collect(),
-        )
+            taken: std::time::SystemTime::now(),
+        }
     }
 
     /// After a call: removes what the call made at a guarded path that was missing, puts back
     /// a protected symlink that was replaced, and says what it did (one message each).
     pub fn repair(&self, before: &GuardSnapshot) -> Vec<String> {
         let mut messages = Vec::new();
-        for (path, protected, was) in &before.0 {
+        for (path, protected, was) in &before.states {
             let now = state(path);
             // A file toolgate wrote may have been changed in place (or its inode number
-            // reused by the call's): not told by the path's state alone.
-            let changed_write = changed_host_write(path);
+            // reused by the call's): not told by the path's state alone. Another toolgate
+            // process's write replaced the file, which the state tells (its records are read
+            // only then: this runs after every call).
+            let changed_write = (&now != was || super::host_writes::written_here(path))
+                .then(|| super::host_writes::changed_since(path, before.taken))
+                .flatten();
             if &now == was && changed_write.is_none() {
                 continue;
             }
@@ -256,7 +188,7 @@ impl Guarded {
                 ));
                 continue;
             }
-            if written_by_host(path) {
+            if super::host_writes::is_current(path) {
                 continue;
             }
             let Place::Found(parent, name) = place(path) else {
@@ -419,6 +351,7 @@ fn absolute(base: &Path, path: &Path) -> PathBuf {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::sandbox::note_host_write;
 
     #[test]
     fn paths_resolve_against_the_work_dir_keeping_the_last_name() {

@@ -34,6 +34,7 @@
 //! code is not part of this crate.
 
 mod guard;
+mod host_writes;
 mod locate;
 mod namespaces;
 pub(crate) mod paths;
@@ -63,8 +64,8 @@ use crate::limits::{
     DEFAULT_SANDBOX_PROCESSES, DEFAULT_SANDBOX_TMP_MB,
 };
 use crate::network::NetworkPolicy;
-pub(crate) use guard::note_host_write;
 use guard::Guarded;
+pub(crate) use host_writes::note as note_host_write;
 use paths::Reach;
 pub use toolgate_sandbox::protocol::PROXY_PORT;
 use toolgate_sandbox::protocol::{
