@@ -153,17 +153,17 @@ describe.skipIf(!hasScript)('toolgate sandbox on a terminal (util-linux script m
     const probe = sandboxOnTerminal('--tty', '--', 'python3', '-c', TERMINAL_PROBE);
     expect(probe.status).toBe(0);
     expect(probe.stdout.trim()).toBe('isatty ctty dev-tty no-tcsetpgrp no-tiocsti');
-    // TIOCSETD (N_NULL would swallow everything shown after the program) and TIOCSPGRP with
-    // SIGTTOU ignored; the terminal still shows what comes after.
+    // What would outlive the program on the user's terminal: TIOCSETD (N_NULL swallows
+    // everything shown after), TIOCSPGRP with SIGTTOU ignored, exclusive mode, suspended output
+    // (tcflow TCOOFF), its size; the terminal still shows what comes after.
     const discipline = sandboxOnTerminal(
       '--tty',
       '--',
       'python3',
       '-c',
-      "import fcntl, os, signal, struct, termios\nsignal.signal(signal.SIGTTOU, signal.SIG_IGN)\nfor name, request, arg in (('setd', termios.TIOCSETD, struct.pack('i', 27)), ('spgrp', termios.TIOCSPGRP, struct.pack('i', os.getpid()))):\n    try:\n        fcntl.ioctl(0, request, arg); print(name, 'done')\n    except OSError as e:\n        print(name, e.errno)\nprint('still-shown')",
+      "import fcntl, os, signal, struct, termios\nsignal.signal(signal.SIGTTOU, signal.SIG_IGN)\nfor name, request, arg in (('setd', termios.TIOCSETD, struct.pack('i', 27)), ('spgrp', termios.TIOCSPGRP, struct.pack('i', os.getpid())), ('excl', termios.TIOCEXCL, 0), ('xonc', termios.TCXONC, termios.TCOOFF), ('swinsz', termios.TIOCSWINSZ, struct.pack('HHHH', 3, 7, 0, 0))):\n    try:\n        fcntl.ioctl(0, request, arg); print(name, 'done')\n    except OSError as e:\n        print(name, e.errno)\nprint('still-shown')",
     );
-    expect(discipline.stdout).toContain('setd 1');
-    expect(discipline.stdout).toContain('spgrp 1');
+    for (const name of ['setd', 'spgrp', 'excl', 'xonc', 'swinsz']) expect(discipline.stdout).toContain(`${name} 1`);
     expect(discipline.stdout).toContain('still-shown');
     // The terminal's file mode, changed by the program through its descriptor, is put back
     // when it ends (one terminal: its mode before, in the program, after toolgate).

@@ -13,7 +13,7 @@
  * `/proc/1/cmdline` must not show it.
  */
 import { spawn } from 'node:child_process';
-import { writeFileSync } from 'node:fs';
+import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { exec } from '../../ts/src/index.js';
@@ -32,7 +32,7 @@ async function hostListener(path: string): Promise<() => Promise<string>> {
   const child = spawn('python3', [
     '-u',
     '-c',
-    `import socket, sys\ns = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)\ns.bind(${JSON.stringify(path)})\nprint('ready')\ns.settimeout(4)\ntry:\n    while True: print(s.recv(200))\nexcept socket.timeout:\n    pass\n`,
+    `import socket, sys, threading\ns = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)\ns.bind(${JSON.stringify(path)})\nt = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)\nt.bind(${JSON.stringify(`${path}.stream`)})\nt.listen(5)\ndef accept():\n    while True:\n        c, _ = t.accept()\n        print(c.recv(200))\nthreading.Thread(target=accept, daemon=True).start()\nprint('ready')\ns.settimeout(4)\ntry:\n    while True: print(s.recv(200))\nexcept socket.timeout:\n    pass\n`,
   ]);
   listeners.push({ kill: () => child.kill('SIGKILL') });
   let out = '';
@@ -74,6 +74,10 @@ def dgram_connect():
     s = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM | socket.SOCK_CLOEXEC)
     s.connect(target)
     s.send(b'SENT-dgram-connect')
+def stream_connect():
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    s.connect(target + '.stream')
+    s.sendall(b'SENT-stream-connect')
 def stream_pair():
     a, b = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
     a.sendall(b'x')
@@ -83,7 +87,7 @@ def seqpacket_pair():
     a.sendmsg([b'x'], [], 0)
     assert b.recv(1) == b'x'
 for name, fn in [('dgram_sendmsg', dgram_sendmsg), ('raw_sendmsg', raw_sendmsg), ('pair_sendmsg', pair_sendmsg),
-                 ('dgram_sendto', dgram_sendto), ('dgram_connect', dgram_connect),
+                 ('dgram_sendto', dgram_sendto), ('dgram_connect', dgram_connect), ('stream_connect', stream_connect),
                  ('stream_pair', stream_pair), ('seqpacket_pair', seqpacket_pair)]:
     attempt(name, fn)
 `;
@@ -103,7 +107,7 @@ describe.runIf(MOUNT_VIEW)('with the network off no datagram reaches a host sock
     const { work, received } = await hostSocket();
     const result = await exec({ command: '/usr/bin/python3', args: ['send.py'], cwd: work, env, sandbox: 'enforce' });
     expect(result.exitCode, result.stderr).toBe(0);
-    for (const name of ['dgram_sendmsg', 'raw_sendmsg', 'pair_sendmsg', 'dgram_sendto', 'dgram_connect']) {
+    for (const name of ['dgram_sendmsg', 'raw_sendmsg', 'pair_sendmsg', 'dgram_sendto', 'dgram_connect', 'stream_connect']) {
       expect(result.stdout).toContain(`${name} 1\n`); // EPERM
     }
     // What stays usable inside: stream and sequenced-packet pairs.
@@ -121,16 +125,33 @@ describe.runIf(MOUNT_VIEW)('with the network off no datagram reaches a host sock
     expect(await received()).not.toContain('SENT');
   });
 
+  it('the network by host (the egress proxy): no unix socket to connect or send with either', async () => {
+    const { work, received } = await hostSocket();
+    const result = await exec({ command: '/usr/bin/python3', args: ['send.py'], cwd: work, env, sandbox: { network: { allow: ['example.com'] } } });
+    expect(result.exitCode, result.stderr).toBe(0);
+    for (const name of ['dgram_sendmsg', 'raw_sendmsg', 'pair_sendmsg', 'dgram_sendto', 'dgram_connect', 'stream_connect']) {
+      expect(result.stdout).toContain(`${name} 1\n`);
+    }
+    expect(result.stdout).toContain('stream_pair ok');
+    expect(result.stdout).toContain('seqpacket_pair ok');
+    const oneShot = runToolgate(['sandbox', '--allow-host', 'example.com', '--work-dir', work, '--', 'python3', join(work, 'send.py')], { cwd: work });
+    expect(oneShot.stdout).toContain('stream_connect 1\n');
+    expect(oneShot.stdout).toContain('dgram_sendmsg 1\n');
+    expect(await received()).not.toContain('SENT');
+  });
+
   it('without the filter (control): the same program reaches the host socket', async () => {
     const { work, received } = await hostSocket();
     const result = await exec({ command: '/usr/bin/python3', args: ['send.py'], cwd: work, env });
     expect(result.stdout).toContain('pair_sendmsg ok');
-    expect(await received()).toContain('SENT-pair-sendmsg');
+    const got = await received();
+    expect(got).toContain('SENT-pair-sendmsg');
+    expect(got).toContain('SENT-stream-connect');
   });
 });
 
 describe.runIf(MOUNT_VIEW)("a call does not see its launcher's command line (needs the kernel view)", () => {
-  const hostNames = (text: string) => ['--serve', '--parent', '--clean', '--read', '--write', '--call-dir', String(process.pid), '/dev/shm/toolgate'].filter((name) => text.includes(name));
+  const hostNames = (text: string) => ['--parent', '--clean', '--read', '--write', '--call-dir', String(process.pid), '/dev/shm/toolgate'].filter((name) => text.includes(name));
 
   it('exec with sandbox (the launcher server)', async () => {
     const work = tempDir('toolgate-cmdline-');
@@ -139,6 +160,22 @@ describe.runIf(MOUNT_VIEW)("a call does not see its launcher's command line (nee
     expect(result.exitCode, result.stderr).toBe(0);
     expect(hostNames(result.stdout), result.stdout).toEqual([]);
     expect(result.stdout).not.toContain(work);
+  });
+
+  it("the call's cgroups are named from its own root, not the host's (a cgroup namespace)", async () => {
+    const work = tempDir('toolgate-cgroup-');
+    const own = readFileSync('/proc/self/cgroup', 'utf8');
+    const result = await exec({ command: '/usr/bin/cat', args: ['/proc/self/cgroup'], cwd: work, env, sandbox: 'enforce' });
+    expect(result.exitCode, result.stderr).toBe(0);
+    expect(result.stdout).not.toContain('toolgate-sandbox-');
+    // Every line's path is the namespace's root (or below it), never the host's own cgroup.
+    for (const line of own.trim().split('\n')) {
+      const path = line.split(':').slice(2).join(':');
+      if (path !== '/') expect(result.stdout).not.toContain(path);
+    }
+    const oneShot = runToolgate(['sandbox', '--work-dir', work, '--', 'cat', '/proc/self/cgroup'], { cwd: work });
+    expect(oneShot.status, oneShot.stderr).toBe(0);
+    expect(oneShot.stdout).not.toContain('toolgate-sandbox-');
   });
 
   it('toolgate sandbox (the one-shot launcher, whose arguments are the policy)', () => {

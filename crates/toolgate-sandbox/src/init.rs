@@ -160,6 +160,7 @@ pub(crate) fn prepare_served(setup: &ServedInit<'_>) -> Result<Prepared, String>
     if let Some(cgroup) = setup.cgroup {
         cgroup.enter()?;
     }
+    own_cgroup_namespace();
     let mut prepared = Prepared {
         cgroup: setup.cgroup.map(CallCgroup::open).transpose()?,
         ..Prepared::default()
@@ -233,6 +234,13 @@ pub(crate) fn prepare_served(setup: &ServedInit<'_>) -> Result<Prepared, String>
     isolate::drop_capabilities().map_err(|err| format!("giving up capabilities: {err}"))?;
     prepared.mark_cpu_start();
     Ok(prepared)
+}
+
+/// A cgroup namespace rooted at the call's cgroup (where it has one): `/proc/self/cgroup` shows
+/// `/`, not the host's cgroup path and the launcher's pid in its name. Without one (no right
+/// to make it) the call only learns those names.
+pub(crate) fn own_cgroup_namespace() {
+    let _ = sys::unshare(libc::CLONE_NEWCGROUP);
 }
 
 /// In a new network namespace: `lo` up, and the proxy's listener for the proxy network.

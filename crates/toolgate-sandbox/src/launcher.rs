@@ -538,6 +538,7 @@ fn init_main(one_shot: &OneShot<'_>, status_write: libc::c_int) -> ! {
         }
     }
     let entered = one_shot.cgroup.map_or(Ok(()), CallCgroup::enter);
+    crate::init::own_cgroup_namespace();
     let started = entered
         .and_then(|()| one_shot.prepare(true))
         .and_then(|prepared| {

@@ -32,18 +32,23 @@ extern "C" fn main(argc: std::ffi::c_int, argv: *const *const std::ffi::c_char) 
 /// Blanks the command line's bytes in this process's memory, which is what
 /// `/proc/<pid>/cmdline` shows: a call's programs see the launcher (the server, or the one-shot
 /// launcher) as their PID 1 or parent, and its arguments name host paths, toolgate's process id
-/// and the whole policy.
+/// and the whole policy. What stays is `toolgate-sandbox` and the word `--serve` (how `ps`, and
+/// tests, tell the server), which say nothing of the host.
 ///
 /// # Safety
 /// `argv` holds `count` valid, NUL-terminated, writable strings (the C runtime's own).
 #[cfg(target_os = "linux")]
 unsafe fn blank_command_line(count: usize, argv: *const *const std::ffi::c_char) {
+    use toolgate_sandbox::protocol::ARG_SERVE;
     const NAME: &[u8] = b"toolgate-sandbox";
     for index in 0..count {
         // SAFETY: the caller's contract; each string is overwritten within its own length.
         unsafe {
             let arg = (*argv.add(index)).cast_mut();
             let len = libc::strlen(arg);
+            if index > 0 && std::ffi::CStr::from_ptr(arg).to_bytes() == ARG_SERVE.as_bytes() {
+                continue;
+            }
             std::ptr::write_bytes(arg, 0, len);
             if index == 0 && len >= NAME.len() {
                 std::ptr::copy_nonoverlapping(NAME.as_ptr(), arg.cast::<u8>(), NAME.len());

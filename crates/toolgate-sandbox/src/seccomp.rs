@@ -95,9 +95,10 @@ const NAMESPACE_FLAGS: &[libc::c_int] = &[
 
 /// Terminal ioctls that inject input into, or act on, the terminal of someone else: input
 /// injection (`TIOCSTI`, `TIOCLINUX`), and — for a program given the user's terminal
-/// (`toolgate sandbox --tty`) — changing its line discipline, which outlives the program
-/// (`TIOCSETD`: `N_NULL` swallows everything shown after), and making itself the terminal's
-/// foreground job, which stops toolgate's own output (`TIOCSPGRP`, `tcsetpgrp`).
+/// (`toolgate sandbox --tty`) — what outlives the program there: its line discipline
+/// (`TIOCSETD`: `N_NULL` swallows everything shown after), the foreground job, which stops
+/// toolgate's own output (`TIOCSPGRP`, `tcsetpgrp`), exclusive mode, suspended output and its
+/// size.
 // The casts are needed for musl, whose libc crate declares these request numbers as `c_int`
 // (glibc: `c_ulong`); all values are small positive constants.
 #[allow(clippy::unnecessary_cast)]
@@ -106,6 +107,11 @@ const DENIED_IOCTLS: &[u64] = &[
     libc::TIOCLINUX as u64,
     libc::TIOCSETD as u64,
     libc::TIOCSPGRP as u64,
+    // Also outliving the program on the user's terminal: exclusive mode (every later open
+    // fails with EBUSY), output suspended (`tcflow(TCOOFF)`: nothing shown after), its size.
+    libc::TIOCEXCL as u64,
+    libc::TCXONC as u64,
+    libc::TIOCSWINSZ as u64,
 ];
 
 /// On x86_64 the x32 ABI reaches the same system calls with this bit set, where the kernel has
@@ -246,18 +252,28 @@ fn main_rules(network: Network) -> Rules {
         .collect();
     rules.insert(libc::SYS_ioctl, refused_when(ioctls));
     let not_unix = vec![condition(0, Check::Ne(libc::AF_UNIX as u32))];
-    if matches!(network, Network::Proxy(_)) {
-        // TCP to toolgate's proxy (Landlock allows its port only) and unix and netlink
-        // sockets: no UDP, raw or packet sockets, no other family.
-        let other_family = [
-            libc::AF_UNIX,
-            libc::AF_INET,
-            libc::AF_INET6,
-            libc::AF_NETLINK,
-        ]
+    let unix_datagram: Vec<Vec<Condition>> = UNIX_DATAGRAM
         .iter()
-        .map(|&family| condition(0, Check::Ne(family as u32)))
+        .map(|&kind| {
+            vec![condition(
+                1,
+                Check::MaskedEq {
+                    mask: SOCK_TYPE_MASK,
+                    value: kind as u32,
+                },
+            )]
+        })
         .collect();
+    if matches!(network, Network::Proxy(_)) {
+        // TCP to toolgate's proxy (Landlock allows its port only) and netlink sockets: no UDP,
+        // raw or packet sockets, no other family. No unix socket by `socket` either: `connect`
+        // must stay open for TCP, and Landlock (before ABI 9) does not stop a unix `connect` to
+        // a host service's socket in the view (the work directory, a read root); pairs made by
+        // `socketpair` reach nobody else, datagram pairs excepted (see the network off).
+        let other_family = [libc::AF_INET, libc::AF_INET6, libc::AF_NETLINK]
+            .iter()
+            .map(|&family| condition(0, Check::Ne(family as u32)))
+            .collect();
         let mut socket = vec![other_family];
         for family in [libc::AF_INET, libc::AF_INET6] {
             for kind in NOT_STREAM {
@@ -274,7 +290,9 @@ fn main_rules(network: Network) -> Rules {
             }
         }
         rules.insert(libc::SYS_socket, refused_when(socket));
-        rules.insert(libc::SYS_socketpair, refused_when(vec![not_unix]));
+        let mut pairs = vec![not_unix];
+        pairs.extend(unix_datagram);
+        rules.insert(libc::SYS_socketpair, refused_when(pairs));
     } else if network == Network::Off {
         // Only unix sockets can be made (UDP is not covered by Landlock before ABI 10), and
         // none can connect: a path or abstract unix socket of a host service (a container
@@ -283,15 +301,7 @@ fn main_rules(network: Network) -> Rules {
         // given with each message, also when made by `socketpair`, and `sendmsg` keeps its
         // address where a filter cannot read it (in the message header).
         let mut unix_only = vec![not_unix];
-        unix_only.extend(UNIX_DATAGRAM.iter().map(|&kind| {
-            vec![condition(
-                1,
-                Check::MaskedEq {
-                    mask: SOCK_TYPE_MASK,
-                    value: kind as u32,
-                },
-            )]
-        }));
+        unix_only.extend(unix_datagram);
         rules.insert(libc::SYS_socket, refused_when(unix_only.clone()));
         rules.insert(libc::SYS_socketpair, refused_when(unix_only));
         rules.insert(libc::SYS_connect, always(libc::EPERM));
@@ -809,7 +819,22 @@ mod tests {
                 assert_eq!(socket(family, kind), EPERM, "{family} {kind}");
             }
         }
-        assert_eq!(socket(libc::AF_UNIX, libc::SOCK_DGRAM), ALLOW);
+        // No unix socket can be made to connect with (pairs only, and no datagram pairs).
+        for kind in [libc::SOCK_STREAM, libc::SOCK_DGRAM, libc::SOCK_SEQPACKET] {
+            assert_eq!(socket(libc::AF_UNIX, kind), EPERM, "unix {kind}");
+        }
+        let pair = |kind: i32| {
+            run(
+                &programs,
+                &call(
+                    libc::SYS_socketpair,
+                    [libc::AF_UNIX as u64, kind as u64, 0, 0, 0, 0],
+                ),
+            )
+        };
+        assert_eq!(pair(libc::SOCK_STREAM), ALLOW);
+        assert_eq!(pair(libc::SOCK_SEQPACKET), ALLOW);
+        assert_eq!(pair(libc::SOCK_DGRAM), EPERM);
         assert_eq!(socket(libc::AF_NETLINK, libc::SOCK_RAW), ALLOW);
         for family in [
             libc::AF_PACKET,
