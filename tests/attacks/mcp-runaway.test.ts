@@ -87,7 +87,7 @@ describe('an MCP server that runs away in a call is stopped at its timeout', () 
     expect(JSON.stringify(await call(byName('s_ping'), {}))).toContain('pong');
     const error = await failure(call(byName('s_bomb'), {}));
     expect(error.code).toBe('TOOL_FAILED');
-    expect(error.message).toContain('within 3 s (timeout) and was stopped');
+    expect(error.message).toContain("timed out: no answer to a call of 'bomb' within 3 s (timeout); the server was stopped");
     expect(error.message).toContain('processes');
     // None of its processes is left, and the next call says why the server is gone.
     await new Promise((resolve) => setTimeout(resolve, 500));

@@ -105,7 +105,9 @@ export function mcpTools(
           )) as CallToolResult;
         } catch (error) {
           if (isTimeout(error) && !abortSignal?.aborted) {
-            await connection.stopAfterTimeout(`did not answer a call of '${chosen.tool}' within ${Math.round(plan.timeoutMs / 1000)} s (timeout) and was stopped`);
+            await connection.stopAfterTimeout(
+              `timed out: no answer to a call of '${chosen.tool}' within ${plan.timeoutMs / 1000} s (timeout); the server was stopped with its processes`,
+            );
           }
           const refused = await call.end();
           // What was repaired says why a server that kept making configuration was stopped.

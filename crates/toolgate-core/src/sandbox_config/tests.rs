@@ -344,8 +344,6 @@ fn version_managers_on_the_path_are_readable_but_never_a_home() {
         ".pyenv/plugins/venv/shims",
         ".pyenv/pyenv.d/exec",
         ".pyenv/src",
-        "shims",
-        "versions",
         ".rbenv/bin",
         "loose/shims",
     ] {
@@ -377,11 +375,15 @@ fn version_managers_on_the_path_are_readable_but_never_a_home() {
         "the parts its shims use, never the root with its other files (src, notes.txt)"
     );
     // `shims` directly in a home grants nothing: the home would be the root.
-    let home_shims = std::env::join_paths([d.root.join("shims")]).unwrap();
-    assert!(roots_of_shims(&home_shims, std::slice::from_ref(&d.root)).is_empty());
+    let home = dirs();
+    for dir in ["shims", "versions"] {
+        std::fs::create_dir(home.root.join(dir)).unwrap();
+    }
+    let home_shims = std::env::join_paths([home.root.join("shims")]).unwrap();
+    assert!(roots_of_shims(&home_shims, std::slice::from_ref(&home.root)).is_empty());
     assert_eq!(
         roots_of_shims(&home_shims, &[]),
-        std::slice::from_ref(&d.root),
+        std::slice::from_ref(&home.root),
         "the same directory when it is nobody's home (it holds `versions`)"
     );
 }
