@@ -8,7 +8,7 @@ mod common;
 
 use std::time::{Duration, Instant};
 
-use common::{installed, text, Fixture};
+use common::{installed, sleep_marker, text, wait_for_marker, Fixture};
 use toolgate_core::exec::{self, ExecOutput, ExecRequest};
 use toolgate_core::sandbox::SandboxLimits;
 use toolgate_core::SandboxPolicy;
@@ -523,22 +523,40 @@ async fn limits_are_checked_when_prepared() {
     }
 }
 
-/// The cgroup a call ran in, as the call sees it (`/proc/self/cgroup`'s `call-N` name).
-async fn cgroup_of_call(f: &Fixture, sandbox: &std::sync::Arc<toolgate_core::Sandbox>) -> String {
-    let request = ExecRequest::new("/bin/cat", &f.work)
-        .args(["/proc/self/cgroup"])
+/// Runs `script` as a call, and the cgroup it ran in (its `call-N` name) as the host sees it:
+/// inside, the call's own cgroup namespace shows only `/`. The call first sleeps under a marker
+/// while the host reads its process's `/proc/<pid>/cgroup`.
+async fn call_and_its_cgroup(
+    f: &Fixture,
+    sandbox: &std::sync::Arc<toolgate_core::Sandbox>,
+    script: &str,
+    timeout: Duration,
+) -> (exec::ExecOutput, String) {
+    let marker = sleep_marker(1);
+    let request = ExecRequest::new("/bin/sh", &f.work)
+        .args(["-c", &format!("sleep {marker}; {script}")])
         .env(toolgate_core::exec::env::child_environment(&[]))
-        .timeout(Duration::from_secs(20))
+        .timeout(timeout)
         .sandbox(std::sync::Arc::clone(sandbox));
-    let out = exec::run(request).await.unwrap();
-    assert!(out.success(), "{}", text(&out.stderr));
-    assert_eq!(out.limit, None, "a call under its limits names none");
-    let listing = text(&out.stdout);
-    let line = listing
+    let running = tokio::spawn(exec::run(request));
+    let pid = wait_for_marker(&marker).await;
+    let listing = std::fs::read_to_string(format!("/proc/{pid}/cgroup")).unwrap_or_default();
+    let out = running.await.unwrap().unwrap();
+    let cgroup = listing
         .lines()
         .find(|line| line.contains("call-"))
-        .unwrap_or_else(|| panic!("no call cgroup in {listing}"));
-    line.rsplit('/').next().unwrap().to_string()
+        .and_then(|line| line.rsplit('/').next())
+        .unwrap_or_else(|| panic!("no call cgroup in {listing}"))
+        .to_string();
+    (out, cgroup)
+}
+
+/// The cgroup a call under its limits ran in.
+async fn cgroup_of_call(f: &Fixture, sandbox: &std::sync::Arc<toolgate_core::Sandbox>) -> String {
+    let (out, cgroup) = call_and_its_cgroup(f, sandbox, "true", Duration::from_secs(20)).await;
+    assert!(out.success(), "{}", text(&out.stderr));
+    assert_eq!(out.limit, None, "a call under its limits names none");
+    cgroup
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -588,24 +606,13 @@ async fn a_cgroup_serves_again_only_when_its_call_hit_no_limit() {
         ("", "head -c 12582912 /dev/zero > charged.bin"),
     ];
     for (round, (limit, script)) in scripts.into_iter().enumerate() {
-        let request = ExecRequest::new("/bin/sh", &f.work)
-            .args(["-c", &format!("cat /proc/self/cgroup; {script}")])
-            .env(toolgate_core::exec::env::child_environment(&[]))
-            .timeout(Duration::from_secs(3))
-            .sandbox(std::sync::Arc::clone(&sandbox));
-        let out = exec::run(request).await.unwrap();
+        let (out, used) =
+            call_and_its_cgroup(&f, &sandbox, script, Duration::from_secs(4)).await;
         if limit.is_empty() {
             assert!(out.success(), "round {round}: {}", text(&out.stderr));
         } else {
             says_limit(&out, limit);
         }
-        let listing = text(&out.stdout);
-        let used = listing
-            .lines()
-            .find(|line| line.contains("call-"))
-            .and_then(|line| line.rsplit('/').next())
-            .unwrap_or_else(|| panic!("round {round}: no call cgroup in {listing}"))
-            .to_string();
         tokio::time::sleep(Duration::from_millis(50)).await;
         for _ in 0..6 {
             let next = cgroup_of_call(&f, &sandbox).await;

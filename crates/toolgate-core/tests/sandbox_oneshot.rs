@@ -170,8 +170,23 @@ fn the_one_shot_launcher_counts_processes_and_memory_in_a_cgroup() {
         memory_mb: Some(64),
         ..toolgate_core::sandbox::SandboxLimits::default()
     };
-    let forks = "import os, time\nn = 0\ntry:\n    while n < 300:\n        if os.fork() == 0:\n            time.sleep(30); os._exit(0)\n        n += 1\nexcept OSError:\n    pass\nprint(n)\nprint(open('/proc/self/cgroup').read())\n";
-    let out = launch_with(&f, policy.clone(), python, &["-c", forks]);
+    // The call's cgroups, as the host sees them (inside, the call's cgroup namespace shows
+    // `/`): read from the host while the call sleeps under a marker, before it forks.
+    let marker = sleep_marker(1);
+    let forks = format!("import os, subprocess, time\nsubprocess.run(['/bin/sleep', '{marker}'])\nn = 0\ntry:\n    while n < 300:\n        if os.fork() == 0:\n            time.sleep(30); os._exit(0)\n        n += 1\nexcept OSError:\n    pass\nprint(n)\n");
+    let (out, cgroups) = std::thread::scope(|scope| {
+        let launched = scope.spawn(|| launch_with(&f, policy.clone(), python, &["-c", &forks]));
+        let mut cgroups = String::new();
+        for _ in 0..250 {
+            if let Some(pid) = processes_with(&marker).first() {
+                cgroups =
+                    std::fs::read_to_string(format!("/proc/{pid}/cgroup")).unwrap_or_default();
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        (launched.join().unwrap(), cgroups)
+    });
     let stdout = text(&out.stdout);
     let made: usize = stdout
         .lines()
@@ -180,7 +195,7 @@ fn the_one_shot_launcher_counts_processes_and_memory_in_a_cgroup() {
         .parse()
         .unwrap_or(usize::MAX);
     assert!(made < 16, "{made} processes under a limit of 16: {out:?}");
-    assert!(stdout.contains("call-"), "not in a call cgroup: {stdout}");
+    assert!(cgroups.contains("call-"), "not in a call cgroup: {cgroups}");
     assert!(
         text(&out.stderr).contains("processes"),
         "{}",
@@ -188,7 +203,7 @@ fn the_one_shot_launcher_counts_processes_and_memory_in_a_cgroup() {
     );
     // The call's cgroups are gone once the launcher is (checked before another launch, which
     // would sweep what a launcher before it left).
-    let leftovers: Vec<String> = stdout
+    let leftovers: Vec<String> = cgroups
         .lines()
         .filter(|line| line.contains("/toolgate-sandbox-"))
         .filter_map(|line| {
