@@ -606,8 +606,7 @@ async fn a_cgroup_serves_again_only_when_its_call_hit_no_limit() {
         ("", "head -c 12582912 /dev/zero > charged.bin"),
     ];
     for (round, (limit, script)) in scripts.into_iter().enumerate() {
-        let (out, used) =
-            call_and_its_cgroup(&f, &sandbox, script, Duration::from_secs(4)).await;
+        let (out, used) = call_and_its_cgroup(&f, &sandbox, script, Duration::from_secs(4)).await;
         if limit.is_empty() {
             assert!(out.success(), "round {round}: {}", text(&out.stderr));
         } else {

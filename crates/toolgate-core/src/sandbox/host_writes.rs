@@ -125,10 +125,12 @@ impl Records {
         (meta.is_dir() && meta.uid() == uid && meta.mode() & 0o077 == 0).then_some(Records { dir })
     }
 
+    /// The record of `path`: named by a digest of the path (any length, any bytes).
     fn file(&self, path: &Path) -> PathBuf {
-        self.dir.join(crate::run::crypto::sha256_hex(
-            path.as_os_str().as_encoded_bytes(),
-        ))
+        use sha2::{Digest, Sha256};
+        let digest = Sha256::digest(path.as_os_str().as_encoded_bytes());
+        let name: String = digest.iter().map(|byte| format!("{byte:02x}")).collect();
+        self.dir.join(name)
     }
 
     /// One line (`dev ino ctime ctime_nsec size at_nanos`), then the bytes; written whole
