@@ -45,10 +45,16 @@ const OWNED_DIRECTORIES: &[(Option<&str>, &str)] =
 /// Puts `bytes` back at `name` in `parent` (a new file renamed over whatever is there, so a
 /// process holding the old one open changes nothing), and notes it as toolgate's write.
 fn put_back(parent: &OwnedFd, name: &OsStr, path: &Path, bytes: &[u8]) -> bool {
+    // A name a process of the call cannot guess ahead (to have a file of its own there).
+    let unguessable = {
+        use std::hash::{BuildHasher, Hasher};
+        std::collections::hash_map::RandomState::new()
+            .build_hasher()
+            .finish()
+    };
     let mut temporary = OsString::from(".");
     temporary.push(name);
-    temporary.push(".toolgate-restore");
-    let _ = rustix::fs::unlinkat(parent, temporary.as_os_str(), AtFlags::empty());
+    temporary.push(format!(".toolgate-restore-{unguessable:016x}"));
     let written = (|| -> std::io::Result<()> {
         let fd = rustix::fs::openat(
             parent,
