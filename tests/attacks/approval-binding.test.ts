@@ -37,24 +37,32 @@ function project(withRule: boolean) {
   return { work, file: join(dir, 'worker.yaml') };
 }
 
-async function writeThroughLink(link: string[], withRule: boolean) {
-  const { work, file } = project(withRule);
+/** Runs the worker's `turns`, denying every question; the inputs it was asked about. */
+async function runDenying(file: string, turns: Parameters<typeof scriptedModel>[0]): Promise<unknown[]> {
   const worker = await loadWorker(file);
   const asked: unknown[] = [];
-  const target = join(work, '.github', 'workflows', 'ci.yml');
-  const result = await runWorker(worker, 'go', {
-    model: scriptedModel([
-      { toolCalls: [{ toolName: 'shell', input: { command: `ln -sfn ${link.map((part) => part.replace('TARGET', target)).join(' ')}` } }] },
-      { toolCalls: [{ toolName: 'file_write', input: { path: 'notes/todo.md', content: 'on: push\n' } }] },
-      { text: 'done' },
-    ]),
+  await runWorker(worker, 'go', {
+    model: scriptedModel(turns),
     onApproval: (request: ApprovalRequest) => {
       asked.push(request.input);
       return { decision: 'deny', reason: 'no' };
     },
   });
   await worker.close();
-  return { asked, result, ci: readFileSync(target, 'utf8'), work };
+  return asked;
+}
+
+const WRITE_TODO = { toolCalls: [{ toolName: 'file_write', input: { path: 'notes/todo.md', content: 'on: push\n' } }] };
+
+async function writeThroughLink(link: string[], withRule: boolean) {
+  const { work, file } = project(withRule);
+  const target = join(work, '.github', 'workflows', 'ci.yml');
+  const asked = await runDenying(file, [
+    { toolCalls: [{ toolName: 'shell', input: { command: `ln -sfn ${link.map((part) => part.replace('TARGET', target)).join(' ')}` } }] },
+    WRITE_TODO,
+    { text: 'done' },
+  ]);
+  return { asked, ci: readFileSync(target, 'utf8'), work };
 }
 
 describe('a saved path rule covers the file it names, not what a symlink there leads to', () => {
@@ -86,16 +94,7 @@ describe('a saved path rule covers the file it names, not what a symlink there l
     rmSync(join(work, 'notes'), { recursive: true });
     symlinkSync('.github/workflows', join(work, 'notes'));
     renameSync(join(work, '.github', 'workflows', 'ci.yml'), join(work, '.github', 'workflows', 'todo.md'));
-    const worker = await loadWorker(file);
-    const asked: unknown[] = [];
-    await runWorker(worker, 'go', {
-      model: scriptedModel([{ toolCalls: [{ toolName: 'file_write', input: { path: 'notes/todo.md', content: 'on: push\n' } }] }, { text: 'done' }]),
-      onApproval: (request: ApprovalRequest) => {
-        asked.push(request.input);
-        return { decision: 'deny', reason: 'no' };
-      },
-    });
-    await worker.close();
+    const asked = await runDenying(file, [WRITE_TODO, { text: 'done' }]);
     expect(asked).toEqual([{ path: 'notes/todo.md', content: 'on: push\n' }]);
     expect(readFileSync(join(work, '.github', 'workflows', 'todo.md'), 'utf8')).toBe('original ci\n');
   });

@@ -131,19 +131,15 @@ impl McpToolset {
         &self.servers
     }
 
-    /// The program of each stdio server, found as a start would find it (on the `PATH` of
-    /// its environment, or relative to the work directory); servers whose program is not
-    /// found are left out (starting them reports it).
+    /// The program of each stdio server, found as a start would find it (on the child
+    /// environment's `PATH`, which a server's `env` cannot set, or relative to the work
+    /// directory); servers whose program is not found are left out (starting them reports it).
     pub fn programs(&self) -> Vec<std::path::PathBuf> {
+        let child_env = crate::exec::env::child_environment(&[]);
         self.servers
             .iter()
             .filter_map(|server| match &server.transport {
-                McpTransport::Stdio { command, env, .. } => {
-                    let mut child_env = crate::exec::env::child_environment(&[]);
-                    for (name, value) in env {
-                        child_env.retain(|(known, _)| known != name.as_str());
-                        child_env.push((name.into(), value.into()));
-                    }
+                McpTransport::Stdio { command, .. } => {
                     crate::exec::resolve_program(command.as_ref(), self.work_dir(), &child_env).ok()
                 }
                 McpTransport::Http { .. } => None,

@@ -33,7 +33,7 @@
 use std::collections::HashMap;
 use std::fs::File;
 use std::io::{Read, Write};
-use std::os::unix::fs::{DirBuilderExt, MetadataExt, OpenOptionsExt};
+use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
 use std::path::{Component, Path, PathBuf};
 use std::sync::{Mutex, OnceLock, PoisonError};
 use std::time::{Duration, Instant};
@@ -743,13 +743,7 @@ struct WriteRecords {
 
 impl WriteRecords {
     fn open() -> Option<WriteRecords> {
-        // SAFETY: geteuid has no preconditions and cannot fail.
-        let uid = unsafe { libc::geteuid() };
-        let dir = std::env::temp_dir().join(format!("toolgate-permissions-{uid}"));
-        let _ = std::fs::DirBuilder::new().mode(0o700).create(&dir);
-        let meta = std::fs::symlink_metadata(&dir).ok()?;
-        (meta.is_dir() && meta.uid() == uid && meta.mode() & 0o077 == 0)
-            .then_some(WriteRecords { dir })
+        crate::sandbox::private_user_dir("toolgate-permissions").map(|dir| WriteRecords { dir })
     }
 
     fn file(&self, key: &Path) -> PathBuf {

@@ -110,6 +110,18 @@ pub(crate) fn changed_since(path: &Path, since: SystemTime) -> Option<Arc<[u8]>>
         .flatten()
 }
 
+/// `$TMPDIR/<prefix>-<uid>`, made mode 0700 if missing, when it is a folder of this user's that
+/// nobody else may use (sandboxed processes get a private temporary directory: they do not see
+/// it); `None` otherwise.
+pub(crate) fn private_user_dir(prefix: &str) -> Option<PathBuf> {
+    // SAFETY: geteuid has no preconditions and cannot fail.
+    let uid = unsafe { libc::geteuid() };
+    let dir = std::env::temp_dir().join(format!("{prefix}-{uid}"));
+    let _ = std::fs::DirBuilder::new().mode(0o700).create(&dir);
+    let meta = std::fs::symlink_metadata(&dir).ok()?;
+    (meta.is_dir() && meta.uid() == uid && meta.mode() & 0o077 == 0).then_some(dir)
+}
+
 /// The folder of the records, private to this user.
 struct Records {
     dir: PathBuf,
@@ -117,12 +129,7 @@ struct Records {
 
 impl Records {
     fn open() -> Option<Records> {
-        // SAFETY: geteuid has no preconditions and cannot fail.
-        let uid = unsafe { libc::geteuid() };
-        let dir = std::env::temp_dir().join(format!("toolgate-host-writes-{uid}"));
-        let _ = std::fs::DirBuilder::new().mode(0o700).create(&dir);
-        let meta = std::fs::symlink_metadata(&dir).ok()?;
-        (meta.is_dir() && meta.uid() == uid && meta.mode() & 0o077 == 0).then_some(Records { dir })
+        private_user_dir("toolgate-host-writes").map(|dir| Records { dir })
     }
 
     /// The record of `path`: named by a digest of the path (any length, any bytes).

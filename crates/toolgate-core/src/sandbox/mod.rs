@@ -65,7 +65,7 @@ use crate::limits::{
 };
 use crate::network::NetworkPolicy;
 use guard::Guarded;
-pub(crate) use host_writes::note as note_host_write;
+pub(crate) use host_writes::{note as note_host_write, private_user_dir};
 use paths::Reach;
 pub use toolgate_sandbox::protocol::PROXY_PORT;
 use toolgate_sandbox::protocol::{

@@ -104,6 +104,18 @@ impl Fixture {
     }
 }
 
+/// A call of a pre-approved tool through `gate`.
+fn preapproved(gate: Arc<PathGate>) -> CallGate {
+    CallGate {
+        gate,
+        tool: ToolApproval {
+            decision: PreApproved,
+            path_floor: None,
+        },
+        approved: None,
+    }
+}
+
 /// A search of the whole work directory for [`SECRET`].
 fn secret_search() -> GrepRequest {
     GrepRequest {
@@ -366,14 +378,7 @@ fn without_blocked_rules_no_walk_is_made_and_only_protection_applies() {
     assert!(!guards.is_empty());
     let gate = Arc::new(gate.with_guards(guards));
     assert!(!gate.is_empty());
-    let call = CallGate {
-        gate,
-        tool: ToolApproval {
-            decision: PreApproved,
-            path_floor: None,
-        },
-        approved: None,
-    };
+    let call = preapproved(gate);
     let validator = PathValidator::new(&root).unwrap();
     let access = Access::new(&validator, Some(&call));
     blocked(
@@ -410,14 +415,7 @@ fn what_a_blocked_symlink_leads_to_is_blocked_under_its_own_name() {
     let gate = PathGate::new(&root, &rules, "code_agent approval.paths").unwrap();
     let guards = FileGuards::new(&root, &[], &gate).unwrap();
     let gate = Arc::new(gate.with_guards(guards));
-    let call = CallGate {
-        gate,
-        tool: ToolApproval {
-            decision: PreApproved,
-            path_floor: None,
-        },
-        approved: None,
-    };
+    let call = preapproved(gate);
     let access = Access::new(&validator, Some(&call));
     let message = blocked(
         "target",
