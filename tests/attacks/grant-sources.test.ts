@@ -11,7 +11,7 @@
  *   prefix's runtime parts for its calls; `check --sandbox worker.yaml` lists them under its
  *   toolset.
  */
-import { chmodSync, mkdirSync, writeFileSync } from 'node:fs';
+import { chmodSync, mkdirSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { runToolgate } from '../helpers/cli.js';
@@ -40,12 +40,16 @@ describe.runIf(MOUNT_VIEW)('a shims directory on PATH (needs the kernel view)', 
   it("a version manager's root: its versions are readable, its other files are not", () => {
     const base = tempDir('toolgate-shims-');
     const root = join(base, 'mgr');
-    for (const dir of ['shims', 'versions/1.0/bin', 'libexec', 'plugins/p/shims', 'mgr.d', 'cache']) mkdirSync(join(root, dir), { recursive: true });
+    for (const dir of ['shims', 'versions/1.0/bin', 'libexec', 'plugins/p/shims', 'mgr.d', 'cache', 'credentials.d', 'pyenv.d']) mkdirSync(join(root, dir), { recursive: true });
     mkdirSync(join(base, 'work'));
     writeFileSync(join(root, 'versions/1.0/bin/VERSION'), 'VERSION-ONE\n');
     writeFileSync(join(root, 'version'), '1.0\n');
     writeFileSync(join(root, 'secret.txt'), 'ROOT-SECRET\n');
     writeFileSync(join(root, 'cache', 'token'), 'CACHE-SECRET\n');
+    // Only the manager's hook folders (named after the root, or a known manager's): another
+    // `*.d` folder of the root may hold anything.
+    writeFileSync(join(root, 'credentials.d', 'token'), 'D-SECRET\n');
+    writeFileSync(join(root, 'pyenv.d', 'hook'), 'HOOK\n');
     for (const shims of ['shims', 'plugins/p/shims']) {
       const env = withPath(join(root, shims));
       const read = (file: string) => runToolgate(['sandbox', '--work-dir', join(base, 'work'), '--', 'cat', file], { env }).stdout;
@@ -53,15 +57,18 @@ describe.runIf(MOUNT_VIEW)('a shims directory on PATH (needs the kernel view)', 
       expect(read(join(root, 'version'))).toContain('1.0');
       expect(read(join(root, 'secret.txt'))).not.toContain('ROOT-SECRET');
       expect(read(join(root, 'cache', 'token'))).not.toContain('CACHE-SECRET');
+      expect(read(join(root, 'credentials.d', 'token'))).not.toContain('D-SECRET');
+      expect(read(join(root, 'pyenv.d', 'hook'))).toContain('HOOK');
       const check = runToolgate(['check', '--sandbox', '--work-dir', join(base, 'work')], { env }).stdout;
       expect(check).toContain(`${join(root, 'versions')}: a part of the version manager '${root}'`);
       expect(check).toContain(`${join(root, 'mgr.d')}: a part of the version manager`);
       expect(check).not.toMatch(new RegExp(`read +${root}:`));
+      expect(check).not.toContain(join(root, 'credentials.d'));
     }
   });
 });
 
-describe('check --sandbox lists what executable tools and MCP servers add', () => {
+describe('check --sandbox lists what executable tools, MCP servers, cli_execute and shell programs add', () => {
   it("a tool and a server in bin directories: their directory and prefix parts, under the toolset", () => {
     const base = tempDir('toolgate-grants-');
     for (const dir of ['tools/bin', 'tools/lib', 'tools/share', 'pfx/bin', 'pfx/lib', 'loose', 'ws']) mkdirSync(join(base, dir), { recursive: true });
@@ -99,5 +106,34 @@ describe('check --sandbox lists what executable tools and MCP servers add', () =
     expect(grantsOf('executables')).toContain(join(base, 'tools', 'lib'));
     expect(grantsOf('mcp')).toContain(join(base, 'pfx', 'lib'));
     expect(grantsOf('mcp')).not.toContain(join(base, 'tools', 'lib'));
+  });
+
+  it('a program cli_execute allows or a shell rule names, found through a symlink on PATH: its prefix parts, listed', async () => {
+    const base = tempDir('toolgate-grants-');
+    for (const dir of ['opt/foo/bin', 'opt/foo/share', 'opt/bar/bin', 'opt/bar/lib', 'links', 'ws']) mkdirSync(join(base, dir), { recursive: true });
+    for (const name of ['foo', 'bar']) {
+      const program = join(base, 'opt', name, 'bin', name);
+      writeFileSync(program, '#!/bin/sh\ncat "$@"\n');
+      chmodSync(program, 0o755);
+      symlinkSync(program, join(base, 'links', name));
+    }
+    writeFileSync(join(base, 'opt/foo/share/secret'), 'SHARE-SECRET\n');
+    writeFileSync(
+      join(base, 'w.yaml'),
+      'name: w\nsandbox: { root: ./ws }\ntoolsets:\n  cli_execute: { allowed_binaries: [foo] }\n  shell:\n    rules:\n      - { pattern: bar, approval: ask }\n      - { pattern: rm, approval: blocked }\n',
+    );
+    const env = withPath(join(base, 'links'));
+    // In force: a call of foo, as cli_execute runs it, reads its prefix's share/.
+    const read = runToolgate(['sandbox', '--work-dir', join(base, 'ws'), '--', 'foo', join(base, 'opt/foo/share/secret')], { env });
+    expect(read.stdout).toContain('SHARE-SECRET');
+    const json = JSON.parse(runToolgate(['check', '--sandbox', '--json', join(base, 'w.yaml')], { cwd: base, env }).stdout);
+    const toolsets = json.workers[0].toolsets as { toolset: string; sandbox: { grants: { path: string; why: string }[] } }[];
+    const grantsOf = (name: string) => toolsets.find((entry) => entry.toolset === name)!.sandbox.grants.map((grant) => grant.path);
+    expect(grantsOf('cli_execute')).toContain(join(base, 'opt/foo/share'));
+    expect(grantsOf('cli_execute')).toContain(join(base, 'opt/foo/bin'));
+    expect(grantsOf('shell')).toContain(join(base, 'opt/bar/lib'));
+    expect(grantsOf('shell')).not.toContain(join(base, 'opt/foo/share'));
+    const text = runToolgate(['check', '--sandbox', join(base, 'w.yaml')], { cwd: base, env }).stdout;
+    expect(text).toContain(`${join(base, 'opt/foo/share')}: for '${join(base, 'opt/foo/bin/foo')}': a part of its install prefix`);
   });
 });

@@ -169,3 +169,79 @@ fn is_root() -> bool {
     // SAFETY: geteuid takes no arguments and cannot fail.
     unsafe { libc::geteuid() == 0 }
 }
+
+/// Every way of giving a file a set-user-ID or set-group-ID bit, made by a program in the
+/// sandbox on files in its work directory (which outlive the call and are owned by toolgate's
+/// user): each fails with `EPERM` and leaves no such bit; the same modes without those bits
+/// work. Prints `name errno-or-ok` per call.
+const SET_ID_CALLS: &str = r#"
+import ctypes, errno, os, stat
+libc = ctypes.CDLL(None, use_errno=True)
+L = ctypes.c_long
+AT_FDCWD = -100
+def call(name, nr, *args):
+    ctypes.set_errno(0)
+    rc = libc.syscall(L(nr), *[a if isinstance(a, bytes) else L(a) for a in args])
+    print(name, 'ok' if rc >= 0 else errno.errorcode.get(ctypes.get_errno(), '?'))
+    if rc > 2 and name.startswith(('open', 'creat')):
+        os.close(rc)
+for name in ('a', 'b', 'c', 'd'):
+    open(name, 'w').close()
+fd = os.open('b', os.O_RDONLY)
+call('chmod_suid', 90, b'a', 0o4755)
+call('chmod_sgid', 90, b'a', 0o2755)
+call('fchmod_suid', 91, fd, 0o4755)
+call('fchmodat_sgid', 268, AT_FDCWD, b'c', 0o2711)
+call('fchmodat2_suid', 452, AT_FDCWD, b'd', 0o4700, 0)
+call('open_creat_suid', 2, b'e', os.O_CREAT | os.O_WRONLY, 0o4755)
+call('openat_creat_sgid', 257, AT_FDCWD, b'f', os.O_CREAT | os.O_WRONLY, 0o2755)
+call('openat_tmpfile_suid', 257, AT_FDCWD, b'.', os.O_TMPFILE | os.O_RDWR, 0o4755)
+call('creat_suid', 85, b'g', 0o4755)
+call('mknod_suid', 133, b'h', stat.S_IFREG | 0o4755, 0)
+call('mknodat_sgid', 259, AT_FDCWD, b'i', stat.S_IFREG | 0o2755, 0)
+call('openat2', 437, AT_FDCWD, b'a', 0, 0)
+call('chmod_plain', 90, b'a', 0o755)
+call('chmod_sticky', 90, b'a', 0o1755)
+call('openat_creat_plain', 257, AT_FDCWD, b'j', os.O_CREAT | os.O_WRONLY, 0o755)
+call('open_no_creat_mode_ignored', 2, b'a', os.O_RDONLY, 0o4755)
+for name in sorted(os.listdir('.')):
+    if os.stat(name).st_mode & (stat.S_ISUID | stat.S_ISGID):
+        print('setid_file', name)
+"#;
+
+#[tokio::test(flavor = "multi_thread")]
+async fn no_call_gives_a_file_a_set_id_bit() {
+    if !installed("/usr/bin/python3") {
+        eprintln!("python3 is not installed: the set-ID calls are not made");
+        return;
+    }
+    for network in [NetworkMode::Off, NetworkMode::On] {
+        let f = Fixture::new();
+        let mut policy = f.policy();
+        policy.network = network;
+        let out = exec::run(f.request_with(policy, "/usr/bin/python3", &["-c", SET_ID_CALLS]))
+            .await
+            .unwrap();
+        let stdout = text(&out.stdout);
+        assert!(out.success(), "{stdout}{}", text(&out.stderr));
+        for line in stdout.lines() {
+            let (name, answer) = line.split_once(' ').unwrap();
+            let expected = match name {
+                "openat2" => "ENOSYS",
+                _ if name.ends_with("plain")
+                    || name.ends_with("sticky")
+                    || name.ends_with("ignored") =>
+                {
+                    "ok"
+                }
+                "setid_file" => panic!("{network:?}: a set-ID file was made: {stdout}"),
+                _ => "EPERM",
+            };
+            assert_eq!(answer, expected, "{network:?} {name}: {stdout}");
+        }
+        assert_eq!(
+            stdout.lines().count(),
+            SET_ID_CALLS.matches("\ncall(").count()
+        );
+    }
+}

@@ -264,6 +264,8 @@ impl From<&PlannedWorker> for PlannedWorkerInfo {
                             .as_ref()
                             .map(|registry| registry.programs()),
                         "mcp" => planned.mcp.as_ref().map(|mcp| mcp.programs()),
+                        "cli_execute" => planned.cli_execute.as_ref().map(|cli| cli.programs()),
+                        "shell" => planned.shell.as_ref().map(|shell| shell.programs()),
                         _ => None,
                     };
                     ToolsetSandbox {

@@ -114,6 +114,78 @@ const DENIED_IOCTLS: &[u64] = &[
     libc::TIOCSWINSZ as u64,
 ];
 
+/// The set-user-ID and set-group-ID mode bits. A file the agent's process makes in the work
+/// directory is owned by toolgate's user (root, when toolgate runs as root): with one of these
+/// bits it would be a set-ID program for whoever runs it on the host later. No capability is
+/// needed to set them on one's own file, and no mount option of the view reaches the host's
+/// later use, so every call that sets them is refused, as systemd's `RestrictSUIDSGID=` does.
+const SET_ID_BITS: [u32; 2] = [libc::S_ISUID as u32, libc::S_ISGID as u32];
+
+/// The calls that set a mode, with the argument holding it and, for those that take one only
+/// when creating, the argument holding their flags: `(number, mode at, flags at)`.
+const MODE_SETTING: &[(i64, u8, Option<u8>)] = &[
+    (libc::SYS_fchmod, 1, None),
+    (libc::SYS_fchmodat, 2, None),
+    (SYS_FCHMODAT2, 2, None),
+    (libc::SYS_mknodat, 2, None),
+    (libc::SYS_openat, 3, Some(2)),
+    #[cfg(target_arch = "x86_64")]
+    (libc::SYS_chmod, 1, None),
+    #[cfg(target_arch = "x86_64")]
+    (libc::SYS_mknod, 1, None),
+    #[cfg(target_arch = "x86_64")]
+    (libc::SYS_creat, 1, None),
+    #[cfg(target_arch = "x86_64")]
+    (libc::SYS_open, 2, Some(1)),
+];
+
+/// `fchmodat2` (Linux 6.6) and `openat2` (5.6) have the same number on every architecture;
+/// not every target of the libc crate names them.
+const SYS_FCHMODAT2: i64 = 452;
+const SYS_OPENAT2: i64 = 437;
+
+/// The flags with which `open`/`openat` take a mode: `O_CREAT`, and `O_TMPFILE` (its own bit,
+/// without the `O_DIRECTORY` it is spelled with).
+const CREATING_FLAGS: [u32; 2] = [
+    libc::O_CREAT as u32,
+    (libc::O_TMPFILE & !libc::O_DIRECTORY) as u32,
+];
+
+/// Refuses setting a set-ID bit (see [`SET_ID_BITS`]) through any call that sets a mode, and
+/// `openat2`, whose mode sits in a structure a filter cannot read (`ENOSYS`: libraries that
+/// use it fall back to `openat`).
+fn refuse_set_id_modes(rules: &mut Rules) {
+    for &(nr, mode_at, flags_at) in MODE_SETTING {
+        let mut when = Vec::new();
+        for bit in SET_ID_BITS {
+            let mode = condition(
+                mode_at,
+                Check::MaskedEq {
+                    mask: bit,
+                    value: bit,
+                },
+            );
+            match flags_at {
+                None => when.push(vec![mode]),
+                Some(flags_at) => when.extend(CREATING_FLAGS.iter().map(|&flag| {
+                    vec![
+                        condition(
+                            flags_at,
+                            Check::MaskedEq {
+                                mask: flag,
+                                value: flag,
+                            },
+                        ),
+                        mode,
+                    ]
+                })),
+            }
+        }
+        rules.insert(nr, refused_when(when));
+    }
+    rules.insert(SYS_OPENAT2, always(libc::ENOSYS));
+}
+
 /// On x86_64 the x32 ABI reaches the same system calls with this bit set, where the kernel has
 /// it enabled; there every refused number is refused in that form too.
 #[cfg(target_arch = "x86_64")]
@@ -251,6 +323,7 @@ fn main_rules(network: Network) -> Rules {
         .map(|&request| vec![condition(1, Check::Eq(request as u32))])
         .collect();
     rules.insert(libc::SYS_ioctl, refused_when(ioctls));
+    refuse_set_id_modes(&mut rules);
     let not_unix = vec![condition(0, Check::Ne(libc::AF_UNIX as u32))];
     let unix_datagram: Vec<Vec<Condition>> = UNIX_DATAGRAM
         .iter()
@@ -633,7 +706,13 @@ mod tests {
 
     /// System call numbers with argument checks or an own verdict, per network setting.
     fn special(network: Network) -> Vec<i64> {
-        let mut numbers = vec![libc::SYS_clone, libc::SYS_clone3, libc::SYS_ioctl];
+        let mut numbers = vec![
+            libc::SYS_clone,
+            libc::SYS_clone3,
+            libc::SYS_ioctl,
+            SYS_OPENAT2,
+        ];
+        numbers.extend(MODE_SETTING.iter().map(|&(nr, _, _)| nr));
         if network != Network::On {
             numbers.extend([
                 libc::SYS_socket,
@@ -694,6 +773,42 @@ mod tests {
             ),
             EPERM
         );
+    }
+
+    #[test]
+    fn set_id_bits_are_refused_in_every_call_that_sets_a_mode() {
+        let suid = libc::S_ISUID as u64;
+        let sgid = libc::S_ISGID as u64;
+        let creat = libc::O_CREAT as u64;
+        let tmpfile = libc::O_TMPFILE as u64;
+        for network in [Network::Off, Network::On, Network::Proxy(3128)] {
+            let programs = compile(network).unwrap();
+            for &(nr, mode_at, flags_at) in MODE_SETTING {
+                let with = |mode: u64, flags: u64| {
+                    let mut args = [0u64; 6];
+                    args[mode_at as usize] = mode;
+                    if let Some(at) = flags_at {
+                        args[at as usize] = flags;
+                    }
+                    run(&programs, &call(nr, args))
+                };
+                for creating in [creat, tmpfile | libc::O_RDWR as u64] {
+                    for mode in [suid | 0o755, sgid | 0o755, suid | sgid | 0o4777, 0o6000] {
+                        assert_eq!(with(mode, creating), EPERM, "nr {nr} mode {mode:o}");
+                        // High bits of the argument do not hide the low ones.
+                        assert_eq!(with(mode | 0xffff_0000_0000_0000, creating), EPERM);
+                    }
+                    for mode in [0o755, 0o1777, 0o777, 0] {
+                        assert_eq!(with(mode, creating), ALLOW, "nr {nr} mode {mode:o}");
+                    }
+                }
+                if flags_at.is_some() {
+                    // Without O_CREAT/O_TMPFILE the mode argument is not read: not refused.
+                    assert_eq!(with(suid | 0o755, libc::O_RDONLY as u64), ALLOW, "nr {nr}");
+                }
+            }
+            assert_eq!(run(&programs, &call(SYS_OPENAT2, [0; 6])), ENOSYS);
+        }
     }
 
     #[test]

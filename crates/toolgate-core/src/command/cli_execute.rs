@@ -67,6 +67,16 @@ impl CallerCliExecute for CliExecute {
 }
 
 impl CliExecute {
+    /// The allowed binaries that were found, as a call runs them (their real files): for
+    /// `toolgate check --sandbox`, which lists what each is granted.
+    pub fn programs(&self) -> Vec<std::path::PathBuf> {
+        self.programs
+            .iter()
+            .flatten()
+            .map(|program| program.real.clone())
+            .collect()
+    }
+
     /// Builds the policy for `work_dir` (an existing directory: the child's cwd). Calls run
     /// unconfined until [`with_sandbox`](Self::with_sandbox) gives them a sandbox.
     /// `config.read_roots` are taken as given: absolute, or relative to `work_dir`.

@@ -323,6 +323,15 @@ impl RuleSet {
         })
     }
 
+    /// The program of each rule that lets a command run (not `blocked`), as its pattern
+    /// names it.
+    pub fn runnable_programs(&self) -> impl Iterator<Item = &str> {
+        self.rules
+            .iter()
+            .filter(|rule| rule.approval != Approval::Blocked)
+            .map(|rule| rule.program.text.as_str())
+    }
+
     /// The approval for a command whose program is `program` and whose arguments are `args`.
     pub fn decide(&self, program: &ProgramKey, args: &[String]) -> RuleDecision {
         let views = if self

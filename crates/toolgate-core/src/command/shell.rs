@@ -115,6 +115,21 @@ impl ShellToolset {
         })
     }
 
+    /// The programs the rules name that a command may run (not `blocked`), found as a call
+    /// finds them (their real files): for `toolgate check --sandbox`, which lists what each is
+    /// granted. A program the `default` lets run is granted the same way at its call.
+    pub fn programs(&self) -> Vec<std::path::PathBuf> {
+        let mut programs: Vec<std::path::PathBuf> = Vec::new();
+        for name in self.rules.runnable_programs() {
+            if let Ok(program) = self.engine.resolve_program(name) {
+                if !programs.contains(&program.real) {
+                    programs.push(program.real);
+                }
+            }
+        }
+        programs
+    }
+
     /// Binds every command to the command policies of the workers that call this toolset's
     /// worker (see [`super::callers`]).
     pub fn with_callers(mut self, callers: CallerCommands) -> Self {

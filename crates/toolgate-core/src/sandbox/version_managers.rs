@@ -16,7 +16,8 @@ pub fn version_manager_roots(search_path: &std::ffi::OsStr) -> Vec<PathBuf> {
 }
 
 /// What of each [version manager root](version_manager_roots) is readable: the parts its
-/// shims use ([`VERSION_MANAGER_PARTS`] and its `<name>.d` hook folders), never the root
+/// shims use ([`VERSION_MANAGER_PARTS`], [`VERSION_MANAGER_HOOKS`] and the `<name>.d` hook
+/// folder named after the root), never the root
 /// itself, which may hold anything else.
 pub fn version_manager_parts(search_path: &std::ffi::OsStr) -> Vec<PathBuf> {
     version_manager_roots(search_path)
@@ -32,6 +33,12 @@ const VERSION_MANAGER_PARTS: &[&str] = &[
     "bin", "libexec", "lib", "plugins", "shims", "versions", "installs", "tools", "version",
 ];
 
+/// The hook folders of the *env managers (pyenv, rbenv, nodenv and their kin), which their
+/// `exec` runs on every shim.
+const VERSION_MANAGER_HOOKS: &[&str] = &[
+    "pyenv.d", "rbenv.d", "nodenv.d", "goenv.d", "jenv.d", "plenv.d", "phpenv.d", "luaenv.d",
+];
+
 /// What marks a folder as a version manager's root: where its installed versions are.
 const VERSION_MANAGER_INSTALLS: &[&str] = &["versions", "installs", "tools"];
 
@@ -41,19 +48,21 @@ fn parts_of_manager(root: &Path) -> Vec<PathBuf> {
         .map(|part| root.join(part))
         .filter(|path| path.symlink_metadata().is_ok())
         .collect();
-    // Hook folders (`pyenv.d`, `rbenv.d`) the manager runs before a version.
-    if let Ok(entries) = std::fs::read_dir(root) {
-        let mut hooks: Vec<PathBuf> = entries
-            .flatten()
-            .map(|entry| entry.path())
-            .filter(|path| {
-                path.extension().is_some_and(|ext| ext == "d")
-                    && path.symlink_metadata().is_ok_and(|meta| meta.is_dir())
-            })
-            .collect();
-        hooks.sort();
-        parts.extend(hooks);
-    }
+    // The hook folders the *env managers run before a version: the known ones (`pyenv.d`,
+    // also in a root named otherwise) and the one named after the root (`~/.xenv`: `xenv.d`).
+    // Only those: any other `*.d` folder of the root may hold anything (`credentials.d`).
+    let own = root
+        .file_name()
+        .map(|name| format!("{}.d", name.to_string_lossy().trim_start_matches('.')));
+    let hooks = VERSION_MANAGER_HOOKS
+        .iter()
+        .map(|hooks| hooks.to_string())
+        .chain(own.filter(|own| !VERSION_MANAGER_HOOKS.contains(&own.as_str())));
+    parts.extend(
+        hooks
+            .map(|hooks| root.join(hooks))
+            .filter(|path| path.symlink_metadata().is_ok_and(|meta| meta.is_dir())),
+    );
     parts
 }
 

@@ -343,6 +343,7 @@ fn version_managers_on_the_path_are_readable_but_never_a_home() {
         ".pyenv/libexec",
         ".pyenv/plugins/venv/shims",
         ".pyenv/pyenv.d/exec",
+        ".pyenv/credentials.d",
         ".pyenv/src",
         ".rbenv/bin",
         "loose/shims",
@@ -372,7 +373,8 @@ fn version_managers_on_the_path_are_readable_but_never_a_home() {
         version_manager_parts(&search_path),
         ["libexec", "plugins", "shims", "versions", "version", "pyenv.d"]
             .map(|part| pyenv.join(part)),
-        "the parts its shims use, never the root with its other files (src, notes.txt)"
+        "the parts its shims use, never the root with its other files (src, notes.txt) or \
+         another `*.d` folder than the manager's hooks (credentials.d)"
     );
     // `shims` directly in a home grants nothing: the home would be the root.
     let home = dirs();
