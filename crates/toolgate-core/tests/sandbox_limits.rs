@@ -268,6 +268,10 @@ async fn a_cpu_spin_stops_at_the_cpu_limit() {
         "(sh -c 'while :; do :; done' & sleep 4) & sleep 4.5",
         // One that ignores SIGXCPU: the kernel's SIGKILL at the hard limit (two seconds on).
         "(sh -c 'trap \"\" XCPU; while :; do :; done' &) ; sleep 5",
+        // A child its parent waits for and outlives: ended by its own SIGXCPU, which only
+        // the parent sees (the call's count names it).
+        "sh -c 'while :; do :; done'; echo after",
+        "(while :; do :; done); echo after",
     ] {
         let out = run(&f, limits, "/bin/sh", &["-c", script]).await;
         assert!(per_call || out.success(), "{script}: {out:?}");

@@ -245,3 +245,39 @@ async fn no_call_gives_a_file_a_set_id_bit() {
         );
     }
 }
+
+/// `fallocate` keeping the size would reserve disk past the file's end, where `fileSizeMb`
+/// does not look; growing the file and punching holes work.
+const FALLOCATE_CALLS: &str = r#"
+import ctypes, errno, os
+libc = ctypes.CDLL(None, use_errno=True)
+fd = os.open('big', os.O_CREAT | os.O_RDWR, 0o644)
+for name, mode in (('keep_size', 1), ('zero_range_keep_size', 0x11), ('grow', 0), ('punch_hole', 3)):
+    ctypes.set_errno(0)
+    rc = libc.fallocate(fd, mode, ctypes.c_long(0), ctypes.c_long(1 << 20))
+    print(name, 'ok' if rc == 0 else errno.errorcode.get(ctypes.get_errno(), '?'))
+"#;
+
+#[tokio::test(flavor = "multi_thread")]
+async fn fallocate_cannot_reserve_disk_past_a_files_end() {
+    if !installed("/usr/bin/python3") {
+        eprintln!("python3 is not installed: fallocate is not called");
+        return;
+    }
+    let f = Fixture::new();
+    let out = exec::run(f.request("/usr/bin/python3", &["-c", FALLOCATE_CALLS]))
+        .await
+        .unwrap();
+    let stdout = text(&out.stdout);
+    assert!(out.success(), "{stdout}{}", text(&out.stderr));
+    assert_eq!(
+        stdout.lines().collect::<Vec<_>>(),
+        [
+            "keep_size ENOTSUP",
+            "zero_range_keep_size ENOTSUP",
+            "grow ok",
+            "punch_hole ok"
+        ],
+        "{stdout}"
+    );
+}

@@ -104,7 +104,16 @@ impl Limits {
         }
         if let Some(seconds) = self.cpu_seconds {
             // SIGXCPU at the limit, SIGKILL two seconds later for a program that ignores it.
-            set_rlimit(libc::RLIMIT_CPU, seconds, seconds.saturating_add(2))?;
+            // Where the cgroup counts the call's CPU time, the init ends the whole call at the
+            // limit (named): each process's own limit is then a backstop past it, so that no
+            // process dies of it first where only its parent would see (the kernel samples a
+            // process's time by ticks, which may run ahead of the cgroup's exact count).
+            let soft = if cgroup.is_some_and(|cgroup| cgroup.cpu.is_some()) {
+                seconds.saturating_add(1 + seconds / 8)
+            } else {
+                seconds
+            };
+            set_rlimit(libc::RLIMIT_CPU, soft, soft.saturating_add(2))?;
         }
         Ok(())
     }
@@ -813,6 +822,12 @@ impl CgroupFiles {
         })
     }
 
+    /// The CPU time the call used so far, where its cgroup counts it.
+    fn cpu_used(&self) -> Option<Duration> {
+        let cpu = self.cpu.as_ref()?;
+        Some(Duration::from_nanos(cpu.read()?.saturating_sub(cpu.start)))
+    }
+
     /// Which limits the counters say were hit.
     fn hit(&self) -> Vec<&'static str> {
         let mut hit = Vec::new();
@@ -867,12 +882,16 @@ pub(crate) fn limits_hit(
     let signal = libc::WIFSIGNALED(status).then(|| libc::WTERMSIG(status));
     // The program, or an orphan its init reaped (a process whose parent reaped it is not
     // seen: the kernel tells only the parent; see docs/sandbox.md).
+    // Also a process its parent reaped, ended by its own `RLIMIT_CPU` (`SIGXCPU` at the same
+    // number of seconds): its time is in the call's, which then reached the limit too.
+    let call_cpu = cgroup.and_then(CgroupFiles::cpu_used);
     if limits.cpu_seconds.is_some_and(|seconds| {
         ended.over_cpu
             || signal == Some(libc::SIGXCPU)
             || (signal == Some(libc::SIGKILL) && cpu.as_secs() >= seconds)
             || ended.orphans.cpu
             || ended.orphans.killed_cpu.as_secs() >= seconds
+            || call_cpu.is_some_and(|used| used >= Duration::from_secs(seconds))
     }) {
         hit.push(CPU_SECONDS);
     }

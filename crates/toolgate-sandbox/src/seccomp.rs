@@ -139,6 +139,10 @@ const MODE_SETTING: &[(i64, u8, Option<u8>)] = &[
     (libc::SYS_open, 2, Some(1)),
 ];
 
+/// `fallocate`'s mode bits (linux/falloc.h).
+const FALLOC_FL_KEEP_SIZE: libc::c_int = 0x01;
+const FALLOC_FL_PUNCH_HOLE: libc::c_int = 0x02;
+
 /// `fchmodat2` (Linux 6.6) and `openat2` (5.6) have the same number on every architecture;
 /// not every target of the libc crate names them.
 const SYS_FCHMODAT2: i64 = 452;
@@ -324,6 +328,24 @@ fn main_rules(network: Network) -> Rules {
         .collect();
     rules.insert(libc::SYS_ioctl, refused_when(ioctls));
     refuse_set_id_modes(&mut rules);
+    // `fallocate` keeping the size reserves disk past a file's end, where `fileSizeMb`
+    // (RLIMIT_FSIZE, checked against the size) does not look: a 0-byte file could hold the
+    // disk. Refused as unsupported (callers fall back to writing); punching holes frees space
+    // and stays allowed.
+    let keep_size = (FALLOC_FL_KEEP_SIZE | FALLOC_FL_PUNCH_HOLE) as u32;
+    rules.insert(
+        libc::SYS_fallocate,
+        Refusal {
+            errno: libc::EOPNOTSUPP,
+            when: When::AnyOf(vec![vec![condition(
+                1,
+                Check::MaskedEq {
+                    mask: keep_size,
+                    value: FALLOC_FL_KEEP_SIZE as u32,
+                },
+            )]]),
+        },
+    );
     let not_unix = vec![condition(0, Check::Ne(libc::AF_UNIX as u32))];
     let unix_datagram: Vec<Vec<Condition>> = UNIX_DATAGRAM
         .iter()
@@ -808,6 +830,20 @@ mod tests {
                 }
             }
             assert_eq!(run(&programs, &call(SYS_OPENAT2, [0; 6])), ENOSYS);
+            let unsupported = libc::SECCOMP_RET_ERRNO | libc::EOPNOTSUPP as u32;
+            let fallocate = |mode: u64| {
+                run(
+                    &programs,
+                    &call(libc::SYS_fallocate, [3, mode, 0, 1 << 30, 0, 0]),
+                )
+            };
+            for mode in [0x01, 0x01 | 0x10, 0x01 | 0x0100_0000_0000] {
+                assert_eq!(fallocate(mode), unsupported, "mode {mode:#x}");
+            }
+            // Growing the file (checked against RLIMIT_FSIZE) and punching holes stay allowed.
+            for mode in [0x00, 0x01 | 0x02, 0x10, 0x20] {
+                assert_eq!(fallocate(mode), ALLOW, "mode {mode:#x}");
+            }
         }
     }
 

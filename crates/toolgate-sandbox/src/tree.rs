@@ -43,7 +43,35 @@ pub(crate) fn enter_user_namespace(extra: libc::c_int) -> bool {
         let _ = write_proc_self(b"uid_map\0", format!("{uid} {uid} 1").as_bytes());
         let _ = write_proc_self(b"gid_map\0", format!("{gid} {gid} 1").as_bytes());
     }
+    cap_inotify_counts();
     true
+}
+
+/// The kernel's per-user inotify counts (`fs.inotify.max_user_instances`, `…_watches`) are
+/// charged at every level of user namespaces, up to the host user's: a call could take all of
+/// its user's, and the user's editors and file watchers (toolgate's own too) would then get
+/// `EMFILE`/`ENOSPC`. In the namespace just made, half of the host's limits: what toolgate's
+/// calls use together never reaches the host user's. Best effort (an older kernel has no such
+/// files; the limits then stay the host's).
+fn cap_inotify_counts() {
+    for (host, ours) in [
+        (
+            "/proc/sys/fs/inotify/max_user_instances",
+            "/proc/sys/user/max_inotify_instances",
+        ),
+        (
+            "/proc/sys/fs/inotify/max_user_watches",
+            "/proc/sys/user/max_inotify_watches",
+        ),
+    ] {
+        let Some(limit) = std::fs::read_to_string(host)
+            .ok()
+            .and_then(|text| text.trim().parse::<u64>().ok())
+        else {
+            continue;
+        };
+        let _ = std::fs::write(ours, (limit / 2).max(1).to_string());
+    }
 }
 
 fn write_proc_self(name: &[u8], content: &[u8]) -> std::io::Result<()> {

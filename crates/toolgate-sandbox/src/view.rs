@@ -298,6 +298,36 @@ pub(crate) fn new_proc() -> io::Result<OwnedFd> {
     )
 }
 
+/// Files of a `/proc` that tell about the host rather than the call, whatever its PID
+/// namespace: the keys of every user the call's user namespace maps (`keys`, `key-users`: a
+/// key's description says what it is for, `ssh:deploy@prod`) and the timers and scheduler
+/// state of the host's processes (`timer_list`, `sched_debug`). Each is covered with the
+/// view's `/dev/null`, read-only, as container runtimes mask them.
+const MASKED_PROC_FILES: &[&std::ffi::CStr] = &[
+    c"/proc/keys",
+    c"/proc/key-users",
+    c"/proc/timer_list",
+    c"/proc/sched_debug",
+];
+
+/// Covers [`MASKED_PROC_FILES`] in the view's `/proc` (attached already) with `/dev/null`.
+pub(crate) fn mask_proc_files() -> io::Result<()> {
+    for path in MASKED_PROC_FILES {
+        // A kernel built without one has nothing to show there.
+        if std::fs::symlink_metadata(std::ffi::OsStr::from_bytes(path.to_bytes())).is_err() {
+            continue;
+        }
+        let null = sys::clone_tree(c"/dev/null")?;
+        sys::set_attrs(
+            null.as_fd(),
+            sys::ATTR_RDONLY | sys::ATTR_NOSUID | sys::ATTR_NOEXEC,
+            false,
+        )?;
+        sys::attach_at(null.as_fd(), path)?;
+    }
+    Ok(())
+}
+
 /// A new, detached tmpfs of `megabytes` (0: the kernel's default, half the memory), mode
 /// 0700, for a call's private directory.
 pub(crate) fn new_private_tmpfs(megabytes: u64) -> io::Result<OwnedFd> {
