@@ -1,5 +1,5 @@
 import { type ChildProcess, spawn } from 'node:child_process';
-import { fchmodSync, fstatSync } from 'node:fs';
+import { fchmodSync, fchownSync, fstatSync, futimesSync } from 'node:fs';
 import { constants } from 'node:os';
 import { isatty } from 'node:tty';
 import { parseArgs } from 'node:util';
@@ -18,9 +18,16 @@ own error.
 
 Without --tty the program has no terminal, as a tool's process: its input, output and errors
 are relayed through pipes (so it cannot read what you type elsewhere, change the terminal's
-modes or take it over). With --tty it is given this terminal: it can read what you type while
-it runs, change the terminal's modes and open /dev/tty (injecting input with TIOCSTI stays
-refused). Use --tty for interactive programs you trust with your terminal.
+modes or take it over). With --tty it is given this terminal: each of stdin, stdout and stderr
+that IS a terminal is passed through as it is; every other one (a file as in '> out.log' or
+'< ~/.ssh/id_rsa', /dev/null, a pipe, a socket) is still relayed through a pipe, so the
+program never holds a descriptor of a host file. It can then read what you type while it
+runs, change the terminal's modes and open /dev/tty (injecting input with TIOCSTI stays
+refused); with no terminal among the three, --tty gives none. When the program ends (also
+when a signal ends it), toolgate puts back the owner, group, mode and access/modification
+times of each terminal device passed through, as they were before it started (a group it
+cannot give back leaves the terminal owner-only, 0600, with a warning). Use --tty for
+interactive programs you trust with your terminal.
 
 Options:
   --work-dir <dir>   Work directory and the program's cwd (default: the current directory)
@@ -33,7 +40,7 @@ Options:
                      Refuse H even where --allow-host allows it (repeatable)
   --read <path>      Also allow reading and executing <path> (repeatable)
   --write <path>     Also allow writing <path> (repeatable)
-  --tty              Give the program this terminal (see above)
+  --tty              Pass the streams that are terminals through (see above)
   --best-effort      Run with what this kernel offers instead of refusing (warns once)
   -h, --help         Show this help
 
@@ -88,10 +95,15 @@ export async function run(argv: readonly string[]): Promise<number> {
     process.stderr.write(`toolgate sandbox: give the program after '--': toolgate sandbox -- ls -la\n\n${HELP}`);
     return 2;
   }
+  // With --tty, only the standard streams that are terminals are passed through; a file, pipe,
+  // socket or /dev/null (`> out.log`, `< ~/.ssh/id_rsa`) is relayed through a pipe as without
+  // it, so the program never holds a host file's descriptor. With none, there is no terminal
+  // to give (no session, no /dev/tty).
+  const terminals = values.tty ? [0, 1, 2].filter(isTerminal) : [];
   const options = {
     ...(values['work-dir'] === undefined ? {} : { workDir: values['work-dir'] }),
     sandbox: sandboxOption(values),
-    tty: values.tty,
+    tty: terminals.length > 0,
   };
   let launch: native.SandboxLaunch;
   try {
@@ -103,7 +115,7 @@ export async function run(argv: readonly string[]): Promise<number> {
   }
   warnSandbox(launch.sandboxWarning);
   try {
-    return await runInTerminal(launch, values.tty);
+    return await runInTerminal(launch, terminals);
   } finally {
     for (const refused of launch.finish()) process.stderr.write(`toolgate sandbox: ${refused.reason.replace(/^toolgate: /, '')}\n`);
   }
@@ -141,25 +153,79 @@ function sandboxOption(values: {
   };
 }
 
+/** Whether descriptor `fd` is a terminal (a tty character device), not a file, pipe or socket. */
+function isTerminal(fd: number): boolean {
+  try {
+    return isatty(fd) && fstatSync(fd).isCharacterDevice();
+  } catch {
+    return false;
+  }
+}
+
+/** What a program holding a terminal's descriptor could change on its device node. */
+interface DeviceState {
+  uid: number;
+  gid: number;
+  mode: number;
+  atimeNs: bigint;
+  mtimeNs: bigint;
+}
+
+function deviceState(fd: number): DeviceState {
+  const stat = fstatSync(fd, { bigint: true });
+  return { uid: Number(stat.uid), gid: Number(stat.gid), mode: Number(stat.mode & 0o7777n), atimeNs: stat.atimeNs, mtimeNs: stat.mtimeNs };
+}
+
+/** Nanoseconds since the epoch as the seconds `futimesSync` takes (sub-microsecond precision). */
+const seconds = (ns: bigint) => Number(ns / 1_000_000_000n) + Number(ns % 1_000_000_000n) / 1e9;
+
 /**
- * The file modes of this process's terminal devices now, and a function that puts them back:
- * a program given the terminal (`--tty`) holds its device open and, as its owner, could
- * `fchmod` it (`0666`: every local user may then read what is typed), which would outlive it.
+ * Puts back the owner, group, mode and times of the device open as `fd`, where they changed:
+ * the owner first (a change of owner clears set-id bits), then the mode, then the times (which
+ * neither changes). When the owner or group cannot be put back (only root may give a file to
+ * a group it is not in, such as `tty`), every permission for the group and others is removed
+ * instead, so that the group the program chose cannot read or write the terminal.
  */
-function terminalModes(): () => void {
-  const modes: [number, number][] = [];
-  for (const fd of [0, 1, 2]) {
-    if (!isatty(fd)) continue;
+function restoreDevice(fd: number, saved: DeviceState): void {
+  const now = deviceState(fd);
+  let mode = saved.mode;
+  if (now.uid !== saved.uid || now.gid !== saved.gid) {
     try {
-      modes.push([fd, fstatSync(fd).mode & 0o7777]);
+      fchownSync(fd, saved.uid, saved.gid);
+    } catch {
+      mode &= 0o700;
+      process.stderr.write(`toolgate sandbox: the program changed the owner or group of the terminal and it could not be put back; its mode is now ${mode.toString(8).padStart(4, '0')}\n`);
+    }
+  }
+  if ((fstatSync(fd).mode & 0o7777) !== mode) fchmodSync(fd, mode);
+  if (now.atimeNs !== saved.atimeNs || now.mtimeNs !== saved.mtimeNs) futimesSync(fd, seconds(saved.atimeNs), seconds(saved.mtimeNs));
+}
+
+/**
+ * The owner, group, mode and times of the terminal devices passed to the program (`fds`) now,
+ * and a function that puts them back (once; later calls do nothing): a program given a
+ * terminal (`--tty`) holds its device open and, as its owner, could `fchmod` it (`0666`: every
+ * local user may then read what is typed), `fchown` it to another of its groups or `futimens`
+ * it (the idle time `w` shows), which would outlive it.
+ */
+function terminalState(fds: readonly number[]): () => void {
+  const saved = new Map<string, { fd: number; state: DeviceState }>();
+  for (const fd of fds) {
+    try {
+      const stat = fstatSync(fd);
+      const key = `${stat.dev}:${stat.ino}`;
+      if (!saved.has(key)) saved.set(key, { fd, state: deviceState(fd) });
     } catch {
       // Not a file we can look at: nothing to put back.
     }
   }
+  let done = false;
   return () => {
-    for (const [fd, mode] of modes) {
+    if (done) return;
+    done = true;
+    for (const { fd, state } of saved.values()) {
       try {
-        if ((fstatSync(fd).mode & 0o7777) !== mode) fchmodSync(fd, mode);
+        restoreDevice(fd, state);
       } catch {
         // The terminal is gone.
       }
@@ -168,12 +234,13 @@ function terminalModes(): () => void {
 }
 
 /**
- * Spawns the launcher's command line and resolves with its exit code: with `tty`, on this
- * terminal's stdio; without, through pipes relayed to and from ours. Like a shell, toolgate
+ * Spawns the launcher's command line and resolves with its exit code: the standard streams in
+ * `terminals` (with `--tty`, those that are terminals) are this process's own; every other
+ * stream is a pipe relayed to and from ours. Like a shell, toolgate
  * ignores the terminal's interrupt and quit keys while the program runs (they reach the
  * launcher, in the same foreground process group, which passes them on to the program).
  */
-function runInTerminal(launch: native.SandboxLaunch, tty: boolean): Promise<number> {
+function runInTerminal(launch: native.SandboxLaunch, terminals: readonly number[]): Promise<number> {
   const ignore = () => {};
   process.on('SIGINT', ignore);
   process.on('SIGQUIT', ignore);
@@ -181,15 +248,18 @@ function runInTerminal(launch: native.SandboxLaunch, tty: boolean): Promise<numb
     // With --allow-host/--deny-host, the launcher's fd 3 is the socket its init hands the
     // egress proxy's listener over; our copy is closed once it is spawned.
     const handoff = launch.handoffFd;
-    const streams = tty ? 'inherit' : 'pipe';
+    const streams = [0, 1, 2].map((fd) => (terminals.includes(fd) ? 'inherit' : 'pipe') as 'inherit' | 'pipe');
+    // Saved before the program starts: it may change them from its first instruction.
+    const restoreTerminals = terminalState(terminals);
     const child = spawn(launch.file, launch.args, {
       cwd: launch.cwd,
       env: launch.env,
-      stdio: handoff === null ? streams : [streams, streams, streams, handoff],
+      stdio: handoff === null ? streams : [...streams, handoff],
     });
     child.once('spawn', () => launch.closeHandoff());
-    if (!tty) relay(child);
+    relay(child);
     const done = (code: number) => {
+      restoreTerminals();
       process.off('SIGINT', ignore);
       process.off('SIGQUIT', ignore);
       resolve(code);
@@ -199,9 +269,7 @@ function runInTerminal(launch: native.SandboxLaunch, tty: boolean): Promise<numb
       process.stderr.write(`toolgate sandbox: could not start '${terminalText(launch.file)}': ${terminalText(error.message)}\n`);
       done(126);
     });
-    const restoreModes = tty ? terminalModes() : () => {};
     child.on('exit', (code, signal) => {
-      restoreModes();
       if (code !== null) return done(code);
       done(128 + (signal ? (constants.signals[signal] ?? 0) : 0));
     });
