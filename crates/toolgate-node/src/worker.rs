@@ -501,13 +501,15 @@ impl WorkerPlan {
     }
 
     /// The protected paths the file tools of worker `index` refuse to change, with the reason
-    /// for each, for `new FileTools(…, protectedPaths)`.
+    /// for each, then the paths its callers' `blocked` rules hide (marked `hidden`: the file tools
+    /// refuse their files under any other name), for `new FileTools(…, protectedPaths)`.
     #[napi]
     pub fn file_protection(&self, env: Env, index: u32) -> napi::Result<Vec<ProtectedPath>> {
         sync(&env, "WorkerPlan.fileProtection", || {
-            Ok(ProtectedPath::list(
-                self.inner.file_protection(index as usize)?,
-            ))
+            let index = index as usize;
+            let mut list = ProtectedPath::list(self.inner.file_protection(index)?);
+            list.extend(ProtectedPath::hidden_list(self.inner.file_hidden(index)?));
+            Ok(list)
         })
     }
 

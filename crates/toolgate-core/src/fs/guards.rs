@@ -36,6 +36,10 @@ enum Known {
 struct Identity {
     path: PathBuf,
     known: Known,
+    /// Whether the file under `path` itself is judged by the rules of these tools (their
+    /// gate's walk found it): false for a file a calling worker's rules hide, which these
+    /// tools' own rules may not name.
+    judged_by_name: bool,
 }
 
 /// The protected paths and the known identities of one set of file tools.
@@ -66,10 +70,13 @@ impl FileGuards {
     /// The guards of file tools confined to `root` (canonical): `protected` paths (absolute,
     /// each with its reason; those outside `root` are ignored), and the identities of the
     /// protected files and of every file `gate`'s `blocked` rules match below `root` (a walk
-    /// of `root`; `CONFIG_INVALID` past [`MAX_GUARD_WALK_ENTRIES`](crate::limits::MAX_GUARD_WALK_ENTRIES)).
+    /// of `root`; `CONFIG_INVALID` past [`MAX_GUARD_WALK_ENTRIES`](crate::limits::MAX_GUARD_WALK_ENTRIES)),
+    /// and of the `hidden` paths found elsewhere (a calling worker's blocked files, in its own
+    /// work directory: the same file under a name below `root` is refused too).
     pub fn new(
         root: &Path,
         protected: &[(PathBuf, String)],
+        hidden: &[(PathBuf, String)],
         gate: &impl BlockedPaths,
     ) -> Result<Self> {
         let mut guards = FileGuards {
@@ -88,9 +95,21 @@ impl FileGuards {
                         Identity {
                             path: path.clone(),
                             known: Known::Protected(reason.clone()),
+                            judged_by_name: true,
                         },
                     );
                 }
+            }
+        }
+        for (path, reason) in hidden {
+            let files = match path.symlink_metadata() {
+                Ok(meta) if meta.is_dir() => files_below(path)
+                    .map_err(|err| err.into_error("the hidden paths of the calling workers"))?,
+                Ok(_) => vec![path.clone()],
+                Err(_) => continue,
+            };
+            for file in files {
+                guards.hide_identity_as(&file.clone(), file, reason, false);
             }
         }
         if gate.has_blocking_rules() {
@@ -129,22 +148,40 @@ impl FileGuards {
                     (None, false) => vec![(matched.path.clone(), matched.path.clone())],
                 };
                 for (name, file) in files {
-                    if let Ok(meta) = file.symlink_metadata() {
-                        if meta.is_file() {
-                            guards.hidden_inodes.insert(meta.ino());
-                            guards.identities.insert(
-                                (meta.dev(), meta.ino()),
-                                Identity {
-                                    path: name,
-                                    known: Known::Hidden(rule.clone()),
-                                },
-                            );
-                        }
-                    }
+                    guards.hide_identity_as(&file, name, &rule, true);
                 }
             }
         }
         Ok(guards)
+    }
+
+    /// Records the regular file `file` (not following a final symlink) as hidden by `rule`,
+    /// under the name `name` it is blocked by; `judged_by_name` when these tools' own rules
+    /// judge that name. A file hidden by a caller's rules stays so under every name.
+    fn hide_identity_as(&mut self, file: &Path, name: PathBuf, rule: &str, judged_by_name: bool) {
+        let Ok(meta) = file.symlink_metadata() else {
+            return;
+        };
+        if !meta.is_file() {
+            return;
+        }
+        self.hidden_inodes.insert(meta.ino());
+        let key = (meta.dev(), meta.ino());
+        if self
+            .identities
+            .get(&key)
+            .is_some_and(|known| !known.judged_by_name && matches!(known.known, Known::Hidden(_)))
+        {
+            return; // hidden under every name already
+        }
+        self.identities.insert(
+            key,
+            Identity {
+                path: name,
+                known: Known::Hidden(rule.to_string()),
+                judged_by_name,
+            },
+        );
     }
 
     /// Whether nothing is guarded.
@@ -180,11 +217,14 @@ impl FileGuards {
         let Some(identity) = self.identities.get(&(meta.dev(), meta.ino())) else {
             return Ok(());
         };
-        if identity.path == absolute {
+        if identity.path == absolute && identity.judged_by_name {
             return Ok(()); // the file itself: judged by its name
         }
         let other = self.shown(&identity.path);
         match &identity.known {
+            Known::Hidden(rule) if identity.path == absolute => Err(Error::PathBlocked(format!(
+                "'{spelled}' is hidden by the path rule {rule} of a worker that calls this one: file tools may not read, write, list or search it under any name"
+            ))),
             Known::Hidden(rule) => Err(Error::PathBlocked(format!(
                 "'{spelled}' is the same file as '{other}' (a hard link to it, or the file that name is a symlink to), which the path rule {rule} blocks; file tools may not read, write, list or search it under any name. Remove the link, or change that rule"
             ))),
@@ -205,7 +245,8 @@ impl FileGuards {
             self.identities
                 .get(&(meta.dev(), meta.ino()))
                 .is_some_and(|identity| {
-                    matches!(identity.known, Known::Hidden(_)) && identity.path != absolute
+                    matches!(identity.known, Known::Hidden(_))
+                        && (identity.path != absolute || !identity.judged_by_name)
                 })
         })
     }

@@ -62,6 +62,7 @@ impl WorkerPlan {
         let validator = PathValidator::new(&planned.worker.work_dir)?;
         let refusal = validator.resolve(path).err();
         let protected = self.file_protection(index)?;
+        let hidden = self.file_hidden(index)?;
         let inherited = self.inherited_rules(planned)?;
         let mut checks = Vec::new();
         for (toolset, name, approval) in [
@@ -96,7 +97,7 @@ impl WorkerPlan {
             if tools.is_empty() {
                 continue;
             }
-            let gate = gate(planned, name, &approval, &inherited, &protected)?;
+            let gate = gate(planned, name, &approval, &inherited, &protected, &hidden)?;
             for tool in tools {
                 checks.push(match &refusal {
                     Some(err) => PathCheck {
@@ -215,6 +216,7 @@ fn gate(
     approval: &FileApprovalConfig,
     inherited: &[InheritedRules],
     protected: &[(std::path::PathBuf, String)],
+    hidden: &[(std::path::PathBuf, String)],
 ) -> Result<PathGate> {
     let gate = PathGate::new(
         &planned.worker.work_dir,
@@ -223,7 +225,7 @@ fn gate(
     )?
     .with_inherited(inherited.to_vec());
     // The same protected paths and identities the file tools are built with.
-    let guards = FileGuards::new(&planned.worker.work_dir, protected, &gate)?;
+    let guards = FileGuards::new(&planned.worker.work_dir, protected, hidden, &gate)?;
     Ok(gate.with_guards(guards))
 }
 

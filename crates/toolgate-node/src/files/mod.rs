@@ -120,8 +120,8 @@ impl FileTools {
                 .map(CallerPathRules::compile)
                 .collect::<toolgate_core::Result<Vec<_>>>()?;
             let gate = own.gate(validator.root())?.with_inherited(inherited);
-            let protected = ProtectedPath::core(&protected_paths.unwrap_or_default());
-            let guards = FileGuards::new(validator.root(), &protected, &gate)?;
+            let (protected, hidden) = ProtectedPath::core(&protected_paths.unwrap_or_default());
+            let guards = FileGuards::new(validator.root(), &protected, &hidden, &gate)?;
             let gate = gate.with_guards(guards);
             Ok(Self {
                 validator: Arc::new(validator),

@@ -68,6 +68,9 @@ pub struct ProtectedPath {
     /// Absolute.
     pub path: String,
     pub reason: String,
+    /// A path hidden from processes (a `blocked` path rule of this worker or a caller), not
+    /// protected configuration: the file tools refuse its files under any other name.
+    pub hidden: Option<bool>,
 }
 
 impl ProtectedPath {
@@ -78,15 +81,36 @@ impl ProtectedPath {
             .map(|(path, reason)| ProtectedPath {
                 path: path.display().to_string(),
                 reason,
+                hidden: None,
             })
             .collect()
     }
 
-    /// A JavaScript list as the core reads it.
-    pub fn core(list: &[ProtectedPath]) -> Vec<(std::path::PathBuf, String)> {
-        list.iter()
-            .map(|protected| (protected.path.clone().into(), protected.reason.clone()))
-            .collect()
+    /// [`ProtectedPath::list`] of hidden paths.
+    pub fn hidden_list(paths: impl IntoIterator<Item = (std::path::PathBuf, String)>) -> Vec<Self> {
+        let mut list = Self::list(paths);
+        for path in &mut list {
+            path.hidden = Some(true);
+        }
+        list
+    }
+
+    /// A JavaScript list as the core reads it: (protected, hidden).
+    pub fn core(
+        list: &[ProtectedPath],
+    ) -> (
+        Vec<(std::path::PathBuf, String)>,
+        Vec<(std::path::PathBuf, String)>,
+    ) {
+        let (hidden, protected): (Vec<&ProtectedPath>, Vec<&ProtectedPath>) =
+            list.iter().partition(|path| path.hidden == Some(true));
+        let core = |paths: Vec<&ProtectedPath>| {
+            paths
+                .into_iter()
+                .map(|path| (path.path.clone().into(), path.reason.clone()))
+                .collect()
+        };
+        (core(protected), core(hidden))
     }
 }
 

@@ -71,7 +71,7 @@ fn fixture(rules: &[(&str, Decision)]) -> Fixture {
         // Outside the root: ignored.
         (Path::new("/elsewhere/worker.yaml").into(), "x".to_string()),
     ];
-    let guards = FileGuards::new(&root, &protected, &gate).unwrap();
+    let guards = FileGuards::new(&root, &protected, &[], &gate).unwrap();
     Fixture {
         _dir: dir,
         validator,
@@ -372,6 +372,7 @@ fn without_blocked_rules_no_walk_is_made_and_only_protection_applies() {
     let guards = FileGuards::new(
         &root,
         &[(root.join("worker.yaml"), "the worker file".into())],
+        &[],
         &gate,
     )
     .unwrap();
@@ -386,7 +387,7 @@ fn without_blocked_rules_no_walk_is_made_and_only_protection_applies() {
         fs::write(access, "worker.yaml", b"sandbox: { mode: off }"),
     );
     fs::write(access, "notes.md", b"fine").unwrap();
-    let empty = FileGuards::new(&root, &[], &PathGate::new(&root, &[], "x").unwrap()).unwrap();
+    let empty = FileGuards::new(&root, &[], &[], &PathGate::new(&root, &[], "x").unwrap()).unwrap();
     assert!(empty.is_empty());
 }
 
@@ -413,7 +414,7 @@ fn what_a_blocked_symlink_leads_to_is_blocked_under_its_own_name() {
         },
     ];
     let gate = PathGate::new(&root, &rules, "code_agent approval.paths").unwrap();
-    let guards = FileGuards::new(&root, &[], &gate).unwrap();
+    let guards = FileGuards::new(&root, &[], &[], &gate).unwrap();
     let gate = Arc::new(gate.with_guards(guards));
     let call = preapproved(gate);
     let access = Access::new(&validator, Some(&call));
@@ -436,4 +437,50 @@ fn what_a_blocked_symlink_leads_to_is_blocked_under_its_own_name() {
     let found = fs::grep(access, &grep, &Cancel::default()).unwrap();
     assert_eq!(found.files_with_matches, 0, "{}", found.text);
     assert!(fs::read(access, &ReadRequest::new("src/app.ts")).is_ok());
+}
+
+#[test]
+fn a_callers_hidden_file_outside_the_root_is_refused_under_a_name_inside() {
+    // The caller's work directory holds `.env` and `vault/` (blocked by its rules); the called
+    // worker's file tools are confined to `sub/`, where hard links to them were made.
+    let dir = tempfile::tempdir().unwrap();
+    let caller = std::fs::canonicalize(dir.path()).unwrap();
+    put(&caller, ".env", &format!("TOKEN={SECRET}\n"));
+    put(&caller, "vault/deep/key", &format!("KEY={SECRET}\n"));
+    put(&caller, "sub/readme.md", "hello\n");
+    std::fs::hard_link(caller.join(".env"), caller.join("sub/notes.txt")).unwrap();
+    std::fs::hard_link(caller.join("vault/deep/key"), caller.join("sub/key.txt")).unwrap();
+    let root = caller.join("sub");
+    let gate = PathGate::new(&root, &[], "approval.paths").unwrap();
+    let hidden = [
+        (
+            caller.join(".env"),
+            "the path rule '.env*' (blocked)".to_string(),
+        ),
+        (
+            caller.join("vault"),
+            "the path rule '/vault/' (blocked)".to_string(),
+        ),
+        (
+            caller.join("missing"),
+            "a path that does not exist".to_string(),
+        ),
+        // The caller's walk finds the link too (another name of a blocked file), inside the
+        // called worker's root: hidden under that name as well, whatever its own rules say.
+        (
+            caller.join("sub/notes.txt"),
+            "a blocked path rule of the caller".to_string(),
+        ),
+    ];
+    let guards = FileGuards::new(&root, &[], &hidden, &gate).unwrap();
+    for name in ["notes.txt", "key.txt"] {
+        let err = guards
+            .check_path(name, &root.join(name), false)
+            .unwrap_err();
+        assert_eq!(err.code(), "PATH_BLOCKED", "{name}");
+        assert!(err.to_string().contains("same file as"), "{err}");
+    }
+    guards
+        .check_path("readme.md", &root.join("readme.md"), false)
+        .unwrap();
 }

@@ -56,7 +56,7 @@ pub fn scripts_inside(
         .iter()
         .cloned()
         .chain(env_file_variables(work_dir, args))
-        .filter(|(name, _)| CODE_VARIABLES.contains(&name.as_str()))
+        .filter(|(name, _)| loads_code(name))
     {
         found.extend(code_named_in(work_dir, &value));
     }
@@ -181,43 +181,135 @@ fn package_scripts_inside(work_dir: &Path, program: &str, args: &[String]) -> Ve
     found
 }
 
-/// Variables through which a program's environment names code it loads: Node's options
-/// (`--require`, `--import`, loaders) and module folders, Python's and Perl's and Ruby's module
-/// paths, startup files and options, what the dynamic linker preloads, a shell's startup file.
-/// Others (`DATA_DIR=./data`, `MEMORY_FILE_PATH=./memory.json`) name data the program may
-/// write, which must stay writable.
+/// The variables that make a program load code from a path: Node's options
+/// (`--require`, `--import`, loaders; also as npm passes them) and module folders, Python's,
+/// Perl's, Ruby's and Java's module paths, startup files and options, Python's user base
+/// (whose `.pth` files run), what the dynamic linker preloads or audits and glibc's converter
+/// modules, a shell's startup file. Others (`DATA_DIR=./data`,
+/// `MEMORY_FILE_PATH=./memory.json`) name data the program may write, which must stay
+/// writable.
 const CODE_VARIABLES: &[&str] = &[
     "NODE_OPTIONS",
     "NODE_PATH",
+    "npm_config_node_options",
     "PYTHONPATH",
     "PYTHONSTARTUP",
+    "PYTHONUSERBASE",
+    "PYTHONHOME",
     "PERL5LIB",
     "PERL5OPT",
     "PERLLIB",
+    "PERL5DB",
     "RUBYLIB",
     "RUBYOPT",
+    "GEM_HOME",
+    "GEM_PATH",
+    "JAVA_TOOL_OPTIONS",
+    "JDK_JAVA_OPTIONS",
+    "_JAVA_OPTIONS",
+    "CLASSPATH",
     "LD_PRELOAD",
     "LD_LIBRARY_PATH",
+    "LD_AUDIT",
+    "GCONV_PATH",
     "BASH_ENV",
     "ENV",
+    "ZDOTDIR",
 ];
 
+/// Whether the variable `name` makes a program load code ([`CODE_VARIABLES`]; npm reads its
+/// `npm_config_*` variables whatever their case).
+fn loads_code(name: &str) -> bool {
+    CODE_VARIABLES.iter().any(|known| {
+        *known == name || (known.starts_with("npm_config_") && known.eq_ignore_ascii_case(name))
+    })
+}
+
 /// The files and folders inside `work_dir` (not the work directory itself) that the words of a
-/// code variable's `value` name: separated by blanks, `:`, `,` or `=` (`--require=./hook.js`).
-/// A name that does not exist is what Node or Python would make of it (`--require ./hook`
-/// loads `hook.js`; see [`program_inside`]), the name itself included.
+/// code variable's `value` name: words as Node splits `NODE_OPTIONS` (blanks, with `"…"` and
+/// `'…'` quoting), each split again at `:`, `,` and `=` (`--require=./hook.js`, `-javaagent:
+/// ./a.jar`), and a short option's attached value taken (`-I./lib`, `-r./x.rb`). A name that
+/// does not exist is what Node or Python would make of it (`--require ./hook` loads
+/// `hook.js`; see [`program_inside`]), the name itself included: a file made there would run.
 fn code_named_in(work_dir: &Path, value: &str) -> Vec<PathBuf> {
-    value
-        .split(|c: char| c.is_whitespace() || matches!(c, ':' | ',' | '='))
-        .filter(|word| !word.is_empty() && !word.starts_with('-'))
-        .flat_map(|word| match std::fs::canonicalize(work_dir.join(word)) {
-            Ok(real) => (real.starts_with(work_dir) && real != work_dir)
-                .then_some(real)
-                .into_iter()
-                .collect(),
-            Err(_) => program_inside(work_dir, word),
-        })
-        .collect()
+    let mut found = Vec::new();
+    for word in quoted_words(value) {
+        for part in word.split([':', ',', '=']) {
+            for candidate in [Some(part), attached_value(part)].into_iter().flatten() {
+                if candidate.is_empty() || candidate.starts_with('-') {
+                    continue;
+                }
+                found.extend(named_code(work_dir, candidate));
+            }
+        }
+    }
+    found
+}
+
+/// What `word` names inside `work_dir` as code: the file or folder it leads to, else what a
+/// program would make of it, and the name itself where it is missing and spelled as a path.
+fn named_code(work_dir: &Path, word: &str) -> Vec<PathBuf> {
+    match std::fs::canonicalize(work_dir.join(word)) {
+        Ok(real) => (real.starts_with(work_dir) && real != work_dir)
+            .then_some(real)
+            .into_iter()
+            .collect(),
+        Err(_) => {
+            let mut found = program_inside(work_dir, word);
+            let named = work_dir.join(word);
+            // Only a word spelled as a path (`./e13`, `lib/h.cjs`): `4096` or `strict` in an
+            // option's place name no file.
+            let spelled_as_path = word.contains('/') || word.starts_with('.');
+            if spelled_as_path && !found.contains(&named) && !is_parent_walk(word) {
+                found.push(named);
+            }
+            found
+        }
+    }
+}
+
+/// Whether `word` climbs out with `..` (it then names nothing inside the work directory).
+fn is_parent_walk(word: &str) -> bool {
+    Path::new(word)
+        .components()
+        .any(|part| part == std::path::Component::ParentDir)
+}
+
+/// The value of a short option with its value attached (`-I./lib`: `./lib`; `-r./x.rb`).
+fn attached_value(word: &str) -> Option<&str> {
+    let rest = word.strip_prefix('-')?;
+    if rest.starts_with('-') {
+        return None;
+    }
+    let mut chars = rest.chars();
+    chars.next()?;
+    Some(chars.as_str())
+}
+
+/// The words of `value` split at blanks, where `"…"` (with `\` escapes) and `'…'` quote.
+fn quoted_words(value: &str) -> Vec<String> {
+    let mut words = Vec::new();
+    let mut word = String::new();
+    let mut quote: Option<char> = None;
+    let mut chars = value.chars();
+    while let Some(c) = chars.next() {
+        match (quote, c) {
+            (Some('"'), '\\') => word.extend(chars.next()),
+            (Some(open), c) if c == open => quote = None,
+            (Some(_), c) => word.push(c),
+            (None, '"' | '\'') => quote = Some(c),
+            (None, c) if c.is_whitespace() => {
+                if !word.is_empty() {
+                    words.push(std::mem::take(&mut word));
+                }
+            }
+            (None, c) => word.push(c),
+        }
+    }
+    if !word.is_empty() {
+        words.push(word);
+    }
+    words
 }
 
 /// The file `word` names inside `work_dir`, if any.

@@ -192,6 +192,27 @@ impl WorkerPlan {
             .collect())
     }
 
+    /// The paths its callers' `blocked` path rules hide (found in their work directories), each
+    /// with its reason, for the file tools of the worker at `index`: they refuse those files
+    /// under any name, whatever that worker's own rules say. (Its own rules judge its own
+    /// toolsets, each by its own list.)
+    pub fn file_hidden(&self, index: usize) -> Result<Vec<(PathBuf, String)>> {
+        let Some(caller) = self.worker(index)?.parent else {
+            return Ok(Vec::new());
+        };
+        // As the rules found them, before each sandbox keeps those in its view: a caller's
+        // blocked file outside a narrower callee's view may be linked into it.
+        let hidden = match self.guards.expanded.as_ref() {
+            Some((_, hidden)) => hidden.get(caller).cloned().unwrap_or_default(),
+            None => self.hidden_for(caller)?,
+        };
+        Ok(hidden
+            .hidden()
+            .iter()
+            .map(|guarded| (guarded.path.clone(), guarded.reason.clone()))
+            .collect())
+    }
+
     /// Computes the guarded paths of the whole graph and gives them to every sandbox of the
     /// plan, preparing again each sandbox whose kernel lists changed.
     pub(super) fn guard(&mut self) -> Result<()> {
@@ -444,10 +465,9 @@ fn protect_program_config(guards: &mut Guards, planned: &PlannedWorker, work_dir
         .program_config
         .as_ref()
         .and_then(|config| config.parent());
+    // Every folder up to the config's own, that one included: a second name beside the
+    // config (`.yaml` beside `.yml`) may be the one the next load reads first.
     for dir in folder.ancestors() {
-        if Some(dir) == stop {
-            break;
-        }
         if work_dirs.iter().any(|work_dir| dir.starts_with(work_dir)) {
             for name in CONFIG_FILE_NAMES {
                 guards.protect(
@@ -455,6 +475,9 @@ fn protect_program_config(guards: &mut Guards, planned: &PlannedWorker, work_dir
                     "where a golem-forge program config would be found",
                 );
             }
+        }
+        if Some(dir) == stop {
+            break;
         }
     }
 }

@@ -356,6 +356,85 @@ fn code_named_without_its_extension_in_node_options_is_protected() {
 }
 
 #[test]
+fn code_variables_in_every_spelling_name_their_code() {
+    let temp = dir();
+    let d = temp.path.clone();
+    for file in [
+        "hooks/quoted.cjs",
+        "hooks/my hook.cjs",
+        "hooks/single.cjs",
+        "perl/lib/M.pm",
+        "ruby/x.rb",
+        "audit/a.so",
+        "agent/a.jar",
+        "npm/h.cjs",
+        "server.js",
+    ] {
+        write(&d, file, "\n");
+    }
+    let cases: &[(&str, &str, &[&str])] = &[
+        (
+            "NODE_OPTIONS",
+            r#"--require "./hooks/quoted.cjs""#,
+            &["hooks/quoted.cjs"],
+        ),
+        (
+            "NODE_OPTIONS",
+            r#"--require="./hooks/quoted.cjs""#,
+            &["hooks/quoted.cjs"],
+        ),
+        (
+            "NODE_OPTIONS",
+            r#"-r "./hooks/my hook.cjs""#,
+            &["hooks/my hook.cjs"],
+        ),
+        (
+            "NODE_OPTIONS",
+            "--require './hooks/single.cjs'",
+            &["hooks/single.cjs"],
+        ),
+        ("PERL5OPT", "-I./perl/lib -Mstrict", &["perl/lib"]),
+        ("RUBYOPT", "-r./ruby/x.rb", &["ruby/x.rb"]),
+        ("LD_AUDIT", "./audit/a.so", &["audit/a.so"]),
+        (
+            "JAVA_TOOL_OPTIONS",
+            "-javaagent:./agent/a.jar",
+            &["agent/a.jar"],
+        ),
+        (
+            "npm_config_node_options",
+            "--require ./npm/h.cjs",
+            &["npm/h.cjs"],
+        ),
+        (
+            "NPM_CONFIG_NODE_OPTIONS",
+            "--require ./npm/h.cjs",
+            &["npm/h.cjs"],
+        ),
+        // Missing, spelled as a path: watched, a folder made there would run.
+        ("PYTHONUSERBASE", "./userbase", &["userbase"]),
+        ("LD_PRELOAD", "./not-yet.so", &["not-yet.so"]),
+    ];
+    for (name, value, expected) in cases {
+        let env = vec![(name.to_string(), value.to_string())];
+        let found = scripts_inside(&d, "node", &["server.js".to_string()], &env);
+        for path in *expected {
+            assert!(found.contains(&d.join(path)), "{name}={value}: {found:?}");
+        }
+        // An option's number or a module name is no file.
+        assert!(!found.contains(&d.join("strict")), "{found:?}");
+    }
+    let env = vec![(
+        "NODE_OPTIONS".to_string(),
+        "--max-old-space-size=4096".to_string(),
+    )];
+    assert_eq!(
+        scripts_inside(&d, "node", &["server.js".to_string()], &env),
+        [d.join("server.js")]
+    );
+}
+
+#[test]
 fn what_an_mcp_server_runs_through_its_launcher_is_protected() {
     let temp = dir();
     let d = temp.path.clone();
