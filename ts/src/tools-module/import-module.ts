@@ -11,6 +11,7 @@ import { initSync, parse } from 'es-module-lexer';
 import type { Jiti } from 'jiti';
 import { LIMITS } from '../native/constants.js';
 import { ToolgateError } from '../native/errors.js';
+import { moduleReferences, SOURCE_EXTENSIONS } from './module-references.js';
 
 const MODULE_EXTENSIONS = ['.ts', '.mts', '.cts', '.js', '.mjs', '.cjs'];
 
@@ -183,34 +184,81 @@ export function loadedFiles(path: string): string[] {
 }
 
 /**
- * What `file`'s source imports by a specifier written out, resolved, and the files that decide
- * what such a specifier means. Node's own loader runs a native ES module (`.mjs`, or `.js` in a
- * `"type": "module"` package: jiti hands it over), whose cache is not readable, and a module jiti
- * transpiles may import one; so every module's imports are also read from its source: a native
- * ES module's exactly (`import`, `export … from`, `import('…')`), another's generously (every
- * `from '…'`, `import '…'`, `import('…')` and `require('…')`: one in a comment adds a file that
- * is protected for nothing). With each: the `package.json` files from its folder up to the first
- * there is (its `type`, its `imports` map: one planted nearer would change them), and for a
- * package, each `node_modules/<name>` Node looks in up to the one it found (a symlink there, or
- * one planted nearer, would load something else). Nothing for a file that cannot be read or
- * parsed, or a specifier that does not resolve (`node:fs`, a package that is not installed).
+ * What `file`'s source names of other files (see `moduleReferences`: every import form and
+ * `require` with a static string, whatever comments or line breaks sit between, and paths built
+ * from the module's own location), resolved, and the files that decide what a specifier means.
+ * Node's own loader runs a native ES module (`.mjs`, or `.js` in a `"type": "module"` package:
+ * jiti hands it over), whose cache is not readable, and a module jiti transpiles may import one,
+ * load a worker thread or read code it runs; so every module's source is read, not only the
+ * cache. With each specifier: the `package.json` files from its folder up to the first there is
+ * (its `type`, its `imports` map: one planted nearer would change them), for a package each
+ * `node_modules/<name>` Node looks in up to the one it found (a symlink there, or one planted
+ * nearer, would load something else), and for a relative one every file its resolution tries
+ * (`./x.js` planted beside the `./x.ts` an import found). Nothing for a specifier that names no
+ * file (`node:fs`, a package that is not installed). A source that cannot be read or parsed
+ * fails the load (`MODULE_INVALID`): what it imports would not be protected.
  */
 function sourceImports(file: string): string[] {
-  if (!isAbsolute(file) || !loaded || !MODULE_EXTENSIONS.includes(extname(file))) return [];
-  let source: string;
-  try {
-    if (statSync(file).size > LIMITS.maxModuleSourceBytes) return [];
-    source = readFileSync(file, 'utf8');
-  } catch {
-    return [];
-  }
+  if (!isAbsolute(file) || !loaded || !SOURCE_EXTENSIONS.includes(extname(file))) return [];
+  const source = readSource(file);
+  if (source === undefined) return [];
   const found = [...packageManifests(file)];
+  const specifiers = new Set<string>(nativeEsmSpecifiers(source, file));
+  for (const reference of moduleReferences(source, file)) {
+    if (reference.kind === 'specifier') specifiers.add(reference.specifier);
+    else if (isProtectable(reference.path)) found.push(reference.path);
+  }
+  for (const specifier of specifiers) found.push(...specifierFiles(file, specifier));
+  return found;
+}
+
+/** The text of `file`, or nothing when there is no file there (a path an import would try). */
+function readSource(file: string): string | undefined {
+  try {
+    const stats = statSync(file);
+    if (!stats.isFile()) return undefined;
+    if (stats.size > LIMITS.maxModuleSourceBytes) {
+      throw new ToolgateError(
+        'MODULE_INVALID',
+        `cannot read what ${file} imports: it has ${stats.size} bytes, more than the ${LIMITS.maxModuleSourceBytes} toolgate reads ` +
+          'to find the files a tools module imports (and protects); move it into a package or make it smaller',
+      );
+    }
+    return readFileSync(file, 'utf8');
+  } catch (error) {
+    if (error instanceof ToolgateError) throw error;
+    const code = (error as NodeJS.ErrnoException).code;
+    if (code === 'ENOENT' || code === 'ENOTDIR') return undefined;
+    throw new ToolgateError('MODULE_INVALID', `cannot read what ${file} imports: ${(error as Error).message}`, { cause: error });
+  }
+}
+
+/**
+ * Whether a path the module builds from its own location is protected: an existing file (data
+ * the module reads may be code it runs, with `new Function` or `vm`), or a missing one that
+ * would be code (a process could create it before the next load). Not a folder (`new URL('.',
+ * import.meta.url)` is the module's own), nor missing data (an output file).
+ */
+function isProtectable(path: string): boolean {
+  try {
+    return statSync(path).isFile();
+  } catch {
+    return [...SOURCE_EXTENSIONS, '.json', '.node'].includes(extname(path));
+  }
+}
+
+/** The files `specifier` imported from `file` loads, or would load if they appeared. */
+function specifierFiles(file: string, specifier: string): string[] {
+  if (specifier.startsWith('node:') || isBuiltin(specifier)) return [];
+  const found: string[] = [];
+  if (!/^[./]|^file:/.test(specifier)) found.push(...packageLookups(file, specifier));
+  if (/^\.\.?(?:\/|$)/.test(specifier)) found.push(...relativeCandidates(file, specifier));
   const parent = pathToFileURL(file).href;
-  for (const specifier of specifiersIn(source, file)) {
-    if (specifier.startsWith('node:')) continue;
-    if (!/^[./]|^file:/.test(specifier)) found.push(...packageLookups(file, specifier));
+  // As an ES module import resolves it (jiti's resolver), and as `require` does.
+  const resolvers = [() => loaded!.esmResolve(specifier, parent), () => createRequire(file).resolve(specifier)];
+  for (const resolveWith of resolvers) {
     try {
-      const resolved = loaded.esmResolve(specifier, parent);
+      const resolved = resolveWith();
       const target = resolved.startsWith('file:') ? fileURLToPath(resolved) : resolved;
       if (isAbsolute(target) && statSync(target).isFile()) found.push(target);
     } catch {
@@ -220,17 +268,39 @@ function sourceImports(file: string): string[] {
   return found;
 }
 
-/** The import specifiers written out in `source` (see `sourceImports`). */
-function specifiersIn(source: string, file: string): string[] {
-  if (isNativeEsm(file)) {
-    try {
-      initSync();
-      return parse(source, file)[0].flatMap(({ n }) => (n ? [n] : []));
-    } catch {
-      return []; // not valid JavaScript: Node could not have run it either
-    }
+/**
+ * Every path a relative specifier may load, existing or not: the name itself, with each
+ * extension Node, jiti and TypeScript add, and a folder's `index` files and `package.json`.
+ */
+function relativeCandidates(file: string, specifier: string): string[] {
+  const base = resolve(dirname(file), specifier);
+  const extensions = [...SOURCE_EXTENSIONS, '.json', '.node'];
+  // `./x.js` in TypeScript may load `./x.ts`: the name as written is tried first.
+  const candidates = [base, ...extensions.map((extension) => base + extension)];
+  const written = extname(base);
+  if (['.js', '.mjs', '.cjs', '.jsx'].includes(written)) {
+    const stem = base.slice(0, -written.length);
+    candidates.push(...['.ts', '.mts', '.cts', '.tsx'].map((extension) => stem + extension));
   }
-  return [...source.matchAll(/\b(?:from|import|require)\s*\(?\s*(['"])([^'"\n]{1,1024})\1/g)].map((match) => match[2]!);
+  candidates.push(...extensions.map((extension) => join(base, `index${extension}`)), join(base, 'package.json'));
+  return candidates.filter((candidate) => {
+    try {
+      return !statSync(candidate).isDirectory();
+    } catch {
+      return true;
+    }
+  });
+}
+
+/** A native ES module's specifiers as Node's own lexer reads them (a second reading of the same source). */
+function nativeEsmSpecifiers(source: string, file: string): string[] {
+  if (!isNativeEsm(file)) return [];
+  try {
+    initSync();
+    return parse(source, file)[0].flatMap(({ n }) => (n ? [n] : []));
+  } catch {
+    return []; // the syntax tree is the reading that counts; it fails on a syntax error
+  }
 }
 
 /** The `package.json` files from `file`'s folder up to the first that exists, that one included. */
