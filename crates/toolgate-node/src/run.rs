@@ -131,7 +131,8 @@ pub fn check_agent_settings_options(
 /// The scope an "always" answer to a call covers: `choice` is `'call'` (the default: exactly
 /// this call), `'tool'` (every call of the tool) or `{ prefix: 'rm -rf' }` (command tools:
 /// commands starting with these words; they must cover this call). `argv` is the command's
-/// words for command tools. Returns the scope as JSON text, with its `description`.
+/// words for command tools; `worker` the name of the worker whose tool it is (the answer covers
+/// that worker's tool only). Returns the scope as JSON text, with its `description`.
 #[napi]
 pub fn always_scope(
     env: Env,
@@ -139,6 +140,7 @@ pub fn always_scope(
     input_json: String,
     argv: Option<Vec<String>>,
     choice: Option<Unknown<'_>>,
+    worker: Option<String>,
 ) -> napi::Result<String> {
     sync(&env, "alwaysScope", || {
         let input = parse_json(&input_json, "the tool input")?;
@@ -152,12 +154,13 @@ pub fn always_scope(
             &input,
             argv.as_deref(),
             &choice,
+            worker.as_deref().unwrap_or_default(),
         )?)
     })
 }
 
 /// Whether one of the "always" scopes (JSON text of a list of scopes made by `alwaysScope`)
-/// covers a call.
+/// covers a call of the tool `tool_name` of `worker`.
 #[napi]
 pub fn always_covers(
     env: Env,
@@ -165,6 +168,7 @@ pub fn always_covers(
     tool_name: String,
     input_json: String,
     argv: Option<Vec<String>>,
+    worker: Option<String>,
 ) -> napi::Result<bool> {
     sync(&env, "alwaysCovers", || {
         let scopes: Vec<AlwaysScope> = serde_json::from_str(&scopes_json).map_err(|err| {
@@ -174,6 +178,7 @@ pub fn always_covers(
         let input = parse_json(&input_json, "the tool input")?;
         Ok(run::always::covered(
             &scopes,
+            worker.as_deref().unwrap_or_default(),
             &tool_name,
             &input,
             argv.as_deref(),

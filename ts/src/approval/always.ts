@@ -21,9 +21,20 @@ import { callNative } from '../native/errors.js';
 
 export type { AlwaysScope, AlwaysScopeChoice };
 
-/** The scope "always" covers for a call, as the core decides it (`choice` widens it explicitly). */
-export function alwaysScopeFor(toolName: string, input: unknown, argv: string[] | undefined, choice?: AlwaysScopeChoice): AlwaysScope {
-  return JSON.parse(callNative(() => native.alwaysScope(toolName, JSON.stringify(input) ?? 'null', argv ?? null, choice ?? null))) as AlwaysScope;
+/**
+ * The scope "always" covers for a call of `worker`'s tool, as the core decides it (`choice`
+ * widens it explicitly).
+ */
+export function alwaysScopeFor(
+  toolName: string,
+  input: unknown,
+  argv: string[] | undefined,
+  choice?: AlwaysScopeChoice,
+  worker?: string,
+): AlwaysScope {
+  return JSON.parse(
+    callNative(() => native.alwaysScope(toolName, JSON.stringify(input) ?? 'null', argv ?? null, choice ?? null, worker ?? null)),
+  ) as AlwaysScope;
 }
 
 /**
@@ -31,8 +42,11 @@ export function alwaysScopeFor(toolName: string, input: unknown, argv: string[] 
  * `{ prefix }`), with the sentence to show before it is picked. Throws `INVALID_INPUT` for a
  * prefix that does not cover the request, or a prefix for a tool that runs no command.
  */
-export function alwaysScope(request: Pick<ApprovalRequest, 'toolName' | 'input' | 'argv'>, choice: AlwaysScopeChoice = 'call'): AlwaysScope {
-  return alwaysScopeFor(request.toolName, request.input, request.argv, choice);
+export function alwaysScope(
+  request: Pick<ApprovalRequest, 'toolName' | 'input' | 'argv'> & { scope?: Pick<AlwaysScope, 'worker'> },
+  choice: AlwaysScopeChoice = 'call',
+): AlwaysScope {
+  return alwaysScopeFor(request.toolName, request.input, request.argv, choice, request.scope?.worker);
 }
 
 /**
@@ -59,14 +73,14 @@ export class AlwaysAnswers {
   }
 
   /**
-   * Whether an answer given so far covers this call of `tool` (its command words come from
-   * `setCommandWords`). An input the core cannot read is not covered.
+   * Whether an answer given so far covers this call of `worker`'s `tool` (its command words come
+   * from `setCommandWords`). An input the core cannot read is not covered.
    */
-  covers(tool: object | undefined, toolName: string, input: unknown): boolean {
+  covers(tool: object | undefined, toolName: string, input: unknown, worker?: string): boolean {
     if (this.#scopes.length === 0) return false;
     try {
       const argv = commandWordsOf(tool, input);
-      return native.alwaysCovers(JSON.stringify(this.#scopes), toolName, JSON.stringify(input) ?? 'null', argv ?? null);
+      return native.alwaysCovers(JSON.stringify(this.#scopes), toolName, JSON.stringify(input) ?? 'null', argv ?? null, worker ?? null);
     } catch {
       return false;
     }

@@ -12,6 +12,11 @@
 export interface AlwaysScope {
   kind: 'call' | 'prefix' | 'tool';
   tool: string;
+  /**
+   * The worker whose tool it is (its name). Workers of one run share its answers; an answer
+   * covers only the worker it was given for. Absent outside a worker run.
+   */
+  worker?: string;
   /** `call`: the input of the approved call. */
   input?: unknown;
   /** `prefix`: the words a command must start with. */

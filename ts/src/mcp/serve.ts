@@ -222,6 +222,8 @@ export async function serveMcp(worker: RunnableWorker, options: ServeMcpOptions 
       },
       (event) => options.onEvent?.(event),
       undefined,
+      [],
+      worker.name,
     );
     // A host a network-by-host sandbox asks about goes to the same gate (elicitation, onApproval).
     const network = new NetworkApprovals(gate, (record) => recorder.connection(record));

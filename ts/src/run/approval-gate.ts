@@ -70,31 +70,53 @@ function untilAborted<T>(promise: Promise<T>, signal: AbortSignal | undefined): 
   });
 }
 
+/** What the gates of the workers of one run share: the "always" answers and each call's answer. */
+interface SharedAnswers {
+  always: AlwaysAnswers;
+  answers: Map<string, GateAnswer>;
+  answeredInputs: Map<string, string>;
+}
+
 /**
  * Answers approval requests for one run (or one MCP session): an earlier "always" that covers
  * the call answers it, else the handler is asked, else the call is denied (fail closed). It
  * keeps the run's "always" answers (`AlwaysAnswers`; their scopes are the core's) and the answer
- * given for each call. Workers called by the run share it, so an "always" holds for them too.
+ * given for each call. Workers called by the run share them through `forWorker`: each gets a
+ * gate of its own name, and an "always" covers the tool of the worker it was given for only (two
+ * workers may each have a tool of one name).
  */
 export class ApprovalGate {
   readonly #handler: ApprovalHandler | 'defer' | undefined;
   readonly #emit: (event: RunEvent) => void;
   readonly #signal: AbortSignal | undefined;
   readonly #always: AlwaysAnswers;
-  readonly #answers = new Map<string, GateAnswer>();
+  readonly #answers: Map<string, GateAnswer>;
   /** The input each answer was given for (canonical JSON), by tool call id. */
-  readonly #answeredInputs = new Map<string, string>();
+  readonly #answeredInputs: Map<string, string>;
+  /** The name of the worker whose calls this gate answers ('' outside a worker run). */
+  readonly #worker: string;
 
   constructor(
     handler: ApprovalHandler | 'defer' | undefined,
     emit: (event: RunEvent) => void,
     signal: AbortSignal | undefined,
     always: readonly AlwaysScope[] = [],
+    worker = '',
+    shared?: SharedAnswers,
   ) {
     this.#handler = handler;
     this.#emit = emit;
     this.#signal = signal;
-    this.#always = new AlwaysAnswers(always);
+    this.#always = shared?.always ?? new AlwaysAnswers(always);
+    this.#answers = shared?.answers ?? new Map();
+    this.#answeredInputs = shared?.answeredInputs ?? new Map();
+    this.#worker = worker;
+  }
+
+  /** The gate of a worker this run calls: the same handler and answers, under its own name. */
+  forWorker(worker: string): ApprovalGate {
+    const shared = { always: this.#always, answers: this.#answers, answeredInputs: this.#answeredInputs };
+    return new ApprovalGate(this.#handler, this.#emit, this.#signal, [], worker, shared);
   }
 
   /** Who answers: a handler function, `defer` (a deferred run stops for a person), or nobody. */
@@ -120,7 +142,7 @@ export class ApprovalGate {
       toolName,
       input,
       toolCallId,
-      scope: alwaysScopeFor(toolName, input, argv),
+      scope: alwaysScopeFor(toolName, input, argv, undefined, this.#worker),
       ...(argv ? { argv } : {}),
       ...review,
       ...(save ? { save } : {}),
@@ -129,7 +151,7 @@ export class ApprovalGate {
 
   /** Whether an earlier "always" covers this call. An input the core cannot read is not covered. */
   coveredByAlways(tool: object | undefined, toolName: string, input: unknown): boolean {
-    return this.#always.covers(tool, toolName, input);
+    return this.#always.covers(tool, toolName, input, this.#worker);
   }
 
   /**

@@ -276,7 +276,7 @@ export function toolgateActivities(options: ToolgateActivitiesOptions = {}): Too
         const hosted = await hosts.pinned(input);
         const trail = trailFor(hosted, input);
         const emit = (event: RunEvent) => trail?.collect(event);
-        const gate = new ApprovalGate(undefined, emit, signal);
+        const gate = new ApprovalGate(undefined, emit, signal, [], hosted.worker.name);
         const recorder = new Recorder(emit);
         // Hosts a network-by-host sandbox would ask about are refused here (nobody to ask in an
         // activity); every connection is recorded in the audit trail.
@@ -311,7 +311,7 @@ export function toolgateActivities(options: ToolgateActivitiesOptions = {}): Too
 
     toolgateCoveredCalls: activity(async (input) => {
       const hosted = await hosts.pinned(input);
-      const gate = new ApprovalGate(undefined, () => {}, undefined, input.always);
+      const gate = new ApprovalGate(undefined, () => {}, undefined, input.always, hosted.worker.name);
       return input.calls.map((call) => gate.coveredByAlways(hosted.tools.get(call.toolName), call.toolName, call.input));
     }),
 

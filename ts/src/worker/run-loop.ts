@@ -186,10 +186,14 @@ export async function prepareRun(worker: RunnableWorker, options: LoopOptions, s
     settings.maxSteps ?? callNative(() => native.checkRunWorkerOptions({ maxSteps: worker.maxSteps })).maxSteps ?? DEFAULT_MAX_STEPS;
 
   const defer = options.onApproval === 'defer' && !parent;
-  const gate =
-    parent && !options.onApproval ? parent.gate : new ApprovalGate(options.onApproval, emit, options.signal, settings.always ?? []);
+  // A called worker shares its caller's answers, under its own name (an "always" covers the
+  // tool of the worker it was given for).
+  const shared = parent !== undefined && !options.onApproval;
+  const gate = shared
+    ? parent.gate.forWorker(worker.name)
+    : new ApprovalGate(options.onApproval, emit, options.signal, settings.always ?? [], worker.name);
   const recorder = new Recorder(emit);
-  const network = parent && gate === parent.gate ? parent.network : new NetworkApprovals(gate, (record) => recorder.connection(record));
+  const network = shared ? parent.network : new NetworkApprovals(gate, (record) => recorder.connection(record));
   // Called workers get the model itself: each applies its own tool_call_format.
   const context: RunContext = { depth, chain: [...(parent?.chain ?? []), worker.name], gate, network, model: resolved, forcedModel, emit };
   const { tools: original, blocked } = toolsOf(worker);

@@ -43,6 +43,11 @@ pub struct AlwaysScope {
     pub kind: ScopeKind,
     /// The tool the answer is for.
     pub tool: String,
+    /// The worker whose tool it is (its name: unique in a worker graph). Workers of one run
+    /// share the run's answers, and two of them may each have a tool of the same name: an
+    /// answer covers only the worker it was given for. Empty outside a worker run.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub worker: String,
     /// `call`: the input of the approved call.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub input: Option<Value>,
@@ -91,11 +96,12 @@ impl ScopeChoice {
 impl AlwaysScope {
     /// The default scope of "always" for a call: exactly this call. `argv` is the command's
     /// words for command tools (it only changes the description).
-    pub fn exact(tool: &str, input: &Value, argv: Option<&[String]>) -> Self {
+    pub fn exact(tool: &str, input: &Value, argv: Option<&[String]>, worker: &str) -> Self {
         if let Some((host, port)) = network_destination(tool, input) {
             return Self {
                 kind: ScopeKind::Call,
                 tool: tool.to_string(),
+                worker: String::new(),
                 input: Some(serde_json::json!({ "host": host, "port": port })),
                 prefix: None,
                 description: format!(
@@ -108,7 +114,7 @@ impl AlwaysScope {
             Some(words) => format!(
                 "exactly this command: {} (the same {} input; nothing else)",
                 short(&display_words(words)),
-                short(tool)
+                tool_of(tool, worker)
             ),
             None => {
                 // The input itself is shown once, above the choices (`review`): the sentence
@@ -116,7 +122,7 @@ impl AlwaysScope {
                 let review = review_input(input);
                 format!(
                     "exactly this call: {} with this input ({} bytes, sha256 {}…), nothing else",
-                    short(tool),
+                    tool_of(tool, worker),
                     review.input_bytes,
                     &review.input_sha256[..16]
                 )
@@ -125,6 +131,7 @@ impl AlwaysScope {
         Self {
             kind: ScopeKind::Call,
             tool: tool.to_string(),
+            worker: worker.to_string(),
             input: Some(input.clone()),
             prefix: None,
             description,
@@ -138,6 +145,7 @@ impl AlwaysScope {
         input: &Value,
         argv: Option<&[String]>,
         choice: &ScopeChoice,
+        worker: &str,
     ) -> Result<Self> {
         if tool == NETWORK_TOOL && *choice != ScopeChoice::Call {
             return Err(Error::InvalidInput(
@@ -145,15 +153,16 @@ impl AlwaysScope {
             ));
         }
         match choice {
-            ScopeChoice::Call => Ok(Self::exact(tool, input, argv)),
+            ScopeChoice::Call => Ok(Self::exact(tool, input, argv, worker)),
             ScopeChoice::Tool => Ok(Self {
                 kind: ScopeKind::Tool,
                 tool: tool.to_string(),
+                worker: worker.to_string(),
                 input: None,
                 prefix: None,
                 description: format!(
                     "every call of {}, whatever its input, for the rest of the run",
-                    short(tool)
+                    tool_of(tool, worker)
                 ),
             }),
             ScopeChoice::Prefix(pattern) => {
@@ -173,10 +182,11 @@ impl AlwaysScope {
                 Ok(Self {
                     kind: ScopeKind::Prefix,
                     tool: tool.to_string(),
+                    worker: worker.to_string(),
                     input: None,
                     description: format!(
                         "every {} command starting with {} (word by word), for the rest of the run",
-                        short(tool),
+                        tool_of(tool, worker),
                         short(&display_words(&prefix))
                     ),
                     prefix: Some(prefix),
@@ -204,10 +214,10 @@ impl AlwaysScope {
         }
     }
 
-    /// Whether this scope covers a call of `tool` with `input` (and, for command tools, the
-    /// command's words `argv`).
-    pub fn covers(&self, tool: &str, input: &Value, argv: Option<&[String]>) -> bool {
-        if self.tool != tool {
+    /// Whether this scope covers a call of `worker`'s `tool` with `input` (and, for command
+    /// tools, the command's words `argv`). A network host's answer covers it from any worker.
+    pub fn covers(&self, worker: &str, tool: &str, input: &Value, argv: Option<&[String]>) -> bool {
+        if self.tool != tool || (tool != NETWORK_TOOL && self.worker != worker) {
             return false;
         }
         if tool == NETWORK_TOOL {
@@ -250,9 +260,26 @@ fn network_destination(tool: &str, input: &Value) -> Option<(String, u64)> {
     Some((host.to_ascii_lowercase(), port))
 }
 
-/// Whether any of `scopes` covers the call.
-pub fn covered(scopes: &[AlwaysScope], tool: &str, input: &Value, argv: Option<&[String]>) -> bool {
-    scopes.iter().any(|scope| scope.covers(tool, input, argv))
+/// Whether any of `scopes` covers the call of `worker`'s `tool`.
+pub fn covered(
+    scopes: &[AlwaysScope],
+    worker: &str,
+    tool: &str,
+    input: &Value,
+    argv: Option<&[String]>,
+) -> bool {
+    scopes
+        .iter()
+        .any(|scope| scope.covers(worker, tool, input, argv))
+}
+
+/// A tool named for a person: `deploy`, or `deploy of the worker 'helper'`.
+fn tool_of(tool: &str, worker: &str) -> String {
+    if worker.is_empty() {
+        short(tool)
+    } else {
+        format!("{} of the worker '{}'", short(tool), short(worker))
+    }
 }
 
 fn prefix_words(pattern: &str) -> Result<Vec<String>> {
@@ -309,7 +336,7 @@ mod network_tests {
     fn always_for_a_network_request_is_its_host_and_port_from_any_tool() {
         let asked =
             serde_json::json!({ "host": "registry.npmjs.org", "port": 443, "tool": "shell" });
-        let scope = AlwaysScope::exact(NETWORK_TOOL, &asked, None);
+        let scope = AlwaysScope::exact(NETWORK_TOOL, &asked, None, "");
         assert_eq!(
             scope.description,
             "connections to registry.npmjs.org:443 from any tool, for the rest of the run"
@@ -317,27 +344,29 @@ mod network_tests {
         scope.check().unwrap();
         let from_another_tool =
             serde_json::json!({ "host": "registry.npmjs.org", "port": 443, "tool": "cli_execute" });
-        assert!(scope.covers(NETWORK_TOOL, &from_another_tool, None));
+        assert!(scope.covers("", NETWORK_TOOL, &from_another_tool, None));
         for other in [
             serde_json::json!({ "host": "registry.npmjs.org", "port": 80, "tool": "shell" }),
             serde_json::json!({ "host": "evil.test", "port": 443, "tool": "shell" }),
             serde_json::json!({ "host": "registry.npmjs.org", "port": 443 }),
         ] {
-            assert!(!scope.covers(NETWORK_TOOL, &other, None), "{other}");
+            assert!(!scope.covers("", NETWORK_TOOL, &other, None), "{other}");
         }
         // Not a tool called "network" of another kind: the scope is for the proxy's requests.
-        assert!(!scope.covers("shell", &asked, None));
+        assert!(!scope.covers("", "shell", &asked, None));
         // No wider scope: that would open every host.
-        let err = AlwaysScope::choose(NETWORK_TOOL, &asked, None, &ScopeChoice::Tool).unwrap_err();
+        let err =
+            AlwaysScope::choose(NETWORK_TOOL, &asked, None, &ScopeChoice::Tool, "").unwrap_err();
         assert!(err.to_string().contains("network.allow"), "{err}");
         let tool_wide = AlwaysScope {
             kind: ScopeKind::Tool,
             tool: NETWORK_TOOL.into(),
+            worker: String::new(),
             input: None,
             prefix: None,
             description: String::new(),
         };
-        assert!(!tool_wide.covers(NETWORK_TOOL, &asked, None));
+        assert!(!tool_wide.covers("", NETWORK_TOOL, &asked, None));
     }
 }
 
@@ -357,7 +386,7 @@ mod tests {
     #[test]
     fn always_covers_exactly_the_approved_call_by_default() {
         let (input, argv) = shell("rm -rf build");
-        let scope = AlwaysScope::exact("shell", &input, Some(&argv));
+        let scope = AlwaysScope::exact("shell", &input, Some(&argv), "");
         assert!(
             scope
                 .description
@@ -365,36 +394,39 @@ mod tests {
             "{}",
             scope.description
         );
-        assert!(scope.covers("shell", &input, Some(&argv)));
+        assert!(scope.covers("", "shell", &input, Some(&argv)));
         for other in ["rm -rf src", "rm -rf build src", "rm -rf", "rm  -rf  build"] {
             let (input, argv) = shell(other);
-            assert!(!scope.covers("shell", &input, Some(&argv)), "{other}");
+            assert!(!scope.covers("", "shell", &input, Some(&argv)), "{other}");
         }
         let (input, argv) = shell("rm -rf build");
-        assert!(!scope.covers("cli_execute", &input, Some(&argv)));
+        assert!(!scope.covers("", "cli_execute", &input, Some(&argv)));
         // npm run test does not cover npm run deploy:prod
         let (input, argv) = shell("npm run test");
-        let scope = AlwaysScope::exact("shell", &input, Some(&argv));
+        let scope = AlwaysScope::exact("shell", &input, Some(&argv), "");
         let (other, other_argv) = shell("npm run deploy:prod");
-        assert!(!scope.covers("shell", &other, Some(&other_argv)));
+        assert!(!scope.covers("", "shell", &other, Some(&other_argv)));
     }
 
     #[test]
     fn exact_scopes_of_other_tools_compare_the_whole_input_in_any_key_order() {
         let input = json!({ "path": "a.txt", "content": "x" });
-        let scope = AlwaysScope::exact("write_file", &input, None);
+        let scope = AlwaysScope::exact("write_file", &input, None, "");
         assert!(scope.covers(
+            "",
             "write_file",
             &json!({ "content": "x", "path": "a.txt" }),
             None
         ));
         assert!(!scope.covers(
+            "",
             "write_file",
             &json!({ "content": "y", "path": "a.txt" }),
             None
         ));
-        assert!(!scope.covers("write_file", &json!({ "path": "a.txt" }), None));
+        assert!(!scope.covers("", "write_file", &json!({ "path": "a.txt" }), None));
         assert!(!scope.covers(
+            "",
             "write_file",
             &json!({ "path": "a.txt", "content": "x", "mode": 1 }),
             None
@@ -410,7 +442,7 @@ mod tests {
     fn a_prefix_must_cover_the_call_and_matches_word_by_word() {
         let (input, argv) = shell("rm -rf build");
         let choice = ScopeChoice::Prefix("rm -rf".into());
-        let scope = AlwaysScope::choose("shell", &input, Some(&argv), &choice).unwrap();
+        let scope = AlwaysScope::choose("shell", &input, Some(&argv), &choice, "").unwrap();
         assert!(
             scope.description.contains("starting with rm -rf"),
             "{}",
@@ -419,7 +451,7 @@ mod tests {
         for covered_command in ["rm -rf build", "rm -rf src", "rm -rf"] {
             let (input, argv) = shell(covered_command);
             assert!(
-                scope.covers("shell", &input, Some(&argv)),
+                scope.covers("", "shell", &input, Some(&argv)),
                 "{covered_command}"
             );
         }
@@ -431,7 +463,7 @@ mod tests {
             "'rm -rf' x",
         ] {
             let (input, argv) = shell(other);
-            assert!(!scope.covers("shell", &input, Some(&argv)), "{other}");
+            assert!(!scope.covers("", "shell", &input, Some(&argv)), "{other}");
         }
         // a prefix that does not cover the call being answered is refused
         for bad in ["rm -r", "rm -rf src", "git", "rm -rf build extra"] {
@@ -440,6 +472,7 @@ mod tests {
                 &input,
                 Some(&argv),
                 &ScopeChoice::Prefix(bad.into()),
+                "",
             )
             .unwrap_err();
             assert_eq!(err.code(), "INVALID_INPUT", "{bad}");
@@ -451,25 +484,34 @@ mod tests {
                 &input,
                 Some(&argv),
                 &ScopeChoice::Prefix(bad.into()),
+                "",
             )
             .unwrap_err();
             assert_eq!(err.code(), "INVALID_INPUT", "{bad:?}");
         }
         let long = "a ".repeat(MAX_PREFIX_PATTERN_BYTES);
         assert!(
-            AlwaysScope::choose("shell", &input, Some(&argv), &ScopeChoice::Prefix(long)).is_err()
+            AlwaysScope::choose("shell", &input, Some(&argv), &ScopeChoice::Prefix(long), "")
+                .is_err()
         );
     }
 
     #[test]
     fn a_prefix_is_only_for_command_tools_and_tool_scope_is_explicit() {
         let input = json!({ "path": "a" });
-        let err = AlwaysScope::choose("write_file", &input, None, &ScopeChoice::Prefix("a".into()))
-            .unwrap_err();
+        let err = AlwaysScope::choose(
+            "write_file",
+            &input,
+            None,
+            &ScopeChoice::Prefix("a".into()),
+            "",
+        )
+        .unwrap_err();
         assert!(err.to_string().contains("only for command tools"), "{err}");
-        let scope = AlwaysScope::choose("write_file", &input, None, &ScopeChoice::Tool).unwrap();
-        assert!(scope.covers("write_file", &json!({ "path": "b" }), None));
-        assert!(!scope.covers("read_file", &json!({ "path": "b" }), None));
+        let scope =
+            AlwaysScope::choose("write_file", &input, None, &ScopeChoice::Tool, "").unwrap();
+        assert!(scope.covers("", "write_file", &json!({ "path": "b" }), None));
+        assert!(!scope.covers("", "read_file", &json!({ "path": "b" }), None));
         assert!(scope.description.contains("every call of write_file"));
     }
 
@@ -501,19 +543,20 @@ mod tests {
 
     #[test]
     fn scopes_with_fields_that_contradict_their_kind_are_refused() {
-        let mut scope = AlwaysScope::exact("shell", &json!({}), None);
+        let mut scope = AlwaysScope::exact("shell", &json!({}), None, "");
         assert!(scope.check().is_ok());
         scope.input = None;
         assert!(scope.check().is_err());
         let forged = AlwaysScope {
             kind: ScopeKind::Prefix,
             tool: "shell".into(),
+            worker: String::new(),
             input: None,
             prefix: Some(vec![]),
             description: String::new(),
         };
         assert!(forged.check().is_err());
-        assert!(!forged.covers("shell", &json!({}), Some(&words("rm x"))));
+        assert!(!forged.covers("", "shell", &json!({}), Some(&words("rm x"))));
     }
 
     #[test]
@@ -524,7 +567,7 @@ mod tests {
         );
         let long = json!({ "content": "x".repeat(5000) });
         assert!(
-            AlwaysScope::exact("write_file", &long, None)
+            AlwaysScope::exact("write_file", &long, None, "")
                 .description
                 .chars()
                 .count()
@@ -536,7 +579,7 @@ mod tests {
     fn descriptions_are_never_json_escaped_twice_and_hide_nothing() {
         // The input is shown once, in the review; the sentence names it by size and digest.
         let input = json!({ "content": "approved with a\n\"quote\"", "path": "a.txt" });
-        let description = AlwaysScope::exact("write_file", &input, None).description;
+        let description = AlwaysScope::exact("write_file", &input, None, "").description;
         assert!(!description.contains('\\'), "{description}");
         assert!(!description.contains("approved with"), "{description}");
         let review = review_input(&input);
@@ -554,20 +597,60 @@ mod tests {
             "-c".to_string(),
             format!("print(1){};import os", " ".repeat(4100)),
         ];
-        let description = AlwaysScope::exact("shell", &json!({}), Some(&argv)).description;
+        let description = AlwaysScope::exact("shell", &json!({}), Some(&argv), "").description;
         assert!(
             description.contains("⟨4100 spaces⟩;import os"),
             "{description}"
         );
         let argv = vec!["echo".to_string(), "\u{1b}]52;c;aGk=\u{7}".to_string()];
-        let description = AlwaysScope::exact("shell", &json!({}), Some(&argv)).description;
+        let description = AlwaysScope::exact("shell", &json!({}), Some(&argv), "").description;
         assert!(
             description.contains("⟨ESC⟩]52;c;aGk=⟨BEL⟩"),
             "{description}"
         );
         assert!(!description.contains('\u{1b}'), "{description}");
         let argv = vec!["echo".to_string(), "y".repeat(1000)];
-        let description = AlwaysScope::exact("shell", &json!({}), Some(&argv)).description;
+        let description = AlwaysScope::exact("shell", &json!({}), Some(&argv), "").description;
         assert!(description.contains("more characters⟩"), "{description}");
+    }
+
+    #[test]
+    fn an_answer_covers_the_tool_of_the_worker_it_was_given_for_only() {
+        let input = json!({ "target": "prod" });
+        for choice in [ScopeChoice::Call, ScopeChoice::Tool] {
+            let scope = AlwaysScope::choose("deploy", &input, None, &choice, "helper").unwrap();
+            assert!(scope.covers("helper", "deploy", &input, None));
+            // The caller's own tool of the same name, an unnamed worker, another worker.
+            for worker in ["main", "", "helper2", "Helper"] {
+                assert!(!scope.covers(worker, "deploy", &input, None), "{worker}");
+            }
+            assert!(
+                scope.description.contains("of the worker 'helper'"),
+                "{}",
+                scope.description
+            );
+        }
+        let argv = words("rm -rf build");
+        let prefix = AlwaysScope::choose(
+            "shell",
+            &json!({ "command": "rm -rf build" }),
+            Some(&argv),
+            &ScopeChoice::Prefix("rm -rf".into()),
+            "helper",
+        )
+        .unwrap();
+        assert!(prefix.covers("helper", "shell", &json!({}), Some(&argv)));
+        assert!(!prefix.covers("main", "shell", &json!({}), Some(&argv)));
+        // A scope from before workers were named (no `worker` field) covers unnamed calls only.
+        let old: AlwaysScope = serde_json::from_value(json!({
+            "kind": "tool", "tool": "deploy", "description": "every call"
+        }))
+        .unwrap();
+        assert!(old.covers("", "deploy", &input, None));
+        assert!(!old.covers("main", "deploy", &input, None));
+        // A network host's answer holds for every worker of the run.
+        let asked = json!({ "host": "example.com", "port": 443, "tool": "shell" });
+        let host = AlwaysScope::exact(NETWORK_TOOL, &asked, None, "helper");
+        assert!(host.covers("main", NETWORK_TOOL, &asked, None));
     }
 }

@@ -270,7 +270,13 @@ pub fn seal(draft: RunStateDraft, secret: &str) -> Result<SealedRun> {
     }
     let mut pending = Vec::with_capacity(draft.pending.len());
     for call in draft.pending {
-        let scope = AlwaysScope::exact(&call.tool_name, &call.input, call.argv.as_deref());
+        // Pending calls are the top worker's (a called worker's approvals are never deferred).
+        let scope = AlwaysScope::exact(
+            &call.tool_name,
+            &call.input,
+            call.argv.as_deref(),
+            &draft.worker,
+        );
         let review = review_input(&call.input);
         pending.push(PendingApproval {
             id: random_hex(6)?,
@@ -498,6 +504,7 @@ fn match_answers(pending: &[PendingApproval], answers: &Value) -> Result<Vec<Ans
                         &request.input,
                         request.argv.as_deref(),
                         &choice,
+                        &request.scope.worker,
                     )?;
                     (true, None, Some(scope))
                 }
