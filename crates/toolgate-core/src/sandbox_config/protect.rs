@@ -313,9 +313,11 @@ fn links_on_the_way(path: &Path) -> Vec<PathBuf> {
             Component::CurDir => continue,
             other => prefix.push(other),
         }
-        let is_link = prefix
-            .symlink_metadata()
-            .is_ok_and(|meta| meta.file_type().is_symlink());
+        let is_link = match prefix.symlink_metadata() {
+            Ok(meta) => meta.file_type().is_symlink(),
+            // Nothing below a missing name exists (the kernel would stop there too).
+            Err(_) => break,
+        };
         if !is_link || links.len() >= MAX_LINKS_ON_THE_WAY {
             continue;
         }

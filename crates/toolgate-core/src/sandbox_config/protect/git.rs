@@ -75,19 +75,7 @@ pub fn git_guards_with(work_dir: &Path, env: &GitEnv) -> Guards {
     // one machine and user to the next).
     let ours =
         |path: &Path| path.starts_with(work_dir) || top.is_some_and(|top| path.starts_with(top));
-    let mut host_guards = Guards::default();
-    for file in &env.files {
-        host_guards.protect(
-            file,
-            "git config outside the repository (git on the host reads it in every repository)",
-        );
-    }
-    let host = ConfigPlace {
-        top,
-        whose: "the host's git config",
-        home: env.home.as_deref(),
-    };
-    read_git_configs(env.files.clone(), &host, &mut host_guards);
+    let host_guards = host_config_guards(env, top);
     for guarded in host_guards.protected() {
         if ours(&guarded.path) {
             guards.protect(&guarded.path, guarded.reason.clone());
@@ -110,6 +98,100 @@ pub fn git_guards_with(work_dir: &Path, env: &GitEnv) -> Guards {
         }
     }
     guards
+}
+
+/// What the host's git config files (and what they include) name, for a repository at `top`
+/// (`None`: outside any). Kept for up to [`HOST_CONFIG_KEPT`] while every file read then is as
+/// it was (by identity, size and times; the age bounds a rewrite within one tick of the
+/// clock): an `exec` with a sandbox prepares its scope per call, and reading the host's config
+/// costs about a hundred system calls each time.
+fn host_config_guards(env: &GitEnv, top: Option<&Path>) -> Guards {
+    type Key = (Option<PathBuf>, GitEnv);
+    struct Read {
+        key: Key,
+        taken: std::time::Instant,
+        files: Vec<(PathBuf, FileSignature)>,
+        guards: Guards,
+    }
+    static READS: std::sync::Mutex<Vec<Read>> = std::sync::Mutex::new(Vec::new());
+    const KEPT: usize = 8;
+    let key: Key = (top.map(Path::to_path_buf), env.clone());
+    let unchanged = |read: &Read| {
+        read.key == key
+            && read.taken.elapsed() < HOST_CONFIG_KEPT
+            && read
+                .files
+                .iter()
+                .all(|(path, signature)| FileSignature::of(path) == *signature)
+    };
+    if let Ok(reads) = READS.lock() {
+        if let Some(read) = reads.iter().find(|read| unchanged(read)) {
+            return read.guards.clone();
+        }
+    }
+    let mut guards = Guards::default();
+    for file in &env.files {
+        guards.protect(
+            file,
+            "git config outside the repository (git on the host reads it in every repository)",
+        );
+    }
+    let host = ConfigPlace {
+        top,
+        whose: "the host's git config",
+        home: env.home.as_deref(),
+    };
+    let mut files = Vec::new();
+    read_git_configs_into(env.files.clone(), &host, &mut guards, &mut files);
+    let files = files
+        .into_iter()
+        .map(|path| {
+            let signature = FileSignature::of(&path);
+            (path, signature)
+        })
+        .collect();
+    if let Ok(mut reads) = READS.lock() {
+        reads.retain(|read| read.key != key);
+        if reads.len() >= KEPT {
+            reads.remove(0);
+        }
+        reads.push(Read {
+            key,
+            taken: std::time::Instant::now(),
+            files,
+            guards: guards.clone(),
+        });
+    }
+    guards
+}
+
+/// How long a reading of the host's git config is used again at most.
+const HOST_CONFIG_KEPT: std::time::Duration = std::time::Duration::from_secs(1);
+
+/// What a config file is, to notice a change: the file a path leads to and the path's own
+/// entry (a symlink swapped), each by device, inode, size and change and modification times;
+/// `None` for one that does not exist.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct FileSignature([Option<[i64; 7]>; 2]);
+
+impl FileSignature {
+    fn of(path: &Path) -> Self {
+        use std::os::unix::fs::MetadataExt;
+        let of = |meta: std::io::Result<std::fs::Metadata>| {
+            meta.ok().map(|meta| {
+                [
+                    meta.dev() as i64,
+                    meta.ino() as i64,
+                    meta.size() as i64,
+                    meta.mtime(),
+                    meta.mtime_nsec(),
+                    meta.ctime(),
+                    meta.ctime_nsec(),
+                ]
+            })
+        };
+        Self([of(std::fs::metadata(path)), of(path.symlink_metadata())])
+    }
 }
 
 /// What file tools built on their own (not from a worker file) in `work_dir` may not change:
@@ -337,11 +419,22 @@ impl ConfigUse {
 /// (see [`protect_hooks`]) and the files commands name (see [`command_paths`]), also those
 /// that do not exist yet.
 fn read_git_configs(files: Vec<PathBuf>, place: &ConfigPlace<'_>, guards: &mut Guards) {
+    read_git_configs_into(files, place, guards, &mut Vec::new());
+}
+
+/// [`read_git_configs`], naming in `read` every file it looked at (also those missing).
+fn read_git_configs_into(
+    files: Vec<PathBuf>,
+    place: &ConfigPlace<'_>,
+    guards: &mut Guards,
+    read: &mut Vec<PathBuf>,
+) {
     let whose = place.whose;
     let mut pending = files;
     pending.reverse();
     let mut seen: Vec<PathBuf> = Vec::new();
     while let Some(config) = pending.pop() {
+        read.push(config.clone());
         let real = real_path(&config);
         if seen.contains(&real) {
             continue;
@@ -370,6 +463,8 @@ fn read_git_configs(files: Vec<PathBuf>, place: &ConfigPlace<'_>, guards: &mut G
                 }
                 ConfigUse::HooksPath => {
                     if let Some(dir) = resolve_in(value, place) {
+                        // Its entries are looked at (symlinked hooks): a change shows there.
+                        read.push(dir.clone());
                         protect_hooks(guards, &dir, &format!("{whose} core.hooksPath ({named})"));
                     }
                 }

@@ -888,3 +888,30 @@ fn trailing_comments_and_same_line_headers_do_not_hide_a_hooks_path_or_include()
         );
     }
 }
+
+#[test]
+fn a_changed_host_git_config_is_read_again() {
+    let (_dir, root) = scratch();
+    let work = root.join("work");
+    let home = root.join("home");
+    std::fs::create_dir_all(&work).unwrap();
+    let env = GitEnv {
+        home: Some(home.clone()),
+        files: vec![home.join(".gitconfig")],
+    };
+    let hooks = |guards: &Guards| kernel_list(guards, &work).contains(&"hooks".to_string());
+    // Missing at first: nothing of the work directory.
+    assert!(!hooks(&git_guards_with(&work, &env)));
+    // Made: its hooksPath into the work directory counts at the next call.
+    let hooks_path = format!("[core]\n\thooksPath = {}/hooks\n", work.display());
+    write(&home.join(".gitconfig"), &hooks_path);
+    assert!(hooks(&git_guards_with(&work, &env)));
+    // Moved to an included file: the include is followed, and a change there is seen too.
+    write(&home.join(".gitconfig"), "[include]\n\tpath = team.inc\n");
+    write(&home.join("team.inc"), "[user]\n\tname = x\n");
+    assert!(!hooks(&git_guards_with(&work, &env)));
+    write(&home.join("team.inc"), &hooks_path);
+    assert!(hooks(&git_guards_with(&work, &env)));
+    // The same reading again while nothing changed.
+    assert!(hooks(&git_guards_with(&work, &env)));
+}
