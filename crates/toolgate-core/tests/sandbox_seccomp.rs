@@ -252,7 +252,7 @@ const FALLOCATE_CALLS: &str = r#"
 import ctypes, errno, os
 libc = ctypes.CDLL(None, use_errno=True)
 fd = os.open('big', os.O_CREAT | os.O_RDWR, 0o644)
-for name, mode in (('keep_size', 1), ('zero_range_keep_size', 0x11), ('grow', 0), ('punch_hole', 3)):
+for name, mode in (('keep_size', 1), ('zero_range_keep_size', 0x11), ('insert_range', 0x20), ('grow', 0), ('punch_hole', 3)):
     ctypes.set_errno(0)
     rc = libc.fallocate(fd, mode, ctypes.c_long(0), ctypes.c_long(1 << 20))
     print(name, 'ok' if rc == 0 else errno.errorcode.get(ctypes.get_errno(), '?'))
@@ -275,6 +275,7 @@ async fn fallocate_cannot_reserve_disk_past_a_files_end() {
         [
             "keep_size ENOTSUP",
             "zero_range_keep_size ENOTSUP",
+            "insert_range ENOTSUP",
             "grow ok",
             "punch_hole ok"
         ],

@@ -228,7 +228,7 @@ async fn a_read_only_work_directory_keeps_its_metadata() {
     let mut policy = v.policy();
     policy.readonly = true;
     for script in [
-        "chmod 4755 in.txt",
+        "chmod 1755 in.txt",
         "chmod 600 in.txt",
         "touch -d 2001-01-01 in.txt",
         "chown 65534 in.txt",

@@ -26,6 +26,7 @@ use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+use crate::sys::Resource;
 use crate::tree::Ended;
 
 /// The names of the limits, as configured (`sandbox.limits`) and reported.
@@ -136,12 +137,6 @@ impl Limits {
             .is_ok()
     }
 }
-
-/// The type of `setrlimit`'s resource argument: glibc declares an enum type, musl an `int`.
-#[cfg(target_env = "gnu")]
-type Resource = libc::__rlimit_resource_t;
-#[cfg(not(target_env = "gnu"))]
-type Resource = libc::c_int;
 
 fn set_rlimit(resource: Resource, soft: u64, hard: u64) -> Result<(), String> {
     let limit = libc::rlimit {

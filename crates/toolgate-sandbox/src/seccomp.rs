@@ -142,6 +142,7 @@ const MODE_SETTING: &[(i64, u8, Option<u8>)] = &[
 /// `fallocate`'s mode bits (linux/falloc.h).
 const FALLOC_FL_KEEP_SIZE: libc::c_int = 0x01;
 const FALLOC_FL_PUNCH_HOLE: libc::c_int = 0x02;
+const FALLOC_FL_INSERT_RANGE: libc::c_int = 0x20;
 
 /// `fchmodat2` (Linux 6.6) and `openat2` (5.6) have the same number on every architecture;
 /// not every target of the libc crate names them.
@@ -328,22 +329,33 @@ fn main_rules(network: Network) -> Rules {
         .collect();
     rules.insert(libc::SYS_ioctl, refused_when(ioctls));
     refuse_set_id_modes(&mut rules);
-    // `fallocate` keeping the size reserves disk past a file's end, where `fileSizeMb`
-    // (RLIMIT_FSIZE, checked against the size) does not look: a 0-byte file could hold the
-    // disk. Refused as unsupported (callers fall back to writing); punching holes frees space
-    // and stays allowed.
+    // `fallocate` keeping the size reserves disk past a file's end, and inserting a range
+    // grows the file, where `fileSizeMb` (RLIMIT_FSIZE, checked against a size set by a write
+    // or a truncate) does not look: a small file could hold the disk. Refused as unsupported
+    // (callers fall back to writing); punching holes and collapsing ranges free space and
+    // stay allowed.
     let keep_size = (FALLOC_FL_KEEP_SIZE | FALLOC_FL_PUNCH_HOLE) as u32;
+    let insert_range = FALLOC_FL_INSERT_RANGE as u32;
     rules.insert(
         libc::SYS_fallocate,
         Refusal {
             errno: libc::EOPNOTSUPP,
-            when: When::AnyOf(vec![vec![condition(
-                1,
-                Check::MaskedEq {
-                    mask: keep_size,
-                    value: FALLOC_FL_KEEP_SIZE as u32,
-                },
-            )]]),
+            when: When::AnyOf(vec![
+                vec![condition(
+                    1,
+                    Check::MaskedEq {
+                        mask: keep_size,
+                        value: FALLOC_FL_KEEP_SIZE as u32,
+                    },
+                )],
+                vec![condition(
+                    1,
+                    Check::MaskedEq {
+                        mask: insert_range,
+                        value: insert_range,
+                    },
+                )],
+            ]),
         },
     );
     let not_unix = vec![condition(0, Check::Ne(libc::AF_UNIX as u32))];
@@ -840,8 +852,10 @@ mod tests {
             for mode in [0x01, 0x01 | 0x10, 0x01 | 0x0100_0000_0000] {
                 assert_eq!(fallocate(mode), unsupported, "mode {mode:#x}");
             }
-            // Growing the file (checked against RLIMIT_FSIZE) and punching holes stay allowed.
-            for mode in [0x00, 0x01 | 0x02, 0x10, 0x20] {
+            assert_eq!(fallocate(0x20), unsupported, "insert range");
+            // Growing the file (checked against RLIMIT_FSIZE), punching holes, collapsing and
+            // zeroing ranges stay allowed.
+            for mode in [0x00, 0x01 | 0x02, 0x10, 0x08] {
                 assert_eq!(fallocate(mode), ALLOW, "mode {mode:#x}");
             }
         }

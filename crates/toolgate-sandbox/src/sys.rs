@@ -267,3 +267,9 @@ pub(crate) fn open_fds() -> Vec<libc::c_int> {
         })
         .unwrap_or_default()
 }
+
+/// The type of `setrlimit`'s resource argument: glibc declares an enum type, musl an `int`.
+#[cfg(target_env = "gnu")]
+pub(crate) type Resource = libc::__rlimit_resource_t;
+#[cfg(not(target_env = "gnu"))]
+pub(crate) type Resource = libc::c_int;

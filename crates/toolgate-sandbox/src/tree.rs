@@ -34,7 +34,10 @@ pub(crate) fn enter_user_namespace(extra: libc::c_int) -> bool {
     unsafe {
         let uid = libc::geteuid();
         let gid = libc::getegid();
-        if libc::unshare(libc::CLONE_NEWUSER | extra) != 0 {
+        let capped = cap_user_rlimits_for_a_namespace();
+        let made = libc::unshare(libc::CLONE_NEWUSER | extra) == 0;
+        restore_rlimits(&capped);
+        if !made {
             return false;
         }
         // Without the maps the program would see itself as the overflow user; the permission
@@ -45,6 +48,47 @@ pub(crate) fn enter_user_namespace(extra: libc::c_int) -> bool {
     }
     cap_inotify_counts();
     true
+}
+
+/// The per-user limits a new user namespace takes its ceiling from (the creator's soft limits
+/// when it is made): what every process in it charges, together, to the host user — pending
+/// signals (and POSIX timers), message queue bytes, locked shared memory. Halved while the
+/// namespace is made, so that a call queueing signals to itself cannot leave the host user's
+/// other processes with none (`EAGAIN` from `sigqueue`); returns the limits as they were.
+fn cap_user_rlimits_for_a_namespace() -> Vec<(crate::sys::Resource, libc::rlimit)> {
+    let mut was = Vec::new();
+    for resource in [
+        libc::RLIMIT_SIGPENDING,
+        libc::RLIMIT_MSGQUEUE,
+        libc::RLIMIT_MEMLOCK,
+    ] {
+        let mut limit = libc::rlimit {
+            rlim_cur: 0,
+            rlim_max: 0,
+        };
+        // SAFETY: getrlimit/setrlimit read and write the struct we own.
+        unsafe {
+            if libc::getrlimit(resource, &mut limit) != 0 || limit.rlim_cur == libc::RLIM_INFINITY {
+                continue;
+            }
+            let halved = libc::rlimit {
+                rlim_cur: (limit.rlim_cur / 2).max(1),
+                rlim_max: limit.rlim_max,
+            };
+            if libc::setrlimit(resource, &halved) == 0 {
+                was.push((resource, limit));
+            }
+        }
+    }
+    was
+}
+
+/// Puts back the limits [`cap_user_rlimits_for_a_namespace`] changed.
+fn restore_rlimits(was: &[(crate::sys::Resource, libc::rlimit)]) {
+    for (resource, limit) in was {
+        // SAFETY: setrlimit reads the struct we own.
+        unsafe { libc::setrlimit(*resource, limit) };
+    }
 }
 
 /// The kernel's per-user inotify counts (`fs.inotify.max_user_instances`, `…_watches`) are

@@ -300,14 +300,27 @@ pub(crate) fn new_proc() -> io::Result<OwnedFd> {
 
 /// Files of a `/proc` that tell about the host rather than the call, whatever its PID
 /// namespace: the keys of every user the call's user namespace maps (`keys`, `key-users`: a
-/// key's description says what it is for, `ssh:deploy@prod`) and the timers and scheduler
-/// state of the host's processes (`timer_list`, `sched_debug`). Each is covered with the
-/// view's `/dev/null`, read-only, as container runtimes mask them.
+/// key's description says what it is for, `ssh:deploy@prod`), the timers and scheduler state
+/// of the host's processes (`timer_list`, `sched_debug`), and the kernel's memory and its
+/// helpers, readable by file mode to root alone — which the call's processes are (without a
+/// capability) when toolgate runs as root: slab and vmalloc lists, page flags and counts,
+/// `kcore`, the usermode helper's capability sets. Each is covered with the view's
+/// `/dev/null`, read-only, as container runtimes mask them.
 const MASKED_PROC_FILES: &[&std::ffi::CStr] = &[
     c"/proc/keys",
     c"/proc/key-users",
     c"/proc/timer_list",
     c"/proc/sched_debug",
+    c"/proc/slabinfo",
+    c"/proc/vmallocinfo",
+    c"/proc/pagetypeinfo",
+    c"/proc/kpageflags",
+    c"/proc/kpagecount",
+    c"/proc/kpagecgroup",
+    c"/proc/kcore",
+    c"/proc/sysrq-trigger",
+    c"/proc/sys/kernel/usermodehelper/bset",
+    c"/proc/sys/kernel/usermodehelper/inheritable",
 ];
 
 /// Covers [`MASKED_PROC_FILES`] in the view's `/proc` (attached already) with `/dev/null`.
