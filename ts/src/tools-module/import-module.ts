@@ -202,7 +202,8 @@ function sourceImports(file: string): string[] {
   if (!isAbsolute(file) || !loaded || !SOURCE_EXTENSIONS.includes(extname(file))) return [];
   const source = readSource(file);
   if (source === undefined) return [];
-  const found = [...packageManifests(file)];
+  const manifests = packageManifests(file);
+  const found = [...manifests, ...manifests.flatMap(manifestTargets)];
   const specifiers = new Set<string>(nativeEsmSpecifiers(source, file));
   for (const reference of moduleReferences(source, file)) {
     if (reference.kind === 'specifier') specifiers.add(reference.specifier);
@@ -252,7 +253,11 @@ function specifierFiles(file: string, specifier: string): string[] {
   if (specifier.startsWith('node:') || isBuiltin(specifier)) return [];
   const found: string[] = [];
   if (!/^[./]|^file:/.test(specifier)) found.push(...packageLookups(file, specifier));
-  if (/^\.\.?(?:\/|$)/.test(specifier)) found.push(...relativeCandidates(file, specifier));
+  if (/^\.\.?(?:\/|$)/.test(specifier)) {
+    found.push(...relativeCandidates(file, specifier));
+    // A folder: its package.json's `main`, also while what it names is missing.
+    found.push(...manifestTargets(join(resolve(dirname(file), specifier), 'package.json')));
+  }
   const parent = pathToFileURL(file).href;
   // As an ES module import resolves it (jiti's resolver), and as `require` does.
   const resolvers = [() => loaded!.esmResolve(specifier, parent), () => createRequire(file).resolve(specifier)];
@@ -273,7 +278,11 @@ function specifierFiles(file: string, specifier: string): string[] {
  * extension Node, jiti and TypeScript add, and a folder's `index` files and `package.json`.
  */
 function relativeCandidates(file: string, specifier: string): string[] {
-  const base = resolve(dirname(file), specifier);
+  return candidatesOf(resolve(dirname(file), specifier));
+}
+
+/** Every path loading `base` may try (see `relativeCandidates`). */
+function candidatesOf(base: string): string[] {
   const extensions = [...SOURCE_EXTENSIONS, '.json', '.node'];
   // `./x.js` in TypeScript may load `./x.ts`: the name as written is tried first.
   const candidates = [base, ...extensions.map((extension) => base + extension)];
@@ -301,6 +310,46 @@ function nativeEsmSpecifiers(source: string, file: string): string[] {
   } catch {
     return []; // the syntax tree is the reading that counts; it fails on a syntax error
   }
+}
+
+/**
+ * The local files a `package.json` names as code, existing or not: `main` and `module` (with
+ * what loading them tries), and every target of `imports` (`#alias`) and `exports` (a package's
+ * own name, self-referenced) — a wildcard target (`./lib/*.js`) by its folder. A module that
+ * imports through them gets what is there at the next load: a file made where a target is
+ * missing today would run.
+ */
+function manifestTargets(manifest: string): string[] {
+  let json: unknown;
+  try {
+    json = JSON.parse(readFileSync(manifest, 'utf8'));
+  } catch {
+    return []; // none there, or not JSON: it names nothing Node would load
+  }
+  if (!json || typeof json !== 'object') return [];
+  const dir = dirname(manifest);
+  const { main, module, imports, exports } = json as Record<string, unknown>;
+  const targets: string[] = [];
+  for (const entry of [main, module]) {
+    if (typeof entry === 'string' && entry !== '') targets.push(...candidatesOf(resolve(dir, entry)));
+  }
+  const visit = (value: unknown): void => {
+    if (typeof value === 'string') {
+      if (!value.startsWith('./')) return;
+      const wildcard = value.indexOf('*');
+      const target = wildcard < 0 ? resolve(dir, value) : resolve(dir, dirname(value.slice(0, wildcard + 1)));
+      // `./*` names the package's whole folder: not a folder to protect whole (the work
+      // directory); what the module imports through it is followed as any import.
+      if (target !== dir) targets.push(target);
+    } else if (Array.isArray(value)) {
+      value.forEach(visit);
+    } else if (value && typeof value === 'object') {
+      Object.values(value).forEach(visit);
+    }
+  };
+  visit(imports);
+  visit(exports);
+  return targets;
 }
 
 /** The `package.json` files from `file`'s folder up to the first that exists, that one included. */

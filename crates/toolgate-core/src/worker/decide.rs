@@ -330,6 +330,14 @@ fn check_names(
                 tool.name
             )));
         }
+        // The egress proxy's approval requests go by this name: a tool of it would be judged
+        // by the answers and saved rules about network hosts.
+        if tool.name == crate::run::always::NETWORK_TOOL {
+            return Err(Error::ConfigInvalid(format!(
+                "{source}: '{}' is a reserved tool name (the egress proxy asks about hosts by it); rename that tool",
+                tool.name
+            )));
+        }
         if !seen.insert(tool.name.as_str()) {
             return Err(Error::ConfigInvalid(format!(
                 "{source}: two tools are named '{}'; rename one or leave one toolset out",

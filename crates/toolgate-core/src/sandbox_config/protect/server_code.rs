@@ -215,13 +215,46 @@ const CODE_VARIABLES: &[&str] = &[
     "BASH_ENV",
     "ENV",
     "ZDOTDIR",
+    // Where other runtimes and tools find code or the configuration that names it.
+    "npm_config_userconfig",
+    "npm_config_globalconfig",
+    "NODE_REPL_EXTERNAL_MODULE",
+    "PYTHONPYCACHEPREFIX",
+    "PIP_CONFIG_FILE",
+    "UV_CONFIG_FILE",
+    "LUA_INIT",
+    "LUA_PATH",
+    "LUA_CPATH",
+    "TCLLIBPATH",
+    "R_PROFILE",
+    "R_PROFILE_USER",
+    "R_ENVIRON_USER",
+    "IRBRC",
+    "BUNDLE_GEMFILE",
+    "PHPRC",
+    "PHP_INI_SCAN_DIR",
+    "GUILE_LOAD_PATH",
+    "GUILE_LOAD_COMPILED_PATH",
+    "ERL_LIBS",
+    "BUN_CONFIG",
+    "DENO_DIR",
+    "GIT_CONFIG_GLOBAL",
+    "GIT_CONFIG_SYSTEM",
+    "GIT_EXEC_PATH",
+    "GIT_TEMPLATE_DIR",
 ];
 
 /// Whether the variable `name` makes a program load code ([`CODE_VARIABLES`]; npm reads its
-/// `npm_config_*` variables whatever their case).
+/// `npm_config_*` variables whatever their case, Lua its variables with a version too,
+/// `LUA_PATH_5_4`).
 fn loads_code(name: &str) -> bool {
+    let unversioned = name
+        .strip_prefix("LUA_")
+        .and_then(|rest| rest.split_once("_5_"))
+        .map_or(name, |(base, _)| &name[..4 + base.len()]);
     CODE_VARIABLES.iter().any(|known| {
-        *known == name || (known.starts_with("npm_config_") && known.eq_ignore_ascii_case(name))
+        *known == unversioned
+            || (known.starts_with("npm_config_") && known.eq_ignore_ascii_case(name))
     })
 }
 
@@ -234,16 +267,63 @@ fn loads_code(name: &str) -> bool {
 fn code_named_in(work_dir: &Path, value: &str) -> Vec<PathBuf> {
     let mut found = Vec::new();
     for word in quoted_words(value) {
-        for part in word.split([':', ',', '=']) {
-            for candidate in [Some(part), attached_value(part)].into_iter().flatten() {
+        for part in word.split([':', ',', '=', ';']) {
+            for candidate in spellings_of(part) {
                 if candidate.is_empty() || candidate.starts_with('-') {
                     continue;
                 }
-                found.extend(named_code(work_dir, candidate));
+                found.extend(named_code(work_dir, &candidate));
             }
         }
     }
     found
+}
+
+/// What one part of a code variable may name: itself, a short option's attached value
+/// (`-I./lib`), a file given with `@` (`LUA_INIT=@init.lua`), the folder of a search template
+/// (`./lua/?.lua`: `./lua/`), and the name percent-decoded (Node decodes `--import`
+/// specifiers: `./h%2emjs` loads `./h.mjs`).
+fn spellings_of(part: &str) -> Vec<String> {
+    let mut spellings = vec![part.to_string()];
+    spellings.extend(attached_value(part).map(str::to_string));
+    spellings.extend(part.strip_prefix('@').map(str::to_string));
+    for spelling in spellings.clone() {
+        if let Some((folder, _)) = spelling.split_once('?') {
+            spellings.push(folder.to_string());
+        }
+        if let Some(decoded) = percent_decoded(&spelling) {
+            spellings.push(decoded);
+        }
+    }
+    spellings
+}
+
+/// `text` with its `%XX` escapes decoded, when it has any and they decode to UTF-8.
+fn percent_decoded(text: &str) -> Option<String> {
+    if !text.contains('%') {
+        return None;
+    }
+    let bytes = text.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut at = 0;
+    while at < bytes.len() {
+        let hex = |byte: u8| (byte as char).to_digit(16);
+        match (
+            bytes[at],
+            bytes.get(at + 1).copied().and_then(hex),
+            bytes.get(at + 2).copied().and_then(hex),
+        ) {
+            (b'%', Some(high), Some(low)) => {
+                out.push((high * 16 + low) as u8);
+                at += 3;
+            }
+            (byte, _, _) => {
+                out.push(byte);
+                at += 1;
+            }
+        }
+    }
+    String::from_utf8(out).ok()
 }
 
 /// What `word` names inside `work_dir` as code: the file or folder it leads to, else what a

@@ -189,6 +189,10 @@ fn approval_names_reserved_names_and_clashes_are_configuration_errors() {
             "'converse' is a reserved tool name",
         ),
         (
+            "name: a\ntoolsets:\n  workers:\n    allowed_workers: [network]\n",
+            "'network' is a reserved tool name (the egress proxy asks about hosts by it)",
+        ),
+        (
             "name: a\ntoolsets:\n  workers:\n    allowed_workers: [b, ./b.yaml]\n",
             "two tools are named 'b'",
         ),
@@ -200,6 +204,7 @@ fn approval_names_reserved_names_and_clashes_are_configuration_errors() {
     std::fs::create_dir(d.join("tools")).unwrap();
     write(&d, "task_completion.yaml", "name: task_completion\n");
     write(&d, "converse.yaml", "name: converse\n");
+    write(&d, "network.yaml", "name: network\n");
     write(&d, "b.yaml", "name: b\n");
     for (index, (yaml, expected)) in cases.iter().enumerate() {
         let path = write(&d, &format!("case{index}.yaml"), yaml);

@@ -368,6 +368,13 @@ fn code_variables_in_every_spelling_name_their_code() {
         "audit/a.so",
         "agent/a.jar",
         "npm/h.cjs",
+        "lua/init.lua",
+        "lua/mods/m.lua",
+        "n2/h.mjs",
+        "tcl/pkg/pkgIndex.tcl",
+        "r/profile.R",
+        "git/config",
+        "npm/rc",
         "server.js",
     ] {
         write(&d, file, "\n");
@@ -414,6 +421,15 @@ fn code_variables_in_every_spelling_name_their_code() {
         // Missing, spelled as a path: watched, a folder made there would run.
         ("PYTHONUSERBASE", "./userbase", &["userbase"]),
         ("LD_PRELOAD", "./not-yet.so", &["not-yet.so"]),
+        ("LUA_INIT", "@./lua/init.lua", &["lua/init.lua"]),
+        ("LUA_PATH_5_4", "./lua/mods/?.lua;;", &["lua/mods"]),
+        ("LUA_CPATH", "./lua/mods/?.so", &["lua/mods"]),
+        ("NODE_OPTIONS", "--import ./n2/h%2emjs", &["n2/h.mjs"]),
+        ("TCLLIBPATH", "./tcl/pkg", &["tcl/pkg"]),
+        ("R_PROFILE_USER", "./r/profile.R", &["r/profile.R"]),
+        ("GIT_CONFIG_GLOBAL", "./git/config", &["git/config"]),
+        ("NPM_CONFIG_USERCONFIG", "./npm/rc", &["npm/rc"]),
+        ("PYTHONPYCACHEPREFIX", "./pycache", &["pycache"]),
     ];
     for (name, value, expected) in cases {
         let env = vec![(name.to_string(), value.to_string())];
