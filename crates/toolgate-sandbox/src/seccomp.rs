@@ -119,7 +119,7 @@ const DENIED_IOCTLS: &[u64] = &[
 /// bits it would be a set-ID program for whoever runs it on the host later. No capability is
 /// needed to set them on one's own file, and no mount option of the view reaches the host's
 /// later use, so every call that sets them is refused, as systemd's `RestrictSUIDSGID=` does.
-const SET_ID_BITS: [u32; 2] = [libc::S_ISUID as u32, libc::S_ISGID as u32];
+const SET_ID_BITS: [u32; 2] = [libc::S_ISUID, libc::S_ISGID];
 
 /// The calls that set a mode, with the argument holding it and, for those that take one only
 /// when creating, the argument holding their flags: `(number, mode at, flags at)`.

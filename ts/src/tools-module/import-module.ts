@@ -313,11 +313,11 @@ function nativeEsmSpecifiers(source: string, file: string): string[] {
 }
 
 /**
- * The local files a `package.json` names as code, existing or not: `main` and `module` (with
+ * The local files a `package.json` names as code that are missing: `main` and `module` (with
  * what loading them tries), and every target of `imports` (`#alias`) and `exports` (a package's
  * own name, self-referenced) — a wildcard target (`./lib/*.js`) by its folder. A module that
  * imports through them gets what is there at the next load: a file made where a target is
- * missing today would run.
+ * missing today would run. (Targets that exist are followed where a module imports them.)
  */
 function manifestTargets(manifest: string): string[] {
   let json: unknown;
@@ -331,7 +331,7 @@ function manifestTargets(manifest: string): string[] {
   const { main, module, imports, exports } = json as Record<string, unknown>;
   const targets: string[] = [];
   for (const entry of [main, module]) {
-    if (typeof entry === 'string' && entry !== '') targets.push(...candidatesOf(resolve(dir, entry)));
+    if (typeof entry === 'string' && entry !== '' && !existsSync(resolve(dir, entry))) targets.push(...candidatesOf(resolve(dir, entry)));
   }
   const visit = (value: unknown): void => {
     if (typeof value === 'string') {
@@ -349,7 +349,7 @@ function manifestTargets(manifest: string): string[] {
   };
   visit(imports);
   visit(exports);
-  return targets;
+  return targets.filter((target) => !existsSync(target));
 }
 
 /** The `package.json` files from `file`'s folder up to the first that exists, that one included. */

@@ -185,9 +185,10 @@ impl AlwaysScope {
                     worker: worker.to_string(),
                     input: None,
                     description: format!(
-                        "every {} command starting with {} (word by word), for the rest of the run",
-                        tool_of(tool, worker),
-                        short(&display_words(&prefix))
+                        "every {} command starting with {} (word by word){}, for the rest of the run",
+                        short(tool),
+                        short(&display_words(&prefix)),
+                        of_worker(worker)
                     ),
                     prefix: Some(prefix),
                 })
@@ -275,10 +276,15 @@ pub fn covered(
 
 /// A tool named for a person: `deploy`, or `deploy of the worker 'helper'`.
 fn tool_of(tool: &str, worker: &str) -> String {
+    format!("{}{}", short(tool), of_worker(worker))
+}
+
+/// ` of the worker 'helper'`, or nothing outside a worker run.
+fn of_worker(worker: &str) -> String {
     if worker.is_empty() {
-        short(tool)
+        String::new()
     } else {
-        format!("{} of the worker '{}'", short(tool), short(worker))
+        format!(" of the worker '{}'", short(worker))
     }
 }
 

@@ -73,6 +73,9 @@ pub struct ProtectedPath {
     pub hidden: Option<bool>,
 }
 
+/// Paths with the reason each is guarded, as the core takes them.
+pub type ReasonedPaths = Vec<(std::path::PathBuf, String)>;
+
 impl ProtectedPath {
     /// The core's list as JavaScript sees it.
     pub fn list(paths: impl IntoIterator<Item = (std::path::PathBuf, String)>) -> Vec<Self> {
@@ -96,12 +99,7 @@ impl ProtectedPath {
     }
 
     /// A JavaScript list as the core reads it: (protected, hidden).
-    pub fn core(
-        list: &[ProtectedPath],
-    ) -> (
-        Vec<(std::path::PathBuf, String)>,
-        Vec<(std::path::PathBuf, String)>,
-    ) {
+    pub fn core(list: &[ProtectedPath]) -> (ReasonedPaths, ReasonedPaths) {
         let (hidden, protected): (Vec<&ProtectedPath>, Vec<&ProtectedPath>) =
             list.iter().partition(|path| path.hidden == Some(true));
         let core = |paths: Vec<&ProtectedPath>| {
