@@ -192,7 +192,8 @@ pub(crate) fn prepare_served(setup: &ServedInit<'_>) -> Result<Prepared, String>
             sys::attach_at(proc.as_fd(), c"/proc")
                 .map_err(|err| format!("mounting the call's /proc: {err}"))?;
         }
-        view::mask_proc_files().map_err(|err| format!("masking host files of /proc: {err}"))?;
+        view::mask_proc_files(proc.is_some())
+            .map_err(|err| format!("masking host files of /proc: {err}"))?;
         if let (Some(tmp), Some(dir)) = (&tmp, view.private_dir) {
             let dir = sys::c_path(dir).map_err(|err| err.to_string())?;
             sys::attach_at(tmp.as_fd(), &dir)

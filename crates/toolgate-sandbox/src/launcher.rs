@@ -363,7 +363,7 @@ impl OneShot<'_> {
             extra.push((tmp, dir.as_os_str()));
         }
         view::build(&spec, &extra)?;
-        view::mask_proc_files()
+        view::mask_proc_files(proc_root.is_some())
             .map_err(|err| view::ViewError::of("masking host files of /proc".into(), &err, true))?;
         if let Some(proc) = &proc_root {
             builder.add(proc.as_fd(), true, Grant::Read)?;

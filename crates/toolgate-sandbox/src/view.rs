@@ -324,19 +324,26 @@ const MASKED_PROC_FILES: &[&std::ffi::CStr] = &[
 ];
 
 /// Covers [`MASKED_PROC_FILES`] in the view's `/proc` (attached already) with `/dev/null`.
-pub(crate) fn mask_proc_files() -> io::Result<()> {
+/// `fresh`: the call's own `/proc`, where this always works (an error is the call's); on the
+/// host's `/proc` bound into the view (a container that hides parts of it), a file the kernel
+/// does not let be covered stays as it is.
+pub(crate) fn mask_proc_files(fresh: bool) -> io::Result<()> {
     for path in MASKED_PROC_FILES {
         // A kernel built without one has nothing to show there.
         if std::fs::symlink_metadata(std::ffi::OsStr::from_bytes(path.to_bytes())).is_err() {
             continue;
         }
-        let null = sys::clone_tree(c"/dev/null")?;
-        sys::set_attrs(
-            null.as_fd(),
-            sys::ATTR_RDONLY | sys::ATTR_NOSUID | sys::ATTR_NOEXEC,
-            false,
-        )?;
-        sys::attach_at(null.as_fd(), path)?;
+        let masked = sys::clone_tree(c"/dev/null").and_then(|null| {
+            sys::set_attrs(
+                null.as_fd(),
+                sys::ATTR_RDONLY | sys::ATTR_NOSUID | sys::ATTR_NOEXEC,
+                false,
+            )?;
+            sys::attach_at(null.as_fd(), path)
+        });
+        if fresh {
+            masked?;
+        }
     }
     Ok(())
 }
