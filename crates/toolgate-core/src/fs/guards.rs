@@ -109,7 +109,7 @@ impl FileGuards {
                 Err(_) => continue,
             };
             for file in files {
-                guards.hide_identity_as(&file.clone(), file, reason, false);
+                guards.hide_identity_as(&file, file.clone(), reason, false);
             }
         }
         if gate.has_blocking_rules() {
